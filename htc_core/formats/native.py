@@ -1,0 +1,235 @@
+"""htc-trace JSONL v1: one trajectory per line (DESIGN.md section 2).
+
+Reading streams the file line by line: memory is bounded by the output
+arrays, never by the file size. Every bad line is reported (file, line,
+field, value, reason) and every good line is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any, Iterable
+
+import numpy as np
+
+from ..report import LoadReport
+from ..traces import TraceSet, TraceSetBuilder, TrajectoryRecord
+from . import common
+from .common import FieldError
+
+NAME = "native"
+FORMAT_VERSION = 1
+
+
+def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadReport,
+                     defaults: dict | None = None) -> TrajectoryRecord | None:
+    """Validate one decoded htc-trace object; report and return None when it is unusable."""
+    defaults = defaults or {}
+    if not isinstance(obj, dict):
+        report.error(file, line, f"a trajectory must be a JSON object, got {type(obj).__name__}", value=obj)
+        return None
+    tid = obj.get("id")
+    if tid is None or (isinstance(tid, str) and not tid.strip()):
+        report.error(file, line, "missing trajectory id", field="id", value=tid, has_value="id" in obj)
+        return None
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool):
+        report.error(file, line, f"id must be a string, got {type(tid).__name__}", field="id", value=tid)
+        return None
+    tid = str(tid)
+    steps = obj.get("steps")
+    if steps is None:
+        report.error(file, line, "missing 'steps'", field="steps", trajectory_id=tid)
+        return None
+    if not isinstance(steps, list):
+        report.error(file, line, f"'steps' must be a list, got {type(steps).__name__}", field="steps",
+                     value=steps, trajectory_id=tid)
+        return None
+    rec = TrajectoryRecord(id=tid, steps_logprob=[], steps_top=[], steps_name=[], steps_text=[], steps_tokens=[])
+    clipped = 0
+    dropped = 0
+    try:
+        rec.success = common.success_label(obj.get("success"))
+        for si, step in enumerate(steps):
+            f = f"steps[{si}]"
+            if not isinstance(step, dict):
+                raise FieldError(f, step, f"a step must be an object, got {type(step).__name__}")
+            if "logprobs" not in step or step["logprobs"] is None:
+                raise FieldError(f"{f}.logprobs", None, "missing (every step needs the chosen-token logprobs)",
+                                 has_value=False)
+            lp, c1 = common.chosen_logprobs(step["logprobs"], f"{f}.logprobs")
+            n = len(lp)
+            top, c2 = common.alternatives(step.get("top_logprobs"), n, f"{f}.top_logprobs")
+            toks = common.token_strings(step.get("tokens"), n, f"{f}.tokens")
+            tt = step.get("top_tokens")
+            if tt is not None and (not isinstance(tt, list) or len(tt) != n):
+                raise FieldError(f"{f}.top_tokens", f"{len(tt) if isinstance(tt, list) else type(tt).__name__}",
+                                 f"must be a list with one entry per token ({n})")
+            if n == 0:
+                dropped += 1
+                continue
+            clipped += c1 + c2
+            rec.steps_logprob.append(lp)
+            rec.steps_top.append(top)
+            rec.steps_tokens.append(toks)
+            rec.steps_name.append(common.optional_text(step.get("name")) or "")
+            rec.steps_text.append(common.optional_text(step.get("text")))
+    except FieldError as e:
+        report.error(file, line, e.reason, field=e.field, value=e.value, trajectory_id=tid, has_value=e.has_value)
+        return None
+    if not rec.steps_logprob:
+        why = "no steps" if not steps else f"all {len(steps)} steps are empty (no tokens)"
+        report.error(file, line, f"trajectory has {why}", field="steps", trajectory_id=tid)
+        return None
+    report.empty_steps_dropped += dropped
+    if dropped:
+        report.warn(file, line, f"{dropped} empty step(s) dropped", field="steps", trajectory_id=tid)
+    report.clipped_values += clipped
+    if clipped:
+        report.warn(file, line, f"{clipped} tiny positive logprob(s) clipped to 0", trajectory_id=tid)
+    vc, warn = common.verbalized(obj.get("verbalized_confidence"))
+    if warn:
+        report.warn(file, line, f"verbalized_confidence {warn}", field="verbalized_confidence",
+                    value=obj.get("verbalized_confidence"), trajectory_id=tid)
+    rec.verbalized_confidence = vc
+    for key in ("dataset", "model", "framework", "question", "answer", "gold"):
+        val = common.optional_text(obj.get(key))
+        setattr(rec, key, val if val is not None else defaults.get(key))
+    md = obj.get("metadata")
+    rec.metadata = md if isinstance(md, dict) else ({} if md is None else {"value": md})
+    rec.source = defaults.get("source", file)
+    return rec
+
+
+def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: TraceSetBuilder,
+                report: LoadReport, defaults: dict | None = None) -> None:
+    """Parse (line number, raw bytes) pairs into ``builder``.
+
+    A repeated id inside one file is an error (the first is kept); an id that
+    an earlier file already used is kept under ``id@file-stem`` with a warning,
+    so that two runs over the same questions can be loaded together.
+    """
+    seen: set[str] = set()
+    for no, raw in lines:
+        report.lines_read += 1
+        if not raw.strip():
+            continue
+        try:
+            text = common.decode_line(raw)
+        except UnicodeDecodeError as e:
+            report.error(file, no, f"invalid UTF-8 at byte {e.start}", value=raw[max(0, e.start - 10): e.start + 10])
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            report.error(file, no, f"malformed JSON: {e.msg} at column {e.colno}", value=text[:60])
+            continue
+        except RecursionError:
+            report.error(file, no, "JSON nested too deeply")
+            continue
+        rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults)
+        if rec is None:
+            continue
+        if rec.id in seen:
+            report.error(file, no, "duplicate trajectory id in this file (the first one is kept)", field="id",
+                         value=rec.id, trajectory_id=rec.id)
+            continue
+        seen.add(rec.id)
+        if builder.has_id(rec.id):
+            new_id = unique_id(builder, rec.id, file)
+            report.warn(file, no, f"trajectory id also used in an earlier file; kept as {new_id!r}", field="id",
+                        value=rec.id, trajectory_id=rec.id)
+            rec.id = new_id
+        builder.add(rec)
+        report.trajectories_read += 1
+
+
+def unique_id(builder: TraceSetBuilder, tid: str, file: str) -> str:
+    stem = Path(file).name.split(".")[0]
+    cand = f"{tid}@{stem}"
+    n = 2
+    while builder.has_id(cand):
+        cand = f"{tid}@{stem}-{n}"
+        n += 1
+    return cand
+
+
+def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
+         report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
+    """Read htc-trace JSONL files or directories of them; returns (trace set, load report)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    report = report or LoadReport()
+    files, errors = common.expand_inputs(paths, common.JSONL_SUFFIXES)
+    for e in errors:
+        report.error(e.split(":")[0], None, e.split(": ", 1)[-1])
+    builder = TraceSetBuilder()
+    for f in files:
+        report.files.append(str(f))
+        before = report.lines_read
+        try:
+            read_stream(common.iter_lines(f), file=str(f), builder=builder, report=report, defaults=defaults)
+        except OSError as e:
+            report.error(str(f), None, f"cannot read file: {e}")
+            continue
+        if report.lines_read == before:
+            report.error(str(f), None, "file is empty")
+    return builder.build(), report
+
+
+def read_bytes(data: bytes, *, name: str = "<upload>", defaults: dict | None = None,
+               report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
+    """Read htc-trace JSONL held in memory (an upload)."""
+    report = report or LoadReport()
+    report.files.append(name)
+    builder = TraceSetBuilder()
+    lines = ((i, ln) for i, ln in enumerate(data.splitlines(keepends=True), start=1))
+    read_stream(lines, file=name, builder=builder, report=report, defaults=defaults)
+    if report.lines_read == 0:
+        report.error(name, None, "file is empty")
+    return builder.build(), report
+
+
+def write(ts: TraceSet, path_or_file: str | os.PathLike | IO[str]) -> int:
+    """Write a trace set as htc-trace JSONL v1; returns the number of trajectories written."""
+    if hasattr(path_or_file, "write"):
+        fh = path_or_file
+        close = False
+    else:
+        Path(path_or_file).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path_or_file, "w", encoding="utf-8")
+        close = True
+    try:
+        for i in range(ts.n_trajectories):
+            fh.write(json.dumps(ts.trajectory(i), ensure_ascii=False, default=_json_default))
+            fh.write("\n")
+    finally:
+        if close:
+            fh.close()
+    return ts.n_trajectories
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def sniff(head: bytes) -> str | None:
+    """None when the head of a file looks like htc-trace JSONL, else why not."""
+    first = next((ln for ln in head.splitlines() if ln.strip()), b"")
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return "first line is not a complete JSON object"
+    if not isinstance(obj, dict):
+        return "first line is not a JSON object"
+    steps = obj.get("steps")
+    if not (isinstance(steps, list) and "id" in obj):
+        return "no 'id' and 'steps' keys"
+    if steps and isinstance(steps[0], dict) and "logprobs" in steps[0] and not isinstance(steps[0]["logprobs"], dict):
+        return None
+    if not steps:
+        return None
+    return "steps carry no 'logprobs' list"

@@ -1,0 +1,116 @@
+"""Load reports: what a reader kept, rejected, dropped and clipped, and why."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class Problem:
+    """One problem found in an input: where it is, what is wrong, with which value."""
+
+    file: str
+    line: int | None
+    field: str | None
+    value: str | None
+    reason: str
+    trajectory_id: str | None = None
+    severity: str = "error"  # "error": the trajectory was rejected; "warning": kept, with a change
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+        parts = [where]
+        if self.trajectory_id is not None:
+            parts.append(f"id={self.trajectory_id!r}")
+        if self.field is not None:
+            parts.append(f"field {self.field}")
+        if self.value is not None:
+            parts.append(f"value {self.value}")
+        return f"{' '.join(parts)}: {self.reason}"
+
+
+@dataclass
+class LoadReport:
+    """Counts and problems of one load (one or many files)."""
+
+    files: list[str] = field(default_factory=list)
+    lines_read: int = 0
+    trajectories_read: int = 0
+    rejected: int = 0
+    empty_steps_dropped: int = 0
+    clipped_values: int = 0
+    skipped_lines: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    max_problems: int = 1000
+    problems_truncated: int = 0
+
+    def error(self, file: str, line: int | None, reason: str, *, field: str | None = None,
+              value: Any = None, trajectory_id: str | None = None, has_value: bool = False) -> None:
+        self.rejected += 1
+        self._add(Problem(file, line, field, _short(value) if (value is not None or has_value) else None,
+                          reason, trajectory_id, "error"))
+
+    def warn(self, file: str, line: int | None, reason: str, *, field: str | None = None,
+             value: Any = None, trajectory_id: str | None = None) -> None:
+        self._add(Problem(file, line, field, _short(value) if value is not None else None,
+                          reason, trajectory_id, "warning"))
+
+    def _add(self, p: Problem) -> None:
+        if len(self.problems) < self.max_problems:
+            self.problems.append(p)
+        else:
+            self.problems_truncated += 1
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return self.trajectories_read > 0
+
+    def merge(self, other: "LoadReport") -> "LoadReport":
+        self.files.extend(other.files)
+        self.lines_read += other.lines_read
+        self.trajectories_read += other.trajectories_read
+        self.rejected += other.rejected
+        self.empty_steps_dropped += other.empty_steps_dropped
+        self.clipped_values += other.clipped_values
+        self.skipped_lines += other.skipped_lines
+        for p in other.problems:
+            self._add(p)
+        self.problems_truncated += other.problems_truncated
+        return self
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("max_problems")
+        return d
+
+    def summary(self, max_lines: int = 10) -> str:
+        lines = [
+            f"files: {len(self.files)}",
+            f"trajectories read: {self.trajectories_read}",
+            f"rejected: {self.rejected}",
+            f"empty steps dropped: {self.empty_steps_dropped}",
+            f"values clipped to 0: {self.clipped_values}",
+        ]
+        if self.skipped_lines:
+            lines.append(f"lines skipped (not trajectories): {self.skipped_lines}")
+        if self.problems:
+            lines.append(f"problems ({len(self.problems) + self.problems_truncated}), first {min(max_lines, len(self.problems))}:")
+            for p in self.problems[:max_lines]:
+                lines.append(f"  [{p.severity}] {p}")
+        return "\n".join(lines)

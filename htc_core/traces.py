@@ -1,0 +1,462 @@
+"""The one in-memory form of agent runs: a columnar trace set.
+
+Token level (all trajectories concatenated), step level (offsets into the
+tokens) and trajectory level (offsets into the steps plus a metadata table).
+Everything downstream (features, calibrators, store, pages) reads this form.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+META_COLUMNS = (
+    "id",
+    "dataset",
+    "model",
+    "framework",
+    "question",
+    "answer",
+    "gold",
+    "success",
+    "verbalized_confidence",
+    "source",
+    "metadata",
+)
+
+
+def _empty_meta(n: int = 0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id": pd.Series([None] * n, dtype=object),
+            "dataset": pd.Series([None] * n, dtype=object),
+            "model": pd.Series([None] * n, dtype=object),
+            "framework": pd.Series([None] * n, dtype=object),
+            "question": pd.Series([None] * n, dtype=object),
+            "answer": pd.Series([None] * n, dtype=object),
+            "gold": pd.Series([None] * n, dtype=object),
+            "success": pd.Series([pd.NA] * n, dtype="boolean"),
+            "verbalized_confidence": pd.Series([np.nan] * n, dtype="float64"),
+            "source": pd.Series([None] * n, dtype=object),
+            "metadata": pd.Series(["{}"] * n, dtype=object),
+        }
+    )
+
+
+@dataclass(eq=False)
+class TraceSet:
+    """Columnar trace set.
+
+    Attributes
+    ----------
+    logprob : float64 [n_tokens]
+        Log-probability of the chosen token.
+    top_logprobs : float64 [n_tokens, k]
+        Alternatives' log-probabilities, sorted descending, NaN-padded;
+        k = 0 when no source provided alternatives.
+    tokens : object [n_tokens] or None
+        Token strings when known.
+    step_offsets : int64 [n_steps + 1]
+        Token offsets of each step.
+    step_name, step_text : object [n_steps]
+    traj_offsets : int64 [n_trajectories + 1]
+        Step offsets of each trajectory.
+    meta : DataFrame [n_trajectories]
+        Columns of ``META_COLUMNS``; ``metadata`` holds a JSON string.
+    top_tokens : object [n_tokens, k] or None
+    """
+
+    logprob: np.ndarray
+    top_logprobs: np.ndarray
+    step_offsets: np.ndarray
+    traj_offsets: np.ndarray
+    meta: pd.DataFrame
+    step_name: np.ndarray | None = None
+    step_text: np.ndarray | None = None
+    tokens: np.ndarray | None = None
+    top_tokens: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.logprob = np.asarray(self.logprob, dtype=np.float64)
+        tl = np.asarray(self.top_logprobs, dtype=np.float64)
+        if tl.ndim != 2:
+            tl = tl.reshape(len(self.logprob), -1)
+        self.top_logprobs = tl
+        self.step_offsets = np.asarray(self.step_offsets, dtype=np.int64)
+        self.traj_offsets = np.asarray(self.traj_offsets, dtype=np.int64)
+        n_steps = len(self.step_offsets) - 1
+        if self.step_name is None:
+            self.step_name = np.full(n_steps, "", dtype=object)
+        if self.step_text is None:
+            self.step_text = np.full(n_steps, None, dtype=object)
+        self.meta = self.meta.reset_index(drop=True)
+        self._check()
+
+    # ------------------------------------------------------------------ checks
+    def _check(self) -> None:
+        n_tok = len(self.logprob)
+        if self.top_logprobs.shape[0] != n_tok:
+            raise ValueError(
+                f"top_logprobs must have {n_tok} rows (one per token), got {self.top_logprobs.shape[0]}"
+            )
+        if len(self.step_offsets) < 1 or self.step_offsets[0] != 0 or self.step_offsets[-1] != n_tok:
+            raise ValueError("step_offsets must start at 0 and end at the number of tokens")
+        if np.any(np.diff(self.step_offsets) < 0):
+            raise ValueError("step_offsets must be non-decreasing")
+        n_steps = len(self.step_offsets) - 1
+        if len(self.traj_offsets) < 1 or self.traj_offsets[0] != 0 or self.traj_offsets[-1] != n_steps:
+            raise ValueError("traj_offsets must start at 0 and end at the number of steps")
+        if np.any(np.diff(self.traj_offsets) < 0):
+            raise ValueError("traj_offsets must be non-decreasing")
+        if len(self.meta) != len(self.traj_offsets) - 1:
+            raise ValueError(
+                f"meta must have one row per trajectory ({len(self.traj_offsets) - 1}), got {len(self.meta)}"
+            )
+        for name in ("step_name", "step_text"):
+            arr = getattr(self, name)
+            if len(arr) != n_steps:
+                raise ValueError(f"{name} must have {n_steps} entries, got {len(arr)}")
+        if self.tokens is not None and len(self.tokens) != n_tok:
+            raise ValueError(f"tokens must have {n_tok} entries, got {len(self.tokens)}")
+
+    # ------------------------------------------------------------ properties
+    @property
+    def n_trajectories(self) -> int:
+        return len(self.traj_offsets) - 1
+
+    def __len__(self) -> int:
+        return self.n_trajectories
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.logprob)
+
+    @property
+    def k(self) -> int:
+        return self.top_logprobs.shape[1]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.meta["id"].to_numpy(dtype=object)
+
+    @property
+    def steps_per_trajectory(self) -> np.ndarray:
+        return np.diff(self.traj_offsets)
+
+    @property
+    def tokens_per_step(self) -> np.ndarray:
+        return np.diff(self.step_offsets)
+
+    @property
+    def tokens_per_trajectory(self) -> np.ndarray:
+        return np.diff(self.step_offsets[self.traj_offsets])
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Success labels as float (1.0 / 0.0, NaN when unlabeled)."""
+        s = self.meta["success"]
+        return s.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+
+    @property
+    def has_labels(self) -> bool:
+        return bool(self.n_trajectories) and not self.meta["success"].isna().any()
+
+    def step_trajectory_index(self) -> np.ndarray:
+        """Trajectory index of every step."""
+        return np.repeat(np.arange(self.n_trajectories), self.steps_per_trajectory)
+
+    def token_step_index(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_steps), self.tokens_per_step)
+
+    def metadata_of(self, i: int) -> dict:
+        raw = self.meta["metadata"].iat[i]
+        try:
+            return json.loads(raw) if raw else {}
+        except (TypeError, ValueError):
+            return {}
+
+    def memory_bytes(self) -> int:
+        n = self.logprob.nbytes + self.top_logprobs.nbytes + self.step_offsets.nbytes + self.traj_offsets.nbytes
+        return int(n)
+
+    # ------------------------------------------------------------- slicing
+    def take(self, indices: Sequence[int] | np.ndarray) -> "TraceSet":
+        """A new trace set holding the trajectories at ``indices`` (in that order)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < -self.n_trajectories or idx.max() >= self.n_trajectories):
+            raise IndexError(f"trajectory index out of range for a set of {self.n_trajectories}")
+        idx = np.where(idx < 0, idx + self.n_trajectories, idx)
+        s_start = self.traj_offsets[idx]
+        s_stop = self.traj_offsets[idx + 1]
+        step_idx = _ranges(s_start, s_stop)
+        t_start = self.step_offsets[step_idx]
+        t_stop = self.step_offsets[step_idx + 1]
+        tok_idx = _ranges(t_start, t_stop)
+        traj_off = np.concatenate([[0], np.cumsum(s_stop - s_start)])
+        step_off = np.concatenate([[0], np.cumsum(t_stop - t_start)])
+        return TraceSet(
+            logprob=self.logprob[tok_idx],
+            top_logprobs=self.top_logprobs[tok_idx],
+            step_offsets=step_off,
+            traj_offsets=traj_off,
+            meta=self.meta.iloc[idx].reset_index(drop=True),
+            step_name=self.step_name[step_idx],
+            step_text=self.step_text[step_idx],
+            tokens=None if self.tokens is None else self.tokens[tok_idx],
+            top_tokens=None if self.top_tokens is None else self.top_tokens[tok_idx],
+        )
+
+    def select(self, ids: Iterable[str]) -> "TraceSet":
+        """A new trace set holding the trajectories with the given ids (in that order)."""
+        pos = {v: i for i, v in enumerate(self.ids)}
+        wanted = list(ids)
+        missing = [v for v in wanted if v not in pos]
+        if missing:
+            raise KeyError(f"unknown trajectory ids: {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        return self.take([pos[v] for v in wanted])
+
+    def filter(self, mask: np.ndarray) -> "TraceSet":
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.n_trajectories,):
+            raise ValueError(f"mask must have shape ({self.n_trajectories},), got {mask.shape}")
+        return self.take(np.flatnonzero(mask))
+
+    def labeled(self) -> "TraceSet":
+        return self.filter(~self.meta["success"].isna().to_numpy())
+
+    # ------------------------------------------------------------ iteration
+    def trajectory(self, i: int) -> dict:
+        """One trajectory as a plain dict (htc-trace JSONL v1 shape)."""
+        row = self.meta.iloc[i]
+        steps = []
+        for s in range(self.traj_offsets[i], self.traj_offsets[i + 1]):
+            a, b = self.step_offsets[s], self.step_offsets[s + 1]
+            step: dict[str, Any] = {"name": self.step_name[s] or "", "logprobs": self.logprob[a:b].tolist()}
+            if self.step_text[s] is not None:
+                step["text"] = self.step_text[s]
+            if self.tokens is not None:
+                step["tokens"] = list(self.tokens[a:b])
+            if self.k:
+                top = self.top_logprobs[a:b]
+                step["top_logprobs"] = [[float(v) for v in r if not np.isnan(v)] for r in top]
+                if self.top_tokens is not None:
+                    step["top_tokens"] = [
+                        [t for t, v in zip(tt, r) if not np.isnan(v)] for tt, r in zip(self.top_tokens[a:b], top)
+                    ]
+            steps.append(step)
+        success = row["success"]
+        vc = row["verbalized_confidence"]
+        return {
+            "id": row["id"],
+            "dataset": row["dataset"],
+            "model": row["model"],
+            "framework": row["framework"],
+            "question": row["question"],
+            "answer": row["answer"],
+            "gold": row["gold"],
+            "success": None if pd.isna(success) else bool(success),
+            "verbalized_confidence": None if pd.isna(vc) else float(vc),
+            "metadata": self.metadata_of(i),
+            "steps": steps,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"TraceSet(trajectories={self.n_trajectories}, steps={self.n_steps}, "
+            f"tokens={self.n_tokens}, k={self.k})"
+        )
+
+    # -------------------------------------------------------------- builders
+    @classmethod
+    def empty(cls, k: int = 0) -> "TraceSet":
+        return cls(
+            logprob=np.zeros(0),
+            top_logprobs=np.zeros((0, k)),
+            step_offsets=np.zeros(1, dtype=np.int64),
+            traj_offsets=np.zeros(1, dtype=np.int64),
+            meta=_empty_meta(0),
+        )
+
+
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(start, stop)`` for each pair, vectorized."""
+    lens = (stops - starts).astype(np.int64)
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = lens > 0
+    starts, lens = starts[keep], lens[keep]
+    out = np.ones(total, dtype=np.int64)
+    ends = np.cumsum(lens)
+    out[0] = starts[0]
+    if len(starts) > 1:
+        out[ends[:-1]] = starts[1:] - (starts[:-1] + lens[:-1] - 1)
+    return np.cumsum(out)
+
+
+def _pad_top(arrs: list[np.ndarray], k: int) -> np.ndarray:
+    if not arrs:
+        return np.zeros((0, k))
+    out = []
+    for a in arrs:
+        if a.shape[1] < k:
+            a = np.hstack([a, np.full((a.shape[0], k - a.shape[1]), np.nan)])
+        out.append(a)
+    return np.vstack(out)
+
+
+def concat(sets: Sequence[TraceSet]) -> TraceSet:
+    """Concatenate trace sets (k becomes the widest; narrower alternatives are NaN-padded)."""
+    sets = [s for s in sets]
+    if not sets:
+        return TraceSet.empty()
+    if len(sets) == 1:
+        return sets[0]
+    k = max(s.k for s in sets)
+    step_off = [np.zeros(1, dtype=np.int64)]
+    traj_off = [np.zeros(1, dtype=np.int64)]
+    tok_base = 0
+    step_base = 0
+    for s in sets:
+        step_off.append(s.step_offsets[1:] + tok_base)
+        traj_off.append(s.traj_offsets[1:] + step_base)
+        tok_base += s.n_tokens
+        step_base += s.n_steps
+    have_tokens = all(s.tokens is not None for s in sets)
+    have_top_tokens = all(s.top_tokens is not None for s in sets)
+    top_tokens = None
+    if have_top_tokens:
+        parts = []
+        for s in sets:
+            t = s.top_tokens
+            if t.shape[1] < k:
+                t = np.hstack([t, np.full((t.shape[0], k - t.shape[1]), None, dtype=object)])
+            parts.append(t)
+        top_tokens = np.vstack(parts) if parts else None
+    return TraceSet(
+        logprob=np.concatenate([s.logprob for s in sets]),
+        top_logprobs=_pad_top([s.top_logprobs for s in sets], k),
+        step_offsets=np.concatenate(step_off),
+        traj_offsets=np.concatenate(traj_off),
+        meta=pd.concat([s.meta for s in sets], ignore_index=True),
+        step_name=np.concatenate([s.step_name for s in sets]),
+        step_text=np.concatenate([s.step_text for s in sets]),
+        tokens=np.concatenate([s.tokens for s in sets]) if have_tokens else None,
+        top_tokens=top_tokens,
+    )
+
+
+@dataclass
+class TrajectoryRecord:
+    """One validated trajectory on its way into a trace set (used by readers)."""
+
+    id: str
+    steps_logprob: list[np.ndarray]
+    steps_top: list[np.ndarray | None]
+    steps_name: list[str]
+    steps_text: list[str | None]
+    steps_tokens: list[list[str] | None]
+    dataset: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    gold: str | None = None
+    success: bool | None = None
+    verbalized_confidence: float | None = None
+    source: str | None = None
+    metadata: dict = field(default_factory=dict)
+
+
+class TraceSetBuilder:
+    """Accumulates validated trajectories and builds one columnar TraceSet.
+
+    Readers of every format append ``TrajectoryRecord``s; the builder keeps
+    per-step arrays and concatenates once at the end.
+    """
+
+    def __init__(self) -> None:
+        self._lp: list[np.ndarray] = []
+        self._top: list[np.ndarray | None] = []
+        self._tok: list[list[str] | None] = []
+        self._names: list[str] = []
+        self._texts: list[str | None] = []
+        self._steps_per_traj: list[int] = []
+        self._meta_rows: list[dict] = []
+        self._ids: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._meta_rows)
+
+    def has_id(self, tid: str) -> bool:
+        return tid in self._ids
+
+    def add(self, rec: TrajectoryRecord) -> None:
+        self._ids.add(rec.id)
+        self._lp.extend(rec.steps_logprob)
+        self._top.extend(rec.steps_top)
+        self._tok.extend(rec.steps_tokens)
+        self._names.extend(rec.steps_name)
+        self._texts.extend(rec.steps_text)
+        self._steps_per_traj.append(len(rec.steps_logprob))
+        self._meta_rows.append(
+            {
+                "id": rec.id,
+                "dataset": rec.dataset,
+                "model": rec.model,
+                "framework": rec.framework,
+                "question": rec.question,
+                "answer": rec.answer,
+                "gold": rec.gold,
+                "success": pd.NA if rec.success is None else bool(rec.success),
+                "verbalized_confidence": np.nan if rec.verbalized_confidence is None else float(rec.verbalized_confidence),
+                "source": rec.source,
+                "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str),
+            }
+        )
+
+    def build(self) -> TraceSet:
+        if not self._meta_rows:
+            return TraceSet.empty()
+        lens = np.array([len(a) for a in self._lp], dtype=np.int64)
+        logprob = np.concatenate(self._lp) if self._lp else np.zeros(0)
+        k = max((t.shape[1] for t in self._top if t is not None), default=0)
+        tops = []
+        for a, t in zip(self._lp, self._top):
+            if t is None:
+                tops.append(np.full((len(a), k), np.nan))
+            elif t.shape[1] < k:
+                tops.append(np.hstack([t, np.full((t.shape[0], k - t.shape[1]), np.nan)]))
+            else:
+                tops.append(t)
+        top = np.vstack(tops) if tops else np.zeros((0, k))
+        tokens = None
+        if any(t is not None for t in self._tok):
+            flat: list = []
+            for a, t in zip(self._lp, self._tok):
+                flat.extend(t if t is not None else [None] * len(a))
+            tokens = np.array(flat, dtype=object)
+        meta = _empty_meta(0)
+        meta = pd.DataFrame(self._meta_rows, columns=list(META_COLUMNS))
+        meta["success"] = meta["success"].astype("boolean")
+        meta["verbalized_confidence"] = meta["verbalized_confidence"].astype("float64")
+        for c in ("id", "dataset", "model", "framework", "question", "answer", "gold", "source", "metadata"):
+            meta[c] = meta[c].astype(object)
+        return TraceSet(
+            logprob=logprob,
+            top_logprobs=top,
+            step_offsets=np.concatenate([[0], np.cumsum(lens)]),
+            traj_offsets=np.concatenate([[0], np.cumsum(self._steps_per_traj)]),
+            meta=meta,
+            step_name=np.array(self._names, dtype=object),
+            step_text=np.array(self._texts + [None], dtype=object)[:-1],
+            tokens=tokens,
+        )
