@@ -29,12 +29,33 @@ class Profile:
     compute: Callable[[np.ndarray, np.ndarray, int], TokenConfidence]
 
 
+def _row_sum_count(block: np.ndarray, transform) -> tuple[np.ndarray, np.ndarray]:
+    """Row sums of transform(block) over non-NaN entries, and their counts.
+
+    Row reductions over a narrow axis are slow in NumPy; a matrix-vector
+    product with a ones vector (BLAS) is not. Rows without NaN padding (the
+    usual case) take the fast path; only padded rows are summed with masks.
+    """
+    ones = np.ones(block.shape[1])
+    s = transform(block) @ ones
+    cnt = np.full(block.shape[0], float(block.shape[1]))
+    padded = np.isnan(s)
+    if padded.any():
+        sub = block[padded]
+        valid = ~np.isnan(sub)
+        vals = transform(np.where(valid, sub, 0.0))
+        vals[~valid] = 0.0
+        s[padded] = vals @ ones
+        cnt[padded] = valid.sum(axis=1)
+    return s, cnt
+
+
 def _top1_topk_prob(logprob: np.ndarray, top: np.ndarray, k: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = len(logprob)
-    top1 = r.copy()
-    topk = r.copy()
     if top.shape[1] == 0 or n == 0:
-        return top1, topk
+        return r, r
+    top1 = np.empty_like(r)
+    topk = np.empty_like(r)
     kk = min(k, top.shape[1])
     for a in range(0, n, _CHUNK):
         b = min(n, a + _CHUNK)
@@ -42,12 +63,10 @@ def _top1_topk_prob(logprob: np.ndarray, top: np.ndarray, k: int, r: np.ndarray)
         has = ~np.isnan(first)
         top1[a:b] = np.where(has, np.exp(np.where(has, first, 0.0)), r[a:b])
         if kk > 0:
-            block = top[a:b, :kk]
-            valid = ~np.isnan(block)
-            cnt = valid.sum(axis=1)
-            s = np.exp(np.where(valid, block, -np.inf)).sum(axis=1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                topk[a:b] = np.where(cnt > 0, s / np.maximum(cnt, 1), r[a:b])
+            s, cnt = _row_sum_count(top[a:b, :kk], np.exp)
+            topk[a:b] = np.where(cnt > 0, s / np.maximum(cnt, 1.0), r[a:b])
+        else:
+            topk[a:b] = r[a:b]
     return top1, topk
 
 
@@ -61,16 +80,14 @@ def _deepconf(logprob: np.ndarray, top: np.ndarray, k: int) -> TokenConfidence:
     r = np.exp(logprob)
     top1, _ = _top1_topk_prob(logprob, top, k, r)
     n = len(logprob)
-    topk = -logprob.copy()
+    topk = -logprob
     kk = min(k, top.shape[1])
     if kk > 0:
+        topk = topk.copy()
         for a in range(0, n, _CHUNK):
             b = min(n, a + _CHUNK)
-            block = top[a:b, :kk]
-            valid = ~np.isnan(block)
-            cnt = valid.sum(axis=1)
-            s = np.where(valid, block, 0.0).sum(axis=1)
-            topk[a:b] = np.where(cnt > 0, -s / np.maximum(cnt, 1), topk[a:b])
+            s, cnt = _row_sum_count(top[a:b, :kk], lambda v: v)
+            topk[a:b] = np.where(cnt > 0, -s / np.maximum(cnt, 1.0), topk[a:b])
     return TokenConfidence(r, top1, topk)
 
 

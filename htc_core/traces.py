@@ -30,21 +30,29 @@ META_COLUMNS = (
 
 
 def _empty_meta(n: int = 0) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": pd.Series([None] * n, dtype=object),
-            "dataset": pd.Series([None] * n, dtype=object),
-            "model": pd.Series([None] * n, dtype=object),
-            "framework": pd.Series([None] * n, dtype=object),
-            "question": pd.Series([None] * n, dtype=object),
-            "answer": pd.Series([None] * n, dtype=object),
-            "gold": pd.Series([None] * n, dtype=object),
-            "success": pd.Series([pd.NA] * n, dtype="boolean"),
-            "verbalized_confidence": pd.Series([np.nan] * n, dtype="float64"),
-            "source": pd.Series([None] * n, dtype=object),
-            "metadata": pd.Series(["{}"] * n, dtype=object),
-        }
-    )
+    return _meta_frame([{"metadata": "{}"} for _ in range(n)])
+
+
+def _meta_frame(rows: list[dict]) -> pd.DataFrame:
+    """Metadata table with fixed dtypes: text columns hold str or None (never NaN)."""
+    cols: dict[str, pd.Series] = {}
+    for c in META_COLUMNS:
+        vals = [r.get(c) for r in rows]
+        if c == "success":
+            cols[c] = pd.Series([pd.NA if v is None or v is pd.NA else bool(v) for v in vals], dtype="boolean")
+        elif c == "verbalized_confidence":
+            cols[c] = pd.Series([np.nan if v is None else float(v) for v in vals], dtype="float64")
+        else:
+            arr = np.empty(len(vals), dtype=object)
+            arr[:] = vals
+            cols[c] = pd.Series(arr, dtype=object)
+    return pd.DataFrame(cols)
+
+
+def _text(v: Any) -> str | None:
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    return str(v)
 
 
 @dataclass(eq=False)
@@ -255,13 +263,13 @@ class TraceSet:
         success = row["success"]
         vc = row["verbalized_confidence"]
         return {
-            "id": row["id"],
-            "dataset": row["dataset"],
-            "model": row["model"],
-            "framework": row["framework"],
-            "question": row["question"],
-            "answer": row["answer"],
-            "gold": row["gold"],
+            "id": _text(row["id"]),
+            "dataset": _text(row["dataset"]),
+            "model": _text(row["model"]),
+            "framework": _text(row["framework"]),
+            "question": _text(row["question"]),
+            "answer": _text(row["answer"]),
+            "gold": _text(row["gold"]),
             "success": None if pd.isna(success) else bool(success),
             "verbalized_confidence": None if pd.isna(vc) else float(vc),
             "metadata": self.metadata_of(i),
@@ -444,12 +452,7 @@ class TraceSetBuilder:
             for a, t in zip(self._lp, self._tok):
                 flat.extend(t if t is not None else [None] * len(a))
             tokens = np.array(flat, dtype=object)
-        meta = _empty_meta(0)
-        meta = pd.DataFrame(self._meta_rows, columns=list(META_COLUMNS))
-        meta["success"] = meta["success"].astype("boolean")
-        meta["verbalized_confidence"] = meta["verbalized_confidence"].astype("float64")
-        for c in ("id", "dataset", "model", "framework", "question", "answer", "gold", "source", "metadata"):
-            meta[c] = meta[c].astype(object)
+        meta = _meta_frame(self._meta_rows)
         return TraceSet(
             logprob=logprob,
             top_logprobs=top,

@@ -75,7 +75,7 @@ def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     out.update(_gradient_block(st.top1, ts.traj_offsets, "top1"))
     out.update(_gradient_block(st.topk, ts.traj_offsets, "topk"))
-    d, off = within_diffs(ctx.conf.r, ts.step_offsets, ts.step_trajectory_index(), ts.n_trajectories)
+    d, off = within_diffs(ctx.conf.r, ts.step_offsets, ts.traj_offsets)
     mean, std = seg_mean_std(d, off)
     out["token_gradient_mean"] = mean
     out["token_gradient_std"] = std

@@ -61,22 +61,26 @@ def offsets_from_index(index: np.ndarray, n_segments: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def within_diffs(values: np.ndarray, offsets: np.ndarray, outer_of_segment: np.ndarray | None = None,
-                 n_outer: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Differences ``v[i+1] - v[i]`` inside each segment.
+def within_diffs(values: np.ndarray, offsets: np.ndarray,
+                 outer_offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Differences ``v[i+1] - v[i]`` inside each segment, in order.
 
-    Returns the differences and their offsets grouped by ``outer_of_segment``
-    (for token differences pooled per trajectory) or by segment.
+    Returns the differences and their offsets, per segment or, when
+    ``outer_offsets`` (segment offsets of outer groups, e.g. the steps of each
+    trajectory) is given, pooled per outer group.
     """
     lens = np.diff(offsets)
-    seg_of = np.repeat(np.arange(len(lens)), lens)
+    pairs = np.maximum(lens - 1, 0)
     if values.size < 2:
         d = np.zeros(0)
-        keep_seg = np.zeros(0, dtype=np.int64)
     else:
-        same = seg_of[1:] == seg_of[:-1]
-        d = (values[1:] - values[:-1])[same]
-        keep_seg = seg_of[:-1][same]
-    if outer_of_segment is None:
-        return d, offsets_from_index(keep_seg, len(lens))
-    return d, offsets_from_index(outer_of_segment[keep_seg], int(n_outer))
+        d = values[1:] - values[:-1]
+        cut = offsets[1:-1]
+        cut = cut[(cut > 0) & (cut < values.size)] - 1  # differences that cross a segment boundary
+        if cut.size:
+            keep = np.ones(d.size, dtype=bool)
+            keep[cut] = False
+            d = d[keep]
+    if outer_offsets is not None:
+        pairs = seg_sum(pairs.astype(np.float64), outer_offsets).astype(np.int64)
+    return d, np.concatenate([[0], np.cumsum(pairs)]).astype(np.int64)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..confidence import TokenConfidence, token_confidence
 from ..traces import TraceSet
-from .segments import seg_max, seg_mean, seg_mean_std, seg_sum
+from .segments import seg_max, seg_mean, seg_sum
 
 EPS = 1e-8
 
@@ -51,15 +51,18 @@ def step_stats(ts: TraceSet, conf: TokenConfidence) -> StepStats:
     off = ts.step_offsets
     n = np.diff(off)
     r = conf.r
-    mu, sigma = seg_mean_std(r, off)
+    nz = np.maximum(n, 1)
     total = seg_sum(r, off)
-    pi = r / np.repeat(total + EPS, n)
+    mu = total / nz
+    dev = r - np.repeat(mu, n)
+    sigma = np.sqrt(seg_sum(dev * dev, off) / nz)
+    pi = r / np.repeat(total + EPS, n)  # a division, as in the paper: H_t of one-token steps is ~1e-8
     entropy = -seg_sum(pi * np.log(pi + EPS), off)
     concentration = seg_max(r, off) / (mu + EPS)
     spread = sigma / (mu + EPS)
-    z = (r - np.repeat(mu, n)) / np.repeat(sigma + EPS, n)
-    skew = seg_sum(z * z * z, off)
-    skew = np.where(n >= 2, np.divide(skew, n, out=np.zeros_like(skew), where=n > 0), 0.0)
+    dev *= np.repeat(1.0 / (sigma + EPS), n)
+    skew = seg_sum(dev * dev * dev, off)
+    skew = np.where(n >= 2, skew / nz, 0.0)
     return StepStats(
         n=n.astype(np.float64), mu=mu, sigma=sigma, entropy=entropy, concentration=concentration,
         spread=spread, skewness=skew, top1=seg_mean(conf.top1, off), topk=seg_mean(conf.topk, off),

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+UALA = SHARED / "data" / "uala-hotpotqa"
+PAPER = SHARED / "seed" / "agentic-confidence-calibration.tex"
+
+
+@pytest.fixture(scope="session")
+def uala_dir() -> Path:
+    if not UALA.is_dir():
+        pytest.skip(f"real data not found at {UALA}")
+    return UALA
+
+
+@pytest.fixture(scope="session")
+def uala_run_a(uala_dir) -> Path:
+    return uala_dir / "hotpotqa_llama2-70b_run-a.jsonl"
+
+
+def make_traj(tid, steps, success=True, **extra):
+    """An htc-trace JSONL v1 dict; ``steps`` is a list of (logprobs, top_logprobs or None)."""
+    out = {"id": tid, "success": success, "steps": []}
+    for i, (lps, tops) in enumerate(steps):
+        st = {"name": f"step{i}", "logprobs": list(lps)}
+        if tops is not None:
+            st["top_logprobs"] = tops
+        out["steps"].append(st)
+    out.update(extra)
+    return out
+
+
+def write_jsonl(path: Path, objs) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for o in objs:
+            fh.write(o if isinstance(o, str) else json.dumps(o))
+            fh.write("\n")
+    return path
+
+
+LOG = math.log

@@ -1,0 +1,103 @@
+"""Plain-Python reference implementation of the 48 HTC features (the test oracle).
+
+Written independently of ``htc_core.features`` straight from the paper's
+appendix and DESIGN.md section 3: one trajectory at a time, lists and the
+``math`` module only, no NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+
+EPS = 1e-8
+
+
+def _mean(v):
+    return sum(v) / len(v) if v else 0.0
+
+
+def _std(v):
+    if not v:
+        return 0.0
+    m = _mean(v)
+    return math.sqrt(sum((x - m) ** 2 for x in v) / len(v))
+
+
+def token_conf(lp, top, k, profile="paper"):
+    """(r, top1, topk) of one token; ``top`` is a list of alternative logprobs (may be empty)."""
+    r = math.exp(lp)
+    alts = [a for a in (top or []) if a is not None and not math.isnan(a) and a > -9999]
+    alts.sort(reverse=True)
+    top1 = math.exp(alts[0]) if alts else r
+    use = alts[:k]
+    if profile == "paper":
+        topk = sum(math.exp(a) for a in use) / len(use) if use else r
+    elif profile == "deepconf":
+        topk = -sum(use) / len(use) if use else -lp
+    else:
+        raise ValueError(profile)
+    return r, top1, topk
+
+
+def step_summary(r, top1, topk):
+    n = len(r)
+    mu = _mean(r)
+    sigma = _std(r)
+    total = sum(r)
+    pis = [x / (total + EPS) for x in r]
+    H = -sum(p * math.log(p + EPS) for p in pis)
+    kappa = max(r) / (mu + EPS)
+    rho = sigma / (mu + EPS)
+    skew = sum(((x - mu) / (sigma + EPS)) ** 3 for x in r) / n if n >= 2 else 0.0
+    return {"n": n, "H": H, "kappa": kappa, "rho": rho, "skew": skew, "x": _mean(top1), "y": _mean(topk)}
+
+
+def _grad(vals):
+    d = [vals[i + 1] - vals[i] for i in range(len(vals) - 1)]
+    if not d:
+        return [0.0] * 5
+    trend = d[-1] - d[0] if len(vals) >= 3 else 0.0
+    return [_mean(d), _std(d), max(d), min(d), trend]
+
+
+def features(steps, k=5, profile="paper"):
+    """steps: list of (logprobs list, top_logprobs list-of-lists or None). Returns 48 floats in paper order."""
+    summ = []
+    token_diffs = []
+    for lps, tops in steps:
+        confs = [token_conf(lp, (tops[i] if tops else None), k, profile) for i, lp in enumerate(lps)]
+        r = [c[0] for c in confs]
+        summ.append(step_summary(r, [c[1] for c in confs], [c[2] for c in confs]))
+        token_diffs.extend(r[i + 1] - r[i] for i in range(len(r) - 1))
+    xs = [s["x"] for s in summ]
+    ys = [s["y"] for s in summ]
+    Hs = [s["H"] for s in summ]
+    ks = [s["kappa"] for s in summ]
+    rs = [s["rho"] for s in summ]
+    sk = [s["skew"] for s in summ]
+    ns = [s["n"] for s in summ]
+    out = []
+    out += _grad(xs)
+    out += _grad(ys)
+    if token_diffs:
+        out += [_mean(token_diffs), _std(token_diffs), max(token_diffs), min(token_diffs)]
+    else:
+        out += [0.0] * 4
+    out += [_std(Hs) / (_mean(Hs) + EPS), _std(ks) / (_mean(ks) + EPS), _std(rs) / (_mean(rs) + EPS)]
+    out += [xs[-1] - xs[0], ys[-1] - ys[0]]
+    for s in (summ[0], summ[-1]):
+        out += [s["H"], s["kappa"], s["rho"], s["rho"], s["skew"], s["x"], s["y"]]
+    out += [_mean(Hs), _std(Hs), _mean(ks), _std(ks), _mean(rs), _std(rs), _mean(rs), _std(rs), _mean(sk), _std(sk)]
+    out += [len(steps) / 10.0, float(ns[0]), float(ns[-1]), sum(ns) / len(ns), _std(ns)]
+    assert len(out) == 48
+    return out
+
+
+def features_of_trajectory_dict(traj, k=5, profile="paper"):
+    """Oracle on an htc-trace JSONL v1 dict (empty steps skipped, as the reader does)."""
+    steps = []
+    for st in traj["steps"]:
+        if not st["logprobs"]:
+            continue
+        steps.append((st["logprobs"], st.get("top_logprobs")))
+    return features(steps, k=k, profile=profile)
