@@ -167,13 +167,18 @@ def optional_text(value: Any) -> str | None:
 
 # ------------------------------------------------------------------ input files
 def expand_inputs(inputs: Iterable[str | os.PathLike], suffixes: tuple[str, ...] = JSONL_SUFFIXES + JSON_SUFFIXES) -> tuple[list[Path], list[str]]:
-    """Files named directly, plus matching files inside directories (sorted). Returns (files, errors)."""
+    """Files named directly, plus matching files inside directories (sorted). Returns (files, errors).
+
+    Inside a directory, entries whose name starts with '_' or '.' are skipped
+    (raw recordings and caches live there); name such a file directly to read it.
+    """
     files: list[Path] = []
     errors: list[str] = []
     for item in inputs:
         p = Path(item)
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(suffixes))
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(suffixes)
+                           and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts))
             if not found:
                 errors.append(f"{p}: directory holds no {'/'.join(suffixes)} files")
             files.extend(found)

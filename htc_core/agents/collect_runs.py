@@ -1,0 +1,102 @@
+"""Record agent runs with a real local model: ``python -m htc_core.agents.collect_runs --help``.
+
+For each task the ReAct agent runs to a final answer; every LLM call is
+written to an openai-calllog JSONL file (one call per line, with
+trajectory id and step), and the outcome (success against gold, answer,
+verbalized confidence, ...) to a labels CSV. ``htc import CALLLOG --labels
+LABELS --out native.jsonl`` turns them into htc-trace JSONL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from .runner import AgentSettings, run_agent
+from .tasks import FAMILIES, make_tasks
+
+CONFIGS = {
+    "greedy": AgentSettings(temperature=0.0),
+    "sampled-t0.7": AgentSettings(temperature=0.7, top_p=0.95),
+}
+
+LABEL_FIELDS = ["id", "success", "dataset", "model", "framework", "question", "gold", "answer",
+                "verbalized_confidence", "steps", "stop_reason", "seconds"]
+
+
+def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_seed: int = 0,
+            model_label: str, log=print) -> dict:
+    settings = CONFIGS[config]
+    tasks = make_tasks(family, n, seed=task_seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{family}_{model_label}"
+    calllog = out_dir / f"{stem}.calllog.jsonl"
+    labels = out_dir / f"{stem}.labels.csv"
+    t0 = time.perf_counter()
+    n_ok = 0
+    n_tokens = 0
+    with open(calllog, "w", encoding="utf-8") as fh, open(labels, "w", newline="", encoding="utf-8") as lf:
+        writer = csv.DictWriter(lf, fieldnames=LABEL_FIELDS)
+        writer.writeheader()
+        for i, task in enumerate(tasks):
+            tid = f"{task.id}-{model_label}"
+
+            def on_call(request, response, step, _tid=tid):
+                fh.write(json.dumps({"trajectory_id": _tid, "step": step, "request": {
+                    k: v for k, v in request.items() if k != "messages"} | {"n_messages": len(request["messages"])},
+                    "response": response}, ensure_ascii=False) + "\n")
+
+            run = run_agent(client, task, settings, model=model_label, on_call=on_call)
+            n_ok += run.success
+            n_tokens += sum(len(s["response"]["choices"][0]["logprobs"]["content"] or []) for s in run.steps
+                            if s["response"]["choices"][0].get("logprobs"))
+            writer.writerow({"id": tid, "success": run.success, "dataset": family, "model": model_label,
+                             "framework": "htc-react", "question": task.question, "gold": task.gold,
+                             "answer": run.answer or "", "verbalized_confidence":
+                             "" if run.verbalized_confidence is None else run.verbalized_confidence,
+                             "steps": len(run.steps), "stop_reason": run.stop_reason,
+                             "seconds": round(run.seconds, 2)})
+            if (i + 1) % 25 == 0 or i + 1 == n:
+                el = time.perf_counter() - t0
+                log(f"{family}/{config}: {i + 1}/{n} runs, success {n_ok / (i + 1):.2f}, "
+                    f"{(i + 1) / el * 60:.1f} trajectories/min, {n_tokens / el:.1f} generated tokens/s")
+                fh.flush()
+                lf.flush()
+    el = time.perf_counter() - t0
+    return {"family": family, "config": config, "model": model_label, "n": n, "success_rate": n_ok / max(n, 1),
+            "seconds": round(el, 1), "trajectories_per_min": round(n / el * 60, 2),
+            "generated_tokens": n_tokens, "calllog": str(calllog), "labels": str(labels)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m htc_core.agents.collect_runs", description=__doc__.splitlines()[0])
+    p.add_argument("--family", action="append", choices=sorted(FAMILIES), help="task family (repeatable; default all)")
+    p.add_argument("--n", type=int, default=250, help="tasks per family (default 250)")
+    p.add_argument("--config", default="greedy", choices=sorted(CONFIGS), help="decoding configuration")
+    p.add_argument("--out-dir", type=Path, default=Path("sample_runs/_raw"), help="where to write")
+    p.add_argument("--task-seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    from .llm import LocalChatClient
+
+    client = LocalChatClient(n_threads=args.threads)
+    label = f"SmolLM2-135M-{args.config}"
+    summaries = []
+    for fam in args.family or sorted(FAMILIES):
+        summaries.append(collect(client, fam, args.n, args.config, args.out_dir, task_seed=args.task_seed,
+                                 model_label=label))
+    meta = {"python": platform.python_version(), "model_file": client.model_path, "config": args.config,
+            "settings": vars(CONFIGS[args.config]), "date": time.strftime("%Y-%m-%d"), "runs": summaries}
+    with open(args.out_dir / f"collect_{args.config}_{int(time.time())}.json", "w") as fh:
+        json.dump(meta, fh, indent=1, default=str)
+    print(json.dumps(summaries, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

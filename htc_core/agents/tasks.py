@@ -1,0 +1,137 @@
+"""Task families for the recorded agent runs, generated from a seed, with gold answers.
+
+Four kinds, so that transfer and a general calibrator can be studied:
+``arithmetic`` (multi-step word problems, calculator), ``units`` (unit
+conversion, converter), ``facts`` (lookup in the bundled fact table, search)
+and ``strings`` (string manipulation, restricted Python sandbox).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from .tools import FACTS, calculator, convert_units, format_number, python_sandbox
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    family: str
+    question: str
+    gold: str
+    kind: str  # "number" or "text": how the answer is checked
+
+
+_ITEMS = ["apples", "pencils", "books", "marbles", "stickers", "cookies", "coins", "cards"]
+_NAMES = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Gus", "Hana", "Ivan", "Jade"]
+
+
+def _arithmetic(rng: random.Random, i: int) -> Task:
+    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
+    form = rng.randrange(4)
+    if form == 0:
+        a, b = rng.randint(3, 30), rng.randint(3, 30)
+        q = f"{name} has {a} boxes with {b} {item} in each box. How many {item} does {name} have?"
+        gold = a * b
+    elif form == 1:
+        a, b, c = rng.randint(20, 200), rng.randint(5, 60), rng.randint(5, 60)
+        q = f"{name} had {a} {item}, bought {b} more and then gave away {c}. How many {item} are left?"
+        gold = a + b - c
+    elif form == 2:
+        a, b = rng.randint(2, 12), rng.randint(2, 12)
+        total = a * b * rng.randint(1, 4)
+        q = f"{total} {item} are shared equally among {a} children. How many {item} does each child get?"
+        gold = total // a
+        if total % a:
+            gold = total / a
+    else:
+        a, b, c = rng.randint(2, 9), rng.randint(10, 40), rng.randint(1, 20)
+        q = f"{name} buys {a} packs of {b} {item} and finds {c} more. How many {item} in total?"
+        gold = a * b + c
+    return Task(f"arithmetic-{i:04d}", "arithmetic", q, format_number(float(gold)), "number")
+
+
+_CONVERSIONS = [("km", "m"), ("m", "cm"), ("kg", "g"), ("h", "min"), ("min", "s"), ("mi", "km"), ("ft", "m"),
+                ("lb", "kg"), ("l", "ml"), ("in", "cm"), ("day", "h"), ("gal", "l"), ("kg", "lb"), ("m", "ft")]
+_UNIT_WORDS = {"km": "kilometers", "m": "meters", "cm": "centimeters", "kg": "kilograms", "g": "grams",
+               "h": "hours", "min": "minutes", "s": "seconds", "mi": "miles", "ft": "feet", "lb": "pounds",
+               "l": "liters", "ml": "milliliters", "in": "inches", "day": "days", "gal": "gallons"}
+
+
+def _units(rng: random.Random, i: int) -> Task:
+    src, dst = rng.choice(_CONVERSIONS)
+    v = rng.choice([rng.randint(2, 50), round(rng.uniform(1, 20), 1)])
+    q = f"How many {_UNIT_WORDS[dst]} are in {format_number(float(v))} {_UNIT_WORDS[src]}?"
+    gold = round(convert_units(float(v), src, dst), 2)
+    return Task(f"units-{i:04d}", "units", q, format_number(gold), "number")
+
+
+def _facts(rng: random.Random, i: int) -> Task:
+    country = rng.choice(sorted(FACTS))
+    attr = rng.choice(["capital", "capital", "currency", "continent", "language"])
+    q = {"capital": f"What is the capital of {country}?",
+         "currency": f"What is the currency of {country}?",
+         "continent": f"On which continent is {country}?",
+         "language": f"What is the main language of {country}?"}[attr]
+    return Task(f"facts-{i:04d}", "facts", q, FACTS[country][attr], "text")
+
+
+_WORDS = ["planet", "garden", "silver", "rocket", "banana", "window", "python", "orange", "castle", "market",
+          "yellow", "forest", "bridge", "candle", "dragon", "summer", "pepper", "little", "button", "circle"]
+
+
+def _strings(rng: random.Random, i: int) -> Task:
+    w = rng.choice(_WORDS)
+    form = rng.randrange(4)
+    if form == 0:
+        q, expr = f"What is the word '{w}' spelled backwards?", f"reverse('{w}')"
+    elif form == 1:
+        c = rng.choice(sorted(set(w)))
+        q, expr = f"How many times does the letter '{c}' appear in '{w}'?", f"count('{w}', '{c}')"
+    elif form == 2:
+        w2 = rng.choice(_WORDS)
+        q, expr = f"How many letters are in '{w}{w2}'?", f"len('{w}{w2}')"
+    else:
+        q, expr = f"What is '{w}' in upper case?", f"upper('{w}')"
+    gold = python_sandbox(expr)
+    return Task(f"strings-{i:04d}", "strings", q, gold, "number" if gold.isdigit() else "text")
+
+
+FAMILIES = {"arithmetic": _arithmetic, "units": _units, "facts": _facts, "strings": _strings}
+
+
+def make_tasks(family: str, n: int, seed: int = 0) -> list[Task]:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown task family {family!r}; valid: {sorted(FAMILIES)}")
+    rng = random.Random(f"{family}-{seed}")
+    return [FAMILIES[family](rng, i) for i in range(n)]
+
+
+_NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def normalize(text: str) -> str:
+    return re.sub(r"[^a-z0-9 ]", "", text.lower()).strip()
+
+
+def check_answer(answer: str | None, task: Task) -> bool:
+    """Automatic grading against the gold answer (numbers with tolerance, text normalized)."""
+    if answer is None:
+        return False
+    if task.kind == "number":
+        nums = _NUM.findall(answer)
+        if not nums:
+            return False
+        try:
+            got = float(nums[0].replace(",", ""))
+        except ValueError:
+            return False
+        want = float(task.gold)
+        return abs(got - want) <= max(0.011, 0.005 * abs(want))
+    a, g = normalize(answer), normalize(task.gold)
+    return bool(a) and (a == g or g in a.split() or (len(g.split()) > 1 and g in a))
+
+
+__all__ = ["Task", "FAMILIES", "make_tasks", "check_answer", "normalize", "calculator"]
