@@ -11,6 +11,9 @@ from . import __version__
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
   htc features sample_runs/ --out features.csv
+  htc evaluate ../shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl
+  htc fit runs.jsonl --variant reduced --out model.json
+  htc score model.json new_runs.jsonl --out scores.csv
 """
 
 
@@ -89,6 +92,95 @@ def cmd_features(args: argparse.Namespace) -> int:
     return 0
 
 
+def _labeled_only(ts, command: str):
+    import numpy as np
+
+    y = ts.labels
+    n_unlab = int(np.isnan(y).sum())
+    if n_unlab == len(y):
+        raise CLIError(f"none of the {len(y)} trajectories has a success label; {command} needs labeled runs")
+    if n_unlab:
+        print(f"htc {command}: note: ignoring {n_unlab} unlabeled trajectories", file=sys.stderr)
+        ts = ts.labeled()
+    return ts
+
+
+def _seeds_arg(value: str) -> int:
+    try:
+        v = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return v
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluation import EvaluationError, evaluate
+
+    ts, _ = load_inputs(args)
+    ts = _labeled_only(ts, "evaluate")
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        def progress(done, total, msg):
+            print(f"\r  {done}/{total} outer folds ({msg})", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+    try:
+        res = evaluate(ts, seeds=args.seeds, profile=args.profile, top_k=args.top_k, progress=progress)
+    except EvaluationError as e:
+        raise CLIError(str(e)) from None
+    if args.json:
+        print(res.to_json())
+    else:
+        print(res.table())
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from .calibrators import HTCCalibrator
+    from .features import extract
+
+    ts, _ = load_inputs(args)
+    ts = _labeled_only(ts, "fit")
+    y = ts.labels
+    n_pos = int(y.sum())
+    if min(n_pos, len(y) - n_pos) < 2:
+        raise CLIError(f"fit needs at least 2 successes and 2 failures, got {n_pos} and {len(y) - n_pos}")
+    fm = extract(ts, profile=args.profile, top_k=args.top_k)
+    model = HTCCalibrator(variant=args.variant, profile=args.profile, top_k=args.top_k)
+    model.fit(fm, y, meta=ts.meta)
+    out = model.save(args.out)
+    print(f"fitted HTC-{args.variant.capitalize()} on {len(y)} trajectories (success rate {y.mean():.3f}): "
+          f"alpha = {model.alpha_:g}, {model.n_selected_} of {model.n_features_in_} features kept")
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .baselines import BASELINE_COLUMNS, baseline_confidences
+    from .calibrators import HTCCalibrator
+    from .features import extract
+
+    try:
+        model = HTCCalibrator.load(args.model)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    ts, _ = load_inputs(args)
+    fm = extract(ts, profile=model.profile, top_k=model.top_k)
+    conf = model.predict_proba(fm.values)[:, 1]
+    df = pd.DataFrame({"id": ts.ids, "confidence": conf})
+    base = baseline_confidences(ts, profile=model.profile, top_k=model.top_k)
+    for col in base:
+        df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False, float_format="%.17g")
+    print(f"scored {len(df)} trajectories with {args.model} (HTC-{model.variant.capitalize()}); wrote {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="htc",
@@ -113,6 +205,40 @@ def build_parser() -> argparse.ArgumentParser:
     _add_feature_options(p)
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
     p.set_defaults(func=cmd_features)
+
+    p = sub.add_parser("evaluate", help="cross-validated ECE, Brier and AUROC of HTC vs the baselines",
+                       description="Evaluate HTC-Full, HTC-Reduced and the baselines (LastStep-TP, GlobalTrace-TP, "
+                                   "Bottom10, LowestGroup, Tail, each raw and with temperature scaling; "
+                                   "Verbalized when present) with 5-fold stratified CV, alpha chosen by nested CV "
+                                   "on the training folds only, repeated over seeds 42, 43, ... Metrics are "
+                                   "computed on the pooled out-of-fold predictions (mean ± std over repeats). "
+                                   "Unlabeled trajectories are ignored.")
+    _add_input_options(p)
+    _add_feature_options(p)
+    p.add_argument("--seeds", type=_seeds_arg, default=3, metavar="N",
+                   help="number of CV repeats, seeds 42..42+N-1 (default: 3)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("fit", help="fit an HTC calibrator and save it as JSON",
+                       description="Fit HTC-Reduced (L1, sparse) or HTC-Full (L2) on labeled runs, alpha chosen "
+                                   "by 5-fold stratified CV, and write the model as JSON (weights, scaler, feature "
+                                   "names, profile, training summary). Unlabeled trajectories are ignored.")
+    _add_input_options(p)
+    _add_feature_options(p)
+    p.add_argument("--variant", choices=("reduced", "full"), default="reduced",
+                   help="reduced = L1 (default), full = L2")
+    p.add_argument("--out", required=True, metavar="MODEL.json", help="where to write the model")
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("score", help="score runs with a saved model (labels not needed)",
+                       description="Write id, calibrated confidence and the raw baseline confidences "
+                                   "(last_step_tp, global_trace_tp, bottom10, lowest_group, tail, verbalized when "
+                                   "present) per trajectory. Features use the model's confidence profile and top-k.")
+    p.add_argument("model", metavar="MODEL.json", help="a model written by `htc fit`")
+    _add_input_options(p)
+    p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
+    p.set_defaults(func=cmd_score)
     return parser
 
 

@@ -1,0 +1,215 @@
+"""Single-signal baselines and temperature scaling (paper "Inference-based Baselines", DESIGN.md section 4).
+
+Every raw confidence is computed vectorized over the whole trace set from the
+token probabilities ``r`` of the confidence profile (``r = exp(chosen
+logprob)``), with segment reductions over the step and trajectory offsets:
+
+- ``LastStep-TP``: mean r of the last step.
+- ``GlobalTrace-TP``: mean r of all tokens of the trajectory.
+- ``Bottom10`` (DeepConf-style): mean of the lowest 10% of the trajectory's
+  token probabilities, ``max(1, floor(0.1 n))`` tokens.
+- ``LowestGroup`` (DeepConf-style): minimum over sliding windows of 16 tokens
+  of the window's mean r; the whole-trajectory mean when shorter than 16.
+- ``Tail`` (DeepConf-style): mean r of the last 32 tokens (all when fewer).
+- ``Verbalized``: the stated confidence, when the traces carry it.
+
+``TemperatureScaling`` rescales a confidence as ``sigmoid(logit(c) / T)`` with
+one T fitted by minimizing the log loss on training data only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .confidence import token_confidence
+from .features.segments import seg_mean, seg_min, seg_sum
+from .traces import TraceSet
+
+__all__ = [
+    "RAW_BASELINES", "BASELINE_COLUMNS", "token_probabilities", "last_step_tp", "global_trace_tp", "bottom10",
+    "lowest_group", "tail", "verbalized", "baseline_confidences", "TemperatureScaling",
+]
+
+RAW_BASELINES = ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail")
+BASELINE_COLUMNS = {"LastStep-TP": "last_step_tp", "GlobalTrace-TP": "global_trace_tp", "Bottom10": "bottom10",
+                    "LowestGroup": "lowest_group", "Tail": "tail", "Verbalized": "verbalized"}
+
+BOTTOM_FRACTION = 0.1
+GROUP_WINDOW = 16
+TAIL_TOKENS = 32
+
+
+def _check_ts(ts) -> TraceSet:
+    if not isinstance(ts, TraceSet):
+        raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
+    return ts
+
+
+def token_probabilities(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> np.ndarray:
+    """r of every token under the confidence profile."""
+    return token_confidence(_check_ts(ts).logprob, ts.top_logprobs, profile=profile, top_k=top_k).r
+
+
+def _token_offsets(ts: TraceSet) -> np.ndarray:
+    return ts.step_offsets[ts.traj_offsets]
+
+
+def _nan_if_empty(values: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    return np.where(lens > 0, values, np.nan)
+
+
+def last_step_tp(ts: TraceSet, r: np.ndarray | None = None) -> np.ndarray:
+    """Mean token probability of each trajectory's last step."""
+    r = token_probabilities(ts) if r is None else r
+    step_mean = seg_mean(r, ts.step_offsets)
+    out = np.full(ts.n_trajectories, np.nan)
+    has = ts.steps_per_trajectory > 0
+    last = ts.traj_offsets[1:] - 1
+    out[has] = step_mean[last[has]]
+    lens = np.zeros(ts.n_trajectories, dtype=np.int64)
+    lens[has] = ts.tokens_per_step[last[has]]
+    return _nan_if_empty(out, lens)
+
+
+def global_trace_tp(ts: TraceSet, r: np.ndarray | None = None) -> np.ndarray:
+    """Mean token probability over all tokens of each trajectory."""
+    r = token_probabilities(ts) if r is None else r
+    off = _token_offsets(ts)
+    return _nan_if_empty(seg_mean(r, off), np.diff(off))
+
+
+def bottom10(ts: TraceSet, r: np.ndarray | None = None, *, fraction: float = BOTTOM_FRACTION) -> np.ndarray:
+    """Mean of the lowest ``fraction`` of token probabilities (at least one token) per trajectory."""
+    r = token_probabilities(ts) if r is None else r
+    off = _token_offsets(ts)
+    lens = np.diff(off)
+    traj = np.repeat(np.arange(len(lens)), lens)
+    order = np.lexsort((r, traj))                       # by trajectory, then ascending r
+    rank = np.arange(len(r)) - np.repeat(off[:-1], lens)  # position inside the trajectory after sorting
+    k = np.maximum(1, np.floor(fraction * lens + 1e-9).astype(np.int64))
+    keep = rank < np.repeat(k, lens)
+    s = seg_sum(np.where(keep, r[order], 0.0), off)
+    return _nan_if_empty(s / np.maximum(np.minimum(k, lens), 1), lens)
+
+
+def lowest_group(ts: TraceSet, r: np.ndarray | None = None, *, window: int = GROUP_WINDOW) -> np.ndarray:
+    """Minimum over sliding windows of ``window`` tokens of the mean r (whole-trajectory mean when shorter)."""
+    r = token_probabilities(ts) if r is None else r
+    off = _token_offsets(ts)
+    lens = np.diff(off)
+    out = seg_mean(r, off)
+    if len(r) >= window:
+        win = np.lib.stride_tricks.sliding_window_view(r, window).mean(axis=1)   # window starting at i
+        traj = np.repeat(np.arange(len(lens)), lens)
+        starts = np.arange(len(win))
+        valid = starts + window <= off[1:][traj[: len(win)]]                      # window inside its trajectory
+        idx = traj[: len(win)][valid]
+        woff = np.concatenate([[0], np.cumsum(np.bincount(idx, minlength=len(lens)))])
+        mins = seg_min(win[valid], woff, empty=np.nan)
+        out = np.where(lens >= window, mins, out)
+    return _nan_if_empty(out, lens)
+
+
+def tail(ts: TraceSet, r: np.ndarray | None = None, *, n_last: int = TAIL_TOKENS) -> np.ndarray:
+    """Mean r of the last ``n_last`` tokens of each trajectory (all tokens when fewer)."""
+    r = token_probabilities(ts) if r is None else r
+    off = _token_offsets(ts)
+    lens = np.diff(off)
+    from_end = np.repeat(off[1:], lens) - np.arange(len(r))      # 1 for the last token
+    s = seg_sum(np.where(from_end <= n_last, r, 0.0), off)
+    return _nan_if_empty(s / np.maximum(np.minimum(lens, n_last), 1), lens)
+
+
+def verbalized(ts: TraceSet) -> np.ndarray:
+    """The stated confidence in [0, 1] (NaN where absent)."""
+    return _check_ts(ts).meta["verbalized_confidence"].to_numpy(dtype=np.float64)
+
+
+def baseline_confidences(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> pd.DataFrame:
+    """Raw confidence of every baseline, one row per trajectory (columns by method name).
+
+    ``Verbalized`` is included only when at least one trajectory carries it.
+    """
+    r = token_probabilities(ts, profile=profile, top_k=top_k)
+    cols = {
+        "LastStep-TP": last_step_tp(ts, r),
+        "GlobalTrace-TP": global_trace_tp(ts, r),
+        "Bottom10": bottom10(ts, r),
+        "LowestGroup": lowest_group(ts, r),
+        "Tail": tail(ts, r),
+    }
+    v = verbalized(ts)
+    if np.isfinite(v).any():
+        cols["Verbalized"] = v
+    return pd.DataFrame(cols)
+
+
+class TemperatureScaling:
+    """``sigmoid(logit(c) / T)`` with one temperature fitted by minimizing log loss.
+
+    The log loss is convex in ``beta = 1 / T``; it is minimized by projected
+    Newton steps over ``T`` in ``[min_temperature, max_temperature]``. The
+    upper bound keeps the signal's ranking (AUROC) when the unconstrained
+    optimum is T = inf (a signal far above the success rate, or one that
+    ranks failures above successes): the fit then flattens the confidences
+    toward 0.5 without making them constant. Confidences are clipped to
+    ``[eps, 1 - eps]`` before the logit.
+    """
+
+    def __init__(self, *, eps: float = 1e-6, min_temperature: float = 0.01, max_temperature: float = 100.0,
+                 max_iter: int = 100, tol: float = 1e-10):
+        if not (0 < min_temperature < max_temperature):
+            raise ValueError(f"need 0 < min_temperature < max_temperature, got {min_temperature!r}, {max_temperature!r}")
+        self.eps = eps
+        self.min_temperature = min_temperature
+        self.max_temperature = max_temperature
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _logit(self, c) -> np.ndarray:
+        c = np.asarray(c, dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(c)):
+            raise ValueError("confidences must be finite (remove trajectories without this signal)")
+        if np.any((c < 0) | (c > 1)):
+            bad = float(c[(c < 0) | (c > 1)][0])
+            raise ValueError(f"confidences must be in [0, 1], got {bad!r}")
+        c = np.clip(c, self.eps, 1 - self.eps)
+        return np.log(c) - np.log1p(-c)
+
+    def fit(self, confidence, y) -> "TemperatureScaling":
+        z = self._logit(confidence)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape != z.shape:
+            raise ValueError(f"y must have one label per confidence ({len(z)}), got {len(y)}")
+        if not np.all((y == 0) | (y == 1)):
+            raise ValueError("y must contain only 0 and 1")
+        lo, hi = 1.0 / self.max_temperature, 1.0 / self.min_temperature
+        beta = 1.0
+        for _ in range(self.max_iter):
+            p = 1.0 / (1.0 + np.exp(-beta * z))
+            g = float(z @ (p - y))
+            h = float((z * z) @ (p * (1 - p)))
+            if h <= 1e-300:
+                new = lo if g > 0 else hi
+            else:
+                new = beta - g / h
+            new = min(max(new, lo, beta / 10), hi, beta * 10)     # projected, damped Newton step
+            done = abs(new - beta) <= self.tol * max(1.0, beta)
+            beta = new
+            if done:
+                break
+        self.beta_ = float(beta)
+        self.temperature_ = 1.0 / beta
+        return self
+
+    def transform(self, confidence) -> np.ndarray:
+        """The rescaled confidences, 1-D."""
+        if not hasattr(self, "beta_"):
+            raise ValueError("this TemperatureScaling is not fitted yet; call fit(confidence, y)")
+        z = self._logit(confidence)
+        return 1.0 / (1.0 + np.exp(-self.beta_ * z))
+
+    def predict_proba(self, confidence) -> np.ndarray:
+        p = self.transform(confidence)
+        return np.column_stack([1 - p, p])

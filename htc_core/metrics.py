@@ -1,0 +1,325 @@
+"""Calibration metrics: ECE, Brier score, AUROC and the reliability curve.
+
+Every binned quantity goes through ONE routine, :func:`bin_predictions`, so the
+ECE is exactly the count-weighted gap of :func:`reliability_curve` (the
+diagram and the number can never disagree). Bins follow scikit-learn's
+``calibration_curve``: equal-width edges on [0, 1] (or quantile edges), right-
+closed intervals ``(lo, hi]`` except the first, which also holds 0.
+
+Public functions validate their inputs and raise ``ValueError`` naming the
+argument and the value received. The ``_fast_*`` helpers skip validation and
+work on 2-D stacks of predictions (one row per candidate model); the nested
+cross-validation uses them in its inner loop.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "UndefinedMetricWarning",
+    "BinnedStats",
+    "ReliabilityCurve",
+    "bin_predictions",
+    "expected_calibration_error",
+    "brier_score",
+    "auroc",
+    "reliability_curve",
+    "wilson_interval",
+]
+
+STRATEGIES = ("uniform", "quantile")
+INTERVALS = ("wilson", "bootstrap", None)
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined for the given input (e.g. AUROC with one class); NaN is returned."""
+
+
+# ----------------------------------------------------------------- validation
+def _as_1d(x, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-D array of numbers, got {_short(x)}") from None
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}")
+    return arr
+
+
+def _short(x) -> str:
+    s = repr(x)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _check_inputs(y_true, y_prob) -> tuple[np.ndarray, np.ndarray]:
+    y = _as_1d(y_true, "y_true")
+    p = _as_1d(y_prob, "y_prob")
+    if y.shape != p.shape:
+        raise ValueError(f"y_true and y_prob must have the same length, got {len(y)} and {len(p)}")
+    if y.size == 0:
+        raise ValueError("y_true is empty; at least one prediction is needed")
+    bad = ~((y == 0) | (y == 1))
+    if bad.any():
+        raise ValueError(f"y_true must contain only 0 and 1, got {float(y[bad][0])!r} at index {int(np.flatnonzero(bad)[0])}")
+    badp = ~np.isfinite(p) | (p < 0) | (p > 1)
+    if badp.any():
+        i = int(np.flatnonzero(badp)[0])
+        raise ValueError(f"y_prob must be probabilities in [0, 1], got {float(p[i])!r} at index {i}")
+    return y, p
+
+
+def _check_n_bins(n_bins) -> int:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    return int(n_bins)
+
+
+def _check_strategy(strategy) -> str:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    return strategy
+
+
+# ------------------------------------------------------------------- binning
+@dataclass(frozen=True)
+class BinnedStats:
+    """Per-bin sums of one binning (the single source of every binned metric)."""
+
+    edges: np.ndarray        # [n_bins + 1]
+    bin_ids: np.ndarray      # [n] bin of every prediction
+    count: np.ndarray        # [n_bins] int
+    sum_prob: np.ndarray     # [n_bins]
+    sum_true: np.ndarray     # [n_bins]
+
+    @property
+    def n(self) -> int:
+        return int(self.count.sum())
+
+    @property
+    def mean_confidence(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.count > 0, self.sum_prob / np.maximum(self.count, 1), np.nan)
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.count > 0, self.sum_true / np.maximum(self.count, 1), np.nan)
+
+    def ece(self) -> float:
+        # sum_m |B_m|/N * |acc_m - conf_m| == sum_m |sum_true_m - sum_prob_m| / N
+        return float(np.abs(self.sum_true - self.sum_prob).sum() / self.n)
+
+
+def _edges(p: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
+    if strategy == "uniform":
+        return np.linspace(0.0, 1.0, n_bins + 1)
+    return np.percentile(p, np.linspace(0.0, 100.0, n_bins + 1))
+
+
+def bin_predictions(y_true, y_prob, *, n_bins: int = 10, strategy: str = "uniform") -> BinnedStats:
+    """Assign predictions to bins; the one binning routine behind ECE and the reliability curve."""
+    y, p = _check_inputs(y_true, y_prob)
+    n_bins = _check_n_bins(n_bins)
+    strategy = _check_strategy(strategy)
+    return _bin(y, p, n_bins, strategy)
+
+
+def _bin(y: np.ndarray, p: np.ndarray, n_bins: int, strategy: str) -> BinnedStats:
+    edges = _edges(p, n_bins, strategy)
+    ids = np.searchsorted(edges[1:-1], p)   # same rule as sklearn.calibration.calibration_curve
+    return BinnedStats(
+        edges=edges,
+        bin_ids=ids,
+        count=np.bincount(ids, minlength=n_bins),
+        sum_prob=np.bincount(ids, weights=p, minlength=n_bins),
+        sum_true=np.bincount(ids, weights=y, minlength=n_bins),
+    )
+
+
+# ------------------------------------------------------------------- metrics
+def expected_calibration_error(y_true, y_prob, *, n_bins: int = 10, strategy: str = "uniform") -> float:
+    """Expected calibration error: sum over bins of |B|/N * |accuracy(B) - confidence(B)|.
+
+    Lower is better. ``strategy="uniform"`` uses equal-width bins on [0, 1]
+    (the paper's and DESIGN.md's default), ``"quantile"`` equal-mass bins.
+    """
+    return bin_predictions(y_true, y_prob, n_bins=n_bins, strategy=strategy).ece()
+
+
+def brier_score(y_true, y_prob) -> float:
+    """Mean squared difference between the predicted probability and the 0/1 outcome (lower is better)."""
+    y, p = _check_inputs(y_true, y_prob)
+    return float(np.mean((p - y) ** 2))
+
+
+def auroc(y_true, y_prob) -> float:
+    """Area under the ROC curve (ties count one half).
+
+    With a single class the AUROC is undefined: an ``UndefinedMetricWarning``
+    is issued and NaN returned.
+    """
+    y, p = _check_inputs(y_true, y_prob)
+    n_pos = int(y.sum())
+    if n_pos == 0 or n_pos == y.size:
+        warnings.warn(
+            f"AUROC is undefined when y_true holds one class only (got {n_pos} positives of {y.size}); "
+            "returning NaN", UndefinedMetricWarning, stacklevel=2)
+        return float("nan")
+    return float(_fast_auroc(y[None, :], p[None, :])[0])
+
+
+# --------------------------------------------------------- reliability curve
+def wilson_interval(successes, n, *, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a binomial proportion (NaN where n == 0)."""
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ph = k / n
+        den = 1.0 + z * z / n
+        centre = (ph + z * z / (2 * n)) / den
+        half = z * np.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n)) / den
+    lo = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+    hi = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class ReliabilityCurve:
+    """Reliability diagram data; empty bins have count 0 and NaN statistics."""
+
+    edges: np.ndarray             # [n_bins + 1]
+    mean_confidence: np.ndarray   # [n_bins]
+    accuracy: np.ndarray          # [n_bins]
+    count: np.ndarray             # [n_bins]
+    lower: np.ndarray             # [n_bins] interval of the accuracy
+    upper: np.ndarray
+    strategy: str = "uniform"
+    interval: str | None = "wilson"
+    confidence_level: float = 0.95
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def n_bins(self) -> int:
+        return len(self.count)
+
+    @property
+    def n(self) -> int:
+        return int(self.count.sum())
+
+    @property
+    def centers(self) -> np.ndarray:
+        return (self.edges[:-1] + self.edges[1:]) / 2
+
+    @property
+    def gap(self) -> np.ndarray:
+        return self.accuracy - self.mean_confidence
+
+    @property
+    def ece(self) -> float:
+        """Count-weighted |accuracy - confidence| over the bins (equals expected_calibration_error)."""
+        nz = self.count > 0
+        return float(np.sum(self.count[nz] * np.abs(self.gap[nz])) / self.n)
+
+    def to_dict(self) -> dict:
+        def lst(a):
+            return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float)]
+        return {
+            "edges": lst(self.edges), "mean_confidence": lst(self.mean_confidence), "accuracy": lst(self.accuracy),
+            "count": [int(c) for c in self.count], "lower": lst(self.lower), "upper": lst(self.upper),
+            "strategy": self.strategy, "interval": self.interval, "confidence_level": self.confidence_level,
+        }
+
+
+def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "uniform",
+                      interval: str | None = "wilson", confidence_level: float = 0.95,
+                      n_bootstrap: int = 1000, random_state: int | None = 42) -> ReliabilityCurve:
+    """Per-bin mean confidence, accuracy and count, with an interval for the accuracy.
+
+    ``interval="wilson"`` gives the Wilson score interval per bin;
+    ``"bootstrap"`` resamples the predictions ``n_bootstrap`` times (bins kept
+    fixed) and takes percentile intervals; ``None`` gives NaN bounds.
+    """
+    y, p = _check_inputs(y_true, y_prob)
+    n_bins = _check_n_bins(n_bins)
+    strategy = _check_strategy(strategy)
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}")
+    if not (isinstance(confidence_level, (int, float)) and 0 < confidence_level < 1):
+        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    b = _bin(y, p, n_bins, strategy)
+    acc = b.accuracy
+    if interval == "wilson":
+        from statistics import NormalDist
+
+        z = NormalDist().inv_cdf(0.5 + confidence_level / 2)
+        lo, hi = wilson_interval(b.sum_true, b.count, z=z)
+    elif interval == "bootstrap":
+        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
+            raise ValueError(f"n_bootstrap must be a positive integer, got {n_bootstrap!r}")
+        rng = np.random.default_rng(random_state)
+        idx = rng.integers(0, y.size, size=(int(n_bootstrap), y.size))
+        flat = (np.arange(int(n_bootstrap))[:, None] * n_bins + b.bin_ids[idx]).ravel()
+        cnt = np.bincount(flat, minlength=n_bootstrap * n_bins).reshape(n_bootstrap, n_bins)
+        tru = np.bincount(flat, weights=y[idx].ravel(), minlength=n_bootstrap * n_bins).reshape(n_bootstrap, n_bins)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boot = np.where(cnt > 0, tru / np.maximum(cnt, 1), np.nan)
+        a = (1 - confidence_level) / 2 * 100
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo = np.nanpercentile(boot, a, axis=0)
+            hi = np.nanpercentile(boot, 100 - a, axis=0)
+        lo = np.where(b.count > 0, lo, np.nan)
+        hi = np.where(b.count > 0, hi, np.nan)
+    else:
+        lo = np.full(n_bins, np.nan)
+        hi = np.full(n_bins, np.nan)
+    return ReliabilityCurve(edges=b.edges, mean_confidence=b.mean_confidence, accuracy=acc, count=b.count,
+                            lower=lo, upper=hi, strategy=strategy, interval=interval,
+                            confidence_level=float(confidence_level))
+
+
+# ------------------------------------------- fast, unvalidated, row-stacked
+def _fast_brier(y: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Brier score of every row of ``P`` [m, n] against ``y`` [n]."""
+    d = P - y
+    return np.einsum("ij,ij->i", d, d) / y.size
+
+
+def _fast_ece(y: np.ndarray, P: np.ndarray, n_bins: int = 10) -> np.ndarray:
+    """Equal-width ECE of every row of ``P`` [m, n] (same bins as :func:`_bin`)."""
+    m, n = P.shape
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ids = np.searchsorted(edges[1:-1], P.ravel()).reshape(m, n) + (np.arange(m) * n_bins)[:, None]
+    s = np.bincount(ids.ravel(), weights=(P - y).ravel(), minlength=m * n_bins).reshape(m, n_bins)
+    return np.abs(s).sum(axis=1) / n
+
+
+def _fast_auroc(y: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """AUROC (Mann-Whitney, ties = 1/2) of every row of ``P`` [m, n]; ``y`` is [n] or [1, n]."""
+    y = np.asarray(y).reshape(-1)
+    P = np.atleast_2d(P)
+    m, n = P.shape
+    n_pos = y.sum()
+    n_neg = n - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return np.full(m, np.nan)
+    order = np.argsort(P, axis=1, kind="mergesort")
+    sp = np.take_along_axis(P, order, axis=1)
+    # average ranks over ties: for each run of equal values, rank = mean of positions
+    new_run = np.ones((m, n), dtype=bool)
+    new_run[:, 1:] = sp[:, 1:] != sp[:, :-1]
+    run_id = np.cumsum(new_run, axis=1) - 1 + (np.arange(m) * n)[:, None]
+    pos = np.broadcast_to(np.arange(1, n + 1, dtype=np.float64), (m, n))
+    rid = run_id.ravel()
+    run_sum = np.bincount(rid, weights=pos.ravel(), minlength=m * n)
+    run_cnt = np.bincount(rid, minlength=m * n)
+    ranks_sorted = (run_sum[rid] / np.maximum(run_cnt[rid], 1)).reshape(m, n)
+    ys = y[order]
+    rank_pos = np.einsum("ij,ij->i", ranks_sorted, ys)
+    return (rank_pos - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
