@@ -23,10 +23,18 @@ class CLIError(Exception):
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="trace files or directories (directories are searched for *.jsonl)")
-    p.add_argument("--format", default="auto", help="input format (default: auto-detect)")
+                   help="trace files or directories (directories are searched for .jsonl/.json files)")
+    p.add_argument("--format", default="auto",
+                   help="input format: auto (default: detected per file), native, openai-chat, openai-calllog, "
+                        "responses, completions, smolagents, atif")
     p.add_argument("--dataset", help="set the dataset name of every trajectory that has none")
     p.add_argument("--model", help="set the model name of every trajectory that has none")
+    p.add_argument("--labels", metavar="FILE",
+                   help="CSV or JSONL joined by trajectory id: success (and dataset, model, question, gold, "
+                        "answer, verbalized_confidence) columns")
+    p.add_argument("--group-by", metavar="KEY",
+                   help="openai-calllog: the trajectory-id key of each line (default: the first of trajectory_id, "
+                        "trace_id, run_id, session_id, conversation_id)")
 
 
 def _add_feature_options(p: argparse.ArgumentParser) -> None:
@@ -43,7 +51,8 @@ def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
 
     defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
     try:
-        ts, report = load(args.inputs, format=args.format, defaults=defaults)
+        ts, report = load(args.inputs, format=args.format, defaults=defaults,
+                          labels=getattr(args, "labels", None), group_by=getattr(args, "group_by", None))
     except ValueError as e:
         raise CLIError(str(e)) from None
     if not quiet and (report.problems or report.rejected):
@@ -58,7 +67,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
     try:
-        ts, report = load(args.inputs, format=args.format, defaults=defaults)
+        ts, report = load(args.inputs, format=args.format, defaults=defaults,
+                          labels=getattr(args, "labels", None), group_by=getattr(args, "group_by", None))
     except ValueError as e:
         raise CLIError(str(e)) from None
     print(report.summary(max_lines=args.max_problems))
@@ -89,6 +99,33 @@ def cmd_features(args: argparse.Namespace) -> int:
     else:
         raise CLIError(f"--out must end in .csv or .parquet, got {out}")
     print(f"wrote {len(df)} trajectories x {len(fm.names)} features to {out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .formats import load, native
+
+    defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
+    try:
+        ts, report = load(args.inputs, format=args.format, defaults=defaults, labels=args.labels,
+                          group_by=args.group_by)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    to_stdout = args.out in (None, "-")
+    report_fh = sys.stderr if to_stdout else sys.stdout
+    print(report.summary(max_lines=args.max_problems), file=report_fh)
+    if ts.n_trajectories == 0:
+        print("nothing to write: no valid trajectories", file=report_fh)
+        return 1
+    if to_stdout:
+        native.write(ts, sys.stdout)
+    else:
+        out = Path(args.out)
+        if not out.name.endswith(".jsonl"):
+            raise CLIError(f"--out must end in .jsonl (htc-trace JSONL), got {out}")
+        n = native.write(ts, out)
+        print(f"wrote {n} trajectories ({ts.n_steps} steps, {ts.n_tokens} tokens, k={ts.k}) to {out}",
+              file=report_fh)
     return 0
 
 
@@ -239,6 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(p)
     p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("import", help="convert traces of any supported format to htc-trace JSONL",
+                       description="Read traces (OpenAI chat/call logs, Responses API, completions, smolagents, "
+                                   "ATIF, native), join --labels, write htc-trace JSONL v1 and print the load "
+                                   "report. Exits 1 when nothing valid was read.")
+    _add_input_options(p)
+    p.add_argument("--out", metavar="FILE.jsonl", help="output file (default: standard output)")
+    p.add_argument("--max-problems", type=int, default=20, help="problems to print (default: 20)")
+    p.set_defaults(func=cmd_import)
     return parser
 
 

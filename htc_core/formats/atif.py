@@ -1,0 +1,159 @@
+"""Harbor ATIF (Agent Trajectory Interchange Format) trajectories.
+
+One trajectory per ``.json`` file (or JSONL with one per line, or a JSON
+array of them)::
+
+    {"schema_version": "ATIF-v1.4", "session_id": "...", "agent": {"name": ..., "model_name": ...},
+     "steps": [{"step_id": 1, "source": "user", "message": "..."},
+               {"step_id": 2, "source": "agent", "message": "...",
+                "metrics": {"completion_tokens": 3, "logprobs": [-0.1, -0.02, -0.3]}}]}
+
+Each agent step with ``metrics.logprobs`` becomes one step (chosen-token
+logprobs only: ATIF has no alternatives, so k = 0). The id is
+``session_id``; ``agent.name`` is the framework, ``agent.model_name`` (or a
+step's ``model_name``) the model; the first user message is the question.
+Agent steps without logprobs are dropped with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..report import LoadReport
+from ..traces import TraceSet, TraceSetBuilder
+from . import _shared, openai_chat
+from ._shared import FieldError, ParseError, StepPart, TrajAcc
+
+NAME = "atif"
+
+
+def is_atif(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    sv = obj.get("schema_version")
+    if isinstance(sv, str) and sv.upper().startswith("ATIF"):
+        return True
+    steps = obj.get("steps")
+    return (isinstance(steps, list) and bool(steps) and isinstance(steps[0], dict)
+            and "step_id" in steps[0] and "source" in steps[0])
+
+
+def parse_trajectory(obj: Any, *, default_id: str, report: LoadReport, file: str, line: int | None
+                     ) -> TrajAcc | None:
+    if not is_atif(obj):
+        report.error(file, line, "not an ATIF trajectory (needs schema_version 'ATIF-...' or steps with "
+                                 "step_id and source)", value=obj)
+        return None
+    tid = _shared.find_id(obj, ("session_id", "id") + _shared.ID_KEYS)
+    acc = TrajAcc(tid or default_id, file, line)
+    steps = obj.get("steps")
+    if not isinstance(steps, list):
+        _shared.fail(acc, report, file, line, f"'steps' must be a list, got {_shared._type_name(steps)}",
+                     field="steps", value=steps)
+        return acc
+    agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else {}
+    if isinstance(agent.get("name"), str):
+        acc.meta["framework"] = agent["name"]
+    if isinstance(agent.get("model_name"), str):
+        acc.meta["model"] = agent["model_name"]
+    extra = obj.get("extra")
+    if isinstance(extra, dict):
+        _shared.take_meta(acc, extra, report, file, line)
+    _shared.take_meta(acc, obj, report, file, line)
+    if isinstance(obj.get("schema_version"), str):
+        acc.metadata.setdefault("schema_version", obj["schema_version"])
+    for i, st in enumerate(steps):
+        f = f"steps[{i}]"
+        if not isinstance(st, dict):
+            _shared.fail(acc, report, file, line, f"a step must be an object, got {_shared._type_name(st)}",
+                         field=f, value=st)
+            return acc
+        src = st.get("source")
+        if src == "user" and "question" not in acc.meta:
+            q = _shared.text_of(st.get("message"))
+            if q:
+                acc.meta["question"] = q
+        if src != "agent":
+            continue
+        if "model" not in acc.meta and isinstance(st.get("model_name"), str):
+            acc.meta["model"] = st["model_name"]
+        metrics = st.get("metrics")
+        lps = metrics.get("logprobs") if isinstance(metrics, dict) else None
+        if lps is None:
+            acc.missing += 1
+            report.warn(file, line, f"agent step {st.get('step_id', i)} has no metrics.logprobs; step dropped",
+                        field=f"{f}.metrics.logprobs", trajectory_id=acc.id)
+            continue
+        try:
+            if not isinstance(lps, list):
+                raise FieldError(f"{f}.metrics.logprobs", lps, f"must be a list of numbers, got {_shared._type_name(lps)}")
+            arr = _shared.numbers(lps, f + ".metrics.logprobs[{i}]")
+            arr, clipped = _shared.check_chosen(arr, lps, f + ".metrics.logprobs[{i}]")
+        except FieldError as e:
+            _shared.fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
+            return acc
+        text = _shared.text_of(st.get("message")) or _shared.text_of(st.get("reasoning_content"))
+        acc.add("agent", StepPart(arr, None, None, text, clipped))
+    return acc
+
+
+def _finish(acc, builder, report, defaults, file, line, seen):
+    if acc is None:
+        return
+    rec = _shared.build_record(acc, report, defaults)
+    if rec is not None:
+        _shared.add_record(builder, rec, report, file, line, seen)
+
+
+def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
+    path = Path(path)
+    file = str(path)
+    stem = _shared.stem(file)
+    seen: set[str] = set()
+    kind = _shared.container_kind(path)
+    if kind == "json-object":
+        try:
+            doc = _shared.read_document(path)
+        except ParseError as e:
+            report.error(file, e.line, e.reason, value=e.value)
+            return
+        report.lines_read += 1
+        _finish(parse_trajectory(doc, default_id=stem, report=report, file=file, line=1), builder, report,
+                defaults, file, 1, seen)
+        return
+    if kind == "json-array":
+        i = 0
+        try:
+            for line, el in _shared.iter_json_array(path):
+                report.lines_read += 1
+                _finish(parse_trajectory(el, default_id=f"{stem}:{i}", report=report, file=file, line=line),
+                        builder, report, defaults, file, line, seen)
+                i += 1
+        except ParseError as e:
+            report.error(file, e.line, e.reason, value=e.value)
+        return
+    for no, raw in openai_chat._iter_lines(path, report, file):
+        try:
+            obj = _shared.loads(raw)
+        except ParseError as e:
+            report.error(file, no, e.reason, value=e.value)
+            continue
+        _finish(parse_trajectory(obj, default_id=f"{stem}:{no}", report=report, file=file, line=no), builder,
+                report, defaults, file, no, seen)
+
+
+def sniff(sample) -> str | None:
+    if not sample.objs:
+        return sample.why_empty or "no JSON value could be read"
+    if is_atif(sample.objs[0]):
+        return None
+    return "no ATIF trajectory (schema_version 'ATIF-...', or steps with step_id and source)"
+
+
+def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
+         report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
+    from . import load
+
+    return load(paths, format=NAME, defaults=defaults, report=report)

@@ -1,0 +1,261 @@
+"""Join outcome labels and metadata onto a trace set by trajectory id.
+
+A labels file is CSV (header row) or JSONL/JSON (objects), one row per
+trajectory:
+
+- the id column is the first of ``id``, ``trajectory_id``, ``trace_id``,
+  ``run_id``, ``session_id``, ``conversation_id`` present;
+- ``success`` (also read from ``label``, ``correct`` or ``is_correct`` when
+  ``success`` is absent): true/false, 1/0, yes/no, correct/incorrect,
+  pass/fail; empty means unlabeled (an existing label is kept);
+- ``dataset``, ``model``, ``framework``, ``question``, ``answer``, ``gold``
+  (text) and ``verbalized_confidence`` (0-1 or a percentage) when present;
+- every other column is added to the trajectory's ``metadata`` (existing
+  keys are not overwritten).
+
+Values in the labels file override values from the trace files (a warning
+counts the success labels that changed). Trajectories without a row, and rows
+without a trajectory, are reported as warnings listing the first ids.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..report import LoadReport
+from ..traces import TraceSet
+from . import _shared, common
+
+ID_COLUMNS = ("id",) + _shared.ID_KEYS
+SUCCESS_COLUMNS = ("success", "label", "correct", "is_correct")
+TEXT_COLUMNS = ("dataset", "model", "framework", "question", "answer", "gold")
+_TRUE = {"true", "t", "yes", "y", "1", "1.0", "correct", "success", "pass", "passed"}
+_FALSE = {"false", "f", "no", "n", "0", "0.0", "incorrect", "wrong", "failure", "fail", "failed"}
+_EMPTY = {"", "null", "none", "na", "n/a", "nan"}
+
+
+@dataclass
+class LabelJoin:
+    """What a join matched."""
+
+    file: str
+    rows: int = 0
+    matched: int = 0
+    unlabeled_ids: list[str] = field(default_factory=list)
+    unmatched_label_ids: list[str] = field(default_factory=list)
+    success_changed: int = 0
+
+
+def parse_success(v: Any) -> tuple[bool | None, bool]:
+    """(value, ok). ok is False when the value is not a recognizable label."""
+    if v is None:
+        return None, True
+    if isinstance(v, bool):
+        return v, True
+    if isinstance(v, (int, float)):
+        if v == 1:
+            return True, True
+        if v == 0:
+            return False, True
+        if v != v:
+            return None, True
+        return None, False
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in _TRUE:
+            return True, True
+        if s in _FALSE:
+            return False, True
+        if s in _EMPTY:
+            return None, True
+    return None, False
+
+
+def _rows(path: Path, report: LoadReport):
+    """Yield (line, dict) from a CSV, JSONL or JSON-array labels file."""
+    file = str(path)
+    name = file.lower()
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+        import gzip
+        import io
+
+        opener = gzip.open if name.endswith(".gz") else open
+        try:
+            with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
+                reader = csv.DictReader(fh, delimiter="\t" if ".tsv" in name else ",")
+                try:
+                    for row in reader:
+                        yield reader.line_num, row
+                except UnicodeDecodeError as e:
+                    report.error(file, reader.line_num + 1, f"invalid UTF-8 at byte {e.start}; the rest of the "
+                                                            "labels file is ignored")
+                except csv.Error as e:
+                    report.error(file, reader.line_num, f"malformed CSV: {e}")
+        except OSError as e:
+            report.error(file, None, f"cannot read labels file: {e}")
+        return
+    kind = _shared.container_kind(path)
+    try:
+        if kind == "json-array":
+            yield from _shared.iter_json_array(path)
+            return
+        if kind == "json-object":
+            doc = _shared.read_document(path)
+            items = doc.get("labels") if isinstance(doc, dict) else None
+            if isinstance(items, list):
+                for i, r in enumerate(items):
+                    yield None, r
+            elif isinstance(doc, dict) and all(not isinstance(v, (dict, list)) for v in doc.values()):
+                for k, v in doc.items():  # {"id": success, ...}
+                    yield None, {"id": k, "success": v}
+            else:
+                report.error(file, 1, "a JSON labels file must be an array of rows, {'labels': [...]} or {id: success}")
+            return
+    except _shared.ParseError as e:
+        report.error(file, e.line, e.reason, value=e.value)
+        return
+    try:
+        for no, raw in common.iter_lines(path):
+            if not raw.strip():
+                continue
+            try:
+                yield no, _shared.loads(raw)
+            except _shared.ParseError as e:
+                report.error(file, no, e.reason, value=e.value)
+    except OSError as e:
+        report.error(file, None, f"cannot read labels file: {e}")
+
+
+def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
+    """id -> {column: parsed value} (only columns present; '_line' holds the line)."""
+    path = Path(path)
+    file = str(path)
+    out: dict[str, dict] = {}
+    id_col = None
+    if not path.is_file():
+        report.error(file, None, "labels file not found")
+        return out
+    for line, row in _rows(path, report):
+        if not isinstance(row, dict):
+            report.warn(file, line, f"a labels row must be an object, got {_shared._type_name(row)}; ignored",
+                        value=row)
+            continue
+        if id_col is None or id_col not in row:
+            id_col = next((c for c in ID_COLUMNS if c in row), None)
+            if id_col is None:
+                report.error(file, line, f"no id column (one of {', '.join(ID_COLUMNS)}); columns: "
+                                         f"{', '.join(map(str, row))[:120]}")
+                return out
+        tid = row.get(id_col)
+        if tid is None or (isinstance(tid, str) and not tid.strip()) or isinstance(tid, (dict, list, bool)):
+            report.warn(file, line, "row without a trajectory id; ignored", field=id_col, value=tid)
+            continue
+        tid = str(tid).strip()
+        if tid in out:
+            report.warn(file, line, "duplicate id in the labels file (the first row is kept)", field=id_col,
+                        value=tid, trajectory_id=tid)
+            continue
+        rec: dict[str, Any] = {"_line": line}
+        s_col = next((c for c in SUCCESS_COLUMNS if c in row), None)
+        if s_col is not None:
+            val, ok = parse_success(row[s_col])
+            if not ok:
+                report.warn(file, line, "success label is not true/false, 1/0, yes/no; ignored", field=s_col,
+                            value=row[s_col], trajectory_id=tid)
+            elif val is not None:
+                rec["success"] = val
+        for c in TEXT_COLUMNS:
+            v = row.get(c)
+            if v is not None and not (isinstance(v, str) and v.strip().lower() in _EMPTY and c != "answer"):
+                rec[c] = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+        if "verbalized_confidence" in row and row["verbalized_confidence"] not in (None, ""):
+            vc, warn = common.verbalized(row["verbalized_confidence"])
+            if warn:
+                report.warn(file, line, f"verbalized_confidence {warn}", field="verbalized_confidence",
+                            value=row["verbalized_confidence"], trajectory_id=tid)
+            if vc is not None:
+                rec["verbalized_confidence"] = vc
+        skip = {id_col, s_col, "verbalized_confidence", *TEXT_COLUMNS}
+        extra = {k: v for k, v in row.items() if k not in skip and k is not None and v not in (None, "")}
+        if extra:
+            rec["metadata"] = extra
+        out[tid] = rec
+    return out
+
+
+def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = None,
+         max_listed: int = 5) -> tuple[TraceSet, LabelJoin]:
+    """A copy of ``ts`` with the labels file's values joined by id, and what matched."""
+    report = report if report is not None else LoadReport()
+    file = str(path)
+    labels = read_labels(path, report)
+    info = LabelJoin(file=file, rows=len(labels))
+    if not labels:
+        if path and Path(path).is_file():
+            report.warn(file, None, "the labels file holds no usable rows; nothing joined")
+        return ts, info
+    meta = ts.meta.copy()
+    n = len(meta)
+    ids = meta["id"].tolist()
+    success = meta["success"].tolist()
+    vcs = meta["verbalized_confidence"].to_numpy(dtype=np.float64, copy=True)
+    text_cols = {c: meta[c].tolist() for c in TEXT_COLUMNS}
+    mds = meta["metadata"].tolist()
+    used: set[str] = set()
+    for i in range(n):
+        tid = ids[i]
+        row = labels.get(tid)
+        if row is None:
+            info.unlabeled_ids.append(tid)
+            continue
+        used.add(tid)
+        info.matched += 1
+        if "success" in row:
+            old = success[i]
+            if old is not pd.NA and old is not None and bool(old) != row["success"]:
+                info.success_changed += 1
+            success[i] = row["success"]
+        for c in TEXT_COLUMNS:
+            if c in row:
+                text_cols[c][i] = row[c]
+        if "verbalized_confidence" in row:
+            vcs[i] = row["verbalized_confidence"]
+        if "metadata" in row:
+            try:
+                md = json.loads(mds[i]) if mds[i] else {}
+            except (TypeError, ValueError):
+                md = {}
+            for k, v in row["metadata"].items():
+                md.setdefault(k, v)
+            mds[i] = json.dumps(md, ensure_ascii=False, default=str)
+    meta["success"] = pd.array([None if (v is pd.NA or v is None) else bool(v) for v in success], dtype="boolean")
+    meta["verbalized_confidence"] = vcs
+    for c in TEXT_COLUMNS:
+        meta[c] = pd.Series(text_cols[c], dtype=object)
+    meta["metadata"] = pd.Series(mds, dtype=object)
+    info.unmatched_label_ids = [t for t in labels if t not in used]
+
+    def listed(xs: list[str]) -> str:
+        head = ", ".join(repr(x) for x in xs[:max_listed])
+        return head + (f" and {len(xs) - max_listed} more" if len(xs) > max_listed else "")
+
+    if info.unlabeled_ids:
+        report.warn(file, None, f"{len(info.unlabeled_ids)} of {n} trajectories have no row in the labels file: "
+                                f"{listed(info.unlabeled_ids)}", field="id")
+    if info.unmatched_label_ids:
+        first_line = labels[info.unmatched_label_ids[0]].get("_line")
+        report.warn(file, first_line, f"{len(info.unmatched_label_ids)} labels row(s) match no trajectory: "
+                                      f"{listed(info.unmatched_label_ids)}", field="id")
+    if info.success_changed:
+        report.warn(file, None, f"the labels file changed the success label of {info.success_changed} "
+                                f"trajectories (the labels file wins)", field="success")
+    return dataclasses.replace(ts, meta=meta), info

@@ -1,0 +1,270 @@
+"""OpenAI call logs: JSONL where each line is ONE logged LLM call.
+
+A line holds the raw response (Chat Completions, a streamed chunk or a list of
+chunks, Responses API, or legacy completions) either as the line itself or
+under a wrapper key (``response``, ``raw_response``, ``completion``,
+``output``, ``result``, ``body``, ``raw``; OpenAI Batch output
+``{"response": {"body": ...}}`` works too), plus:
+
+- a trajectory id: the key given by ``group_by`` (a dotted path such as
+  ``metadata.session`` is allowed), or by default the first of
+  ``trajectory_id``, ``trace_id``, ``run_id``, ``session_id``,
+  ``conversation_id`` found on the line or in its ``metadata`` object. Lines
+  without an id form one trajectory named after the file (with a warning);
+- an order: steps are sorted by ``step``, else ``created``, else
+  ``timestamp`` (the first key that every call of the trajectory has, on the
+  line or in the response), file order breaking ties and serving when none
+  is complete.
+
+Lines with no LLM response (tool calls, observations, events) are skipped and
+counted in ``report.skipped_lines``; when they carry the trajectory id, their
+``success``/``question``/``answer``/``gold``/``dataset``/``model``/
+``verbalized_confidence`` fields become the trajectory's labels. Streamed
+calls logged one chunk per line are reassembled by the chunk ``id``.
+
+Memory: each call is turned into numpy arrays as soon as its line is read;
+trajectories are grouped by id as per-trajectory step lists of those arrays,
+never by holding raw JSON. A broken line rejects the trajectory it belongs to
+(when its id can still be read from the raw bytes) and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..report import LoadReport
+from ..traces import TraceSet, TraceSetBuilder
+from . import _shared, openai_chat
+from ._shared import FieldError, MissingLogprobs, ParseError, StepPart, TrajAcc
+
+NAME = "openai-calllog"
+ORDER_KEYS = ("step", "created", "timestamp")
+DEFAULT_GROUP_KEYS = _shared.ID_KEYS
+
+
+class _Step:
+    __slots__ = ("seq", "line", "name", "order", "parts", "missing")
+
+    def __init__(self, seq: int, line: int, name: str, order: tuple):
+        self.seq = seq
+        self.line = line
+        self.name = name
+        self.order = order
+        self.parts: list[StepPart] = []
+        self.missing: MissingLogprobs | None = None
+
+
+class _Group(TrajAcc):
+    pass
+
+
+def _get_path(obj: dict, path: str) -> Any:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _scalar_id(v: Any) -> str | None:
+    if v is None or isinstance(v, (dict, list, bool)):
+        return None
+    s = str(v)
+    return s if s.strip() else None
+
+
+def group_id(obj: dict, group_by: str | None) -> str | None:
+    if group_by:
+        return _scalar_id(_get_path(obj, group_by) if "." in group_by else obj.get(group_by))
+    for k in DEFAULT_GROUP_KEYS:
+        v = obj.get(k)
+        if v is not None:
+            return _scalar_id(v)
+    md = obj.get("metadata")
+    if isinstance(md, dict):
+        for k in DEFAULT_GROUP_KEYS:
+            v = md.get(k)
+            if v is not None:
+                return _scalar_id(v)
+    return None
+
+
+def _order_of(obj: dict, resp: Any) -> tuple:
+    out = []
+    first = resp[0] if isinstance(resp, list) and resp else resp
+    for k in ORDER_KEYS:
+        v = obj.get(k)
+        if v is None and isinstance(first, dict) and k != "step":
+            v = first.get(k)
+        out.append(v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else None)
+    return tuple(out)
+
+
+def _first_user_text(obj: dict) -> str | None:
+    req = obj.get("request")
+    if not isinstance(req, dict):
+        return None
+    msgs = req.get("messages")
+    if isinstance(msgs, list):
+        for m in msgs:
+            if isinstance(m, dict) and m.get("role") == "user":
+                return _shared.text_of(m.get("content"))
+    for key in ("prompt", "input"):
+        v = req.get(key)
+        if isinstance(v, str):
+            return v
+    return None
+
+
+def _id_regex(group_by: str | None) -> re.Pattern:
+    keys = [group_by.split(".")[-1]] if group_by else list(DEFAULT_GROUP_KEYS)
+    alt = "|".join(re.escape(k) for k in keys)
+    return re.compile(rb'"(?:' + alt.encode() + rb')"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
+
+
+def _sort_steps(steps: list[_Step]) -> list[_Step]:
+    for i in range(len(ORDER_KEYS)):
+        vals = [s.order[i] for s in steps]
+        if any(v is None for v in vals):
+            continue
+        if all(isinstance(v, (int, float)) for v in vals) or all(isinstance(v, str) for v in vals):
+            return sorted(steps, key=lambda s: (s.order[i], s.seq))
+    return steps
+
+
+def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None,
+              group_by: str | None = None, **_: Any) -> None:
+    """Read one call-log JSONL file into ``builder``."""
+    path = Path(path)
+    file = str(path)
+    stem = _shared.stem(file)
+    groups: dict[str, _Group] = {}
+    steps: dict[str, list[_Step]] = {}
+    chunk_steps: dict[tuple[str, str], _Step] = {}
+    no_id_lines = 0
+    first_no_id = None
+    id_re = None
+    seq = 0
+    lines_before = report.lines_read
+
+    def group(gid: str, line: int) -> _Group:
+        g = groups.get(gid)
+        if g is None:
+            g = groups[gid] = _Group(gid, file, line)
+            steps[gid] = []
+        return g
+
+    for no, raw in openai_chat._iter_lines(path, report, file):
+        try:
+            obj = _shared.loads(raw)
+        except ParseError as e:
+            id_re = id_re or _id_regex(group_by)
+            m = id_re.search(raw)
+            looks_llm = b'"logprobs"' in raw or b'"choices"' in raw or b'"output"' in raw
+            if m and looks_llm:
+                gid = m.group(1).decode("utf-8", errors="replace")
+                _shared.fail(group(gid, no), report, file, no,
+                             f"{e.reason}; this LLM call of the trajectory is unreadable, so the trajectory is rejected",
+                             value=e.value)
+            else:
+                report.error(file, no, e.reason, value=e.value)
+            continue
+        if not isinstance(obj, dict):
+            report.error(file, no, f"a call-log line must be a JSON object, got {_shared._type_name(obj)}", value=obj)
+            continue
+        resp = openai_chat.find_response(obj)
+        gid = group_id(obj, group_by)
+        if resp is None:
+            report.skipped_lines += 1
+            if gid is not None:
+                _shared.take_meta(group(gid, no), obj, report, file, no)
+            continue
+        if gid is None:
+            no_id_lines += 1
+            first_no_id = first_no_id or no
+            gid = stem
+        g = group(gid, no)  # a failed group is still parsed, so that every problem is listed
+        if obj is not resp:
+            _shared.take_meta(g, obj, report, file, no)
+            if "question" not in g.meta and not steps[gid]:
+                q = _first_user_text(obj)
+                if q:
+                    g.meta["question"] = q
+        if "model" not in g.meta:
+            m = openai_chat.response_model(resp)
+            if m:
+                g.meta["model"] = m
+        single_chunk = isinstance(resp, dict) and openai_chat.is_chunk(resp)
+        try:
+            if single_chunk:
+                part = openai_chat.parse_chunk(resp)
+            else:
+                part = openai_chat.parse_response(resp)
+        except MissingLogprobs as e:
+            part = e
+        except FieldError as e:
+            _shared.fail(g, report, file, no, e.reason, field=e.field, value=e.value, has_value=e.has_value)
+            continue
+        step = None
+        cid = resp.get("id") if single_chunk else None
+        if cid is not None:
+            step = chunk_steps.get((gid, str(cid)))
+        if step is None:
+            name = (obj.get("name") or obj.get("step_name")) if obj is not resp else None
+            step = _Step(seq, no, name if isinstance(name, str) and name else "llm_call", _order_of(obj, resp))
+            seq += 1
+            steps[gid].append(step)
+            if cid is not None:
+                chunk_steps[(gid, str(cid))] = step
+        if isinstance(part, MissingLogprobs):
+            if step.missing is None:
+                report.warn(file, no, f"{part.reason}; step dropped", field=part.field, trajectory_id=gid)
+            step.missing = step.missing or part
+        elif part is not None:
+            step.parts.append(part)
+
+    if report.lines_read == lines_before:
+        report.error(file, None, "file is empty")
+    if no_id_lines:
+        keys = group_by or ", ".join(DEFAULT_GROUP_KEYS)
+        report.warn(file, first_no_id, f"{no_id_lines} call(s) carry no trajectory id ({keys}); "
+                                        f"they form one trajectory named {stem!r}", field=group_by)
+    seen: set[str] = set()
+    for gid, g in groups.items():
+        if g.failed:
+            continue
+        for st in _sort_steps(steps[gid]):
+            if st.missing is not None:
+                g.missing += 1
+                continue
+            g.add(st.name, _shared.concat_parts(st.parts) if st.parts else _shared.empty_part())
+        del steps[gid]
+        rec = _shared.build_record(g, report, defaults)
+        if rec is not None:
+            _shared.add_record(builder, rec, report, file, g.line, seen)
+        g.steps = []
+
+
+def sniff(sample) -> str | None:
+    if sample.kind != "jsonl":
+        return f"not JSONL (a {sample.kind} document)"
+    if not sample.objs:
+        return sample.why_empty or "no line is valid JSON"
+    for obj in sample.objs:
+        if isinstance(obj, dict) and openai_chat.find_response(obj) is not None \
+                and openai_chat.responses_of(obj) is None:
+            return None
+    return (f"none of the first {len(sample.objs)} valid lines holds one LLM response "
+            f"(choices[] or output[], itself or under {'/'.join(openai_chat.RESPONSE_KEYS[:6])})")
+
+
+def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
+         report: LoadReport | None = None, group_by: str | None = None) -> tuple[TraceSet, LoadReport]:
+    """Read call-log JSONL files or directories; returns (trace set, load report)."""
+    from . import load
+
+    return load(paths, format=NAME, defaults=defaults, report=report, group_by=group_by)

@@ -1,0 +1,238 @@
+"""smolagents runs: the JSON of ``agent.memory.get_full_steps()``.
+
+A run is the list of step dicts (one run per ``.json`` file, streamed element
+by element; or JSONL with one run per line; or an object ``{"id": ...,
+"steps": [...], "success": ...}``, which is what ``htc_core.collect.save_smolagents_run``
+writes). smolagents serializes the raw API response of each model call with
+``make_json_serializable``, so it sits under
+``model_output_message.raw`` with ``_type`` tags
+(``{"_type": "ChatCompletion", "choices": [{"_type": "Choice", "logprobs": {"_type": "ChoiceLogprobs", "content": [...]}}]}``).
+
+- the first entry is the task step (``{"task": ...}``): its text becomes ``question``;
+- every planning step (has ``plan``) and action step (has ``step_number``)
+  with a ``model_output_message`` becomes one step, named ``planning`` or
+  ``action``; its text is the model output;
+- a step whose raw response has no logprobs (``raw`` missing, or a model
+  class that keeps none) is dropped with a warning naming the step;
+- the final answer (``FinalAnswerStep`` ``{"output": ...}`` or the action
+  output of the step with ``is_final_answer``) becomes ``answer``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..report import LoadReport
+from ..traces import TraceSet, TraceSetBuilder
+from . import _shared, openai_chat
+from ._shared import FieldError, MissingLogprobs, ParseError, TrajAcc
+
+NAME = "smolagents"
+FRAMEWORK = "smolagents"
+RUN_KEYS = ("steps", "full_steps", "memory")
+
+
+def is_step(obj: Any) -> bool:
+    return isinstance(obj, dict) and ("task" in obj or "model_output_message" in obj
+                                      or ("step_number" in obj and "timing" in obj))
+
+
+def steps_of(obj: Any) -> list | None:
+    if isinstance(obj, list) and obj and is_step(obj[0]):
+        return obj
+    if isinstance(obj, dict):
+        for k in RUN_KEYS:
+            v = obj.get(k)
+            if isinstance(v, list) and v and is_step(v[0]):
+                return v
+    return None
+
+
+class _Run:
+    """Accumulates one run's steps as they stream in."""
+
+    def __init__(self, acc: TrajAcc, report: LoadReport, file: str):
+        self.acc = acc
+        self.report = report
+        self.file = file
+        self.i = 0
+
+    def step(self, st: Any, line: int | None) -> None:
+        acc, report, file, i = self.acc, self.report, self.file, self.i
+        self.i += 1
+        f = f"steps[{i}]"
+        if not isinstance(st, dict):
+            _shared.fail(acc, report, file, line, f"a step must be an object, got {_shared._type_name(st)}",
+                         field=f, value=st)
+            return
+        if i == 0:
+            if "task" in st:
+                q = _shared.text_of(st.get("task"))
+                if q and "question" not in acc.meta:
+                    acc.meta["question"] = q
+            else:
+                report.warn(file, line, "the first entry is not a task step ({'task': ...}); no question recorded",
+                            field=f, trajectory_id=acc.id)
+        elif "task" in st and "model_output_message" not in st:
+            acc.metadata.setdefault("extra_tasks", 0)
+            acc.metadata["extra_tasks"] += 1
+        if "output" in st and len(st) <= 2 and "model_output_message" not in st:
+            acc.meta["answer"] = _answer_text(st.get("output"))
+            return
+        if "model_output_message" not in st:
+            return
+        kind = "planning" if "plan" in st else "action"
+        if st.get("is_final_answer") and st.get("action_output") is not None:
+            acc.meta["answer"] = _answer_text(st.get("action_output"))
+        mom = st.get("model_output_message")
+        fm = f"{f}.model_output_message"
+        if mom is None:
+            acc.missing += 1
+            report.warn(file, line, f"{kind} step has no model output message (the model call failed?); step dropped",
+                        field=fm, trajectory_id=acc.id)
+            return
+        if not isinstance(mom, dict):
+            _shared.fail(acc, report, file, line, f"must be an object, got {_shared._type_name(mom)}", field=fm,
+                         value=mom)
+            return
+        raw = mom.get("raw")
+        if isinstance(raw, str) and raw.startswith("{"):
+            try:
+                raw = _shared.loads(raw)
+            except ParseError:
+                pass
+        if raw is None:
+            acc.missing += 1
+            report.warn(file, line, f"{kind} step keeps no raw response, so no logprobs; step dropped",
+                        field=f"{fm}.raw", trajectory_id=acc.id)
+            return
+        resp = openai_chat.find_response(raw)
+        if resp is None:
+            acc.missing += 1
+            report.warn(file, line, f"{kind} step's raw response has no choices[] with logprobs; step dropped",
+                        field=f"{fm}.raw", value=raw, trajectory_id=acc.id)
+            return
+        try:
+            part = openai_chat.parse_response(resp, f"{fm}.raw.")
+        except MissingLogprobs as e:
+            acc.missing += 1
+            report.warn(file, line, f"{kind} step: {e.reason}; step dropped", field=e.field, trajectory_id=acc.id)
+            return
+        except FieldError as e:
+            _shared.fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
+            return
+        text = st.get("plan") if kind == "planning" else st.get("model_output")
+        text = _shared.text_of(text) or _shared.text_of(mom.get("content")) or part.text
+        part.text = text
+        if "model" not in acc.meta:
+            m = openai_chat.response_model(resp)
+            if m:
+                acc.meta["model"] = m
+        acc.add(kind, part)
+
+
+def _answer_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    try:
+        return _shared.orjson.dumps(v).decode()
+    except TypeError:
+        return str(v)
+
+
+def _finish(acc: TrajAcc | None, builder: TraceSetBuilder, report: LoadReport, defaults, file: str, line, seen):
+    if acc is None:
+        return
+    rec = _shared.build_record(acc, report, defaults, FRAMEWORK)
+    if rec is not None:
+        _shared.add_record(builder, rec, report, file, line, seen)
+
+
+def _run_from_obj(obj: Any, default_id: str, report: LoadReport, file: str, line: int | None) -> TrajAcc | None:
+    steps = steps_of(obj)
+    if steps is None:
+        report.error(file, line, "not a smolagents run (a list of memory steps, the first being {'task': ...})",
+                     value=obj)
+        return None
+    tid = _shared.find_id(obj) if isinstance(obj, dict) else None
+    acc = TrajAcc(tid or default_id, file, line)
+    if isinstance(obj, dict):
+        _shared.take_meta(acc, obj, report, file, line)
+    run = _Run(acc, report, file)
+    for st in steps:
+        run.step(st, line)
+    return acc
+
+
+def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
+    path = Path(path)
+    file = str(path)
+    stem = _shared.stem(file)
+    seen: set[str] = set()
+    kind = _shared.container_kind(path)
+    if kind == "json-array":
+        acc = None
+        run = None
+        mode = None
+        i = 0
+        try:
+            for line, el in _shared.iter_json_array(path):
+                report.lines_read += 1
+                if mode is None:
+                    mode = "steps" if is_step(el) else "runs"
+                    if mode == "steps":
+                        acc = TrajAcc(stem, file, 1)
+                        run = _Run(acc, report, file)
+                if mode == "steps":
+                    run.step(el, line)
+                else:
+                    _finish(_run_from_obj(el, f"{stem}:{i}", report, file, line), builder, report, defaults, file,
+                            line, seen)
+                i += 1
+        except ParseError as e:
+            if acc is not None:
+                _shared.fail(acc, report, file, e.line, f"{e.reason}; the run is incomplete", value=e.value)
+            else:
+                report.error(file, e.line, e.reason, value=e.value)
+        _finish(acc, builder, report, defaults, file, 1, seen)
+        return
+    if kind == "json-object":
+        try:
+            doc = _shared.read_document(path)
+        except ParseError as e:
+            report.error(file, e.line, e.reason, value=e.value)
+            return
+        report.lines_read += 1
+        _finish(_run_from_obj(doc, stem, report, file, 1), builder, report, defaults, file, 1, seen)
+        return
+    for no, raw in openai_chat._iter_lines(path, report, file):
+        try:
+            obj = _shared.loads(raw)
+        except ParseError as e:
+            report.error(file, no, e.reason, value=e.value)
+            continue
+        _finish(_run_from_obj(obj, f"{stem}:{no}", report, file, no), builder, report, defaults, file, no, seen)
+
+
+def sniff(sample) -> str | None:
+    if not sample.objs:
+        return sample.why_empty or "no JSON value could be read"
+    first = sample.objs[0]
+    if sample.kind == "json-array":
+        if is_step(first) or steps_of(first) is not None:
+            return None
+        return "array elements are not smolagents memory steps ({'task': ...} / {'model_output_message': ...})"
+    if steps_of(first) is not None:
+        return None
+    return "no list of smolagents memory steps (first entry {'task': ...}, then steps with 'model_output_message')"
+
+
+def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
+         report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
+    from . import load
+
+    return load(paths, format=NAME, defaults=defaults, report=report)
