@@ -280,6 +280,9 @@ class HTCCalibrator:
             raise ValueError("this HTCCalibrator is not fitted yet; call fit(X, y) or HTCCalibrator.load(path)")
 
     def _standardized(self, X) -> np.ndarray:
+        return (self._checked(X) - self.mean_) / self.scale_
+
+    def _checked(self, X) -> np.ndarray:
         self._check_fitted()
         values, names = _unpack_features(X)
         X = _check_X(values)
@@ -287,11 +290,17 @@ class HTCCalibrator:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}")
         if names is not None and list(names) != list(self.feature_names_in_):
             raise ValueError("X's feature names differ from the model's (same names in the same order needed)")
-        return (X - self.mean_) / self.scale_
+        return X
 
     def decision_function(self, X) -> np.ndarray:
-        """Logit of the calibrated confidence, [n]."""
-        return self._standardized(X) @ self.coef_[0] + self.intercept_[0]
+        """Logit of the calibrated confidence, [n].
+
+        The scaler is folded into the weights (one matrix-vector product, no
+        standardized copy of X): ``w . (x - mean) / scale + b``.
+        """
+        X = self._checked(X)
+        w = self.coef_[0] / self.scale_
+        return X @ w + (self.intercept_[0] - float(self.mean_ @ w))
 
     def predict_proba(self, X) -> np.ndarray:
         """[n, 2]: probability of failure, probability of success (the calibrated confidence)."""
