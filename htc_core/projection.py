@@ -1,0 +1,126 @@
+"""2-D projections of the 48-dimensional feature space: t-SNE (scikit-learn) and UMAP (umap-learn).
+
+Features are standardized first (a zero-variance feature stays 0). The fit
+runs in a worker thread while the calling thread reports progress through
+``progress(fraction, message)`` every ``tick`` seconds: neither t-SNE nor
+UMAP exposes a per-iteration hook, so the fraction is the elapsed time over an
+estimate from the number of rows (capped at 0.95 until the fit returns, then
+1.0). t-SNE uses Barnes-Hut (an O(n log n) approximation) and fewer
+iterations above 5,000 rows.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Projection", "project", "METHODS", "expected_seconds"]
+
+METHODS = ("umap", "tsne")
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class Projection:
+    """Coordinates [n, 2] of every row, with how they were made."""
+
+    coords: np.ndarray
+    method: str
+    params: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return self.coords.shape[0]
+
+
+def expected_seconds(n: int, method: str) -> float:
+    """A rough estimate of the fit time on this project's 2-core machine (drives the progress bar)."""
+    if method == "umap":
+        return 4.0 + n / 1000.0
+    return 2.0 + n / 400.0
+
+
+def _standardize(X: np.ndarray) -> np.ndarray:
+    mean = X.mean(axis=0)
+    std = X.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    return (X - mean) / std
+
+
+def _fit(X: np.ndarray, method: str, random_state: int | None, params: dict) -> np.ndarray:
+    n = X.shape[0]
+    if n == 1:
+        return np.zeros((1, 2))
+    if n == 2:
+        return np.array([[-1.0, 0.0], [1.0, 0.0]])
+    if method == "tsne":
+        from sklearn.manifold import TSNE
+
+        perplexity = float(min(params.get("perplexity", 30.0), max(1.0, (n - 1) / 3.0)))
+        max_iter = int(params.get("max_iter", 1000 if n <= 5000 else 500))
+        params.update(perplexity=perplexity, max_iter=max_iter, approximation="barnes_hut")
+        return TSNE(n_components=2, perplexity=perplexity, init="pca", method="barnes_hut", max_iter=max_iter,
+                    random_state=random_state).fit_transform(X)
+    import umap
+
+    n_neighbors = int(min(params.get("n_neighbors", 15), n - 1))
+    min_dist = float(params.get("min_dist", 0.1))
+    params.update(n_neighbors=n_neighbors, min_dist=min_dist)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # umap warns that a fixed random_state disables parallelism
+        if n <= n_neighbors + 2:
+            from sklearn.decomposition import PCA
+
+            params["fallback"] = "pca (too few rows for UMAP)"
+            return PCA(n_components=2).fit_transform(X)
+        model = umap.UMAP(n_components=2, n_neighbors=n_neighbors, min_dist=min_dist, random_state=random_state,
+                          low_memory=True)
+        return model.fit_transform(X)
+
+
+def project(X, *, method: str = "umap", random_state: int | None = 42, progress: Progress | None = None,
+            tick: float = 0.25, **params) -> Projection:
+    """Project the rows of ``X`` (a feature matrix) to 2-D with ``method`` ('umap' or 'tsne')."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    values = X.values if hasattr(X, "values") and hasattr(X, "profile") else X
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty 2-D feature matrix, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("X must be finite (a feature is NaN or infinite)")
+    Z = _standardize(arr)
+    t0 = time.perf_counter()
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["coords"] = _fit(Z, method, random_state, params)
+        except BaseException as e:  # re-raised in the calling thread
+            box["error"] = e
+
+    label = "UMAP" if method == "umap" else "t-SNE"
+    if progress is None:
+        work()
+    else:
+        est = expected_seconds(arr.shape[0], method)
+        worker = threading.Thread(target=work, name=f"htc-{method}", daemon=True)
+        progress(0.0, f"{label} of {arr.shape[0]:,} trajectories: starting")
+        worker.start()
+        while worker.is_alive():
+            worker.join(tick)
+            el = time.perf_counter() - t0
+            progress(min(0.95, el / est), f"{label} of {arr.shape[0]:,} trajectories: {el:.0f} s (about {est:.0f} s)")
+    if "error" in box:
+        raise box["error"]
+    secs = time.perf_counter() - t0
+    if progress is not None:
+        progress(1.0, f"{label} done in {secs:.1f} s")
+    coords = np.asarray(box["coords"], dtype=np.float64)
+    return Projection(coords=coords, method=method, params=dict(params, random_state=random_state), seconds=secs)

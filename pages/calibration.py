@@ -1,0 +1,108 @@
+"""Calibration: honest cross-validated evaluation, reliability diagrams, metrics, model fit/download/upload."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from htc_core import dashboard as ui
+from htc_core import explain, plots
+from htc_core.calibrators import HTCCalibrator
+from htc_core.evaluation import EvaluationError
+
+st.title("Calibration")
+
+with ui.page_errors("calibration"):
+    ws = ui.guard()
+    s = ui.settings()
+    n_lab = len(ui.labeled_positions(ws))
+    st.caption(f"{n_lab:,} labeled of {len(ws):,} selected trajectories · confidence profile `{s['profile']}`, "
+               f"top-k {s['top_k']} · outer 5-fold stratified CV with alpha chosen by an inner CV on the training "
+               f"folds only, {s['seeds']} repeat(s). Choose datasets and models in the sidebar.")
+
+    ev = None
+    try:
+        ev = ui.evaluation(ws)
+    except EvaluationError as e:
+        st.warning(f"The evaluation cannot run on this selection: {ui.md(str(e))}")
+
+    if ev is not None:
+        res = ev.result
+        for note in res.notes:
+            st.caption(f"note: {ui.md(note)}")
+        htc_methods = [m for m in ("HTC-Reduced", "HTC-Full") if m in res.methods]
+        baselines = [m for m in res.methods if m not in htc_methods]
+        default = htc_methods + [m for m in ("Bottom10+Temp", "GlobalTrace-TP+Temp") if m in baselines]
+        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=default,
+                                key="cal_methods")
+        left, right = st.columns([3, 2])
+        with left:
+            st.markdown("**Reliability diagram** (out-of-fold predictions of the first repeat; bars: trajectories "
+                        "per bin; whiskers: 95% Wilson intervals)")
+            curves = explain.reliability_curves(res.labels, {m: res.oof[m] for m in chosen})
+            st.plotly_chart(plots.reliability_figure(curves), key="cal_reliability")
+        with right:
+            st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats)")
+            table = explain.metrics_frame(res)
+            st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features"]], hide_index=True,
+                         width="stretch", height=min(460, 38 + 35 * len(table)))
+            hist_method = st.selectbox("Confidence histogram of", res.methods,
+                                       index=res.methods.index(htc_methods[0]) if htc_methods else 0,
+                                       key="cal_hist_method")
+            st.plotly_chart(plots.confidence_histogram(res.oof[hist_method], res.labels,
+                                                       title=f"{hist_method}: out-of-fold confidence by outcome"),
+                            key="cal_hist")
+        with st.expander("Per-fold values"):
+            st.dataframe(res.per_fold, hide_index=True, width="stretch")
+
+    # --------------------------------------------------------- fit and download
+    st.subheader("Fit a model on the selection and download it")
+    c1, c2 = st.columns([1, 3])
+    variant = c1.radio("Variant", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",
+                       key="fit_variant", horizontal=True)
+    if n_lab >= 10:
+        if c2.button("Fit on all labeled trajectories of the selection", key="fit_button"):
+            model = ui.fitted_model(ws, variant)
+            mid = ui.store().save_model(model.to_dict(), name=f"HTC-{variant.capitalize()} on {n_lab} runs")
+            st.session_state["fit_model_id"] = mid
+        mid = st.session_state.get("fit_model_id")
+        if mid:
+            body = ui.store().load_model(mid)
+            st.success(f"HTC-{body['variant'].capitalize()} fitted on {body['training']['n']} trajectories "
+                       f"(alpha {body['alpha']:g}, {len(body['selected_features'])} features kept), saved in the store.")
+            st.download_button("Download the model (JSON)", json.dumps(body, indent=1), file_name=f"htc-{body['variant']}.json",
+                               mime="application/json", key="fit_download")
+    else:
+        c2.info("At least 10 labeled trajectories are needed to fit a calibrator.")
+
+    # --------------------------------------------------------- upload and score
+    st.subheader("Score the selection with a saved model")
+    up = st.file_uploader("Model file (JSON written by this dashboard or `htc fit`)", type=["json"], key="model_upload")
+    model = None
+    if up is not None:
+        try:
+            model = HTCCalibrator.from_dict(json.loads(up.getvalue().decode("utf-8")), source=up.name)
+        except (ValueError, UnicodeDecodeError) as e:
+            st.error(f"{ui.md(up.name)} is not a usable model: {ui.md(str(e))}")
+    if model is not None:
+        target = ui.workspace_for_profile(model.profile, model.top_k)
+        conf = model.predict_proba(target.features)[:, 1]
+        st.success(f"Scored {len(target):,} trajectories with HTC-{model.variant.capitalize()} "
+                   f"(profile `{model.profile}`, top-k {model.top_k}, alpha {model.alpha_:g}, "
+                   f"trained on {model.training_summary_.get('n', '?')} trajectories).")
+        frame = target.frame()
+        frame.insert(5, "htc_confidence", conf)
+        if pd.Series(target.labels).notna().sum():
+            st.dataframe(explain.overall_metrics(target.labels, {"uploaded model": conf,
+                                                                  "GlobalTrace-TP": frame["GlobalTrace-TP"]}),
+                         hide_index=True)
+        st.plotly_chart(plots.confidence_histogram(conf, target.labels, title="Uploaded model: confidence by outcome"),
+                        key="score_hist")
+        cols = ["id", "dataset", "model", "success", "htc_confidence", "GlobalTrace-TP", "question"]
+        st.dataframe(frame[cols].head(2000), hide_index=True, width="stretch")
+        st.download_button("Download scores (CSV)", frame[["id", "dataset", "model", "success", "htc_confidence"]]
+                           .to_csv(index=False), file_name="htc-scores.csv", mime="text/csv", key="score_download")
+    models = ui.store().list_models()
+    if len(models):
+        with st.expander(f"Models saved in the store ({len(models)})"):
+            st.dataframe(models, hide_index=True, width="stretch")

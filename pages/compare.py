@@ -1,0 +1,44 @@
+"""Compare LLMs: reliability, metrics and feature distributions side by side per model, framework or dataset."""
+
+import streamlit as st
+
+from htc_core import dashboard as ui
+from htc_core import explain, plots
+from htc_core.evaluation import EvaluationError
+from htc_core.features import FEATURE_NAMES, REGISTRY
+
+st.title("Compare LLMs")
+
+with ui.page_errors("compare"):
+    ws = ui.guard()
+    c1, c2 = st.columns([1, 2])
+    group_by = c1.radio("Group by", ["model", "framework", "dataset"], horizontal=True, key="cmp_group")
+    try:
+        ev = ui.evaluation(ws)
+    except EvaluationError as e:
+        st.warning(f"Comparisons need the cross-validated evaluation, which cannot run here: {ui.md(str(e))}")
+        st.stop()
+    res = ev.result
+    groups = ws.ts.meta[group_by].to_numpy(dtype=object)[ev.positions]
+    default = [m for m in ("HTC-Reduced", "Bottom10+Temp") if m in res.methods]
+    methods = c2.multiselect("Methods", res.methods, default=default, key="cmp_methods")
+    st.caption("Out-of-fold predictions of the pooled evaluation, split by group (each group scored by models that "
+               "never saw it). Groups with few runs have wide intervals.")
+    if methods:
+        curves = {}
+        for m in methods:
+            for g, c in explain.group_curves(res.labels, res.oof[m], groups).items():
+                curves.setdefault(g, {})[m] = c
+        st.markdown("**Reliability per group**")
+        st.plotly_chart(plots.reliability_facets(curves), key="cmp_rel")
+        gm = explain.group_metrics(res.labels, {m: res.oof[m] for m in methods}, groups)
+        st.markdown("**Metrics per group**")
+        st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
+        with st.expander("Metrics table"):
+            st.dataframe(gm, hide_index=True, width="stretch")
+    st.markdown("**Feature distributions per group**")
+    feature = st.selectbox("Feature", list(FEATURE_NAMES), index=FEATURE_NAMES.index("last_top1_avg"),
+                           format_func=lambda f: f"{REGISTRY[f].code} {REGISTRY[f].display_name}", key="cmp_feature")
+    st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
+    fv = explain.feature_values(ws.features, ws.ts.meta[group_by].to_numpy(dtype=object), ws.labels, feature)
+    st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")

@@ -1,0 +1,57 @@
+"""Examples: where HTC changed the verdict of a single-signal baseline (like the paper's qualitative examples)."""
+
+import streamlit as st
+
+from htc_core import dashboard as ui
+from htc_core import explain
+from htc_core.evaluation import EvaluationError
+
+st.title("Examples")
+
+with ui.page_errors("examples"):
+    ws = ui.guard()
+    try:
+        ev = ui.evaluation(ws)
+    except EvaluationError as e:
+        st.warning(f"Examples need the cross-validated evaluation, which cannot run on this selection: {ui.md(str(e))}")
+        st.stop()
+    res = ev.result
+    htc_methods = [m for m in ("HTC-Reduced", "HTC-Full") if m in res.methods]
+    base_methods = [m for m in res.methods if m not in htc_methods]
+    if not htc_methods or not base_methods:
+        st.info("Examples need HTC and at least one baseline in the evaluation.")
+        st.stop()
+    c1, c2, c3 = st.columns(3)
+    baseline = c1.selectbox("Baseline", base_methods,
+                            index=base_methods.index("GlobalTrace-TP") if "GlobalTrace-TP" in base_methods else 0,
+                            key="ex_baseline")
+    htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
+    n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
+    st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "
+               "scored by a model that saw it.")
+    meta = ws.ts.meta.iloc[ev.positions].reset_index(drop=True)
+    exs = explain.confidence_examples(meta, res.labels, res.oof[baseline], res.oof[htc], baseline=baseline, htc=htc,
+                                      n=int(n))
+    keys = ws.keys[ev.positions]
+    left, right = st.columns(2)
+    for col, title, frame, empty in (
+            (left, "Over-confident failures: baseline high, HTC low, wrong", exs.over,
+             "No failure got a lower confidence from HTC than from the baseline."),
+            (right, "Under-confident successes: baseline low, HTC high, right", exs.under,
+             "No success got a higher confidence from HTC than from the baseline.")):
+        with col:
+            st.subheader(title)
+            if frame.empty:
+                st.info(empty)
+            for i, row in frame.iterrows():
+                with st.container(border=True):
+                    st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
+                    st.text(f"Question: {row['question'] or '—'}")
+                    st.text(f"Answer:   {row['answer'] or '—'}\nGold:     {row['gold'] or '—'}")
+                    m1, m2, m3 = st.columns(3)
+                    m1.metric(f"{baseline}", f"{row['baseline']:.2f}")
+                    m2.metric(f"{htc}", f"{row['htc']:.2f}", delta=f"{row['change']:+.2f}",
+                              delta_color="normal")
+                    m3.metric("outcome", "success" if row["success"] == 1 else "failure")
+                    if st.button("Why? Open in the inspector", key=f"ex_open_{title[:5]}_{i}"):
+                        ui.open_in_inspector(str(keys[int(row["position"])]))

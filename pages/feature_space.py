@@ -1,0 +1,45 @@
+"""Feature space: t-SNE / UMAP projections of the 48 features; select a point to inspect it."""
+
+import streamlit as st
+
+from htc_core import dashboard as ui
+from htc_core import plots
+
+st.title("Feature space")
+
+with ui.page_errors("feature_space"):
+    ws = ui.guard()
+    if len(ws) < 3:
+        st.info("A projection needs at least 3 trajectories; choose more data in the sidebar.")
+        st.stop()
+    c1, c2 = st.columns(2)
+    method = c1.radio("Projection", ["umap", "tsne"], format_func={"umap": "UMAP", "tsne": "t-SNE"}.get,
+                      horizontal=True, key="fs_method")
+    color_labels = {"dataset": "dataset", "model": "model", "success": "success",
+                    "htc_confidence": "calibrated confidence (HTC-Full)", "baseline_confidence": "GlobalTrace-TP"}
+    color = c2.selectbox("Colour by", list(color_labels), format_func=color_labels.get, key="fs_color")
+    proj = ui.projection(ws, method)
+    frame = ws.frame()
+    frame["x"] = proj.coords[:, 0]
+    frame["y"] = proj.coords[:, 1]
+    frame["baseline_confidence"] = frame["GlobalTrace-TP"]
+    if len(ui.labeled_positions(ws)) >= 10:
+        frame["htc_confidence"] = ui.fitted_model(ws, "full").predict_proba(ws.features)[:, 1]
+    else:
+        frame["htc_confidence"] = float("nan")
+    st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
+               f"features ({proj.seconds:.1f} s, cached). Click a point (or draw a box) to open it in the inspector.")
+    event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart", on_select="rerun",
+                            selection_mode=("points", "box", "lasso"))
+    points = event.selection.points if event is not None else []
+    if points:
+        pos = int(points[0]["customdata"][0])
+        key = str(frame["key"].iloc[pos])
+        if st.session_state.get("fs_last_selected") != key:
+            st.session_state["fs_last_selected"] = key
+            ui.open_in_inspector(key)
+    with st.expander("Open a trajectory by id"):
+        choice = st.selectbox("Trajectory", frame["key"].head(5000).tolist(), key="fs_pick",
+                              format_func=lambda k: k.split(":", 1)[1])
+        if st.button("Open in the inspector", key="fs_open"):
+            ui.open_in_inspector(choice)

@@ -1,0 +1,122 @@
+"""Runs: upload traces, read the load report, manage stored run sets, browse and filter trajectories."""
+
+import pandas as pd
+import streamlit as st
+
+from htc_core import dashboard as ui
+from htc_core.store import browse
+
+st.title("Runs")
+st.caption("Upload agent runs with token log-probabilities, see what was kept and why anything was rejected, "
+           "and browse the stored trajectories.")
+
+with ui.page_errors("runs"):
+    full = ui.full_workspace()
+    status = ui.bootstrap()
+    if status == "missing" and len(full) == 0:
+        st.info("The shipped sample runs were not found (the `sample_runs/` folder is empty or missing), so the "
+                "store starts empty. Upload your own traces below; the other pages fill in as soon as a run set "
+                "is stored.")
+
+    # ------------------------------------------------------------ upload
+    with st.expander("Upload runs", expanded=len(full) == 0):
+        with st.form("upload", clear_on_submit=False):
+            files = st.file_uploader(
+                "Trace files (htc-trace JSONL, OpenAI chat / call-log, Responses, completions, smolagents, "
+                "ATIF; .json, .jsonl, .gz)", accept_multiple_files=True, key="upload_files")
+            labels = st.file_uploader("Labels file (optional): CSV or JSONL with id and success",
+                                      type=["csv", "jsonl", "json", "tsv"], key="upload_labels")
+            c1, c2, c3, c4 = st.columns(4)
+            name = c1.text_input("Run set name", placeholder="defaults to the file names")
+            dataset = c2.text_input("Dataset", placeholder="when the files do not say")
+            model = c3.text_input("Model", placeholder="when the files do not say")
+            framework = c4.text_input("Framework", placeholder="when the files do not say")
+            submitted = st.form_submit_button("Upload and store", type="primary")
+        if submitted:
+            if not files:
+                st.warning("Choose at least one trace file to upload.")
+            else:
+                run_name = name.strip() or ", ".join(f.name for f in files)[:120]
+                st.session_state[ui.LAST_UPLOAD] = ui.handle_upload(
+                    files, labels, name=run_name, fields={"dataset": dataset.strip(), "model": model.strip(),
+                                                          "framework": framework.strip()})
+
+    rep = st.session_state.get(ui.LAST_UPLOAD)
+    if rep:
+        st.subheader("Load report of the last upload")
+        errors = [p for p in rep["problems"] if p["severity"] == "error"]
+        warnings_ = [p for p in rep["problems"] if p["severity"] == "warning"]
+        if rep["kept"]:
+            st.success(f"Stored {rep['kept']:,} trajectories from {len(rep['files'])} file(s) as run set "
+                       f"“{ui.md(rep['name'])}”.")
+        else:
+            st.error("Nothing was stored: no valid trajectory was found in the upload.")
+        if rep["rejected"]:
+            st.warning(f"Rejected {rep['rejected']:,} trajectories or files; the valid part was kept. Each problem "
+                       "below names the file, the line and the reason.")
+        if rep["duplicates"]:
+            st.warning(f"{len(rep['duplicates'])} duplicate trajectory id(s) in this run set: the first copy of "
+                       f"each was kept ({ui.md(', '.join(rep['duplicates'][:10]))}).")
+        cols = st.columns(4)
+        cols[0].metric("kept", f"{rep['kept']:,}")
+        cols[1].metric("rejected", f"{rep['rejected']:,}")
+        cols[2].metric("empty steps dropped", f"{rep['empty_steps_dropped']:,}")
+        cols[3].metric("values clipped to 0", f"{rep['clipped_values']:,}")
+        if errors or warnings_:
+            st.dataframe(pd.DataFrame(errors + warnings_), hide_index=True, width="stretch",
+                         column_config={"reason": st.column_config.TextColumn("reason", width="large")})
+        if rep["problems_truncated"]:
+            st.caption(f"{rep['problems_truncated']:,} more problems were not listed.")
+
+    # ------------------------------------------------------- stored run sets
+    ws = ui.guard()
+    st.subheader("Stored run sets")
+    sets = ui.store().list_run_sets()
+    st.dataframe(sets.rename(columns={"success_rate": "success rate"}), hide_index=True, width="stretch",
+                 column_config={"success rate": st.column_config.ProgressColumn(format="%.2f", min_value=0,
+                                                                                max_value=1),
+                                "created": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm")})
+    with st.expander("Delete a run set"):
+        labels_by_id = {r.id: f"{r.name} ({r.trajectories:,} trajectories, {r.id})" for r in sets.itertuples()}
+        victim = st.selectbox("Run set", list(labels_by_id), format_func=labels_by_id.get, key="delete_choice")
+        sure = st.checkbox("Yes, delete it with its cached features", key="delete_sure")
+        if st.button("Delete run set", disabled=not sure, key="delete_button"):
+            ui.store().delete_run_set(victim)
+            st.session_state.pop(ui.LAST_UPLOAD, None)
+            st.rerun()
+
+    # ------------------------------------------------------------- browse
+    st.subheader("Browse trajectories")
+    frame = ws.frame()
+    conf_options = [c for c in ("GlobalTrace-TP", "LastStep-TP", "Bottom10", "LowestGroup", "Tail", "Verbalized")
+                    if c in frame.columns] + ["HTC-Full (fitted on the selection)"]
+    c1, c2, c3 = st.columns([2, 2, 1])
+    f_ds = c1.multiselect("Dataset", ws.values("dataset"), key="browse_ds", placeholder="any")
+    f_ms = c2.multiselect("Model", ws.values("model"), key="browse_ms", placeholder="any")
+    f_label = c3.selectbox("Label", ["any", "success", "failure", "unlabeled"], key="browse_label")
+    c4, c5, c6 = st.columns([2, 2, 2])
+    f_conf = c4.selectbox("Confidence", conf_options, key="browse_conf")
+    f_range = c5.slider("Confidence range", 0.0, 1.0, (0.0, 1.0), step=0.01, key="browse_range")
+    f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
+    conf_col = f_conf
+    if f_conf.startswith("HTC-Full"):
+        if int(pd.Series(ws.labels).notna().sum()) >= 10:
+            model_full = ui.fitted_model(ws, "full")
+            frame["HTC-Full"] = model_full.predict_proba(ws.features)[:, 1]
+            conf_col = "HTC-Full"
+        else:
+            st.info("HTC-Full needs at least 10 labeled trajectories; filtering on GlobalTrace-TP instead.")
+            conf_col = "GlobalTrace-TP"
+    shown = browse(frame, datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col,
+                   confidence_range=f_range, text=f_text)
+    st.caption(f"{len(shown):,} of {len(frame):,} trajectories match. Select a row to open it in the inspector.")
+    view = shown[["key", "id", "dataset", "model", "success", conf_col, "steps", "tokens", "question", "answer", "gold"]]
+    event = st.dataframe(view.head(5000), hide_index=True, width="stretch", on_select="rerun",
+                         selection_mode="single-row", key="browse_table",
+                         column_config={"key": None, conf_col: st.column_config.NumberColumn(format="%.3f"),
+                                        "question": st.column_config.TextColumn(width="large")})
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        key = view.iloc[rows[0]]["key"]
+        if st.button(f"Open {ui.md(view.iloc[rows[0]]['id'])} in the inspector", key="browse_open"):
+            ui.open_in_inspector(key)
