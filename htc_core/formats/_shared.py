@@ -52,12 +52,35 @@ class MissingLogprobs(FieldError):
 
 
 # --------------------------------------------------------------------- JSON
+#: orjson 3.8 recurses without a limit and overflows the C stack (a segfault, not an error) somewhere
+#: above 100k nesting levels; text that may nest deeper than this goes to ``json``, which raises
+#: RecursionError instead
+MAX_FAST_DEPTH = 10_000
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _maybe_too_deep(raw: bytes) -> bool:
+    """True when ``raw`` may nest deeper than MAX_FAST_DEPTH (brackets inside strings count too:
+    an over-estimate only routes the text to the slower, safe parser)."""
+    if len(raw) < 2 * MAX_FAST_DEPTH:
+        return False
+    if raw.count(b"[") + raw.count(b"{") <= MAX_FAST_DEPTH:
+        return False
+    a = np.frombuffer(raw.translate(None, _NOT_BRACKETS), dtype=np.uint8)
+    steps = np.where((a == 91) | (a == 123), 1, -1)
+    return int(np.cumsum(steps).max()) > MAX_FAST_DEPTH
+
+
 def loads(raw: bytes | str) -> Any:
     """Decode one JSON text; raise ParseError with a readable reason."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        msg = str(e)
+    b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) and len(raw) >= 2 * MAX_FAST_DEPTH else raw
+    if isinstance(b, str) or not _maybe_too_deep(b):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            msg = str(e)
+    else:
+        msg = "deep"
     if isinstance(raw, bytes):
         try:
             text = raw.decode("utf-8")
@@ -71,9 +94,13 @@ def loads(raw: bytes | str) -> Any:
     try:
         return json.loads(text)  # accepts NaN / Infinity, which orjson refuses
     except json.JSONDecodeError as e:
-        truncated = e.pos >= len(text.rstrip()) - 1
-        raise ParseError(f"malformed JSON: {e.msg} at column {e.colno}"
-                         + (" (truncated?)" if truncated else ""), text[max(0, e.pos - 30): e.pos + 30]) from None
+        if e.msg.startswith("Unterminated string"):
+            reason = f"truncated JSON: the text ends inside a string (opened at column {e.colno})"
+        elif e.pos >= len(text) - 1:
+            reason = f"truncated JSON: {e.msg} at the end (column {e.colno})"
+        else:
+            reason = f"malformed JSON: {e.msg} at column {e.colno}"
+        raise ParseError(reason, text[max(0, e.pos - 30): e.pos + 30]) from None
     except RecursionError:
         raise ParseError("JSON nested too deeply") from None
 
@@ -155,14 +182,22 @@ class _Buf:
         self.base_line = 1  # line number of buf[0]
         self.eof = False
         self.bytes_read = 0
+        self.pending: ParseError | None = None
 
     def more(self, n: int | None = None) -> None:
+        if self.pending is not None:
+            raise self.pending
         data = self.fh.read(n or self.chunk)
         try:
             text = self.dec.decode(data, final=not data)
         except UnicodeDecodeError as e:
-            raise ParseError(f"invalid UTF-8 at byte {self.bytes_read + e.start}",
-                             data[max(0, e.start - 10): e.start + 10], line=self.line()) from None
+            # keep the valid text before the bad byte; the error is raised when the reader gets there
+            self.dec.reset()
+            text = data[: e.start].decode("utf-8", errors="ignore")
+            line = self.base_line + self.buf.count("\n") + data.count(b"\n", 0, e.start)
+            self.pending = ParseError(f"invalid UTF-8 at byte {self.bytes_read + e.start}",
+                                      data[max(0, e.start - 10): e.start + 10], line=line)
+            data = data[: e.start] or b" "
         self.bytes_read += len(data)
         if not data:
             self.eof = True
