@@ -55,14 +55,14 @@ class MissingLogprobs(FieldError):
 #: orjson 3.8 recurses without a limit and overflows the C stack (a segfault, not an error) somewhere
 #: above 100k nesting levels; text that may nest deeper than this goes to ``json``, which raises
 #: RecursionError instead
-MAX_FAST_DEPTH = 10_000
+MAX_FAST_DEPTH = 10_000  # lines under 100 KB skip the check (they cannot nest more than 50k deep)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def _maybe_too_deep(raw: bytes) -> bool:
     """True when ``raw`` may nest deeper than MAX_FAST_DEPTH (brackets inside strings count too:
     an over-estimate only routes the text to the slower, safe parser)."""
-    if len(raw) < 2 * MAX_FAST_DEPTH:
+    if len(raw) < 10 * MAX_FAST_DEPTH:  # 100 KB cannot nest more than 50k deep: safe for orjson
         return False
     if raw.count(b"[") + raw.count(b"{") <= MAX_FAST_DEPTH:
         return False
@@ -73,7 +73,7 @@ def _maybe_too_deep(raw: bytes) -> bool:
 
 def loads(raw: bytes | str) -> Any:
     """Decode one JSON text; raise ParseError with a readable reason."""
-    b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) and len(raw) >= 2 * MAX_FAST_DEPTH else raw
+    b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) and len(raw) >= 10 * MAX_FAST_DEPTH else raw
     if isinstance(b, str) or not _maybe_too_deep(b):
         try:
             return orjson.loads(raw)
@@ -430,6 +430,12 @@ def top_from_dict_rows(tops: list, n: int, fmt: str, *, value_key: str = "logpro
         if not types <= {float, int}:
             _explain_alternatives(tops, fmt, value_key)
         out = np.array(flat, dtype=np.float64).reshape(n, k)
+        # fast path (the common case): every value a plain logprob, no sentinel, no repeated token
+        lo, hi = out.min(), out.max()
+        if lo > VLLM_NEG_INF and hi <= 0:  # False when any value is NaN or infinite
+            s = -np.sort(-out, axis=1)
+            if k == 1 or not (s[:, 1:] == s[:, :-1]).any():
+                return s, 0
     else:
         out = np.full((n, k), np.nan)
         for i, row in enumerate(tops):
