@@ -79,13 +79,13 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
         edges = np.asarray(c.edges)
         bins = [f"({edges[j]:.1f}, {edges[j + 1]:.1f}]" for j in np.flatnonzero(nz)]
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=f"{name} (ECE {c.ece:.3f})", line=dict(color=col),
+            x=x, y=y, mode="lines+markers", name=f"{esc(name)} (ECE {c.ece:.3f})", line=dict(color=col),
             error_y=dict(type="data", symmetric=False, array=hi - y, arrayminus=y - lo, thickness=1, width=3),
             customdata=np.column_stack([cnt, lo, hi, np.array(bins, dtype=object)]),
             hovertemplate=(f"<b>{esc(name)}</b><br>bin %{{customdata[3]}}<br>mean confidence %{{x:.3f}}<br>"
                            "accuracy %{y:.3f} (95% Wilson %{customdata[1]:.2f}-%{customdata[2]:.2f})<br>"
                            "trajectories %{customdata[0]}<extra></extra>")), row=1, col=1)
-        fig.add_trace(go.Bar(x=np.asarray(c.centers), y=np.asarray(c.count), name=f"{name} count",
+        fig.add_trace(go.Bar(x=np.asarray(c.centers), y=np.asarray(c.count), name=f"{esc(name)} count",
                              marker_color=col, opacity=0.6, showlegend=False,
                              hovertemplate=f"{esc(name)}<br>bin centre %{{x:.2f}}<br>count %{{y}}<extra></extra>"),
                       row=2, col=1)
@@ -114,7 +114,7 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
             lo = np.asarray(c.lower)[nz]
             hi = np.asarray(c.upper)[nz]
             fig.add_trace(go.Scatter(
-                x=x, y=y, mode="lines+markers", name=name, legendgroup=name, showlegend=name not in seen,
+                x=x, y=y, mode="lines+markers", name=esc(name), legendgroup=name, showlegend=name not in seen,
                 line=dict(color=_color(name, i)),
                 error_y=dict(type="data", symmetric=False, array=hi - y, arrayminus=y - lo, thickness=1, width=2),
                 customdata=np.asarray(c.count)[nz],
@@ -333,7 +333,7 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
     for j, met in enumerate(metrics):
         for i, meth in enumerate(methods):
             sub = frame[frame["method"] == meth]
-            fig.add_trace(go.Bar(x=sub["group"].map(lambda v: esc(v, 30)), y=sub[met], name=meth, legendgroup=meth,
+            fig.add_trace(go.Bar(x=sub["group"].map(lambda v: esc(v, 30)), y=sub[met], name=esc(meth), legendgroup=meth,
                                  showlegend=j == 0, marker_color=_color(meth, i), customdata=sub["n"],
                                  hovertemplate="%{x}<br>" + esc(meth) + f"<br>{met} " + "%{y:.3f}<br>n %{customdata}<extra></extra>"),
                           row=1, col=j + 1)

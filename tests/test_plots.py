@@ -1,0 +1,112 @@
+"""Plotly builders (htc_core.plots): they draw the result objects as given, and escape trace text."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from htc_core import explain, plots
+from htc_core.calibrators import HTCCalibrator
+from htc_core.features import FEATURE_NAMES
+from htc_core.metrics import reliability_curve
+from htc_core.projection import Projection
+
+EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def test_reliability_figure_draws_the_curve_as_given():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=200)
+    y = (rng.uniform(size=200) < p).astype(float)
+    c = reliability_curve(y, p)
+    fig = plots.reliability_figure({"HTC-Reduced": c, EVIL: c})
+    line = [t for t in fig.data if t.type == "scatter" and t.name.startswith("HTC-Reduced")][0]
+    nz = c.count > 0
+    assert np.allclose(line.x, c.mean_confidence[nz]) and np.allclose(line.y, c.accuracy[nz])
+    assert np.allclose(np.asarray(line.y) + np.asarray(line.error_y.array), c.upper[nz])
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert np.array_equal(bars[0].y, c.count)
+    assert f"ECE {c.ece:.3f}" in line.name
+    evil = [t for t in fig.data if t.type == "scatter" and "script" in (t.name or "")]
+    assert evil and all(t.name.startswith("&lt;script&gt;") for t in evil)
+    assert all("<script" not in (t.hovertemplate or "") and "<script" not in (t.name or "") for t in fig.data)
+
+
+def test_histogram_facets_and_metric_bars():
+    c = reliability_curve(np.r_[np.ones(10), np.zeros(10)], np.linspace(0.05, 0.95, 20))
+    fig = plots.reliability_facets({"model A": {"HTC": c}, "model B": {"HTC": c, "Base": c}})
+    assert len([t for t in fig.data if t.name in ("HTC", "Base")]) == 3
+    h = plots.confidence_histogram([0.1, 0.9, 0.5], [1, 0, np.nan])
+    assert [t.name for t in h.data] == ["success (1)", "failure (1)", "unlabeled (1)"]
+    gm = pd.DataFrame({"group": ["a", "b"], "method": ["m", "m"], "n": [5, 6], "ece": [0.1, 0.2], "brier": [0.2, 0.2],
+                       "auroc": [0.7, np.nan]})
+    assert len(plots.group_metric_bars(gm).data) == 3
+    ml = pd.DataFrame({"method": ["a", "a"], "metric": ["ECE", "AUROC"], "mean": [0.1, 0.8], "std": [0.01, 0.02]})
+    assert len(plots.metric_bars(ml).data) == 2
+
+
+def test_weight_figures_colour_by_family_and_show_formulas():
+    X = np.random.default_rng(0).normal(size=(60, 48))
+    y = (X[:, 31] > 0).astype(float)
+    model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(X, y)
+    wf = explain.weights_frame({"HTC-Full": model})
+    fig = plots.weights_bar(wf)
+    assert {t.name for t in fig.data} == {"Dynamics", "Position", "Stability", "Structure"}
+    pos = [t for t in fig.data if t.name == "Position"][0]
+    assert pos.marker.color == plots.FAMILY_COLORS["Position"]
+    assert "x_S" in [row[1] for row in pos.customdata]
+    assert "formula" in pos.hovertemplate
+    assert sum(len(t.y) for t in fig.data) == 48
+    sel = pd.DataFrame({"method": "HTC-Reduced", "feature": list(FEATURE_NAMES), "code": [f"F{i}" for i in range(48)],
+                        "family": wf["family"], "times": np.arange(48) % 16, "fits": 15,
+                        "frequency": (np.arange(48) % 16) / 15})
+    assert sum(len(t.y) for t in plots.selection_bar(sel).data) == 48
+    heat = plots.weights_heatmap(pd.DataFrame(np.ones((2, 48)), index=["D1", EVIL], columns=list(FEATURE_NAMES)))
+    assert heat.data[0].z.shape == (2, 48) and "&lt;script&gt;" in heat.data[0].y[1]
+
+
+def test_projection_scatter_escapes_hover_text_and_keeps_positions():
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 0.5], "position": [0, 1, 2], "id": ["a", "b", EVIL],
+                          "question": [EVIL, "fine", None], "dataset": ["D", "D", "E"], "model": ["m"] * 3,
+                          "success": [1.0, 0.0, np.nan], "htc_confidence": [0.2, 0.8, np.nan],
+                          "baseline_confidence": [0.5, 0.5, 0.5]})
+    for color in ("dataset", "success", "htc_confidence"):
+        fig = plots.projection_scatter(frame, color=color)
+        cds = np.concatenate([np.asarray(t.customdata) for t in fig.data])
+        assert sorted(int(v) for v in cds[:, 0]) == [0, 1, 2]
+        text = json.dumps([list(map(str, r)) for r in cds])
+        assert "<script>" not in text and "<img" not in text and "&lt;script&gt;" in text
+
+
+def test_inspector_figures():
+    X = np.random.default_rng(1).normal(size=(40, 48))
+    y = (X[:, 0] > 0).astype(float)
+    model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(X, y)
+    e = explain.explain_trajectory(model, X, 3, labels=y)
+    fig = plots.waterfall(e, top=5)
+    wf = fig.data[0]
+    assert list(wf.measure) == ["absolute"] + ["relative"] * 6 + ["total"]
+    assert wf.x[0] == pytest.approx(e.intercept) and wf.x[-1] == pytest.approx(e.logit)
+    assert sum(wf.x[:-1]) == pytest.approx(e.logit)
+    tl = pd.DataFrame({"step": [1, 2], "name": [EVIL, "b"], "tokens": [3, 4], "mean_confidence": [0.5, 0.6],
+                       "top1_confidence": [0.5, 0.7], "topk_confidence": [0.4, 0.5], "entropy": [1.0, 1.1],
+                       "concentration": [1.2, 1.3], "spread": [0.1, 0.2], "skewness": [0.0, 0.1]})
+    f2 = plots.step_timeline_figure(tl)
+    assert len(f2.data) == 7 and "&lt;script&gt;" in f2.data[0].customdata[0]
+    f3 = plots.position_figure([0.1, 0.5, 0.9], [0, 1, 1], 0.5, label=EVIL)
+    assert f3.layout.annotations[0].text.startswith("&lt;script&gt;")
+    fv = pd.DataFrame({"group": ["a", "a", "b"], "success": [1.0, 0.0, 1.0], "value": [1.0, 2.0, 3.0]})
+    assert len(plots.feature_distribution(fv, feature_label="f").data) == 2
+
+
+def test_token_html_escapes_everything():
+    out = plots.token_html(["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&amp;", "", "\n"],
+                           [0.1, 0.5, 0.9, 1.0, np.nan])
+    assert "<script" not in out and "<img" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out and "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert "&amp;amp;" in out
+    assert out.count("<span") == 5 and 'title="p = 0.100"' in out
+    assert plots.esc(None) == "" and plots.esc("a" * 10, 5) == "aaaa…"
