@@ -1,0 +1,239 @@
+"""The Streamlit app through streamlit.testing.v1.AppTest: every page, uploads, model round trip, escaping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+import htc_core.dashboard as ui
+from htc_core.calibrators import HTCCalibrator
+from htc_core.store import Store, build_workspace
+
+from conftest import REPO, make_traj, write_jsonl
+
+APP = str(REPO / "app.py")
+PAGES = ["runs", "calibration", "weights", "feature_space", "examples", "compare", "inspector"]
+HOSTILE_Q = '<script>alert("q")</script> Which <img src=x onerror=alert(1)> city?'
+HOSTILE_TOKENS = ["<script>", "alert(1)", "</script>", "<img src=x onerror=alert(1)>", " [link](http://x)"]
+
+
+@pytest.fixture(scope="module")
+def sample_dir(tmp_path_factory, uala_run_a) -> Path:
+    d = tmp_path_factory.mktemp("samples")
+    lines = uala_run_a.read_text(encoding="utf-8").splitlines(True)[:50]
+    (d / "hotpot-small.jsonl").write_text("".join(lines), encoding="utf-8")
+    evil = make_traj("evil-1", [([-0.1, -2.0, -0.3, -0.05, -1.0], None)], success=False, question=HOSTILE_Q,
+                     dataset="HotpotQA", model="Llama-2-70b-hf", answer="<b>Paris</b>", gold="Rome")
+    evil["steps"][0]["tokens"] = HOSTILE_TOKENS
+    evil["steps"][0]["text"] = "".join(HOSTILE_TOKENS)
+    write_jsonl(d / "hostile.jsonl", [evil])
+    return d
+
+
+@pytest.fixture
+def app(tmp_path, sample_dir, monkeypatch):
+    """An AppTest on a fresh data directory that starts from the small sample runs; short alpha grid."""
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
+    monkeypatch.setattr(ui, "ALPHAS", (0.1, 1.0, 10.0))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state[ui.SEEDS] = 1
+    return at
+
+
+def problems(at) -> list[str]:
+    return [e.value for e in at.exception] + [e.value for e in at.error]
+
+
+def go(at, page: str):
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    return at
+
+
+def test_every_page_with_sample_runs(app):
+    app.run()
+    assert not problems(app)
+    assert app.title[0].value == "Runs"
+    assert len(app.dataframe) >= 2                                # run sets + trajectories
+    expected_charts = {"calibration": 2, "weights": 4, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 3}
+    for page in PAGES[1:]:
+        go(app, page)
+        assert not problems(app), (page, problems(app))
+        assert len(app.get("plotly_chart")) >= expected_charts[page], page
+        assert not [i.value for i in app.info if "No runs are stored" in i.value], page
+    go(app, "calibration")
+    table = app.dataframe[0].value
+    assert {"HTC-Reduced", "HTC-Full", "GlobalTrace-TP+Temp"} <= set(table["method"])
+    assert table["ECE ↓"].str.contains("±").all()
+    go(app, "examples")
+    assert [s.value for s in app.subheader][:2] == ["Over-confident failures: baseline high, HTC low, wrong",
+                                                     "Under-confident successes: baseline low, HTC high, right"]
+    assert len(app.metric) >= 3
+
+
+def test_every_page_with_an_empty_store(tmp_path, monkeypatch):
+    empty = tmp_path / "no-samples"
+    empty.mkdir()
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(empty))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not problems(at)
+    infos = " ".join(i.value for i in at.info)
+    assert "sample runs were not found" in infos and "No runs are stored yet" in infos
+    assert len(at.get("file_uploader")) == 2
+    for page in PAGES[1:]:
+        go(at, page)
+        assert not problems(at), page
+        assert any("No runs are stored yet" in i.value for i in at.info), page
+        assert not at.get("plotly_chart"), page
+
+
+def _upload(at, files, *, labels=None, dataset="", name=""):
+    at.file_uploader(key="upload_files").set_value(files)
+    if labels is not None:
+        at.file_uploader(key="upload_labels").set_value(labels)
+    if dataset:
+        at.text_input[1].set_value(dataset)
+    if name:
+        at.text_input[0].set_value(name)
+    at.button[0].click()       # the form's submit button
+    at.run()
+    return at
+
+
+def _good_lines(n=12, prefix="u"):
+    objs = [make_traj(f"{prefix}{i}", [([-0.05 * (i + 1), -0.3, -0.01], None), ([-0.2, -0.02], None)],
+                      success=bool(i % 2), question=f"question {i}") for i in range(n)]
+    return "".join(json.dumps(o) + "\n" for o in objs).encode()
+
+
+def test_upload_good_bad_and_mixed_files(app, tmp_path):
+    app.run()
+    n0 = len(Store(tmp_path / "data").list_run_sets())
+    _upload(app, [("good.jsonl", _good_lines(), "application/json")], dataset="MyData", name="good upload")
+    assert not problems(app)
+    assert any("Stored 12 trajectories" in s.value for s in app.success)
+    st = Store(tmp_path / "data")
+    sets = st.list_run_sets()
+    assert len(sets) == n0 + 1 and "good upload" in set(sets["name"])
+    assert "MyData" in set(build_workspace(st).ts.meta["dataset"])
+
+    bad = b'{"id": "x", "steps": [{"logprobs": [0.5]}]}\nnot json at all\n'
+    _upload(app, [("bad.jsonl", bad, "application/json")])
+    assert not app.exception
+    assert any("Nothing was stored" in e.value for e in app.error)
+    report = app.dataframe[0].value
+    assert set(report["file"]) == {"bad.jsonl"} and set(report["line"]) == {1, 2}
+    assert report["reason"].str.len().min() > 5
+    assert len(Store(tmp_path / "data").list_run_sets()) == n0 + 1
+
+    labels = b"id,success\nm0,true\nm1,false\n"
+    _upload(app, [("mixed.jsonl", _good_lines(3, "m") + b"{broken\n", "application/json"),
+                  ("junk.json", b"\x89PNG not json", "application/octet-stream")],
+            labels=("labels.csv", labels, "text/csv"), name="mixed")
+    assert not app.exception
+    assert any("Stored 3 trajectories" in s.value for s in app.success)
+    assert any("the valid part was kept" in w.value for w in app.warning)
+    report = app.dataframe[0].value
+    assert {"mixed.jsonl", "junk.json"} <= set(report["file"])
+    assert 4 in set(report.loc[report["file"] == "mixed.jsonl", "line"])
+    ws = build_workspace(Store(tmp_path / "data"))
+    got = dict(zip(ws.ts.ids, ws.labels))
+    assert got["m0"] == 1.0 and got["m1"] == 0.0
+
+
+def test_browse_filters_and_delete(app, tmp_path):
+    app.run()
+    table = app.dataframe[1].value
+    n_all = len(table)
+    app.selectbox(key="browse_label").set_value("success").run()
+    assert set(app.dataframe[1].value["success"]) == {1.0}
+    app.text_input(key="browse_text").set_value("onerror").run()
+    assert list(app.dataframe[1].value["id"]) == [] or set(app.dataframe[1].value["id"]) <= {"evil-1"}
+    app.selectbox(key="browse_label").set_value("any").run()
+    assert list(app.dataframe[1].value["id"]) == ["evil-1"]
+    app.text_input(key="browse_text").set_value("").run()
+    app.slider(key="browse_range").set_value((0.0, 0.85)).run()
+    assert 0 < len(app.dataframe[1].value) < n_all
+    assert (app.dataframe[1].value["GlobalTrace-TP"] <= 0.85).all()
+    # delete a run set
+    before = len(Store(tmp_path / "data").list_run_sets())
+    app.checkbox(key="delete_sure").check().run()
+    app.button(key="delete_button").click().run()
+    assert not problems(app)
+    assert len(Store(tmp_path / "data").list_run_sets()) == before - 1
+
+
+def test_model_download_and_upload_round_trip(app, tmp_path, monkeypatch):
+    captured: dict[str, bytes] = {}
+    orig = MemoryMediaFileStorage.load_and_get_id
+
+    def capture(self, path_or_data, mimetype, kind, filename=None):
+        fid = orig(self, path_or_data, mimetype, kind, filename)
+        captured[fid] = path_or_data if isinstance(path_or_data, bytes) else str(path_or_data).encode()
+        return fid
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", capture)
+    app.run()
+    go(app, "calibration")
+    app.radio(key="fit_variant").set_value("full").run()
+    app.button(key="fit_button").click().run()
+    assert not problems(app)
+    dl = app.get("download_button")
+    assert dl and dl[0].proto.label == "Download the model (JSON)"
+    fid = Path(dl[0].proto.url).stem
+    body = captured[fid]
+    model = HTCCalibrator.from_dict(json.loads(body))
+    assert model.variant == "full" and model.profile == "paper"
+    assert Store(tmp_path / "data").list_models()["variant"].tolist() == ["full"]
+
+    app.file_uploader(key="model_upload").set_value(("model.json", body, "application/json"))
+    app.run()
+    assert not problems(app)
+    assert any(s.value.startswith("Scored 51 trajectories with HTC-Full") for s in app.success)
+    scores = [d.value for d in app.dataframe if "htc_confidence" in d.value.columns][0]
+    ws = build_workspace(Store(tmp_path / "data"))
+    expected = model.predict_proba(ws.features)[:, 1]
+    assert np.allclose(scores["htc_confidence"].to_numpy(), expected)
+
+    app.file_uploader(key="model_upload").set_value(("broken.json", b'{"format": "something else"}', "application/json"))
+    app.run()
+    assert not app.exception
+    assert any("broken.json is not a usable model" in e.value.replace("\\", "") for e in app.error)
+
+
+def test_hostile_trace_text_is_shown_as_text(app):
+    app.run()
+    at = app
+    store = ui.get_store(at.session_state[ui.DATA_DIR])
+    key = [k for k in build_workspace(store).keys if k.endswith(":evil-1")][0]
+    at.session_state[ui.INSPECT] = key
+    go(at, "inspector")
+    assert not problems(at)
+    html = " ".join(h.proto.body for h in at.get("html"))
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    texts = " ".join(t.value for t in at.text)
+    assert HOSTILE_Q in texts                                     # st.text: shown literally, never parsed
+    for m in at.markdown:
+        assert "<script" not in m.value and "<img" not in m.value
+    assert any("Strongest reasons" in m.value for m in at.markdown)
+
+
+def test_unexpected_errors_show_a_short_message_not_a_traceback(app, monkeypatch):
+    app.run()
+
+    def boom(*a, **k):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(ui, "evaluation", boom)
+    go(app, "calibration")
+    assert not app.exception
+    assert any("injected failure" in e.value and "server log" in e.value for e in app.error)
