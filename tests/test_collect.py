@@ -172,3 +172,14 @@ def test_smolagents_model_with_logprobs(base_url, tmp_path):
     assert ts.meta["framework"][0] == "smolagents"
     raw = json.loads(out.read_text())["steps"][1]["model_output_message"]["raw"]
     assert raw["_type"] == "ChatCompletion"  # smolagents' own serialization, with _type tags
+
+    # the other recipe: hand smolagents a recorded client, so every call (planning too) is logged
+    import openai
+
+    with Recorder(tmp_path / "smol_calls.jsonl", top_logprobs=5) as rec:
+        model = OpenAIServerModel(model_id=MODEL, max_tokens=6, temperature=0.0, flatten_messages_as_text=True,
+                                  client=rec.wrap(openai.OpenAI(base_url=base_url, api_key="none")))
+        with rec.trajectory("smol-client"):
+            model.generate([{"role": "user", "content": [{"type": "text", "text": "What is 1+1?"}]}])
+    ts, rep = load(tmp_path / "smol_calls.jsonl")
+    assert list(ts.ids) == ["smol-client"] and ts.k == 5 and rep.rejected == 0

@@ -173,7 +173,8 @@ def test_detect_reasons_for_unknown_jsonl(tmp_path):
     p = tmp_path / "events.jsonl"
     p.write_text('{"event": "start"}\n{"event": "tool", "name": "search"}\n')
     fmt, why = detect(p)
-    assert fmt is None and "openai-calllog: none of the first 1 valid lines" in why
+    assert fmt is None and "openai-calllog: no line holds one LLM response" in why
+    assert "2 values checked" in why
 
 
 @pytest.mark.slow

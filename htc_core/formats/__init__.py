@@ -54,7 +54,7 @@ class Sample:
     why_empty: str | None = None
 
 
-def take_sample(path: Path, *, max_values: int = 20, max_bytes: int = 8 << 20) -> Sample:
+def take_sample(path: Path, *, max_values: int = 200, max_bytes: int = 8 << 20) -> Sample:
     kind = _shared.container_kind(path)
     s = Sample(kind)
     if kind == "json-array":
@@ -125,6 +125,7 @@ def detect(path: str | os.PathLike) -> tuple[str | None, str]:
     reasons: dict[str, str] = {}
     for name in READERS:
         sniff = _sniffer(name)
+        # a format matches when any of the first values fits it (the first lines may be events or broken)
         for obj, line in zip(sample.objs, sample.lines):
             why = sniff(Sample(sample.kind, [obj], [line]))
             if why is None:
@@ -135,6 +136,8 @@ def detect(path: str | os.PathLike) -> tuple[str | None, str]:
         return next(iter(matches)), ""
     if not matches:
         tried = "; ".join(f"{n}: {reasons.get(n, '?')}" for n in READERS)
+        if len(sample.objs) > 1:
+            tried += f" (reasons given for the first value; {len(sample.objs)} values checked)"
         return None, f"unknown format (tried {tried}); pass --format to choose one"
     which = ", ".join(f"{n} (line {ln})" for n, ln in matches.items())
     return None, f"ambiguous format: the file looks like {which}; pass --format to choose one"

@@ -22,6 +22,9 @@ counted in ``report.skipped_lines``; when they carry the trajectory id, their
 ``verbalized_confidence`` fields become the trajectory's labels. Streamed
 calls logged one chunk per line are reassembled by the chunk ``id``.
 
+Trajectories are grouped within a file; the same id in a later file is kept
+as ``id@file-stem`` with a warning (as for every format).
+
 Memory: each call is turned into numpy arrays as soon as its line is read;
 trajectories are grouped by id as per-trajectory step lists of those arrays,
 never by holding raw JSON. A broken line rejects the trajectory it belongs to
@@ -258,7 +261,7 @@ def sniff(sample) -> str | None:
         if isinstance(obj, dict) and openai_chat.find_response(obj) is not None \
                 and openai_chat.responses_of(obj) is None:
             return None
-    return (f"none of the first {len(sample.objs)} valid lines holds one LLM response "
+    return (f"no line holds one LLM response "
             f"(choices[] or output[], itself or under {'/'.join(openai_chat.RESPONSE_KEYS[:6])})")
 
 
