@@ -200,3 +200,28 @@ def test_one_gigabyte_calllog(tmp_path):
     assert n_traj == 4 * n and rejected == 0
     size = path.stat().st_size
     assert maxrss_kb * 1024 < size  # memory follows the output, not the file
+
+
+def test_cut_short_and_corrupt_gzip(tmp_path):
+    import gzip
+
+    from htc_core.formats import native
+
+    data = gzip.compress((FIX / "calllog.jsonl").read_bytes())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    ts, rep = load(cut)  # detected from the lines before the cut
+    assert "compressed file is cut short" in rep.errors[0].reason and rep.errors[0].line is not None
+    assert list(ts.ids) == ["q-paris"]  # complete; the trajectory being written at the cut is rejected
+    assert rep.errors[1].trajectory_id == "q-tokyo"
+    bad = bytearray(data)
+    bad[len(bad) // 2: len(bad) // 2 + 20] = b"x" * 20
+    corrupt = tmp_path / "corrupt.jsonl.gz"
+    corrupt.write_bytes(bytes(bad))
+    ts, rep = load(corrupt)
+    assert any("corrupt" in p.reason for p in rep.errors)
+    # native.read (used directly by other modules) reports a cut-short .gz instead of raising
+    nat = tmp_path / "nat.jsonl.gz"
+    nat.write_bytes(gzip.compress(("\n".join([native_line(f"n{i}") for i in range(2000)]) + "\n").encode())[:3000])
+    ts, rep = native.read(nat)
+    assert ts.n_trajectories > 0 and "EOFError" in rep.errors[-1].reason

@@ -77,16 +77,22 @@ def take_sample(path: Path, *, max_values: int = 200, max_bytes: int = 8 << 20) 
     else:
         seen = 0
         first_err = None
-        for no, raw in common.iter_lines(path):
-            seen += len(raw)
-            if raw.strip():
-                try:
-                    s.objs.append(_shared.loads(raw))
-                    s.lines.append(no)
-                except _shared.ParseError as e:
-                    first_err = first_err or f"line {no}: {e.reason}"
-            if len(s.objs) >= max_values or seen >= max_bytes:
-                break
+        try:
+            for no, raw in common.iter_lines(path):
+                seen += len(raw)
+                if raw.strip():
+                    try:
+                        s.objs.append(_shared.loads(raw))
+                        s.lines.append(no)
+                    except _shared.ParseError as e:
+                        first_err = first_err or f"line {no}: {e.reason}"
+                if len(s.objs) >= max_values or seen >= max_bytes:
+                    break
+        except _shared.READ_ERRORS as e:
+            if not s.objs:
+                raise
+            # a cut-short or corrupt .gz: detect from what was read; the reader reports the error
+            first_err = first_err or _shared.read_error_reason(e)
         if not s.objs:
             s.why_empty = first_err or "the file is empty"
     return s
@@ -117,8 +123,8 @@ def detect(path: str | os.PathLike) -> tuple[str | None, str]:
     path = Path(path)
     try:
         sample = take_sample(path)
-    except OSError as e:
-        return None, f"cannot read file: {e}"
+    except _shared.READ_ERRORS as e:
+        return None, _shared.read_error_reason(e)
     if not sample.objs:
         return None, f"unknown format: no JSON value could be read ({sample.why_empty})"
     matches: dict[str, int] = {}
@@ -182,10 +188,8 @@ def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str
                     report.error(file, None, "file is empty")
             else:
                 READERS[fmt].read_file(f, builder=builder, report=report, defaults=defaults, group_by=group_by)
-        except OSError as e:
-            report.error(file, None, f"cannot read file: {e}")
-        except (EOFError, ValueError) as e:  # e.g. a truncated .gz stream
-            report.error(file, None, f"cannot read file: {type(e).__name__}: {e}")
+        except _shared.READ_ERRORS as e:
+            report.error(file, None, _shared.read_error_reason(e))
     ts = builder.build()
     if labels is not None:
         from . import labels as labels_mod

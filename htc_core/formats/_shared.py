@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -35,6 +36,19 @@ from .common import POSITIVE_TOLERANCE, VLLM_NEG_INF, FieldError
 ID_KEYS = ("trajectory_id", "trace_id", "run_id", "session_id", "conversation_id")
 #: trajectory-level fields a reader copies when a record carries them
 META_KEYS = ("dataset", "model", "framework", "question", "answer", "gold")
+
+
+#: what reading a file can raise besides decoding errors: I/O errors, and a cut-short (EOFError) or
+#: corrupted (zlib.error) .gz stream
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def read_error_reason(e: BaseException) -> str:
+    if isinstance(e, EOFError):
+        return f"compressed file is cut short ({e}); what was read before is kept, the last trajectory may be incomplete"
+    if isinstance(e, zlib.error):
+        return f"compressed file is corrupt ({e}); what was read before is kept"
+    return f"cannot read file: {e}"
 
 
 class ParseError(Exception):
@@ -234,7 +248,8 @@ class _Buf:
                     self.more(want)
                     want = min(want * 2, 1 << 28)
                     continue
-                if self.eof and near_end:
+                at_end = e.msg.startswith("Unterminated string") or e.pos >= len(self.buf.rstrip()) - 1
+                if self.eof and at_end:
                     raise ParseError("truncated JSON (the file ends inside this value)",
                                      self.buf[self.pos: self.pos + 40], line=self.line()) from None
                 raise ParseError(f"malformed JSON: {e.msg}", self.buf[max(self.pos, e.pos - 30): e.pos + 30],

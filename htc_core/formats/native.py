@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable
 
@@ -170,8 +171,8 @@ def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: di
         before = report.lines_read
         try:
             read_stream(common.iter_lines(f), file=str(f), builder=builder, report=report, defaults=defaults)
-        except OSError as e:
-            report.error(str(f), None, f"cannot read file: {e}")
+        except (OSError, EOFError, zlib.error) as e:  # EOFError / zlib.error: a cut-short or corrupt .gz
+            report.error(str(f), None, f"cannot read file: {type(e).__name__}: {e}")
             continue
         if report.lines_read == before:
             report.error(str(f), None, "file is empty")

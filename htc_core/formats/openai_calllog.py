@@ -161,7 +161,15 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
             steps[gid] = []
         return g
 
-    for no, raw in openai_chat._iter_lines(path, report, file):
+    last_gid: list = [None]
+
+    def cut_short(e: BaseException) -> None:
+        # the trajectory being written when the file was cut is incomplete
+        if last_gid[0] is not None and last_gid[0] in groups:
+            _shared.fail(groups[last_gid[0]], report, file, None,
+                         "the file is cut short after this trajectory's last call read; the trajectory is rejected")
+
+    for no, raw in openai_chat._iter_lines(path, report, file, on_error=cut_short):
         try:
             obj = _shared.loads(raw)
         except ParseError as e:
@@ -191,6 +199,7 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
             first_no_id = first_no_id or no
             gid = stem
         g = group(gid, no)  # a failed group is still parsed, so that every problem is listed
+        last_gid[0] = gid
         if obj is not resp:
             _shared.take_meta(g, obj, report, file, no)
             if "question" not in g.meta and not steps[gid]:

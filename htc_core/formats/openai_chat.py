@@ -401,15 +401,19 @@ def read_container_file(path: Path, *, builder: TraceSetBuilder, report: LoadRep
         finish(trajectory_from_obj(obj, default_id=f"{stem}:{no}", report=report, file=file, line=no), no)
 
 
-def _iter_lines(path: Path, report: LoadReport, file: str):
-    """Non-blank lines of a JSONL file, counted in the report; an unreadable file is reported."""
+def _iter_lines(path: Path, report: LoadReport, file: str, on_error=None):
+    """Non-blank lines of a JSONL file, counted in the report; an unreadable (or cut-short .gz) file
+    is reported, then ``on_error(exc)`` is called."""
+    no = None
     try:
         for no, raw in _shared.common.iter_lines(path):
             report.lines_read += 1
             if raw.strip():
                 yield no, raw
-    except OSError as e:
-        report.error(file, None, f"cannot read file: {e}")
+    except _shared.READ_ERRORS as e:
+        report.error(file, None if no is None else no + 1, _shared.read_error_reason(e))
+        if on_error is not None:
+            on_error(e)
 
 
 def read_file(path, *, builder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
