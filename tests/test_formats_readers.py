@@ -280,3 +280,12 @@ def test_gzip_inputs(tmp_path):
     q.write_bytes(gzip.compress((FIX / "chat_run.json").read_bytes()))
     ts, rep = load(q)
     assert detect(q)[0] == "openai-chat" and ts.n_trajectories == 1
+
+
+def test_load_bytes_for_uploads():
+    from htc_core.formats import load_bytes
+
+    ts, rep = load_bytes((FIX / "chat_run.json").read_bytes(), name="my run.json")
+    assert list(ts.ids) == ["my_run"] and ts.meta["source"][0] == "my run.json"
+    ts, rep = load_bytes(b'{"broken": ', name="x.jsonl")
+    assert ts.n_trajectories == 0 and rep.errors[0].file == "x.jsonl" and rep.files == ["x.jsonl"]

@@ -198,5 +198,33 @@ def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str
     return ts, report
 
 
-__all__ = ["load", "detect", "READERS", "SUFFIXES", "native", "openai_chat", "openai_calllog", "responses",
+def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto", defaults: dict | None = None,
+               labels: str | os.PathLike | None = None, group_by: str | None = None,
+               report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
+    """``load`` for a file held in memory (an upload). ``name`` gives the suffix used for detection
+    (``.jsonl``, ``.json``, ``.gz``) and the file name shown in the report and in ``source``."""
+    import re
+    import tempfile
+
+    suffix = next((s for s in sorted(SUFFIXES, key=len, reverse=True) if name.lower().endswith(s)), ".jsonl")
+    with tempfile.TemporaryDirectory(prefix="htc-upload-") as tmp:
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
+        path = Path(tmp) / (base if base.lower().endswith(suffix) else base + suffix)  # ids may use the stem
+        path.write_bytes(data)
+        sub = LoadReport()
+        d = dict(defaults or {})
+        d.setdefault("source", name)
+        ts, sub = load(path, format=format, defaults=d, labels=labels, group_by=group_by, report=sub)
+    tmp_name = str(path)
+    for p in sub.problems:
+        if p.file == tmp_name:
+            p.file = name
+    sub.files = [name if f == tmp_name else f for f in sub.files]
+    if report is not None:
+        report.merge(sub)
+        return ts, report
+    return ts, sub
+
+
+__all__ = ["load", "load_bytes", "detect", "READERS", "SUFFIXES", "native", "openai_chat", "openai_calllog", "responses",
            "completions", "smolagents", "atif"]
