@@ -279,3 +279,19 @@ def test_property_valid_kept_broken_reported(tmp_path, spec, seed, interleave):
         else:
             assert tid not in kept
     assert not any("internal" in p.reason or "cannot read" in p.reason for p in rep.problems)
+
+
+@pytest.mark.parametrize("bad,field,reason", [
+    (5, "choices[0].logprobs.content[1].top_logprobs", "must be a list of alternatives, got int"),
+    ("x", "choices[0].logprobs.content[1].top_logprobs", "must be a list of alternatives, got str"),
+    ([1], "choices[0].logprobs.content[1].top_logprobs[0]", "an alternative must be an object, got int"),
+    ([{"token": "a"}], "choices[0].logprobs.content[1].top_logprobs[0].logprob", "missing"),
+    ([{"token": "a", "logprob": None}], "choices[0].logprobs.content[1].top_logprobs[0].logprob",
+     "must be a number, got null"),
+])
+def test_bad_alternatives_reported(tmp_path, bad, field, reason):
+    c = make_call(random.Random(9), "t", 0, 3)
+    c["response"]["choices"][0]["logprobs"]["content"][1]["top_logprobs"] = bad
+    ts, rep = load(write_lines(tmp_path / "b.jsonl", [c]))
+    assert ts.n_trajectories == 0
+    assert (rep.errors[0].field, rep.errors[0].reason) == (field, reason)

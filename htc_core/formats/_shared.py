@@ -354,15 +354,12 @@ def check_chosen(arr: np.ndarray, values: list, fmt: str) -> tuple[np.ndarray, i
     return arr, int(pos.sum())
 
 
-def finish_top(out: np.ndarray, fmt: str, raw_rows: list | None = None) -> tuple[np.ndarray | None, int]:
+def finish_top(out: np.ndarray, fmt: str) -> tuple[np.ndarray | None, int]:
     """Validate an [n, k] matrix of alternatives: sentinel/-inf -> NaN, tiny positives clipped,
     sorted descending NaN-last, all-NaN trailing columns removed."""
     if out.size == 0:
         return None, 0
     with np.errstate(invalid="ignore"):
-        if np.isnan(out).any() and raw_rows is not None:
-            # NaN can only come from the json fallback ("NaN" literal) or padding; padding is NaN on purpose
-            pass
         if np.isposinf(out).any():
             i, j = map(int, np.argwhere(np.isposinf(out))[0])
             raise FieldError(fmt.format(i=i, j=j), out[i, j], "must not be +infinity")
@@ -387,7 +384,7 @@ def finish_top(out: np.ndarray, fmt: str, raw_rows: list | None = None) -> tuple
     return np.ascontiguousarray(out), n_clip
 
 
-def _dedup_row(row: list, value_key: str, token_key: str, fmt_i: str) -> list[float]:
+def _dedup_row(row: list, value_key: str, token_key: str) -> list[float]:
     seen: set = set()
     vals: list[float] = []
     for j, a in enumerate(row):
@@ -411,6 +408,7 @@ def top_from_dict_rows(tops: list, n: int, fmt: str, *, value_key: str = "logpro
     """
     if len(tops) != n:
         raise FieldError(fmt.split("[{i}]")[0], f"{len(tops)} entries", f"has {len(tops)} entries but there are {n} tokens")
+    rowfmt = fmt.replace("[{j}]", "").replace(".{vk}", "")
     try:
         lens = list(map(len, tops))
     except TypeError:
@@ -421,12 +419,11 @@ def top_from_dict_rows(tops: list, n: int, fmt: str, *, value_key: str = "logpro
             elif isinstance(row, list):
                 lens.append(len(row))
             else:
-                raise FieldError(fmt.format(i=i).rsplit("[{j}]", 1)[0] if "{j}" in fmt else fmt.format(i=i), row,
+                raise FieldError(rowfmt.format(i=i), row,
                                  f"must be a list of alternatives, got {_type_name(row)}") from None
     k = max(lens, default=0)
     if k == 0:
         return None, 0
-    rowfmt = fmt.replace("[{j}]", "").replace(".{vk}", "")
     for i, row in enumerate(tops):
         if row is not None and not isinstance(row, list):
             raise FieldError(rowfmt.format(i=i), row, f"must be a list of alternatives, got {_type_name(row)}")
@@ -475,7 +472,7 @@ def top_from_dict_rows(tops: list, n: int, fmt: str, *, value_key: str = "logpro
         s = -np.sort(-out, axis=1)
         ties = np.flatnonzero((s[:, 1:] == s[:, :-1]).any(axis=1))
         for i in ties:
-            vals = _dedup_row(tops[i], value_key, token_key, rowfmt.format(i=i))
+            vals = _dedup_row(tops[i], value_key, token_key)
             if len(vals) != lens[i]:
                 out[i, :] = np.nan
                 out[i, : len(vals)] = vals

@@ -86,7 +86,6 @@ def _rows(path: Path, report: LoadReport):
     name = file.lower()
     if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
         import gzip
-        import io
 
         opener = gzip.open if name.endswith(".gz") else open
         try:

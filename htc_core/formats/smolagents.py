@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+import orjson
+
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
 from . import _shared, openai_chat
@@ -139,7 +141,7 @@ def _answer_text(v: Any) -> str | None:
     if isinstance(v, str):
         return v
     try:
-        return _shared.orjson.dumps(v).decode()
+        return orjson.dumps(v).decode()
     except TypeError:
         return str(v)
 
