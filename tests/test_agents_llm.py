@@ -1,0 +1,50 @@
+"""The agent runner end to end with the real local model (SmolLM2-135M through llama.cpp).
+
+Skips when the optional extra is missing, unless HTC_REQUIRE_LLAMA=1 (set by .ci/run), then fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from htc_core.agents.runner import AgentSettings, run_agent
+from htc_core.agents.tasks import make_tasks
+from htc_core.formats import load
+
+
+@pytest.fixture(scope="module")
+def client():
+    try:
+        from htc_core.agents.llm import LocalChatClient
+
+        return LocalChatClient(n_threads=2)
+    except (ImportError, RuntimeError) as e:
+        if os.environ.get("HTC_REQUIRE_LLAMA") == "1":
+            pytest.fail(f"HTC_REQUIRE_LLAMA=1 but the local model is unavailable: {e}")
+        pytest.skip(f"local model unavailable: {e}")
+
+
+def test_real_agent_run_is_recorded_and_reads_back(client, tmp_path):
+    task = make_tasks("arithmetic", 1, seed=11)[0]
+    log = tmp_path / "calls.jsonl"
+    with open(log, "w") as fh:
+        def on_call(request, response, step):
+            fh.write(json.dumps({"trajectory_id": "t0", "step": step, "response": response}) + "\n")
+
+        run = run_agent(client, task, AgentSettings(max_steps=3, max_tokens=32), model="smollm2", on_call=on_call)
+    assert 1 <= len(run.steps) <= 3
+    content = run.steps[0]["response"]["choices"][0]["logprobs"]["content"]
+    assert content and all(len(c["top_logprobs"]) == 5 for c in content)
+    for c in content:  # the chosen token's logprob is a real log-probability, alternatives sorted
+        assert c["logprob"] <= 0 and [t["logprob"] for t in c["top_logprobs"]] == sorted(
+            [t["logprob"] for t in c["top_logprobs"]], reverse=True)
+    greedy_top = content[0]["top_logprobs"][0]
+    assert greedy_top["logprob"] == pytest.approx(content[0]["logprob"])  # greedy picks the arg-max
+    assert isinstance(run.success, bool)
+    ts, rep = load(log)
+    assert rep.rejected == 0 and ts.n_trajectories == 1 and ts.n_steps == len(run.steps) and ts.k == 5
+    np.testing.assert_allclose(ts.logprob[: len(content)], [c["logprob"] for c in content])
