@@ -14,17 +14,17 @@ from htc_core import dashboard as ui
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-st.set_page_config(page_title="HTC · agent run calibration", page_icon="🎯", layout="wide")
+st.set_page_config(page_title="HTC · agent run calibration", page_icon=":material/target:", layout="wide")
 ui.configure()
 
 pages = [
-    st.Page(ui.PAGES["runs"], title="Runs", icon="📂", default=True),
-    st.Page(ui.PAGES["calibration"], title="Calibration", icon="📏"),
-    st.Page(ui.PAGES["weights"], title="Feature weights", icon="⚖️"),
-    st.Page(ui.PAGES["feature_space"], title="Feature space", icon="🗺️"),
-    st.Page(ui.PAGES["examples"], title="Examples", icon="🔎"),
-    st.Page(ui.PAGES["compare"], title="Compare LLMs", icon="🆚"),
-    st.Page(ui.PAGES["inspector"], title="Trajectory inspector", icon="🧭"),
+    st.Page(ui.PAGES["runs"], title="Runs", icon=":material/folder_open:", default=True),
+    st.Page(ui.PAGES["calibration"], title="Calibration", icon=":material/straighten:"),
+    st.Page(ui.PAGES["weights"], title="Feature weights", icon=":material/balance:"),
+    st.Page(ui.PAGES["feature_space"], title="Feature space", icon=":material/scatter_plot:"),
+    st.Page(ui.PAGES["examples"], title="Examples", icon=":material/compare_arrows:"),
+    st.Page(ui.PAGES["compare"], title="Compare LLMs", icon=":material/leaderboard:"),
+    st.Page(ui.PAGES["inspector"], title="Trajectory inspector", icon=":material/troubleshoot:"),
 ]
 nav = st.navigation(pages)
 

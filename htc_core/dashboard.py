@@ -50,8 +50,21 @@ INSPECT = "htc_inspect_key"
 LAST_UPLOAD = "htc_last_upload"
 SCORED = "htc_scored_model"
 
-#: alpha grid of the dashboard's fits and evaluations (None: the paper's 15 values); tests set a short grid
-ALPHAS: tuple | None = None
+def _alphas_from_env() -> tuple | None:
+    raw = os.environ.get("HTC_DASHBOARD_ALPHAS", "").strip()
+    if not raw:
+        return None
+    try:
+        vals = tuple(float(v) for v in raw.split(","))
+    except ValueError:
+        log.warning("HTC_DASHBOARD_ALPHAS=%r is not a comma-separated list of numbers; using the paper's grid", raw)
+        return None
+    return vals if vals and all(v > 0 for v in vals) else None
+
+
+#: alpha grid of the dashboard's fits and evaluations (None: the paper's 15 values). A shorter grid
+#: (``HTC_DASHBOARD_ALPHAS=0.1,1,10``) gives quick looks at large uploads; the tests use one too.
+ALPHAS: tuple | None = _alphas_from_env()
 
 PAGES = {
     "runs": "pages/runs.py",

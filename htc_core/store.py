@@ -617,7 +617,8 @@ class Workspace:
         meta = self.ts.meta
         df = pd.DataFrame({"position": np.arange(len(self)), "key": self.keys, "run_set": self.run_set})
         for c in ("id", "dataset", "model", "framework", "question", "answer", "gold"):
-            df[c] = meta[c].to_numpy(dtype=object)
+            # object dtype on purpose: missing text stays None (pandas 3 would infer 'str' with NaN)
+            df[c] = pd.Series(meta[c].to_numpy(dtype=object), dtype=object)
         df["success"] = self.labels
         df["steps"] = self.ts.steps_per_trajectory
         df["tokens"] = self.ts.tokens_per_trajectory

@@ -42,16 +42,17 @@ with ui.page_errors("calibration"):
             curves = explain.reliability_curves(res.labels, {m: res.oof[m] for m in chosen})
             st.plotly_chart(plots.reliability_figure(curves), key="cal_reliability")
         with right:
-            st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats)")
-            table = explain.metrics_frame(res)
-            st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features"]], hide_index=True,
-                         width="stretch", height=min(460, 38 + 35 * len(table)))
             hist_method = st.selectbox("Confidence histogram of", res.methods,
                                        index=res.methods.index(htc_methods[0]) if htc_methods else 0,
                                        key="cal_hist_method")
-            st.plotly_chart(plots.confidence_histogram(res.oof[hist_method], res.labels,
+            st.plotly_chart(plots.confidence_histogram(res.oof[hist_method], res.labels, height=400,
                                                        title=f"{hist_method}: out-of-fold confidence by outcome"),
                             key="cal_hist")
+        st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats; ↓ lower is better, "
+                    "↑ higher is better)")
+        table = explain.metrics_frame(res)
+        st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features"]], hide_index=True,
+                     width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from htc_core import dashboard as ui
 from htc_core import explain, plots
+from htc_core.store import browse
 
 st.title("Trajectory inspector")
 
@@ -17,21 +18,25 @@ with ui.page_errors("inspector"):
     needle = c1.text_input("Find a trajectory (id or words of the question)", key="insp_search")
     frame = ws.frame()
     if needle:
-        from htc_core.store import browse
-
         cand = browse(frame, text=needle)["position"].to_numpy()
     else:
         cand = np.arange(len(ws))
     cand = cand[:2000]
-    if pos is not None and pos not in set(cand.tolist()):
-        cand = np.concatenate([[pos], cand])
     if len(cand) == 0:
         st.info("No trajectory matches the search.")
         st.stop()
-    default = int(np.flatnonzero(cand == pos)[0]) if pos is not None else 0
+    if pos is not None and pos in set(cand.tolist()):
+        default = int(np.flatnonzero(cand == pos)[0])
+    elif pos is not None and not needle:
+        cand = np.concatenate([[pos], cand])
+        default = 0
+    elif needle:
+        default = 0
+    else:   # nothing chosen yet: start on the longest trajectory (the richest timeline)
+        default = int(np.argmax(frame["steps"].to_numpy()[cand]))
     chosen = c1.selectbox("Trajectory", cand.tolist(), index=default,
                           format_func=lambda p: f"{frame['id'].iat[p]} · {str(frame['question'].iat[p] or '')[:80]}",
-                          key=f"insp_pick_{wanted}")
+                          key=f"insp_pick_{wanted}_{needle}")
     i = int(chosen)
     st.session_state[ui.INSPECT] = str(keys[i])
     variant = c2.radio("Explained by", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",

@@ -20,7 +20,7 @@ with ui.page_errors("runs"):
 
     # ------------------------------------------------------------ upload
     with st.expander("Upload runs", expanded=len(full) == 0):
-        with st.form("upload", clear_on_submit=False):
+        with st.form("upload", clear_on_submit=True):
             files = st.file_uploader(
                 "Trace files (htc-trace JSONL, OpenAI chat / call-log, Responses, completions, smolagents, "
                 "ATIF; .json, .jsonl, .gz)", accept_multiple_files=True, key="upload_files")
@@ -40,6 +40,7 @@ with ui.page_errors("runs"):
                 st.session_state[ui.LAST_UPLOAD] = ui.handle_upload(
                     files, labels, name=run_name, fields={"dataset": dataset.strip(), "model": model.strip(),
                                                           "framework": framework.strip()})
+                st.rerun()   # redraw the sidebar and lists with the new run set; the report stays in session state
 
     rep = st.session_state.get(ui.LAST_UPLOAD)
     if rep:

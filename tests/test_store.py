@@ -277,6 +277,7 @@ def test_ingest_workspace_and_browse(tmp_path):
     key = ws.keys[2]
     assert ws.position_of(key) == 2 and key.endswith(":g2")
     f = ws.frame()
+    assert f["gold"].iloc[0] is None and f["question"].iloc[0] == "question 0 about Paris"   # no NaN for text
     assert len(browse(f, label="success")) == 3
     assert len(browse(f, text="QUESTION 4")) == 1
     assert len(browse(f, text="(")) == 0            # taken literally, not as a pattern

@@ -1,0 +1,195 @@
+"""The dashboard in a real browser: Playwright driving Debian's headless Chromium.
+
+Starts ``streamlit run app.py`` on a free port with a temporary data directory,
+uploads a file through the real file chooser, visits every page, checks that
+the Plotly charts are drawn (SVG present) and that no exception box shows, and
+saves a screenshot of each page to docs/screenshots/. Skips when Chromium or
+Playwright is missing, unless ``HTC_REQUIRE_BROWSER=1`` (set by .ci/run), which
+turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, make_traj, write_jsonl
+
+CHROMIUM = os.environ.get("HTC_CHROMIUM", "/usr/bin/chromium")
+SHOTS = REPO / "docs" / "screenshots"
+PAGES = [  # (sidebar link text, url path, file name, plotly charts expected at least)
+    ("Runs", "", "runs", 0),
+    ("Calibration", "calibration", "calibration", 2),
+    ("Feature weights", "weights", "feature_weights", 4),
+    ("Feature space", "feature_space", "feature_space", 1),
+    ("Examples", "examples", "examples", 0),
+    ("Compare LLMs", "compare", "compare_llms", 3),
+    ("Trajectory inspector", "inspector", "trajectory_inspector", 3),
+]
+HOSTILE_Q = 'Which <img src=x onerror="window.__pwned=1"> city? <script>window.__pwned=2</script>'
+
+
+def _require_browser():
+    why = None
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        why = "playwright is not installed (pip install playwright)"
+    if why is None and not Path(CHROMIUM).exists():
+        why = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
+    if why:
+        if os.environ.get("HTC_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"HTC_REQUIRE_BROWSER=1 but {why}")
+        pytest.skip(why)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, uala_run_a):
+    _require_browser()
+    root = tmp_path_factory.mktemp("browser")
+    samples = root / "samples"
+    samples.mkdir()
+    lines = uala_run_a.read_text(encoding="utf-8").splitlines(True)[:60]
+    (samples / "hotpot-sample.jsonl").write_text("".join(lines), encoding="utf-8")
+    port = _free_port()
+    env = dict(os.environ, HTC_DASHBOARD_ALPHAS="0.1,1,10", PYTHONUNBUFFERED="1")
+    log = open(root / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--", "--data-dir", str(root / "data"), "--sample-dir", str(samples)],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + (root / "streamlit.log").read_text()[-2000:])
+    yield {"url": url, "root": root, "proc": proc}
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu",
+                                                              "--disable-background-networking", "--no-first-run"])
+        yield b
+        b.close()
+
+
+def _settle(page, timeout: float = 240.0) -> None:
+    """Wait until the script run is over (no 'running' status widget, no progress bar)."""
+    page.wait_for_timeout(600)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        running = page.locator('[data-testid="stStatusWidget"]').count()
+        bars = page.locator('[data-testid="stProgress"]').count()
+        if not running and not bars:
+            page.wait_for_timeout(500)
+            if not page.locator('[data-testid="stStatusWidget"]').count():
+                return
+        page.wait_for_timeout(300)
+    raise AssertionError("the page kept running for more than %.0f s" % timeout)
+
+
+def _screenshot(page, path: Path, *, max_height: int = 4200) -> None:
+    """The whole page: Streamlit scrolls inside its main block, so grow the viewport to its height first."""
+    h = page.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]')
+                                 || document.scrollingElement; return m.scrollHeight; }""")
+    page.set_viewport_size({"width": 1440, "height": int(min(max(h, 900), max_height))})
+    page.wait_for_timeout(800)      # let plotly re-layout to the new size
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": 1440, "height": 1000})
+
+
+def _assert_clean(page, where: str) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, f"exception box on {where}"
+    errors = page.locator('[data-testid="stAlertContentError"]').all_inner_texts()
+    assert not errors, f"error on {where}: {errors}"
+    assert page.evaluate("window.__pwned === undefined"), f"injected script ran on {where}"
+
+
+def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, tmp_path):
+    evil = make_traj("evil-1", [([-0.4, -0.01], None), ([-0.1, -2.0, -0.3, -0.05], None)], success=False,
+                     question=HOSTILE_Q, dataset="HotpotQA", model="Llama-2-70b-hf", answer="<b>x</b>")
+    evil["steps"][1]["tokens"] = ["<script>window.__pwned=3</script>", "<img src=x onerror=window.__pwned=4>",
+                                  " plain", " text"]     # the last step: its token view is open
+    good = [make_traj(f"up-{i}", [([-0.05 * (i % 7 + 1), -0.3, -0.01], None)], success=bool(i % 3),
+                      question=f"uploaded question {i}", dataset="Uploaded", model="Tiny-LM") for i in range(24)]
+    upload = write_jsonl(tmp_path / "my-runs.jsonl", good + [evil] + ["{broken line"])
+
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(server["url"], wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Runs").first.wait_for(timeout=90_000)
+    _settle(page)
+    _assert_clean(page, "Runs (first start)")
+
+    # upload through the real file chooser
+    upload_expander = page.get_by_text("Upload runs", exact=True)
+    if not page.locator('[data-testid="stFileUploaderDropzone"]').first.is_visible():
+        upload_expander.click()
+    with page.expect_file_chooser() as fc:
+        page.locator('[data-testid="stFileUploaderDropzone"]').first.locator("button").click()
+    fc.value.set_files(str(upload))
+    page.get_by_text("my-runs.jsonl").first.wait_for(timeout=30_000)
+    page.get_by_role("button", name="Upload and store").click()
+    page.get_by_text("Stored 25 trajectories").wait_for(timeout=120_000)
+    _settle(page)
+    assert page.get_by_text("Rejected 1 trajectories or files").count() == 1
+    assert page.locator('[data-testid="stException"]').count() == 0
+    SHOTS.mkdir(parents=True, exist_ok=True)
+
+    for link, path, name, charts in PAGES:
+        if link != "Runs":
+            page.locator('[data-testid="stSidebarNav"]').get_by_text(link, exact=True).click()
+            page.get_by_role("heading", name=link).first.wait_for(timeout=60_000)
+        _settle(page)
+        if charts:
+            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {charts}",
+                                   timeout=60_000)
+            n_svg = page.locator(".js-plotly-plot svg.main-svg").count()
+            assert n_svg >= charts, (link, n_svg)
+        _assert_clean(page, link)
+        _screenshot(page, SHOTS / f"{name}.png")
+
+    # the hostile trajectory in the inspector: its markup shows as text and never runs
+    page.get_by_label("Find a trajectory (id or words of the question)").fill("evil-1")
+    page.keyboard.press("Enter")
+    _settle(page)
+    page.get_by_text("<script>window.__pwned=3</script>").first.wait_for(timeout=30_000)
+    assert page.get_by_text(HOSTILE_Q).count() >= 1
+    _assert_clean(page, "inspector (hostile trace)")
+    assert not dialogs
+    page.screenshot(path=str(SHOTS / "trajectory_inspector_hostile.png"), full_page=False)
+    page.close()
