@@ -55,9 +55,11 @@ def _color(name: str, i: int) -> str:
     return METHOD_COLORS.get(name, _PALETTE[i % len(_PALETTE)])
 
 
-def _layout(fig: go.Figure, title: str | None = None, height: int = 420) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=50, r=20, t=50 if title else 20, b=40),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
+def _layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subplot_titles: bool = False) -> go.Figure:
+    top = (50 if title else 20) + (45 if subplot_titles else 0)
+    fig.update_layout(title=title, height=height, margin=dict(l=50, r=20, t=top, b=40),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.12 if subplot_titles else 1.02,
+                                  xanchor="left", x=0))
     return fig
 
 
@@ -123,7 +125,7 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
             seen.add(name)
         fig.update_xaxes(range=[0, 1], title_text="confidence", row=1, col=gi + 1)
     fig.update_yaxes(range=[0, 1], title_text="success rate", row=1, col=1)
-    return _layout(fig, None, height)
+    return _layout(fig, None, height, subplot_titles=True)
 
 
 def confidence_histogram(confidence, success, *, title: str | None = None, nbins: int = 20,
@@ -143,7 +145,8 @@ def confidence_histogram(confidence, success, *, title: str | None = None, nbins
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(range=[0, 1], title_text="confidence")
     fig.update_yaxes(title_text="trajectories")
-    return _layout(fig, title, height)
+    return _layout(fig, title, height).update_layout(
+        legend=dict(orientation="v", yanchor="top", y=0.98, xanchor="left", x=0.01, bgcolor="rgba(255,255,255,0.7)"))
 
 
 def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
@@ -156,7 +159,7 @@ def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
                              marker_color=[_color(v, i) for i, v in enumerate(sub["method"])], showlegend=False,
                              hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"), row=1, col=j + 1)
     fig.update_xaxes(tickangle=-40)
-    return _layout(fig, None, height)
+    return _layout(fig, None, height, subplot_titles=True)
 
 
 # ---------------------------------------------------------- feature weights
@@ -262,6 +265,7 @@ def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
     """Contributions to the logit, sorted by size: intercept, the ``top`` strongest features, the rest
     summed, and the total logit (from an ``explain.TrajectoryExplanation``)."""
     t = explanation.table
+    t = t[t["contribution"] != 0]          # features a sparse model dropped add nothing
     head = t.head(top)
     rest = float(t["contribution"].iloc[top:].sum()) if len(t) > top else 0.0
     x = ["intercept"] + [f"{c} {d}" for c, d in zip(head["code"], head["display_name"])]
@@ -338,7 +342,7 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
                                  hovertemplate="%{x}<br>" + esc(meth) + f"<br>{met} " + "%{y:.3f}<br>n %{customdata}<extra></extra>"),
                           row=1, col=j + 1)
     fig.update_layout(barmode="group")
-    return _layout(fig, None, height)
+    return _layout(fig, None, height, subplot_titles=True)
 
 
 def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int = 360) -> go.Figure:

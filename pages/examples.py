@@ -22,9 +22,11 @@ with ui.page_errors("examples"):
         st.info("Examples need HTC and at least one baseline in the evaluation.")
         st.stop()
     c1, c2, c3 = st.columns(3)
-    baseline = c1.selectbox("Baseline", base_methods,
-                            index=base_methods.index("GlobalTrace-TP") if "GlobalTrace-TP" in base_methods else 0,
-                            key="ex_baseline")
+    pref = next((m for m in ("GlobalTrace-TP+Temp", "LastStep-TP+Temp", "GlobalTrace-TP") if m in base_methods),
+                base_methods[0])
+    baseline = c1.selectbox("Baseline", base_methods, index=base_methods.index(pref), key="ex_baseline",
+                            help="A temperature-scaled baseline can err both ways; raw token probabilities are "
+                                 "almost always high, so they show over-confidence only.")
     htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
     n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
     st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "
@@ -34,11 +36,11 @@ with ui.page_errors("examples"):
                                       n=int(n))
     keys = ws.keys[ev.positions]
     left, right = st.columns(2)
-    for col, title, frame, empty in (
+    for col, title, frame, empty, better in (
             (left, "Over-confident failures: baseline high, HTC low, wrong", exs.over,
-             "No failure got a lower confidence from HTC than from the baseline."),
+             "No failure got a lower confidence from HTC than from the baseline.", "inverse"),
             (right, "Under-confident successes: baseline low, HTC high, right", exs.under,
-             "No success got a higher confidence from HTC than from the baseline.")):
+             "No success got a higher confidence from HTC than from the baseline.", "normal")):
         with col:
             st.subheader(title)
             if frame.empty:
@@ -51,7 +53,7 @@ with ui.page_errors("examples"):
                     m1, m2, m3 = st.columns(3)
                     m1.metric(f"{baseline}", f"{row['baseline']:.2f}")
                     m2.metric(f"{htc}", f"{row['htc']:.2f}", delta=f"{row['change']:+.2f}",
-                              delta_color="normal")
+                              delta_color=better)   # green: the change moved towards the true outcome
                     m3.metric("outcome", "success" if row["success"] == 1 else "failure")
                     if st.button("Why? Open in the inspector", key=f"ex_open_{title[:5]}_{i}"):
                         ui.open_in_inspector(str(keys[int(row["position"])]))
