@@ -261,26 +261,81 @@ def labeled_positions(ws: Workspace) -> np.ndarray:
     return np.flatnonzero(np.isfinite(ws.labels))
 
 
-def evaluation(ws: Workspace) -> Evaluated:
-    """Honest nested-CV evaluation of the labeled part of the selection (cached, with progress)."""
-    from .evaluation import evaluate
+def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
+    """One part of the evaluation: 'fast' (baselines and HTC-Full) or 'reduced' (HTC-Reduced, whose L1
+    fits dominate the time). Both parts use the same seeds, hence the same folds."""
+    from .baselines import RAW_BASELINES
+    from .evaluation import EvaluationError, evaluate
 
     s = settings()
     pos = labeled_positions(ws)
+    if part == "fast":
+        methods = ["HTC-Full", *[m for b in RAW_BASELINES for m in (b, b + "+Temp")], "Verbalized"]
+        label = "Cross-validated evaluation (baselines, HTC-Full)"
+    else:
+        methods = ["HTC-Reduced"]
+        label = "Cross-validated evaluation of HTC-Reduced"
 
     def run(progress):
         sub = ws.ts.take(pos)
         extra = {} if ALPHAS is None else {"alphas": ALPHAS}
-        res = evaluate(sub, seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], **extra,
-                       progress=lambda d, t, m: progress(d / max(t, 1), f"{m} ({d}/{t} folds)"))
+        try:
+            res = evaluate(sub, seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], methods=methods, **extra,
+                           progress=lambda d, t, m: progress(d / max(t, 1), f"{m} ({d}/{t} folds)"))
+        except EvaluationError:
+            if part == "fast":
+                raise
+            return Evaluated(result=None, positions=pos)      # e.g. non-finite features: HTC-Reduced skipped
         return Evaluated(result=res, positions=pos)
 
-    return computed(cache_key("evaluation", s["seeds"], ALPHAS), "Cross-validated evaluation", run)
+    return computed(cache_key("evaluation", part, s["seeds"], ALPHAS), label, run)
+
+
+def merge_evaluations(fast: Evaluated, reduced: Evaluated | None) -> Evaluated:
+    """One result holding the methods of both parts (same folds, same out-of-fold positions)."""
+    import dataclasses
+
+    import pandas as pd
+
+    if reduced is None or reduced.result is None:
+        return fast
+    a, b = fast.result, reduced.result
+    if not np.array_equal(a.folds, b.folds):
+        raise ValueError("the two parts of the evaluation used different folds")
+    order = [m for m in ("HTC-Full", "HTC-Reduced") if m in a.methods or m in b.methods]
+    order += [m for m in a.methods if m not in order]
+    res = dataclasses.replace(
+        a, methods=order, summary={**a.summary, **b.summary}, oof_all={**a.oof_all, **b.oof_all},
+        per_fold=pd.concat([a.per_fold, b.per_fold], ignore_index=True),
+        selected_counts={**a.selected_counts, **b.selected_counts},
+        notes=list(dict.fromkeys(a.notes + b.notes)),
+        skipped={k: v for k, v in {**a.skipped, **b.skipped}.items() if k not in order})
+    return Evaluated(result=res, positions=fast.positions)
+
+
+def evaluation(ws: Workspace, *, wait_for_reduced: bool = True) -> Evaluated:
+    """Honest nested-CV evaluation of the labeled part of the selection (cached, with progress bars).
+
+    With ``wait_for_reduced=False`` the result may lack HTC-Reduced (when it is not computed yet):
+    the Calibration page draws with the fast part first and computes HTC-Reduced afterwards."""
+    fast = _evaluation_part(ws, "fast")
+    if not wait_for_reduced and reduced_pending():
+        return fast
+    return merge_evaluations(fast, _evaluation_part(ws, "reduced"))
+
+
+def reduced_pending() -> bool:
+    s = settings()
+    return cached_result(cache_key("evaluation", "reduced", s["seeds"], ALPHAS)) is None
 
 
 def cached_evaluation() -> Evaluated | None:
-    """The selection's evaluation when it was already computed (never starts one)."""
-    return cached_result(cache_key("evaluation", settings()["seeds"], ALPHAS))
+    """The selection's evaluation as far as it was already computed (never starts one)."""
+    s = settings()
+    fast = cached_result(cache_key("evaluation", "fast", s["seeds"], ALPHAS))
+    if fast is None:
+        return None
+    return merge_evaluations(fast, cached_result(cache_key("evaluation", "reduced", s["seeds"], ALPHAS)))
 
 
 def fitted_model(ws: Workspace, variant: str):

@@ -20,9 +20,10 @@ with ui.page_errors("calibration"):
                f"top-k {s['top_k']} · outer 5-fold stratified CV with alpha chosen by an inner CV on the training "
                f"folds only, {s['seeds']} repeat(s). Choose datasets and models in the sidebar.")
 
+    pending = st.empty()      # HTC-Reduced's progress bar shows here while the rest of the page is drawn
     ev = None
     try:
-        ev = ui.evaluation(ws)
+        ev = ui.evaluation(ws, wait_for_reduced=False)
     except EvaluationError as e:
         st.warning(f"The evaluation cannot run on this selection: {ui.md(str(e))}")
 
@@ -107,3 +108,9 @@ with ui.page_errors("calibration"):
     if len(models):
         with st.expander(f"Models saved in the store ({len(models)})"):
             st.dataframe(models, hide_index=True, width="stretch")
+
+    if ev is not None and ui.reduced_pending():
+        with pending.container():
+            st.caption("HTC-Reduced (L1, sparse) is being evaluated; the page updates when it is done.")
+            ui.evaluation(ws)
+        st.rerun()
