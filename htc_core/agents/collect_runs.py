@@ -30,9 +30,10 @@ LABEL_FIELDS = ["id", "success", "dataset", "model", "framework", "question", "g
 
 
 def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_seed: int = 0,
-            model_label: str, log=print) -> dict:
+            model_label: str, start: int = 0, log=print) -> dict:
     settings = CONFIGS[config]
-    tasks = make_tasks(family, n, seed=task_seed)
+    tasks = make_tasks(family, n, seed=task_seed)[start:]
+    n = len(tasks)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{family}_{model_label}"
     calllog = out_dir / f"{stem}.calllog.jsonl"
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="greedy", choices=sorted(CONFIGS), help="decoding configuration")
     p.add_argument("--out-dir", type=Path, default=Path("sample_runs/_raw"), help="where to write")
     p.add_argument("--task-seed", type=int, default=0)
+    p.add_argument("--start", type=int, default=0, help="skip the first tasks (to split a family over processes)")
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args(argv)
     from .llm import LocalChatClient
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     summaries = []
     for fam in args.family or sorted(FAMILIES):
         summaries.append(collect(client, fam, args.n, args.config, args.out_dir, task_seed=args.task_seed,
-                                 model_label=label))
+                                 model_label=label, start=args.start))
     meta = {"python": platform.python_version(), "model_file": client.model_path, "config": args.config,
             "settings": vars(CONFIGS[args.config]), "date": time.strftime("%Y-%m-%d"), "runs": summaries}
     with open(args.out_dir / f"collect_{args.config}_{int(time.time())}.json", "w") as fh:

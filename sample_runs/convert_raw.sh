@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Convert the raw recordings (openai-calllog + labels CSV, possibly split over several _raw* folders)
+# into htc-trace JSONL, one folder per family, through the project's own importer. Only trajectories with
+# a labels row are kept (a recording stopped mid-run leaves its last calls without an outcome). The
+# arithmetic call log (labeled part) and its labels CSV are kept under _calllog/ as an importer example.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p sample_runs/_calllog
+python - <<'PY'
+import csv, glob, json, os
+from collections import defaultdict
+from htc_core.formats import load, native
+from htc_core.traces import concat
+
+logs = defaultdict(list)
+for log in sorted(glob.glob("sample_runs/_raw*/*.calllog.jsonl")):
+    logs[os.path.basename(log)[: -len(".calllog.jsonl")]].append(log)
+for stem, files in sorted(logs.items()):
+    fam = stem.split("_")[0]
+    parts, recorded = [], 0
+    for log in files:
+        ts, report = load(log, format="openai-calllog", labels=log.replace(".calllog.jsonl", ".labels.csv"))
+        recorded += ts.n_trajectories
+        parts.append(ts.labeled())
+    keep = concat(parts)
+    order = sorted(range(keep.n_trajectories), key=lambda i: keep.ids[i])
+    keep = keep.take(order)
+    os.makedirs(f"sample_runs/{fam}", exist_ok=True)
+    native.write(keep, f"sample_runs/{fam}/{stem}.jsonl")
+    print(f"sample_runs/{fam}/{stem}.jsonl: {keep.n_trajectories} labeled trajectories of {recorded} recorded, "
+          f"success rate {keep.labels.mean():.3f}")
+    if fam == "arithmetic":
+        ids = set(keep.ids)
+        with open(f"sample_runs/_calllog/{stem}.calllog.jsonl", "w") as dst:
+            for log in files:
+                with open(log) as src:
+                    for line in src:
+                        if json.loads(line).get("trajectory_id") in ids:
+                            dst.write(line)
+        rows = []
+        for log in files:
+            with open(log.replace(".calllog.jsonl", ".labels.csv")) as src:
+                rows += [r for r in csv.DictReader(src) if r["id"] in ids]
+        with open(f"sample_runs/_calllog/{stem}.labels.csv", "w", newline="") as dst:
+            w = csv.DictWriter(dst, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(sorted(rows, key=lambda r: r["id"]))
+PY
