@@ -27,6 +27,7 @@ pages = [
     st.Page(ui.PAGES["inspector"], title="Trajectory inspector", icon=":material/troubleshoot:"),
 ]
 nav = st.navigation(pages)
+ui.follow_deep_link()
 
 with ui.page_errors("sidebar"):
     ui.bootstrap()

@@ -100,6 +100,25 @@ def configure() -> None:
     st.session_state.setdefault(SEEDS, 3)
 
 
+DEEP_LINK = "htc_deep_link"
+
+
+def require_app(page: str) -> None:
+    """First line of every page. Streamlit runs a page file on its own (its legacy ``pages/`` mode) when
+    a deep link such as /calibration is the very first request a new server process gets, before
+    app.py ever ran; hand over to app.py (its st.navigation then rules for good) and come back."""
+    if DATA_DIR not in st.session_state:
+        st.session_state[DEEP_LINK] = PAGES[page]
+        st.switch_page("app.py")
+
+
+def follow_deep_link() -> None:
+    """Called by app.py after st.navigation: finish a hand-over started by :func:`require_app`."""
+    target = st.session_state.pop(DEEP_LINK, None)
+    if target:
+        st.switch_page(target)
+
+
 def data_dir() -> str:
     if DATA_DIR not in st.session_state:
         configure()
@@ -251,30 +270,37 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
 
 @dataclass
 class Evaluated:
-    """An evaluation of the labeled trajectories of a workspace; ``positions`` maps its rows back."""
+    """An evaluation of the labeled trajectories of a workspace; ``positions`` maps its rows back.
+    ``result`` is None when the part could not run (``error`` says why)."""
 
     result: Any
     positions: np.ndarray
+    error: str | None = None
 
 
 def labeled_positions(ws: Workspace) -> np.ndarray:
     return np.flatnonzero(np.isfinite(ws.labels))
 
 
+#: the evaluation runs in parts, cheapest first, so the Calibration page draws early and fills in
+EVAL_PARTS = ("baselines", "full", "reduced")
+_PART_LABELS = {"baselines": "Cross-validated evaluation of the baselines",
+                "full": "Cross-validated evaluation of HTC-Full", "reduced": "Cross-validated evaluation of HTC-Reduced"}
+
+
+def _part_key(part: str) -> tuple:
+    return cache_key("evaluation", part, settings()["seeds"], ALPHAS)
+
+
 def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
-    """One part of the evaluation: 'fast' (baselines and HTC-Full) or 'reduced' (HTC-Reduced, whose L1
-    fits dominate the time). Both parts use the same seeds, hence the same folds."""
+    """One part of the honest evaluation (same seeds, hence the same folds, in every part)."""
     from .baselines import RAW_BASELINES
     from .evaluation import EvaluationError, evaluate
 
     s = settings()
     pos = labeled_positions(ws)
-    if part == "fast":
-        methods = ["HTC-Full", *[m for b in RAW_BASELINES for m in (b, b + "+Temp")], "Verbalized"]
-        label = "Cross-validated evaluation (baselines, HTC-Full)"
-    else:
-        methods = ["HTC-Reduced"]
-        label = "Cross-validated evaluation of HTC-Reduced"
+    methods = {"baselines": [*[m for b in RAW_BASELINES for m in (b, b + "+Temp")], "Verbalized"],
+               "full": ["HTC-Full"], "reduced": ["HTC-Reduced"]}[part]
 
     def run(progress):
         sub = ws.ts.take(pos)
@@ -282,60 +308,71 @@ def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
         try:
             res = evaluate(sub, seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], methods=methods, **extra,
                            progress=lambda d, t, m: progress(d / max(t, 1), f"{m} ({d}/{t} folds)"))
-        except EvaluationError:
-            if part == "fast":
-                raise
-            return Evaluated(result=None, positions=pos)      # e.g. non-finite features: HTC-Reduced skipped
+        except EvaluationError as e:
+            return Evaluated(result=None, positions=pos, error=str(e))
         return Evaluated(result=res, positions=pos)
 
-    return computed(cache_key("evaluation", part, s["seeds"], ALPHAS), label, run)
+    return computed(_part_key(part), _PART_LABELS[part], run)
 
 
-def merge_evaluations(fast: Evaluated, reduced: Evaluated | None) -> Evaluated:
-    """One result holding the methods of both parts (same folds, same out-of-fold positions)."""
+def merge_evaluations(parts: list) -> Evaluated:
+    """One result holding the methods of every computed part (same folds, same positions)."""
     import dataclasses
 
     import pandas as pd
 
-    if reduced is None or reduced.result is None:
-        return fast
-    a, b = fast.result, reduced.result
-    if not np.array_equal(a.folds, b.folds):
-        raise ValueError("the two parts of the evaluation used different folds")
-    order = [m for m in ("HTC-Full", "HTC-Reduced") if m in a.methods or m in b.methods]
-    order += [m for m in a.methods if m not in order]
+    from .evaluation import EvaluationError
+
+    done = [p for p in parts if p is not None and p.result is not None]
+    if not done:
+        errors = [p.error for p in parts if p is not None and p.error]
+        raise EvaluationError(errors[0] if errors else "the evaluation has not run yet")
+    first = done[0].result
+    for p in done[1:]:
+        if not np.array_equal(p.result.folds, first.folds):
+            raise ValueError("the parts of the evaluation used different folds")
+    methods = [m for p in done for m in p.result.methods]
+    order = [m for m in ("HTC-Full", "HTC-Reduced") if m in methods] + \
+        [m for m in methods if m not in ("HTC-Full", "HTC-Reduced")]
+    merged = lambda attr: {k: v for p in done for k, v in getattr(p.result, attr).items()}  # noqa: E731
     res = dataclasses.replace(
-        a, methods=order, summary={**a.summary, **b.summary}, oof_all={**a.oof_all, **b.oof_all},
-        per_fold=pd.concat([a.per_fold, b.per_fold], ignore_index=True),
-        selected_counts={**a.selected_counts, **b.selected_counts},
-        notes=list(dict.fromkeys(a.notes + b.notes)),
-        skipped={k: v for k, v in {**a.skipped, **b.skipped}.items() if k not in order})
-    return Evaluated(result=res, positions=fast.positions)
+        first, methods=order, summary=merged("summary"), oof_all=merged("oof_all"),
+        per_fold=pd.concat([p.result.per_fold for p in done], ignore_index=True),
+        selected_counts=merged("selected_counts"),
+        notes=list(dict.fromkeys(n for p in done for n in p.result.notes)),
+        skipped={k: v for k, v in merged("skipped").items() if k not in order})
+    return Evaluated(result=res, positions=done[0].positions)
 
 
-def evaluation(ws: Workspace, *, wait_for_reduced: bool = True) -> Evaluated:
+def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     """Honest nested-CV evaluation of the labeled part of the selection (cached, with progress bars).
 
-    With ``wait_for_reduced=False`` the result may lack HTC-Reduced (when it is not computed yet):
-    the Calibration page draws with the fast part first and computes HTC-Reduced afterwards."""
-    fast = _evaluation_part(ws, "fast")
-    if not wait_for_reduced and reduced_pending():
-        return fast
-    return merge_evaluations(fast, _evaluation_part(ws, "reduced"))
+    With ``wait=False`` only the cheapest missing part is computed and the result holds what is ready
+    (the Calibration page draws it, then computes the rest with :func:`evaluation_pending`)."""
+    parts = []
+    for part in EVAL_PARTS:
+        hit = cached_result(_part_key(part))
+        if hit is None and (wait or not any(p is not None and p.result is not None for p in parts)):
+            hit = _evaluation_part(ws, part)
+        parts.append(hit)
+    return merge_evaluations(parts)
 
 
-def reduced_pending() -> bool:
-    s = settings()
-    return cached_result(cache_key("evaluation", "reduced", s["seeds"], ALPHAS)) is None
+def evaluation_pending() -> list[str]:
+    """The parts of the selection's evaluation not computed yet."""
+    return [p for p in EVAL_PARTS if cached_result(_part_key(p)) is None]
+
+
+def compute_evaluation_part(ws: Workspace, part: str) -> None:
+    _evaluation_part(ws, part)
 
 
 def cached_evaluation() -> Evaluated | None:
     """The selection's evaluation as far as it was already computed (never starts one)."""
-    s = settings()
-    fast = cached_result(cache_key("evaluation", "fast", s["seeds"], ALPHAS))
-    if fast is None:
+    parts = [cached_result(_part_key(p)) for p in EVAL_PARTS]
+    if not any(p is not None and p.result is not None for p in parts):
         return None
-    return merge_evaluations(fast, cached_result(cache_key("evaluation", "reduced", s["seeds"], ALPHAS)))
+    return merge_evaluations(parts)
 
 
 def fitted_model(ws: Workspace, variant: str):

@@ -41,7 +41,8 @@ def esc(value, limit: int | None = None) -> str:
     s = str(value)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True)
+    # quote=False: the text only ever lands in element content (Plotly shows &quot; literally)
+    return html.escape(s, quote=False)
 
 
 def short(value, limit: int = 80) -> str:
@@ -226,6 +227,7 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
     success, htc_confidence, baseline_confidence and the ``color`` column. Points carry their position
     as customdata[0] (read back when a point is selected)."""
     fig = go.Figure()
+    Scatter = go.Scatter if len(frame) <= 3000 else go.Scattergl   # SVG points take clicks; WebGL for big sets
     hover = ("<b>%{customdata[1]}</b><br>%{customdata[2]}<br>dataset %{customdata[3]} · model %{customdata[4]}"
              "<br>success %{customdata[5]}<br>HTC confidence %{customdata[6]}<br>baseline %{customdata[7]}"
              "<extra></extra>")
@@ -242,7 +244,7 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
                                 sub["htc_confidence"].map(fmt), sub["baseline_confidence"].map(fmt)])
 
     if color in ("htc_confidence", "baseline_confidence"):
-        fig.add_trace(go.Scattergl(x=frame["x"], y=frame["y"], mode="markers", customdata=cd(frame),
+        fig.add_trace(Scatter(x=frame["x"], y=frame["y"], mode="markers", customdata=cd(frame),
                                    marker=dict(size=6, color=frame[color], colorscale="RdYlGn", cmin=0, cmax=1,
                                                colorbar=dict(title="confidence")),
                                    hovertemplate=hover, name="trajectories"))
@@ -252,11 +254,11 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
         for i, v in enumerate(sorted(set(vals))):
             sub = frame[vals == v]
             col = {"success": "#54A24B", "failure": "#E45756", "unknown": "#999"}.get(v, _PALETTE[i % len(_PALETTE)])
-            fig.add_trace(go.Scattergl(x=sub["x"], y=sub["y"], mode="markers", name=esc(v, 40), customdata=cd(sub),
+            fig.add_trace(Scatter(x=sub["x"], y=sub["y"], mode="markers", name=esc(v, 40), customdata=cd(sub),
                                        marker=dict(size=6, color=col, opacity=0.8), hovertemplate=hover))
     fig.update_xaxes(showticklabels=False, title_text="")
     fig.update_yaxes(showticklabels=False, title_text="")
-    fig.update_layout(dragmode="select", clickmode="event+select")
+    fig.update_layout(dragmode="select", hovermode="closest")
     return _layout(fig, title, height)
 
 

@@ -10,6 +10,7 @@ from htc_core import explain, plots
 from htc_core.calibrators import HTCCalibrator
 from htc_core.evaluation import EvaluationError
 
+ui.require_app("calibration")
 st.title("Calibration")
 
 with ui.page_errors("calibration"):
@@ -20,10 +21,10 @@ with ui.page_errors("calibration"):
                f"top-k {s['top_k']} · outer 5-fold stratified CV with alpha chosen by an inner CV on the training "
                f"folds only, {s['seeds']} repeat(s). Choose datasets and models in the sidebar.")
 
-    pending = st.empty()      # HTC-Reduced's progress bar shows here while the rest of the page is drawn
+    pending = st.empty()      # the remaining parts' progress bars show here while the page is drawn
     ev = None
     try:
-        ev = ui.evaluation(ws, wait_for_reduced=False)
+        ev = ui.evaluation(ws, wait=False)
     except EvaluationError as e:
         st.warning(f"The evaluation cannot run on this selection: {ui.md(str(e))}")
 
@@ -35,7 +36,7 @@ with ui.page_errors("calibration"):
         baselines = [m for m in res.methods if m not in htc_methods]
         default = htc_methods + [m for m in ("Bottom10+Temp", "GlobalTrace-TP+Temp") if m in baselines]
         chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=default,
-                                key="cal_methods")
+                                key=f"cal_methods_{'-'.join(res.methods)}")
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**Reliability diagram** (out-of-fold predictions of the first repeat; bars: trajectories "
@@ -45,7 +46,7 @@ with ui.page_errors("calibration"):
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods,
                                        index=res.methods.index(htc_methods[0]) if htc_methods else 0,
-                                       key="cal_hist_method")
+                                       key=f"cal_hist_{'-'.join(res.methods)}")
             st.plotly_chart(plots.confidence_histogram(res.oof[hist_method], res.labels, height=400,
                                                        title=f"{hist_method}: out-of-fold confidence by outcome"),
                             key="cal_hist")
@@ -109,8 +110,11 @@ with ui.page_errors("calibration"):
         with st.expander(f"Models saved in the store ({len(models)})"):
             st.dataframe(models, hide_index=True, width="stretch")
 
-    if ev is not None and ui.reduced_pending():
+    missing = ui.evaluation_pending() if ev is not None else []
+    if missing:
         with pending.container():
-            st.caption("HTC-Reduced (L1, sparse) is being evaluated; the page updates when it is done.")
-            ui.evaluation(ws)
+            st.caption("Still evaluating: " + ", ".join({"baselines": "baselines", "full": "HTC-Full",
+                                                          "reduced": "HTC-Reduced"}[m] for m in missing)
+                       + ". The page updates as each part finishes.")
+            ui.compute_evaluation_part(ws, missing[0])
         st.rerun()

@@ -7,6 +7,7 @@ from htc_core import explain, plots
 from htc_core.evaluation import EvaluationError
 from htc_core.features import FEATURE_NAMES, REGISTRY
 
+ui.require_app("compare")
 st.title("Compare LLMs")
 
 with ui.page_errors("compare"):

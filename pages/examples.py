@@ -6,6 +6,7 @@ from htc_core import dashboard as ui
 from htc_core import explain
 from htc_core.evaluation import EvaluationError
 
+ui.require_app("examples")
 st.title("Examples")
 
 with ui.page_errors("examples"):

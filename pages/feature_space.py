@@ -5,6 +5,7 @@ import streamlit as st
 from htc_core import dashboard as ui
 from htc_core import plots
 
+ui.require_app("feature_space")
 st.title("Feature space")
 
 with ui.page_errors("feature_space"):
@@ -28,7 +29,8 @@ with ui.page_errors("feature_space"):
     else:
         frame["htc_confidence"] = float("nan")
     st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
-               f"features ({proj.seconds:.1f} s, cached). Click a point (or draw a box) to open it in the inspector.")
+               f"features ({proj.seconds:.1f} s, cached). Draw a box or lasso around a point to open it in the "
+               "inspector (the first selected point is opened).")
     event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
     points = event.selection.points if event is not None else []

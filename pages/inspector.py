@@ -7,6 +7,7 @@ from htc_core import dashboard as ui
 from htc_core import explain, plots
 from htc_core.store import browse
 
+ui.require_app("inspector")
 st.title("Trajectory inspector")
 
 with ui.page_errors("inspector"):

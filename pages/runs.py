@@ -6,6 +6,7 @@ import streamlit as st
 from htc_core import dashboard as ui
 from htc_core.store import browse
 
+ui.require_app("runs")
 st.title("Runs")
 st.caption("Upload agent runs with token log-probabilities, see what was kept and why anything was rejected, "
            "and browse the stored trajectories.")

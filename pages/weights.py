@@ -6,6 +6,7 @@ from htc_core import dashboard as ui
 from htc_core import explain, plots
 from htc_core.evaluation import EvaluationError
 
+ui.require_app("weights")
 st.title("Feature weights")
 
 with ui.page_errors("weights"):

@@ -183,6 +183,28 @@ def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, t
         _assert_clean(page, link)
         _screenshot(page, SHOTS / f"{name}.png")
 
+    # selecting a point in the feature space opens that trajectory in the inspector (box selection; a
+    # plain click does not register as a selection in headless Chromium)
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Feature space", exact=True).click()
+    page.get_by_role("heading", name="Feature space").first.wait_for(timeout=60_000)
+    _settle(page)
+    page.wait_for_function("document.querySelector('.js-plotly-plot') && "
+                           "document.querySelector('.js-plotly-plot')._fullLayout", timeout=60_000)
+    xy = page.evaluate("""() => {
+        const gd = document.querySelector('.js-plotly-plot');
+        const tr = gd._fullData.find(t => t.x && t.x.length);
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+        return [box.left + xa._offset + xa.l2p(tr.x[0]), box.top + ya._offset + ya.l2p(tr.y[0]), tr.customdata[0][1]];
+    }""")
+    page.mouse.move(xy[0] - 12, xy[1] - 12)          # box-select around the point (dragmode "select")
+    page.mouse.down()
+    page.mouse.move(xy[0] + 12, xy[1] + 12, steps=8)
+    page.mouse.up()
+    page.get_by_role("heading", name="Trajectory inspector").first.wait_for(timeout=60_000)
+    _settle(page)
+    page.get_by_text(f"{xy[2]} · dataset").first.wait_for(timeout=30_000)   # the inspector shows that trajectory
+    _assert_clean(page, "inspector opened from the feature space")
+
     # the hostile trajectory in the inspector: its markup shows as text and never runs
     page.get_by_label("Find a trajectory (id or words of the question)").fill("evil-1")
     page.keyboard.press("Enter")
