@@ -43,9 +43,10 @@ _WORDS = [" the", " of", " and", " to", " a", " in", " is", " Thought", ":", " A
 def sample_dir() -> tuple[Path, str]:
     from .formats import SUFFIXES
 
+    from .store import _sample_files
+
     own = ROOT / "sample_runs"
-    if own.is_dir() and any(p.is_file() and p.name.endswith(SUFFIXES) and not p.name.startswith(("_", "."))
-                            for p in own.iterdir()):
+    if own.is_dir() and _sample_files(own, SUFFIXES):
         return own, "sample_runs/"
     uala = ROOT.parent / "shared" / "data" / "uala-hotpotqa"
     return uala, f"{uala} (stand-in: sample_runs/ is empty)"

@@ -421,7 +421,8 @@ class Store:
 
     # ------------------------------------------------------------- samples
     def ensure_samples(self, sample_dir: str | os.PathLike | None) -> tuple[str, list[AddResult]]:
-        """On the first start with an empty store, load the shipped sample runs (one run set per file).
+        """On the first start with an empty store, load the shipped sample runs (one run set per file, sub-folders
+        included, entries starting with '_' or '.' skipped).
 
         Returns (status, results); status is 'loaded', 'present' (the store already has data or the
         samples were loaded before), 'missing' (no sample folder or no files in it) or 'failed'.
@@ -431,8 +432,7 @@ class Store:
         from .formats import SUFFIXES, load
 
         folder = Path(sample_dir) if sample_dir is not None else None
-        files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(SUFFIXES)
-                       and not p.name.startswith(("_", "."))) if folder is not None and folder.is_dir() else []
+        files = _sample_files(folder, SUFFIXES) if folder is not None and folder.is_dir() else []
         if not files:
             return "missing", []
         results = []
@@ -442,6 +442,19 @@ class Store:
                 results.append(self.add_run_set(ts, name=f"sample: {f.name}", report=rep))
         self.set_setting("samples_loaded", "1")
         return ("loaded" if results else "failed"), results
+
+
+def _sample_files(folder: Path, suffixes: tuple) -> list[Path]:
+    """Trace files under ``folder`` (sub-folders too), skipping entries whose name starts with '_' or '.'."""
+    out = []
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(("_", ".")):
+            continue
+        if p.is_dir():
+            out.extend(_sample_files(p, suffixes))
+        elif p.is_file() and p.name.endswith(suffixes):
+            out.append(p)
+    return out
 
 
 def _one(con, sql: str, params: list | None = None):

@@ -251,12 +251,19 @@ def test_ensure_samples(tmp_path, uala_run_a):
     samples.mkdir()
     (samples / "run.jsonl").write_text("".join(uala_run_a.read_text().splitlines(True)[:30]))
     (samples / "_private.jsonl").write_text("not json\n")
+    (samples / "family").mkdir()
+    (samples / "family" / "more.jsonl").write_text("".join(uala_run_a.read_text().splitlines(True)[30:40]))
+    (samples / "_raw").mkdir()
+    (samples / "_raw" / "raw.jsonl").write_text("not json\n")
+    (samples / "notes.sh").write_text("echo\n")
     s = Store(tmp_path / "data")
     status, results = s.ensure_samples(samples)
-    assert status == "loaded" and len(results) == 1 and results[0].kept == 30
+    assert status == "loaded" and [r.kept for r in results] == [10, 30]
+    assert sorted(s.list_run_sets()["name"]) == ["sample: more.jsonl", "sample: run.jsonl"]
     assert s.ensure_samples(samples)[0] == "present"
     # deleting everything does not bring the samples back on the next start
-    s.delete_run_set(results[0].run_set_id)
+    for r in results:
+        s.delete_run_set(r.run_set_id)
     assert s.ensure_samples(samples)[0] == "present"
     assert Store(tmp_path / "empty").ensure_samples(tmp_path / "nowhere")[0] == "missing"
 
