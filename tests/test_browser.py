@@ -62,10 +62,15 @@ def _free_port() -> int:
 def server(tmp_path_factory, uala_run_a):
     _require_browser()
     root = tmp_path_factory.mktemp("browser")
-    samples = root / "samples"
-    samples.mkdir()
-    lines = uala_run_a.read_text(encoding="utf-8").splitlines(True)[:60]
-    (samples / "hotpot-sample.jsonl").write_text("".join(lines), encoding="utf-8")
+    from htc_core.formats import SUFFIXES
+    from htc_core.store import _sample_files
+
+    samples = REPO / "sample_runs"
+    if not (samples.is_dir() and _sample_files(samples, SUFFIXES)):    # the shipped runs, else 60 UALA runs
+        samples = root / "samples"
+        samples.mkdir()
+        lines = uala_run_a.read_text(encoding="utf-8").splitlines(True)[:60]
+        (samples / "hotpot-sample.jsonl").write_text("".join(lines), encoding="utf-8")
     port = _free_port()
     env = dict(os.environ, HTC_DASHBOARD_ALPHAS="0.1,1,10", PYTHONUNBUFFERED="1")
     log = open(root / "streamlit.log", "w")
