@@ -26,6 +26,7 @@ def _data(seed=0, n=200, d=48):
 def test_defaults_follow_the_paper():
     c = HTCCalibrator()
     assert c.variant == "reduced" and c.inner_folds == 5 and c.random_state == 42 and c.max_iter == 1000
+    assert c.tol == 1e-3  # liblinear's stopping tolerance, see the HTCCalibrator docstring
     assert tuple(c.alphas) == (0.001, 0.01, 0.1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 50)
     assert DEFAULT_ALPHAS == tuple(c.alphas)
 
@@ -42,7 +43,7 @@ def test_matches_sklearn_pipeline_at_chosen_alpha(variant, penalty):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = LogisticRegression(C=1 / c.alpha_, l1_ratio=1.0 if penalty == "l1" else 0.0, solver="liblinear",
-                                 max_iter=1000, random_state=42).fit(Xs, y)
+                                 tol=c.tol, max_iter=1000, random_state=42).fit(Xs, y)
     np.testing.assert_allclose(c.coef_, ref.coef_, atol=1e-10)
     np.testing.assert_allclose(c.predict_proba(X), ref.predict_proba(Xs), atol=1e-10)
     assert c.coef_.shape == (1, 48) and c.intercept_.shape == (1,)
