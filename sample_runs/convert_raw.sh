@@ -23,7 +23,10 @@ for stem, files in sorted(logs.items()):
         recorded += ts.n_trajectories
         parts.append(ts.labeled())
     keep = concat(parts)
-    order = sorted(range(keep.n_trajectories), key=lambda i: keep.ids[i])
+    first = {}
+    for i, tid in enumerate(keep.ids):  # a task recorded by two processes: keep one copy
+        first.setdefault(tid, i)
+    order = sorted(first.values(), key=lambda i: keep.ids[i])
     keep = keep.take(order)
     os.makedirs(f"sample_runs/{fam}", exist_ok=True)
     native.write(keep, f"sample_runs/{fam}/{stem}.jsonl")
