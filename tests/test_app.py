@@ -23,12 +23,14 @@ HOSTILE_TOKENS = ["<script>", "alert(1)", "</script>", "<img src=x onerror=alert
 
 
 @pytest.fixture(scope="module")
-def sample_dir(tmp_path_factory, uala_run_a) -> Path:
+def sample_dir(tmp_path_factory) -> Path:
+    """50 of the project's own recorded runs (sample_runs/, always in the repo) plus one hostile trace."""
     d = tmp_path_factory.mktemp("samples")
-    lines = uala_run_a.read_text(encoding="utf-8").splitlines(True)[:50]
-    (d / "hotpot-small.jsonl").write_text("".join(lines), encoding="utf-8")
+    shipped = REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+    lines = shipped.read_text(encoding="utf-8").splitlines(True)[:50]
+    (d / "arithmetic-small.jsonl").write_text("".join(lines), encoding="utf-8")
     evil = make_traj("evil-1", [([-0.1, -2.0, -0.3, -0.05, -1.0], None)], success=False, question=HOSTILE_Q,
-                     dataset="HotpotQA", model="Llama-2-70b-hf", answer="<b>Paris</b>", gold="Rome")
+                     dataset="arithmetic", model="SmolLM2-135M-greedy", answer="<b>Paris</b>", gold="Rome")
     evil["steps"][0]["tokens"] = HOSTILE_TOKENS
     evil["steps"][0]["text"] = "".join(HOSTILE_TOKENS)
     write_jsonl(d / "hostile.jsonl", [evil])

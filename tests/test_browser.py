@@ -63,18 +63,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, uala_run_a):
+def server(tmp_path_factory):
     _require_browser()
     root = tmp_path_factory.mktemp("browser")
-    from htc_core.formats import SUFFIXES
-    from htc_core.store import _sample_files
-
-    samples = REPO / "sample_runs"
-    if not (samples.is_dir() and _sample_files(samples, SUFFIXES)):    # the shipped runs, else 60 UALA runs
-        samples = root / "samples"
-        samples.mkdir()
-        lines = uala_run_a.read_text(encoding="utf-8").splitlines(True)[:60]
-        (samples / "hotpot-sample.jsonl").write_text("".join(lines), encoding="utf-8")
+    samples = REPO / "sample_runs"  # the shipped, project-recorded runs (always in the repo)
     port = _free_port()
     env = dict(os.environ, HTC_DASHBOARD_ALPHAS="0.1,1,10", PYTHONUNBUFFERED="1")
     log = open(root / "streamlit.log", "w")
@@ -149,7 +141,7 @@ def _assert_clean(page, where: str) -> None:
 
 def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, tmp_path):
     evil = make_traj("evil-1", [([-0.4, -0.01], None), ([-0.1, -2.0, -0.3, -0.05], None)], success=False,
-                     question=HOSTILE_Q, dataset="HotpotQA", model="Llama-2-70b-hf", answer="<b>x</b>")
+                     question=HOSTILE_Q, dataset="arithmetic", model="SmolLM2-135M-greedy", answer="<b>x</b>")
     evil["steps"][1]["tokens"] = ["<script>window.__pwned=3</script>", "<img src=x onerror=window.__pwned=4>",
                                   " plain", " text"]     # the last step: its token view is open
     good = [make_traj(f"up-{i}", [([-0.05 * (i % 7 + 1), -0.3, -0.01], None)], success=bool(i % 3),
