@@ -111,6 +111,8 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
     an earlier file already used is kept under ``id@file-stem`` with a warning,
     so that two runs over the same questions can be loaded together.
     """
+    from ._shared import add_record  # (_shared imports this module)
+
     seen: set[str] = set()
     for no, raw in lines:
         report.lines_read += 1
@@ -132,18 +134,7 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
         rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults)
         if rec is None:
             continue
-        if rec.id in seen:
-            report.error(file, no, "duplicate trajectory id in this file (the first one is kept)", field="id",
-                         value=rec.id, trajectory_id=rec.id)
-            continue
-        seen.add(rec.id)
-        if builder.has_id(rec.id):
-            new_id = unique_id(builder, rec.id, file)
-            report.warn(file, no, f"trajectory id also used in an earlier file; kept as {new_id!r}", field="id",
-                        value=rec.id, trajectory_id=rec.id)
-            rec.id = new_id
-        builder.add(rec)
-        report.trajectories_read += 1
+        add_record(builder, rec, report, file, no, seen)
 
 
 def unique_id(builder: TraceSetBuilder, tid: str, file: str) -> str:
