@@ -161,6 +161,21 @@ def container_kind(path: Path) -> str:
     return "jsonl"
 
 
+NO_DOCUMENT = object()
+
+
+def read_document_reported(path: Path, report: LoadReport, file: str) -> Any:
+    """``read_document`` for the readers: a parse error is reported and gives ``NO_DOCUMENT``;
+    a decoded document counts as one line read."""
+    try:
+        doc = read_document(path)
+    except ParseError as e:
+        report.error(file, e.line, e.reason, value=e.value)
+        return NO_DOCUMENT
+    report.lines_read += 1
+    return doc
+
+
 def read_document(path: Path) -> Any:
     """Decode a whole JSON document (one trajectory per file formats)."""
     with common.open_binary(path) as fh:

@@ -114,12 +114,9 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
     seen: set[str] = set()
     kind = _shared.container_kind(path)
     if kind == "json-object":
-        try:
-            doc = _shared.read_document(path)
-        except ParseError as e:
-            report.error(file, e.line, e.reason, value=e.value)
+        doc = _shared.read_document_reported(path, report, file)
+        if doc is _shared.NO_DOCUMENT:
             return
-        report.lines_read += 1
         _finish(parse_trajectory(doc, default_id=stem, report=report, file=file, line=1), builder, report,
                 defaults, file, 1, seen)
         return

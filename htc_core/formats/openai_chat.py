@@ -379,12 +379,9 @@ def read_container_file(path: Path, *, builder: TraceSetBuilder, report: LoadRep
         finish(acc, 1)
         return
     if kind == "json-object":
-        try:
-            doc = _shared.read_document(path)
-        except ParseError as e:
-            report.error(file, e.line, e.reason, value=e.value)
+        doc = _shared.read_document_reported(path, report, file)
+        if doc is _shared.NO_DOCUMENT:
             return
-        report.lines_read += 1
         if is_any_response(doc) or is_chunk_list(doc):
             acc = TrajAcc(stem, file, 1)
             add_call(acc, doc, report=report, file=file, line=1, field="")

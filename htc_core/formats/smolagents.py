@@ -203,12 +203,9 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
         _finish(acc, builder, report, defaults, file, 1, seen)
         return
     if kind == "json-object":
-        try:
-            doc = _shared.read_document(path)
-        except ParseError as e:
-            report.error(file, e.line, e.reason, value=e.value)
+        doc = _shared.read_document_reported(path, report, file)
+        if doc is _shared.NO_DOCUMENT:
             return
-        report.lines_read += 1
         _finish(_run_from_obj(doc, stem, report, file, 1), builder, report, defaults, file, 1, seen)
         return
     for no, raw in openai_chat._iter_lines(path, report, file):
