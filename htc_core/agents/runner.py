@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -97,6 +98,12 @@ def _content(resp: dict) -> str:
     return (resp["choices"][0]["message"].get("content") or "").strip()
 
 
+def step_seed(seed: int, task_id: str, step: int) -> int:
+    """Sampling seed of one LLM call: fixed by the run seed, the task and the step, so runs are reproducible
+    and different tasks do not share their random draws (only matters when temperature > 0)."""
+    return (seed + 1000 * step + zlib.crc32(task_id.encode()) * 7919) % 2**32
+
+
 def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = "local",
               on_call: Callable[[dict, dict, int], None] | None = None) -> AgentRun:
     """Drive one task to a final answer (or the step limit); returns the run with raw responses."""
@@ -108,7 +115,7 @@ def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = 
     for step in range(settings.max_steps):
         request = dict(model=model, messages=list(messages), max_tokens=settings.max_tokens,
                        temperature=settings.temperature, top_p=settings.top_p,
-                       seed=settings.seed + 1000 * step, stop=["Observation:", "\nQuestion:"],
+                       seed=step_seed(settings.seed, task.id, step), stop=["Observation:", "\nQuestion:"],
                        logprobs=True, top_logprobs=settings.top_logprobs)
         resp = client.chat.completions.create(**request)
         if on_call is not None:
