@@ -26,18 +26,18 @@ def _data(seed=0, n=200, d=48):
 def test_defaults_follow_the_paper():
     c = HTCCalibrator()
     assert c.variant == "reduced" and c.inner_folds == 5 and c.random_state == 42 and c.max_iter == 1000
-    assert c.tol == 1e-3  # liblinear's stopping tolerance, see the HTCCalibrator docstring
+    assert c.tol == 1e-4 and c.solver == "path"  # see the HTCCalibrator docstring
     assert tuple(c.alphas) == (0.001, 0.01, 0.1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 50)
     assert DEFAULT_ALPHAS == tuple(c.alphas)
 
 
 @pytest.mark.parametrize("variant,penalty", [("reduced", "l1"), ("full", "l2")])
-def test_matches_sklearn_pipeline_at_chosen_alpha(variant, penalty):
+def test_liblinear_solver_matches_sklearn_pipeline_at_chosen_alpha(variant, penalty):
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
     X, y = _data()
-    c = HTCCalibrator(variant=variant, alphas=FAST).fit(X, y)
+    c = HTCCalibrator(variant=variant, alphas=FAST, solver="liblinear", tol=1e-3).fit(X, y)
     assert c.fit(X, y) is c
     Xs = StandardScaler().fit_transform(X)
     with warnings.catch_warnings():
@@ -47,6 +47,24 @@ def test_matches_sklearn_pipeline_at_chosen_alpha(variant, penalty):
     np.testing.assert_allclose(c.coef_, ref.coef_, atol=1e-10)
     np.testing.assert_allclose(c.predict_proba(X), ref.predict_proba(Xs), atol=1e-10)
     assert c.coef_.shape == (1, 48) and c.intercept_.shape == (1,)
+
+
+@pytest.mark.parametrize("variant,penalty", [("reduced", "l1"), ("full", "l2")])
+def test_path_solver_matches_converged_sklearn_pipeline_at_chosen_alpha(variant, penalty):
+    """The default solver and a fully converged liblinear reach the same model (same objective)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = _data()
+    c = HTCCalibrator(variant=variant, alphas=FAST, tol=1e-9).fit(X, y)
+    Xs = StandardScaler().fit_transform(X)
+    ref = LogisticRegression(C=1 / c.alpha_, l1_ratio=1.0 if penalty == "l1" else 0.0, solver="liblinear",
+                             tol=1e-12, max_iter=100_000, random_state=42).fit(Xs, y)
+    np.testing.assert_allclose(c.coef_, ref.coef_, atol=1e-6)
+    np.testing.assert_allclose(c.intercept_, ref.intercept_, atol=1e-6)
+    np.testing.assert_allclose(c.predict_proba(X), ref.predict_proba(Xs), atol=1e-7)
+    if penalty == "l1":
+        assert np.array_equal(c.coef_ != 0, ref.coef_ != 0)
 
 
 def test_reduced_is_sparse_and_selected_features_are_named():
