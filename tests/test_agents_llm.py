@@ -48,3 +48,25 @@ def test_real_agent_run_is_recorded_and_reads_back(client, tmp_path):
     ts, rep = load(log)
     assert rep.rejected == 0 and ts.n_trajectories == 1 and ts.n_steps == len(run.steps) and ts.k == 5
     np.testing.assert_allclose(ts.logprob[: len(content)], [c["logprob"] for c in content])
+
+
+def test_collect_records_through_the_collector_and_imports(client, tmp_path):
+    """collect_runs drives real runs through htc_core.collect.Recorder; the call log and labels CSV
+    import into one labeled trajectory per task, the confidence question is not a step."""
+    import csv
+
+    from htc_core.agents.collect_runs import collect
+
+    summary = collect(client, "units", 2, "greedy", tmp_path, model_label="smollm2-test", log=lambda *_: None)
+    log, labels = tmp_path / "units_smollm2-test.calllog.jsonl", tmp_path / "units_smollm2-test.labels.csv"
+    assert summary["n"] == 2 and summary["calllog"] == str(log)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert {ln["metadata"]["config"] for ln in lines} == {"greedy"}          # written by the Recorder
+    assert all(ln["request"]["top_logprobs"] == 5 and ln["request"]["messages"] for ln in lines)
+    rows = list(csv.DictReader(labels.open()))
+    ts, rep = load(log, format="openai-calllog", labels=labels)
+    assert rep.rejected == 0 and ts.n_trajectories == 2 and ts.k == 5
+    assert sorted(ts.ids) == sorted(r["id"] for r in rows)
+    steps = {r["id"]: int(r["steps"]) for r in rows}
+    per_traj = {tid: sum(1 for ln in lines if ln["trajectory_id"] == tid) for tid in steps}
+    assert per_traj == steps                                                  # no extra call for the confidence

@@ -1,8 +1,10 @@
 """Record agent runs with a real local model: ``python -m htc_core.agents.collect_runs --help``.
 
 For each task the ReAct agent runs to a final answer; every LLM call is
-written to an openai-calllog JSONL file (one call per line, with
-trajectory id and step), and the outcome (success against gold, answer,
+recorded by the project's collector (``htc_core.collect.Recorder`` wrapping
+the client) to an openai-calllog JSONL file (one call per line, with
+trajectory id and step; the verbalized-confidence question goes through the
+unwrapped client, so it is not a step), and the outcome (success against gold, answer,
 verbalized confidence, ...) to a labels CSV. ``htc import CALLLOG --labels
 LABELS --out native.jsonl`` turns them into htc-trace JSONL.
 """
@@ -17,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..collect import Recorder
 from .runner import AgentSettings, run_agent
 from .tasks import FAMILIES, make_tasks
 
@@ -41,18 +44,17 @@ def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_see
     t0 = time.perf_counter()
     n_ok = 0
     n_tokens = 0
-    with open(calllog, "w", encoding="utf-8") as fh, open(labels, "w", newline="", encoding="utf-8") as lf:
+    calllog.unlink(missing_ok=True)  # the Recorder appends
+    recorder = Recorder(calllog, top_logprobs=settings.top_logprobs,
+                        metadata={"dataset": family, "config": config, "model": model_label})
+    recorded = recorder.wrap(client)
+    with recorder, open(labels, "w", newline="", encoding="utf-8") as lf:
         writer = csv.DictWriter(lf, fieldnames=LABEL_FIELDS)
         writer.writeheader()
         for i, task in enumerate(tasks):
             tid = f"{task.id}-{model_label}"
-
-            def on_call(request, response, step, _tid=tid):
-                fh.write(json.dumps({"trajectory_id": _tid, "step": step, "request": {
-                    k: v for k, v in request.items() if k != "messages"} | {"n_messages": len(request["messages"])},
-                    "response": response}, ensure_ascii=False) + "\n")
-
-            run = run_agent(client, task, settings, model=model_label, on_call=on_call)
+            with recorder.trajectory(tid):
+                run = run_agent(recorded, task, settings, model=model_label, confidence_client=client)
             n_ok += run.success
             n_tokens += sum(len(s["response"]["choices"][0]["logprobs"]["content"] or []) for s in run.steps
                             if s["response"]["choices"][0].get("logprobs"))
@@ -66,7 +68,6 @@ def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_see
                 el = time.perf_counter() - t0
                 log(f"{family}/{config}: {i + 1}/{n} runs, success {n_ok / (i + 1):.2f}, "
                     f"{(i + 1) / el * 60:.1f} trajectories/min, {n_tokens / el:.1f} generated tokens/s")
-                fh.flush()
                 lf.flush()
     el = time.perf_counter() - t0
     return {"family": family, "config": config, "model": model_label, "n": n, "success_rate": n_ok / max(n, 1),

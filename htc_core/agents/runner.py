@@ -105,8 +105,14 @@ def step_seed(seed: int, task_id: str, step: int) -> int:
 
 
 def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = "local",
-              on_call: Callable[[dict, dict, int], None] | None = None) -> AgentRun:
-    """Drive one task to a final answer (or the step limit); returns the run with raw responses."""
+              on_call: Callable[[dict, dict, int], None] | None = None,
+              confidence_client: Any = None) -> AgentRun:
+    """Drive one task to a final answer (or the step limit); returns the run with raw responses.
+
+    ``confidence_client`` (default ``client``) asks the verbalized-confidence question after the final
+    answer; pass the unrecorded client when ``client`` is wrapped by a ``Recorder``, so that question is
+    stored on the trajectory (``run.verbalized_confidence``) and not recorded as an agent step.
+    """
     tool = TOOL_OF_FAMILY[task.family]
     messages = [{"role": "system", "content": system_prompt(tool)}, *few_shot(tool),
                 {"role": "user", "content": f"Question: {task.question}"}]
@@ -141,7 +147,8 @@ def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = 
     if settings.ask_confidence and run.answer is not None:
         messages.append({"role": "user", "content": "How confident are you that your final answer is correct? "
                                                     "Reply with only a number from 0 to 100."})
-        resp = client.chat.completions.create(model=model, messages=messages, max_tokens=6, temperature=0.0,
+        asker = client if confidence_client is None else confidence_client
+        resp = asker.chat.completions.create(model=model, messages=messages, max_tokens=6, temperature=0.0,
                                               seed=settings.seed, logprobs=False)
         run.confidence_text = _content(resp)
         m = CONF_NUM.search(run.confidence_text)
