@@ -2,7 +2,7 @@
 # Convert the raw recordings (openai-calllog + labels CSV, possibly split over several _raw* folders)
 # into htc-trace JSONL, one folder per family, through the project's own importer. Only trajectories with
 # a labels row are kept (a recording stopped mid-run leaves its last calls without an outcome). The
-# arithmetic call log (labeled part) and its labels CSV are kept under _calllog/ as an importer example.
+# greedy arithmetic call log (labeled part) and its labels CSV are kept under _calllog/ as an importer example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p sample_runs/_calllog
@@ -32,7 +32,7 @@ for stem, files in sorted(logs.items()):
     native.write(keep, f"sample_runs/{fam}/{stem}.jsonl")
     print(f"sample_runs/{fam}/{stem}.jsonl: {keep.n_trajectories} labeled trajectories of {recorded} recorded, "
           f"success rate {keep.labels.mean():.3f}")
-    if fam == "arithmetic":
+    if fam == "arithmetic" and stem.endswith("-greedy"):
         ids = set(keep.ids)
         with open(f"sample_runs/_calllog/{stem}.calllog.jsonl", "w") as dst:
             for log in files:
