@@ -100,6 +100,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _start_app(port: int, data_dir: Path, samples: Path, env: dict) -> subprocess.Popen:
+    """``streamlit run app.py`` on ``port`` with the given store and sample folder, output discarded."""
+    return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
+                             "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
+                             str(samples)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120) -> None:
+    """Load the app's URL in ``page``, retrying until the server answers (or ``limit_s`` passes)."""
+    deadline = time.time() + limit_s
+    while True:
+        try:
+            page.goto(f"http://127.0.0.1:{port}", timeout=attempt_ms)
+            return
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(pause_s)
+
+
 def cold_start_browser(data_dir: Path, samples: Path, env: dict) -> float | None:
     try:
         from playwright.sync_api import sync_playwright
@@ -114,20 +134,9 @@ def cold_start_browser(data_dir: Path, samples: Path, env: dict) -> float | None
                                                                "--disable-background-networking", "--no-first-run"])
         page = b.new_page()
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-                                 "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
-                                 str(samples)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = _start_app(port, data_dir, samples, env)
         try:
-            deadline = time.time() + 120
-            while True:
-                try:
-                    page.goto(f"http://127.0.0.1:{port}", timeout=2000)
-                    break
-                except Exception:
-                    if time.time() > deadline:
-                        raise
-                    time.sleep(0.1)
+            _open_when_up(page, port, attempt_ms=2000, pause_s=0.1)
             page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)   # the run-set table drawn
             return time.perf_counter() - t0
         finally:
@@ -212,23 +221,13 @@ def upload_browser(data_dir: Path, calllog: Path, labels: Path, seeds: int, env:
     port = _free_port()
     empty = data_dir / "no-samples"
     empty.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-                             "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
-                             str(empty)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _start_app(port, data_dir, empty, env)
     try:
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu",
                                                                    "--disable-background-networking", "--no-first-run"])
             page = b.new_page(viewport={"width": 1400, "height": 1000})
-            deadline = time.time() + 120
-            while True:
-                try:
-                    page.goto(f"http://127.0.0.1:{port}", timeout=3000)
-                    break
-                except Exception:
-                    if time.time() > deadline:
-                        raise
-                    time.sleep(0.2)
+            _open_when_up(page, port, attempt_ms=3000, pause_s=0.2)
             page.get_by_role("button", name="Upload and store").wait_for(timeout=120_000)
             inputs = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
             t0 = time.perf_counter()
