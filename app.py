@@ -7,15 +7,16 @@ Opens on the shipped sample_runs/ the first time the store is empty.
 """
 
 import logging
+from pathlib import Path
 
 import streamlit as st
 
-from htc_core import dashboard as ui
+from htc_core.app import ui
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 st.set_page_config(page_title="HTC · agent run calibration", page_icon=":material/target:", layout="wide")
-ui.configure()
+ui.configure(app_dir=Path(__file__).resolve().parent)
 
 pages = [
     st.Page(ui.PAGES["runs"], title="Runs", icon=":material/folder_open:", default=True),

@@ -153,7 +153,7 @@ def _seeds_arg(value: str) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluation import EvaluationError, evaluate
+    from .calibration.evaluation import EvaluationError, evaluate
 
     ts, _ = load_inputs(args)
     ts = _labeled_only(ts, "evaluate")
@@ -174,7 +174,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from .calibrators import HTCCalibrator
+    from .calibration.calibrators import HTCCalibrator
     from .features import extract
 
     ts, _ = load_inputs(args)
@@ -196,8 +196,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .baselines import BASELINE_COLUMNS, baseline_confidences
-    from .calibrators import HTCCalibrator
+    from .calibration.baselines import BASELINE_COLUMNS, baseline_confidences
+    from .calibration.calibrators import HTCCalibrator
     from .features import extract
 
     try:

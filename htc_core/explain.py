@@ -2,7 +2,7 @@
 
 Everything here turns fitted models, feature matrices and evaluation results
 into small typed result objects (data frames and dataclasses) that
-``htc_core.plots`` draws and the pages show; nothing here imports Streamlit.
+``htc_core.app.plots`` draws and the pages show; nothing here imports Streamlit.
 
 - :func:`explain_trajectory`: per-feature contributions to the logit
   (weight x standardized value, summing with the intercept to the model's
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .features import FEATURE_NAMES, REGISTRY, build_context
-from .metrics import ReliabilityCurve, auroc, brier_score, expected_calibration_error, reliability_curve
+from .calibration.metrics import ReliabilityCurve, auroc, brier_score, expected_calibration_error, reliability_curve
 from .traces import TraceSet
 
 __all__ = [
@@ -375,7 +375,7 @@ class DatasetWeights:
 def dataset_weights(X, labels, groups, *, variant: str = "full", min_per_class: int = 5,
                     alphas: Sequence[float] | None = None) -> DatasetWeights:
     """Fit one HTC calibrator per group (e.g. dataset) and collect the weights."""
-    from .calibrators import DEFAULT_ALPHAS, HTCCalibrator
+    from .calibration.calibrators import DEFAULT_ALPHAS, HTCCalibrator
 
     Xv = _check_matrix(X)
     y = np.asarray(labels, dtype=np.float64)

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from htc_core import dashboard as ui
-from htc_core import explain, plots
-from htc_core.evaluation import EvaluationError
+from htc_core.app import ui
+from htc_core import explain
+from htc_core.app import plots
+from htc_core.calibration.evaluation import EvaluationError
 from htc_core.features import FEATURE_NAMES, REGISTRY
 
 ui.require_app("compare")

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from htc_core import dashboard as ui
+from htc_core.app import ui
 from htc_core import explain
-from htc_core.evaluation import EvaluationError
+from htc_core.calibration.evaluation import EvaluationError
 
 ui.require_app("examples")
 st.title("Examples")

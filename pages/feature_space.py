@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from htc_core import dashboard as ui
-from htc_core import plots
+from htc_core.app import ui
+from htc_core.app import plots
 
 ui.require_app("feature_space")
 st.title("Feature space")

@@ -3,9 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from htc_core import dashboard as ui
-from htc_core import explain, plots
-from htc_core.store import browse
+from htc_core.app import ui
+from htc_core import explain
+from htc_core.app import plots
+from htc_core.app.store import browse
 
 ui.require_app("inspector")
 st.title("Trajectory inspector")

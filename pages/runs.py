@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from htc_core import dashboard as ui
-from htc_core.store import browse
+from htc_core.app import ui
+from htc_core.app.store import browse
 
 ui.require_app("runs")
 st.title("Runs")

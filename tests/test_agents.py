@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from htc_core.agents.runner import ACTION, FINAL, TOOL_OF_FAMILY, few_shot, system_prompt
-from htc_core.agents.tasks import FAMILIES, check_answer, make_tasks
-from htc_core.agents.tools import calculator, converter, python_sandbox, run_tool, search
+from htc_core.demo_agent.runner import ACTION, FINAL, TOOL_OF_FAMILY, few_shot, system_prompt
+from htc_core.demo_agent.tasks import FAMILIES, check_answer, make_tasks
+from htc_core.demo_agent.tools import calculator, converter, python_sandbox, run_tool, search
 
 
 def test_calculator():

@@ -10,9 +10,9 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-import htc_core.dashboard as ui
-from htc_core.calibrators import HTCCalibrator
-from htc_core.store import Store, build_workspace
+import htc_core.app.ui as ui
+from htc_core.calibration.calibrators import HTCCalibrator
+from htc_core.app.store import Store, build_workspace
 
 from conftest import REPO, make_traj, write_jsonl
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from htc_core.baselines import (TemperatureScaling, baseline_confidences, bottom10, global_trace_tp, last_step_tp,
+from htc_core.calibration.baselines import (TemperatureScaling, baseline_confidences, bottom10, global_trace_tp, last_step_tp,
                                 lowest_group, tail)
 from htc_core.traces import TraceSet
 

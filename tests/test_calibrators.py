@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from htc_core import __version__
-from htc_core.calibrators import DEFAULT_ALPHAS, HTCCalibrator
+from htc_core.calibration.calibrators import DEFAULT_ALPHAS, HTCCalibrator
 from htc_core.features import FEATURE_NAMES
 
 FAST = (1.0, 5.0, 20.0)

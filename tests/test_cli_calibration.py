@@ -79,7 +79,7 @@ def test_fit_then_score_unlabeled(tmp_path, capsys):
                                 "tail"]
     assert len(df) == 15 and df.confidence.between(0, 1).all()
     # same numbers as the library
-    from htc_core.calibrators import HTCCalibrator
+    from htc_core.calibration.calibrators import HTCCalibrator
     from htc_core.features import extract
     from htc_core.formats import load
 

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import htc_core.evaluation as ev
-from htc_core.calibrators import HTCCalibrator
-from htc_core.evaluation import EvaluationError, evaluate
+import htc_core.calibration.evaluation as ev
+from htc_core.calibration.calibrators import HTCCalibrator
+from htc_core.calibration.evaluation import EvaluationError, evaluate
 from htc_core.traces import TraceSet, _empty_meta
 
 FAST = (1.0, 5.0, 20.0)
@@ -43,7 +43,7 @@ def test_result_structure_and_pooled_metrics():
     assert r.seeds == [42, 43] and r.oof_all["HTC-Reduced"].shape == (2, 60)
     assert np.isfinite(r.oof_all["HTC-Reduced"]).all()
     # headline = metrics of pooled OOF predictions, mean over repeats
-    from htc_core.metrics import auroc, brier_score, expected_calibration_error
+    from htc_core.calibration.metrics import auroc, brier_score, expected_calibration_error
 
     for m in ("HTC-Reduced", "Bottom10+Temp"):
         vals = [brier_score(r.labels, r.oof_all[m][i]) for i in range(2)]
@@ -52,7 +52,7 @@ def test_result_structure_and_pooled_metrics():
         e = [expected_calibration_error(r.labels, r.oof_all[m][i]) for i in range(2)]
         assert r.summary[m]["ece"]["mean"] == pytest.approx(np.mean(e))
     # raw baselines: OOF == the raw confidence
-    from htc_core.baselines import baseline_confidences
+    from htc_core.calibration.baselines import baseline_confidences
 
     np.testing.assert_allclose(r.oof["GlobalTrace-TP"], baseline_confidences(ts)["GlobalTrace-TP"])
     assert set(r.per_fold.columns) >= {"method", "seed", "fold", "n_test", "ece", "brier", "auroc", "n_features",
@@ -128,7 +128,7 @@ def _alpha_and_pred(X, y, folds, f):
 
 
 def test_baseline_temperature_fit_on_training_folds_only(monkeypatch):
-    from htc_core import baselines
+    from htc_core.calibration import baselines
 
     sizes = []
     orig = baselines.TemperatureScaling.fit

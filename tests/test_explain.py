@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from htc_core import explain
-from htc_core.calibrators import HTCCalibrator
+from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.confidence import token_confidence
-from htc_core.evaluation import evaluate
+from htc_core.calibration.evaluation import evaluate
 from htc_core.features import FEATURE_NAMES, REGISTRY, build_context, extract
 from htc_core.formats import load
-from htc_core.metrics import expected_calibration_error
+from htc_core.calibration.metrics import expected_calibration_error
 
 
 @pytest.fixture(scope="module")

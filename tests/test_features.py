@@ -12,8 +12,8 @@ import pytest
 from conftest import LOG, PAPER, make_traj, write_jsonl
 from htc_core.features import FAMILIES, FEATURE_NAMES, N_FEATURES, REGISTRY, extract, get_feature
 from htc_core.formats import native
-from oracle import features as oracle_features
-from oracle import features_of_trajectory_dict
+from htc_core.features.reference import features as oracle_features
+from htc_core.features.reference import features_of_trajectory_dict
 
 TOL = dict(rtol=1e-9, atol=1e-9)
 

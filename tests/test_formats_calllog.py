@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from htc_core.bench_formats import make_call
+from htc_core.synthetic import make_call
 from htc_core.formats import detect, load
 
 

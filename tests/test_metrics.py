@@ -5,7 +5,7 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from htc_core.metrics import (UndefinedMetricWarning, auroc, bin_predictions, brier_score,
+from htc_core.calibration.metrics import (UndefinedMetricWarning, auroc, bin_predictions, brier_score,
                               expected_calibration_error, reliability_curve, wilson_interval,
                               _fast_auroc, _fast_brier, _fast_ece)
 

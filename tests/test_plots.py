@@ -1,4 +1,4 @@
-"""Plotly builders (htc_core.plots): they draw the result objects as given, and escape trace text."""
+"""Plotly builders (htc_core.app.plots): they draw the result objects as given, and escape trace text."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from htc_core import explain, plots
-from htc_core.calibrators import HTCCalibrator
+from htc_core import explain
+from htc_core.app import plots
+from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.features import FEATURE_NAMES
-from htc_core.metrics import reliability_curve
-from htc_core.projection import Projection
+from htc_core.calibration.metrics import reliability_curve
+from htc_core.app.projection import Projection
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 

@@ -1,11 +1,11 @@
-"""2-D projections (htc_core.projection): shapes, determinism, progress, small and bad inputs."""
+"""2-D projections (htc_core.app.projection): shapes, determinism, progress, small and bad inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from htc_core.projection import expected_seconds, project
+from htc_core.app.projection import expected_seconds, project
 
 
 def blobs(n=120, d=48, seed=0):

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from htc_core.formats import load
-from htc_core.store import Store, browse, build_workspace, ingest
+from htc_core.app.store import Store, browse, build_workspace, ingest
 from htc_core.traces import TraceSet
 
 from conftest import REPO, make_traj, write_jsonl
@@ -168,7 +168,7 @@ def test_process_killed_mid_upload_leaves_the_store_as_before(tmp_path):
     code = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / 'tests')!r})
-        from htc_core.store import Store
+        from htc_core.app.store import Store
         from test_store import synthetic_set
         s = Store({str(tmp_path)!r})
         s._fail_hook = lambda stage: os._exit(3) if stage == "before_commit" else None
@@ -210,7 +210,7 @@ def test_two_processes_upload_at_once_both_keep_their_data(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / 'tests')!r})
-        from htc_core.store import Store
+        from htc_core.app.store import Store
         from test_store import synthetic_set
         s = Store({str(tmp_path)!r})
         for j in range(3):

@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .report import LoadReport
-from .traces import META_COLUMNS, TraceSet, concat
+from ..report import LoadReport
+from ..traces import META_COLUMNS, TraceSet, concat
 
 __all__ = ["Store", "AddResult", "default_data_dir", "DB_FILE", "StoreError"]
 
@@ -429,7 +429,7 @@ class Store:
         """
         if self.get_setting("samples_loaded") == "1" or self.run_set_ids():
             return "present", []
-        from .formats import SUFFIXES, load
+        from ..formats import SUFFIXES, load
 
         folder = Path(sample_dir) if sample_dir is not None else None
         files = _sample_files(folder, SUFFIXES) if folder is not None and folder.is_dir() else []
@@ -677,7 +677,7 @@ def browse(frame: pd.DataFrame, *, datasets: Sequence[str] | None = None, models
 
 
 def _features_for(store: "Store", run_set_id: str, ts: TraceSet, profile: str, top_k: int):
-    from .features import FEATURE_NAMES, FeatureMatrix, extract
+    from ..features import FEATURE_NAMES, FeatureMatrix, extract
 
     hit = store.get_features(run_set_id, profile, top_k)
     if hit is not None and hit[0].shape == (ts.n_trajectories, len(FEATURE_NAMES)) and list(hit[1]) == list(FEATURE_NAMES):
@@ -691,8 +691,8 @@ def build_workspace(store: "Store", *, profile: str = "paper", top_k: int = 5,
                     run_set_ids: Sequence[str] | None = None) -> Workspace:
     """Load run sets (all by default) with their features (from the store's cache, computed and cached
     when missing) and raw baseline confidences."""
-    from .baselines import baseline_confidences
-    from .features import FEATURE_NAMES, FeatureMatrix
+    from ..calibration.baselines import baseline_confidences
+    from ..features import FEATURE_NAMES, FeatureMatrix
 
     ids = store.run_set_ids() if run_set_ids is None else list(run_set_ids)
     sets, fms, owners = [], [], []
@@ -715,7 +715,7 @@ def ingest(store: "Store", paths: Sequence[str | os.PathLike], *, name: str, lab
     """Read files (any supported format, optional labels file), store them as one run set and cache
     their features. ``fields`` (dataset/model/framework) fill what the files leave empty.
     ``progress(fraction, message)`` is called between the stages."""
-    from .formats import load
+    from ..formats import load
 
     def tick(f: float, msg: str) -> None:
         if progress is not None:
@@ -732,7 +732,7 @@ def ingest(store: "Store", paths: Sequence[str | os.PathLike], *, name: str, lab
     tick(0.85, "computing features")
     if res.kept:
         kept = ts if not res.duplicates else ts.filter(~pd.Series(ts.ids).duplicated(keep="first").to_numpy())
-        from .features import extract
+        from ..features import extract
 
         fm = extract(kept, profile=profile, top_k=top_k)
         store.put_features(res.run_set_id, profile, top_k, fm.values, fm.names)

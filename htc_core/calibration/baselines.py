@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .confidence import token_confidence
-from .features.segments import seg_mean, seg_min, seg_sum
-from .traces import TraceSet
+from ..confidence import token_confidence
+from ..features.segments import seg_mean, seg_min, seg_sum
+from ..traces import TraceSet
 
 __all__ = [
     "RAW_BASELINES", "BASELINE_COLUMNS", "token_probabilities", "last_step_tp", "global_trace_tp", "bottom10",

@@ -137,8 +137,8 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     total, message)`` is called after every outer fold.
     Raises :class:`EvaluationError` with a readable message on unusable input.
     """
-    from .features import extract
-    from .traces import TraceSet
+    from ..features import extract
+    from ..traces import TraceSet
 
     seed_list = _seed_list(seeds)
     if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
@@ -219,7 +219,7 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
                 skipped[m] = "baselines need the token traces (a TraceSet), not a feature matrix"
         skipped["Verbalized"] = "baselines need the token traces (a TraceSet), not a feature matrix"
     if names is None:
-        from .features import FEATURE_NAMES
+        from ..features import FEATURE_NAMES
 
         names = list(FEATURE_NAMES) if X.shape[1] == len(FEATURE_NAMES) else [f"x{i}" for i in range(X.shape[1])]
     if not np.isfinite(X).all():

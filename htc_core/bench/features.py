@@ -1,4 +1,4 @@
-"""Benchmarks that print figures (never timed assertions): ``python -m htc_core.bench [features|all]``.
+"""Feature-extraction benchmark (figures, never timed assertions): ``python -m htc_core.bench features``.
 
 Each figure is measured in the same run as a plain reference, so the ratios
 hold on a noisy shared machine even when absolute times move.
@@ -19,42 +19,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .features import extract
-from .traces import TraceSet, _empty_meta
+from ..features import extract
+from ..synthetic import synthetic_trace_set
+from ..traces import TraceSet
 
-
-def synthetic_trace_set(n_traj: int = 10_000, n_steps: int = 10, n_tokens: int = 50, k: int = 5,
-                        seed: int = 0) -> TraceSet:
-    """Random trace set of n_traj x n_steps x n_tokens tokens with k sorted alternatives (vectorized)."""
-    rng = np.random.default_rng(seed)
-    n = n_traj * n_steps * n_tokens
-    logprob = np.log(rng.beta(4.0, 1.0, n) + 1e-12)
-    top = np.empty((n, k))
-    if k:
-        top[:, 0] = np.maximum(logprob, np.log(rng.uniform(0.3, 1.0, n)))
-        gaps = rng.exponential(1.5, (n, k - 1)) if k > 1 else np.zeros((n, 0))
-        top[:, 1:] = top[:, :1] - np.cumsum(gaps, axis=1)
-    meta = _empty_meta(n_traj)
-    meta["id"] = np.array([f"syn-{i}" for i in range(n_traj)], dtype=object)
-    meta["success"] = pd.array(rng.random(n_traj) < 0.5, dtype="boolean")
-    return TraceSet(
-        logprob=logprob,
-        top_logprobs=top,
-        step_offsets=np.arange(0, n + 1, n_tokens, dtype=np.int64),
-        traj_offsets=np.arange(0, n_traj * n_steps + 1, n_steps, dtype=np.int64),
-        meta=meta,
-    )
 
 
 def _load_oracle():
-    tests = Path(__file__).resolve().parents[1] / "tests"
-    if not (tests / "oracle.py").is_file():
-        return None
-    sys.path.insert(0, str(tests))
-    try:
-        return importlib.import_module("oracle")
-    finally:
-        sys.path.pop(0)
+    from ..features import reference
+
+    return reference
 
 
 def _oracle_inputs(ts: TraceSet, n: int) -> list:
@@ -101,7 +75,6 @@ def bench_features(print_fn=print, n_traj: int = 10_000, repeats: int = 3, oracl
     result = {"tokens": ts.n_tokens, "vectorized_tokens_per_s": vec_tps, "peak_mib": total_peak}
     oracle = _load_oracle()
     if oracle is None:
-        print_fn("loop oracle: tests/oracle.py not found (run from a source checkout for the ratio)")
         return result
     sub = ts.take(np.arange(oracle_traj))
     inputs = _oracle_inputs(sub, oracle_traj)
@@ -118,22 +91,12 @@ def bench_features(print_fn=print, n_traj: int = 10_000, repeats: int = 3, oracl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m htc_core.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="?", default="all", choices=["features", "calibration", "formats", "all"])
-    parser.add_argument("--trajectories", type=int, default=10_000, help="synthetic trajectories for 'features'")
+    parser = argparse.ArgumentParser(prog="python -m htc_core.bench features", description=__doc__.splitlines()[0])
+    parser.add_argument("--trajectories", type=int, default=10_000, help="synthetic trajectories (default 10,000)")
     args = parser.parse_args(argv)
     if os.environ.get("OMP_NUM_THREADS") is None:
         print("note: set OMP_NUM_THREADS=1 for one-core figures", file=sys.stderr)
-    if args.what in ("features", "all"):
-        bench_features(n_traj=args.trajectories)
-    for name in ("calibration", "formats"):
-        if args.what in (name, "all"):
-            try:
-                mod = importlib.import_module(f"htc_core.bench_{name}")
-            except ImportError:
-                print(f"== {name}: benchmark not available ==")
-                continue
-            mod.run(print_fn=print)
+    bench_features(n_traj=args.trajectories)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Record agent runs with a real local model: ``python -m htc_core.agents.collect_runs --help``.
+"""Record agent runs with a real local model: ``python -m htc_core.demo_agent.collect_runs --help``.
 
 For each task the ReAct agent runs to a final answer; every LLM call is
 recorded by the project's collector (``htc_core.collect.Recorder`` wrapping
@@ -76,7 +76,7 @@ def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_see
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m htc_core.agents.collect_runs", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m htc_core.demo_agent.collect_runs", description=__doc__.splitlines()[0])
     p.add_argument("--family", action="append", choices=sorted(FAMILIES), help="task family (repeatable; default all)")
     p.add_argument("--n", type=int, default=250, help="tasks per family (default 250)")
     p.add_argument("--config", default="greedy", choices=sorted(CONFIGS), help="decoding configuration")

@@ -35,8 +35,9 @@ from .store import Store, Workspace, build_workspace, default_data_dir, ingest
 
 log = logging.getLogger("htc.dashboard")
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SAMPLE_DIR = ROOT / "sample_runs"
+# The shipped sample runs sit next to app.py (which passes its own folder to :func:`configure`); the package
+# itself may be installed anywhere, so this is never derived from this file's location.
+SAMPLE_DIR_NAME = "sample_runs"
 
 # session-state keys
 DATA_DIR = "htc_data_dir"
@@ -78,21 +79,24 @@ PAGES = {
 
 
 # ------------------------------------------------------------ configuration
-def parse_cli(argv: list[str] | None = None) -> tuple[str, str]:
+def parse_cli(argv: list[str] | None = None, *, app_dir: str | os.PathLike | None = None) -> tuple[str, str]:
     """(data dir, sample dir) from ``streamlit run app.py -- --data-dir DIR [--sample-dir DIR]``,
-    then ``$HTC_DATA_DIR`` / ``$HTC_SAMPLE_DIR``, then the defaults (``~/.htc``, ``sample_runs/``)."""
+    then ``$HTC_DATA_DIR`` / ``$HTC_SAMPLE_DIR``, then the defaults (``~/.htc``, ``sample_runs/`` next to
+    app.py, or in the working directory when app.py's folder is not known)."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--data-dir", default=None)
     p.add_argument("--sample-dir", default=None)
     args, _ = p.parse_known_args(sys.argv[1:] if argv is None else argv)
     data = args.data_dir or os.environ.get("HTC_DATA_DIR") or str(default_data_dir())
-    sample = args.sample_dir or os.environ.get("HTC_SAMPLE_DIR") or str(DEFAULT_SAMPLE_DIR)
+    default_sample = Path(app_dir if app_dir is not None else Path.cwd()) / SAMPLE_DIR_NAME
+    sample = args.sample_dir or os.environ.get("HTC_SAMPLE_DIR") or str(default_sample)
     return str(Path(data).expanduser()), str(Path(sample).expanduser())
 
 
-def configure() -> None:
-    """Called by app.py on every run: the data and sample directories, and default settings."""
-    data, sample = parse_cli()
+def configure(app_dir: str | os.PathLike | None = None) -> None:
+    """Called by app.py on every run (with its own folder): the data and sample directories, and default
+    settings."""
+    data, sample = parse_cli(app_dir=app_dir)
     st.session_state[DATA_DIR] = data
     st.session_state[SAMPLE_DIR] = sample
     st.session_state.setdefault(PROFILE, "paper")
@@ -143,7 +147,7 @@ def _bootstrap(data_dir: str, sample_dir: str) -> str:
 def bootstrap() -> str:
     """On the first start with an empty store, load the shipped sample runs (once per process)."""
     with st.spinner("Loading the shipped sample runs (first start)…"):
-        return _bootstrap(data_dir(), st.session_state.get(SAMPLE_DIR, str(DEFAULT_SAMPLE_DIR)))
+        return _bootstrap(data_dir(), st.session_state.get(SAMPLE_DIR, str(Path.cwd() / SAMPLE_DIR_NAME)))
 
 
 # ----------------------------------------------------------------- loaders
@@ -294,8 +298,8 @@ def _part_key(part: str) -> tuple:
 
 def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
     """One part of the honest evaluation (same seeds, hence the same folds, in every part)."""
-    from .baselines import RAW_BASELINES
-    from .evaluation import EvaluationError, evaluate
+    from ..calibration.baselines import RAW_BASELINES
+    from ..calibration.evaluation import EvaluationError, evaluate
 
     s = settings()
     pos = labeled_positions(ws)
@@ -321,7 +325,7 @@ def merge_evaluations(parts: list) -> Evaluated:
 
     import pandas as pd
 
-    from .evaluation import EvaluationError
+    from ..calibration.evaluation import EvaluationError
 
     done = [p for p in parts if p is not None and p.result is not None]
     if not done:
@@ -377,7 +381,7 @@ def cached_evaluation() -> Evaluated | None:
 
 def fitted_model(ws: Workspace, variant: str):
     """HTC-Full or HTC-Reduced fitted on every labeled trajectory of the selection (cached)."""
-    from .calibrators import HTCCalibrator
+    from ..calibration.calibrators import HTCCalibrator
 
     s = settings()
     pos = labeled_positions(ws)
@@ -399,7 +403,7 @@ def projection(ws: Workspace, method: str):
 
 
 def dataset_weights(ws: Workspace, variant: str):
-    from .explain import dataset_weights as dw
+    from ..explain import dataset_weights as dw
 
     pos = labeled_positions(ws)
 
@@ -499,7 +503,7 @@ def open_in_inspector(key: str) -> None:
 # ------------------------------------------------------------------ sidebar
 def sidebar() -> None:
     """Data selection and settings (drawn by app.py on every run, so they hold across pages)."""
-    from .confidence import PROFILES
+    from ..confidence import PROFILES
 
     full = full_workspace()
     with st.sidebar:

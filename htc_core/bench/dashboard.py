@@ -1,6 +1,6 @@
 """Dashboard benchmark: prints the numbers behind the dashboard's targets (no assertions).
 
-    python -m htc_core.bench_dashboard [--trajectories 10000] [--steps 5] [--tokens 100] [--top-k 0]
+    python -m htc_core.bench dashboard [--trajectories 10000] [--steps 5] [--tokens 100] [--top-k 0]
                                        [--seeds 1] [--alphas paper|quick] [--skip-browser] [--skip-upload]
 
 1. Cold start: a fresh ``streamlit run app.py`` process on a store that already holds the sample runs
@@ -32,7 +32,9 @@ from pathlib import Path
 
 import orjson
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import checkout_root, shared_data_dir
+
+ROOT = checkout_root() or Path.cwd()
 APP = ROOT / "app.py"
 PAGES = ["runs", "calibration", "weights", "feature_space", "examples", "compare", "inspector"]
 QUICK_ALPHAS = "0.01,0.1,1,10"
@@ -41,14 +43,14 @@ _WORDS = [" the", " of", " and", " to", " a", " in", " is", " Thought", ":", " A
 
 
 def sample_dir() -> tuple[Path, str]:
-    from .formats import SUFFIXES
+    from ..formats import SUFFIXES
 
-    from .store import _sample_files
+    from ..app.store import _sample_files
 
     own = ROOT / "sample_runs"
     if own.is_dir() and _sample_files(own, SUFFIXES):
         return own, "sample_runs/"
-    uala = ROOT.parent / "shared" / "data" / "uala-hotpotqa"
+    uala = shared_data_dir() / "uala-hotpotqa"
     return uala, f"{uala} (stand-in: sample_runs/ is empty)"
 
 
@@ -324,8 +326,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Calibration page complete, HTC-Reduced included (evaluation + {up['charts']} charts): "
                   f"{up['calibration_s']:.2f} s")
             print(f"AppTest: upload to a complete Calibration page: {up['total_s']:.2f} s")
-            from .projection import project
-            from .store import Store, build_workspace
+            from ..app.projection import project
+            from ..app.store import Store, build_workspace
 
             ws = build_workspace(Store(tmp / "store-upload"))
             for method in ("umap", "tsne"):

@@ -1,6 +1,6 @@
 """Calibration benchmarks: nested-CV time of HTC-Reduced and scoring throughput.
 
->>> from htc_core.bench_calibration import run
+>>> from htc_core.bench.calibration import run
 >>> run()
 
 Targets (issue 3): full nested CV of HTC-Reduced on 500 trajectories (15
@@ -19,17 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
+from . import shared_data_dir
+
 NESTED_TARGET_S = 3.0
 SCORING_TARGET_PER_S = 100_000
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared/data/uala-hotpotqa"
+DATA_DIR = shared_data_dir() / "uala-hotpotqa"
 REAL_FILE = DATA_DIR / "hotpotqa_llama2-70b_run-a.jsonl"
 REAL_FILE_C = DATA_DIR / "hotpotqa_llama2-70b_run-c.jsonl"
 
 
 def _real_500() -> tuple[np.ndarray, np.ndarray, str] | None:
     """500 real trajectories: all 466 of run-a and the first 34 of run-c (features of the paper profile)."""
-    from .features import extract
-    from .formats import load
+    from ..features import extract
+    from ..formats import load
 
     if not (REAL_FILE.exists() and REAL_FILE_C.exists()):
         return None
@@ -43,7 +45,7 @@ def _real_500() -> tuple[np.ndarray, np.ndarray, str] | None:
 
 
 def _synthetic_500(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, str]:
-    from .features import N_FEATURES
+    from ..features import N_FEATURES
 
     X = rng.standard_normal((500, N_FEATURES))
     w = rng.standard_normal(N_FEATURES) * (rng.random(N_FEATURES) < 0.3)
@@ -64,7 +66,7 @@ def nested_cv_seconds(X: np.ndarray, y: np.ndarray, *, variant: str = "reduced",
                       solver: str = "path", tol: float = 1e-4) -> float:
     from sklearn.model_selection import StratifiedKFold
 
-    from .calibrators import HTCCalibrator
+    from ..calibration.calibrators import HTCCalibrator
 
     t = time.perf_counter()
     for tr, te in StratifiedKFold(5, shuffle=True, random_state=seed).split(X, y.astype(int)):
@@ -75,7 +77,7 @@ def nested_cv_seconds(X: np.ndarray, y: np.ndarray, *, variant: str = "reduced",
 def run(print_fn=print, *, stress: bool = True) -> dict:
     from threadpoolctl import threadpool_limits
 
-    from .calibrators import HTCCalibrator
+    from ..calibration.calibrators import HTCCalibrator
 
     rng = np.random.default_rng(0)
     results: dict = {}
@@ -128,13 +130,16 @@ def run(print_fn=print, *, stress: bool = True) -> dict:
 def main(argv=None) -> None:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m htc_core.bench_calibration",
+    p = argparse.ArgumentParser(prog="python -m htc_core.bench calibration",
                                 description="Time the nested CV of HTC-Reduced/Full (path solver against liblinear in "
                                             "the same run) and the scoring throughput. Run with OMP_NUM_THREADS=1.")
     p.add_argument("--no-stress", action="store_true", help="skip the near-duplicate-columns stress case")
     args = p.parse_args(argv)
     run(stress=not args.no_stress)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Benchmark: import speed and memory of OpenAI call-log JSONL (top-5 alternatives).
 
-    python -m htc_core.bench_formats [SIZE_MB]
+    python -m htc_core.bench formats [--size-mb SIZE_MB]
 
 Writes a synthetic call log in the exact shape the OpenAI Chat Completions API
 returns with ``logprobs=True, top_logprobs=5`` (``token``, ``logprob``,
@@ -29,64 +29,7 @@ from pathlib import Path
 
 import orjson
 
-_WORDS = [" the", " of", " and", " to", " a", " in", " is", " that", " for", " it", " was", " on", " as", " with",
-          " answer", " search", " Thought", ":", " Action", "[", "]", " Paris", " France", " capital", ".", ",",
-          "\n", " I", " need", " find", " The", " year", " born", " film", " directed", " by", " 19", "87"]
-
-
-def _token(rng: random.Random, t: str, lp: float) -> dict:
-    return {"token": t, "logprob": lp, "bytes": list(t.encode())}
-
-
-def make_call(rng: random.Random, traj: str, step: int, n_tokens: int, k: int = 5) -> dict:
-    """One logged call in the recorder's shape, with a real-looking Chat Completions response."""
-    content = []
-    text = []
-    for _ in range(n_tokens):
-        alts = rng.sample(_WORDS, k)
-        lps = sorted((round(-rng.expovariate(1.5) * (j + 1), 6) for j in range(k)), reverse=True)
-        chosen = 0 if rng.random() < 0.85 else rng.randrange(k)
-        tok = _token(rng, alts[chosen], lps[chosen])
-        tok["top_logprobs"] = [_token(rng, a, v) for a, v in zip(alts, lps)]
-        content.append(tok)
-        text.append(alts[chosen])
-    resp = {
-        "id": f"chatcmpl-{traj}-{step}", "object": "chat.completion", "created": 1700000000 + step,
-        "model": "SmolLM2-135M-Instruct",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(text)},
-                     "logprobs": {"content": content, "refusal": None}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": n_tokens, "total_tokens": 50 + n_tokens},
-    }
-    return {"trajectory_id": traj, "step": step, "created": 1700000000.0 + step,
-            "request": {"model": "SmolLM2-135M-Instruct", "logprobs": True, "top_logprobs": k,
-                        "messages": [{"role": "user", "content": f"question of {traj}"}]},
-            "response": resp}
-
-
-def write_calllog(path: str | os.PathLike, size_mb: float, *, seed: int = 0, tokens_per_call: int = 60,
-                  steps: int = 5, tool_lines: bool = True) -> dict:
-    """Write a synthetic call log of about ``size_mb`` MB; returns counts."""
-    rng = random.Random(seed)
-    target = int(size_mb * 1e6)
-    written = 0
-    n_traj = n_calls = n_tokens = 0
-    with open(path, "wb") as fh:
-        while written < target:
-            traj = f"run-{n_traj:06d}"
-            for s in range(steps):
-                n = max(1, int(rng.gauss(tokens_per_call, tokens_per_call / 4)))
-                line = orjson.dumps(make_call(rng, traj, s, n)) + b"\n"
-                fh.write(line)
-                written += len(line)
-                n_calls += 1
-                n_tokens += n
-                if tool_lines:
-                    line = orjson.dumps({"trajectory_id": traj, "type": "tool", "name": "search",
-                                         "observation": "Paris is the capital of France."}) + b"\n"
-                    fh.write(line)
-                    written += len(line)
-            n_traj += 1
-    return {"bytes": written, "trajectories": n_traj, "calls": n_calls, "tokens": n_tokens}
+from ..synthetic import write_calllog
 
 
 def _mbps(nbytes: int, seconds: float) -> float:
@@ -95,7 +38,7 @@ def _mbps(nbytes: int, seconds: float) -> float:
 
 def run(print_fn=print, size_mb: float | None = None, path: str | os.PathLike | None = None) -> dict:
     """Run the benchmark; returns the numbers it printed."""
-    from .formats import load
+    from ..formats import load
 
     size_mb = float(size_mb or os.environ.get("HTC_BENCH_MB", 100))
     tmp = None
@@ -163,5 +106,15 @@ def run(print_fn=print, size_mb: float | None = None, path: str | os.PathLike | 
     return out
 
 
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m htc_core.bench formats", description=__doc__.splitlines()[0])
+    p.add_argument("--size-mb", type=float, default=None, help="size of the synthetic call log (default 100 MB)")
+    args = p.parse_args(argv)
+    run(size_mb=args.size_mb)
+    return 0
+
+
 if __name__ == "__main__":
-    run(size_mb=float(sys.argv[1]) if len(sys.argv) > 1 else None)
+    sys.exit(main())

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .features import FAMILIES
+from ..features import FAMILIES
 
 __all__ = [
     "esc", "short", "FAMILY_COLORS", "METHOD_COLORS", "reliability_figure", "reliability_facets",

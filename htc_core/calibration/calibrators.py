@@ -11,7 +11,7 @@ weight, ``intercept_scaling=1``)::
 Two solvers reach that same optimum:
 
 - ``"path"`` (default): the project's warm-started proximal-Newton path
-  (:mod:`htc_core._pathsolver`, the method of liblinear's own newGLMNET, compiled
+  (:mod:`htc_core.calibration.pathsolver`, the method of liblinear's own newGLMNET, compiled
   with numba). The alphas are solved from largest to smallest, each starting
   from the previous solution; for L1, columns that are exact copies of an
   earlier column (or constant) are left out of the fit and get weight 0, which
@@ -95,7 +95,7 @@ def distinct_columns(Xs: np.ndarray) -> np.ndarray:
 
 
 def _fit_newton_path(Xs, y, alphas, penalty, max_iter, tol):
-    from ._pathsolver import fit_path_newton
+    from .pathsolver import fit_path_newton
 
     d = Xs.shape[1]
     cols = distinct_columns(Xs) if penalty == "l1" else np.arange(d)
@@ -253,7 +253,7 @@ class HTCCalibrator:
         if feature_names is not None:
             names = [str(v) for v in feature_names]
         if names is None:
-            from .features import FEATURE_NAMES
+            from ..features import FEATURE_NAMES
 
             names = list(FEATURE_NAMES) if X.shape[1] == len(FEATURE_NAMES) else [f"x{i}" for i in range(X.shape[1])]
         if len(names) != X.shape[1]:
@@ -380,7 +380,7 @@ class HTCCalibrator:
 
     # ----------------------------------------------------------- save/load
     def to_dict(self) -> dict:
-        from . import __version__
+        from .. import __version__
 
         self._check_fitted()
         return {
@@ -436,7 +436,7 @@ class HTCCalibrator:
             raise bad("feature_names must be a non-empty list of strings")
         if len(set(names)) != len(names):
             raise bad("feature_names has duplicates")
-        from .features import REGISTRY
+        from ..features import REGISTRY
 
         unknown = [n for n in names if n not in REGISTRY]
         if unknown:
@@ -469,7 +469,7 @@ class HTCCalibrator:
             raise bad("intercept and alpha must be numbers") from None
         if not math.isfinite(intercept) or not (alpha > 0):
             raise bad(f"intercept must be finite and alpha positive, got {obj['intercept']!r}, {obj['alpha']!r}")
-        from .confidence import PROFILES
+        from ..confidence import PROFILES
 
         if obj["profile"] not in PROFILES:
             raise bad(f"unknown confidence profile {obj['profile']!r}; valid profiles: {sorted(PROFILES)}")

@@ -1,0 +1,32 @@
+"""Benchmarks: each prints figures measured against a plain reference in the same run (never timed assertions).
+
+    python -m htc_core.bench features      feature extraction vs the plain-Python reference loop
+    python -m htc_core.bench formats       import speed and memory of a call log vs json/orjson parse alone
+    python -m htc_core.bench calibration   nested CV (path solver vs liblinear) and scoring throughput
+    python -m htc_core.bench dashboard     cold start, cached pages, upload, projections (needs the [app] extra)
+    python -m htc_core.bench all           features, formats and calibration
+
+Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
+"""
+
+BENCHMARKS = ("features", "formats", "calibration", "dashboard")
+
+
+def shared_data_dir():
+    """Folder of the real agent trajectories made by others (``../shared/data`` next to a source checkout,
+    or ``$HTC_SHARED_DATA``); benchmarks read them from there and never copy them. May not exist."""
+    import os
+    from pathlib import Path
+
+    env = os.environ.get("HTC_SHARED_DATA")
+    if env:
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def checkout_root():
+    """Root of the source checkout (app.py, sample_runs/) when the package runs from one, else None."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "app.py").is_file() else None
