@@ -321,31 +321,13 @@ def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
 
 def merge_evaluations(parts: list) -> Evaluated:
     """One result holding the methods of every computed part (same folds, same positions)."""
-    import dataclasses
-
-    import pandas as pd
-
-    from ..calibration.evaluation import EvaluationError
+    from ..calibration.evaluation import EvaluationError, merge_results
 
     done = [p for p in parts if p is not None and p.result is not None]
     if not done:
         errors = [p.error for p in parts if p is not None and p.error]
         raise EvaluationError(errors[0] if errors else "the evaluation has not run yet")
-    first = done[0].result
-    for p in done[1:]:
-        if not np.array_equal(p.result.folds, first.folds):
-            raise ValueError("the parts of the evaluation used different folds")
-    methods = [m for p in done for m in p.result.methods]
-    order = [m for m in ("HTC-Full", "HTC-Reduced") if m in methods] + \
-        [m for m in methods if m not in ("HTC-Full", "HTC-Reduced")]
-    merged = lambda attr: {k: v for p in done for k, v in getattr(p.result, attr).items()}  # noqa: E731
-    res = dataclasses.replace(
-        first, methods=order, summary=merged("summary"), oof_all=merged("oof_all"),
-        per_fold=pd.concat([p.result.per_fold for p in done], ignore_index=True),
-        selected_counts=merged("selected_counts"),
-        notes=list(dict.fromkeys(n for p in done for n in p.result.notes)),
-        skipped={k: v for k, v in merged("skipped").items() if k not in order})
-    return Evaluated(result=res, positions=done[0].positions)
+    return Evaluated(result=merge_results([p.result for p in done]), positions=done[0].positions)
 
 
 def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:

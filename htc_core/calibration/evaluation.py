@@ -28,6 +28,7 @@ __all__ = ["evaluate", "EvaluationResult", "EvaluationError", "METRICS", "MIN_TR
 METRICS = ("ece", "brier", "auroc")
 MIN_TRAJECTORIES = 10
 MIN_PER_CLASS = 5
+MIN_FIT_PER_CLASS = 2  # HTCCalibrator.fit: at least 2 successes and 2 failures
 HTC_METHODS = ("HTC-Full", "HTC-Reduced")
 
 
@@ -98,6 +99,52 @@ class EvaluationResult:
         out = [head, *lines]
         out += [f"note: {t}" for t in self.notes]
         return "\n".join(out)
+
+
+def label_problem(labels, *, for_evaluation: bool = True) -> str | None:
+    """Why these labels cannot be evaluated (nested CV, ``for_evaluation=True``) or fitted
+    (``for_evaluation=False``), or None when they can. NaN entries are unlabeled runs and are left out,
+    as the dashboard leaves them out. The one place this rule lives: the pages and the CLI ask here."""
+    y = np.asarray(labels, dtype=np.float64).reshape(-1)
+    y = y[np.isfinite(y)]
+    n, n_pos = len(y), int((y == 1).sum())
+    n_neg = n - n_pos
+    need_total, need_class = (MIN_TRAJECTORIES, MIN_PER_CLASS) if for_evaluation else (MIN_FIT_PER_CLASS * 2,
+                                                                                       MIN_FIT_PER_CLASS)
+    what = "an honest evaluation" if for_evaluation else "fitting a calibrator"
+    if n == 0:
+        return f"no labeled trajectories: {what} needs success labels"
+    if n < need_total:
+        return f"only {n} labeled trajectories: {what} needs at least {need_total}"
+    if n_pos == 0 or n_neg == 0:
+        return f"all {n} labeled trajectories are {'successes' if n_neg == 0 else 'failures'}: {what} needs both outcomes"
+    if min(n_pos, n_neg) < need_class:
+        rarer = "successes" if n_pos < n_neg else "failures"
+        return f"only {min(n_pos, n_neg)} {rarer}: {what} needs at least {need_class} of each outcome"
+    return None
+
+
+def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
+    """One result holding the methods of several evaluations of the same trajectories with the same seeds
+    (hence the same folds), e.g. the baselines and each HTC variant computed separately. HTC methods first."""
+    import dataclasses
+
+    results = [r for r in results if r is not None]
+    if not results:
+        raise ValueError("merge_results needs at least one EvaluationResult")
+    first = results[0]
+    for r in results[1:]:
+        if not np.array_equal(r.folds, first.folds):
+            raise ValueError("the evaluations used different folds (other trajectories or seeds); cannot merge")
+    methods = [m for r in results for m in r.methods]
+    order = [m for m in HTC_METHODS if m in methods] + [m for m in methods if m not in HTC_METHODS]
+    merged = lambda attr: {k: v for r in results for k, v in getattr(r, attr).items()}  # noqa: E731
+    return dataclasses.replace(
+        first, methods=order, summary=merged("summary"), oof_all=merged("oof_all"),
+        per_fold=pd.concat([r.per_fold for r in results], ignore_index=True),
+        selected_counts=merged("selected_counts"),
+        notes=list(dict.fromkeys(n for r in results for n in r.notes)),
+        skipped={k: v for k, v in merged("skipped").items() if k not in order})
 
 
 def _seed_list(seeds) -> list[int]:
