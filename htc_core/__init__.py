@@ -1,3 +1,82 @@
-"""HTC: Holistic Trajectory Calibration for LLM agents."""
+"""HTC: Holistic Trajectory Calibration for LLM agents.
+
+The small public API (loaded lazily, so ``import htc_core`` stays fast and pulls in no numeric library)::
+
+    import htc_core as htc
+
+    ts, report = htc.load("sample_runs/arithmetic/")       # any supported trace format -> TraceSet
+    fm = htc.extract(ts)                                     # the paper's 48 features (FeatureMatrix)
+    model = htc.HTCCalibrator(variant="reduced").fit(fm, ts.labels)
+    conf = model.predict_proba(fm)[:, 1]                     # calibrated confidence per run
+    result = htc.evaluate(ts)                                # honest nested CV against the baselines
+    htc.expected_calibration_error(ts.labels, conf)
+
+Everything else lives in the subpackages: ``formats`` (readers), ``traces``, ``features``, ``calibration``,
+``explain``, ``collect`` (recording), ``app`` (dashboard side), ``bench`` (benchmarks).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # reading
+    "load": "htc_core.formats",
+    "load_bytes": "htc_core.formats",
+    "detect": "htc_core.formats",
+    "LoadReport": "htc_core.report",
+    # the columnar trace set
+    "TraceSet": "htc_core.traces",
+    "concat": "htc_core.traces",
+    # features
+    "extract": "htc_core.features",
+    "FeatureMatrix": "htc_core.features",
+    "FEATURE_NAMES": "htc_core.features",
+    "REGISTRY": "htc_core.features",
+    # calibration
+    "HTCCalibrator": "htc_core.calibration",
+    "evaluate": "htc_core.calibration",
+    "EvaluationResult": "htc_core.calibration",
+    "EvaluationError": "htc_core.calibration",
+    "label_problem": "htc_core.calibration",
+    # metrics
+    "expected_calibration_error": "htc_core.calibration",
+    "brier_score": "htc_core.calibration",
+    "auroc": "htc_core.calibration",
+    "reliability_curve": "htc_core.calibration",
+    "wilson_interval": "htc_core.calibration",
+    # explanation
+    "explain_trajectory": "htc_core.explain",
+    # recording
+    "Recorder": "htc_core.collect",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'htc_core' has no attribute {name!r}; public names: {', '.join(_EXPORTS)}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the real objects
+    from .calibration import (EvaluationError, EvaluationResult, HTCCalibrator, auroc, brier_score, evaluate,
+                              expected_calibration_error, label_problem, reliability_curve, wilson_interval)
+    from .collect import Recorder
+    from .explain import explain_trajectory
+    from .features import FEATURE_NAMES, REGISTRY, FeatureMatrix, extract
+    from .formats import detect, load, load_bytes
+    from .report import LoadReport
+    from .traces import TraceSet, concat

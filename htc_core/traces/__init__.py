@@ -1,0 +1,6 @@
+"""The one in-memory form of agent runs: a columnar trace set (``traceset``) and its builder (``builder``)."""
+
+from .builder import TraceSetBuilder, TrajectoryRecord
+from .traceset import META_COLUMNS, TraceSet, _empty_meta, _ranges, concat
+
+__all__ = ["TraceSet", "TraceSetBuilder", "TrajectoryRecord", "META_COLUMNS", "concat"]
