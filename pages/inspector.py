@@ -6,7 +6,7 @@ import streamlit as st
 from htc_core.app import ui
 from htc_core import explain
 from htc_core.app import plots
-from htc_core.app.store import browse
+from htc_core.app.workspace import browse
 
 ui.require_app("inspector")
 st.title("Trajectory inspector")

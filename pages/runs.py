@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from htc_core.app import ui
-from htc_core.app.store import browse
+from htc_core.app.workspace import browse
 
 ui.require_app("runs")
 st.title("Runs")

@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 import htc_core.app.ui as ui
 from htc_core.calibration.calibrators import HTCCalibrator
-from htc_core.app.store import Store, build_workspace
+from htc_core.app.store import Store
+from htc_core.app.workspace import build_workspace
 
 from conftest import REPO, make_traj, write_jsonl
 

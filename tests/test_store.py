@@ -1,4 +1,5 @@
-"""The persistent run store: exact round trips, atomic writes, duplicates, concurrency, caches, samples."""
+"""The persistent run store (htc_core.app.store, .columnar), uploads and samples (.ingest) and the workspace
+(.workspace): exact round trips, atomic writes, duplicates, concurrency, caches, samples."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import pandas as pd
 import pytest
 
 from htc_core.formats import load
-from htc_core.app.store import Store, browse, build_workspace, ingest
+from htc_core.app.ingest import ensure_samples, ingest
+from htc_core.app.store import Store
+from htc_core.app.workspace import browse, build_workspace
 from htc_core.traces import TraceSet
 
 from conftest import REPO, make_traj, write_jsonl
@@ -257,15 +260,15 @@ def test_ensure_samples(tmp_path, uala_run_a):
     (samples / "_raw" / "raw.jsonl").write_text("not json\n")
     (samples / "notes.sh").write_text("echo\n")
     s = Store(tmp_path / "data")
-    status, results = s.ensure_samples(samples)
+    status, results = ensure_samples(s, samples)
     assert status == "loaded" and [r.kept for r in results] == [10, 30]
     assert sorted(s.list_run_sets()["name"]) == ["sample: more.jsonl", "sample: run.jsonl"]
-    assert s.ensure_samples(samples)[0] == "present"
+    assert ensure_samples(s, samples)[0] == "present"
     # deleting everything does not bring the samples back on the next start
     for r in results:
         s.delete_run_set(r.run_set_id)
-    assert s.ensure_samples(samples)[0] == "present"
-    assert Store(tmp_path / "empty").ensure_samples(tmp_path / "nowhere")[0] == "missing"
+    assert ensure_samples(s, samples)[0] == "present"
+    assert ensure_samples(Store(tmp_path / "empty"), tmp_path / "nowhere")[0] == "missing"
 
 
 def test_ingest_workspace_and_browse(tmp_path):

@@ -21,6 +21,9 @@ serialized by a lock file (``htc.lock``, ``fcntl.flock``) plus a thread lock,
 and each operation opens and closes its own connection, so two uploads at the
 same time both keep their data. ``revision()`` changes after every write and
 costs one small file read: the dashboard keys its caches on it.
+
+Only the store lives here: the table conversion is in ``columnar``, the
+workspace the pages read in ``workspace``, uploads and sample runs in ``ingest``.
 """
 
 from __future__ import annotations
@@ -36,14 +39,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from ..report import LoadReport
-from ..traces import META_COLUMNS, TraceSet, concat
+from ..traces import TraceSet, concat
+from .columnar import from_arrow, to_arrow
 
 __all__ = ["Store", "AddResult", "default_data_dir", "DB_FILE", "StoreError"]
 
@@ -80,8 +83,6 @@ class AddResult:
         return self.kept > 0
 
 
-_META_TEXT = ("id", "dataset", "model", "framework", "question", "answer", "gold", "source", "metadata")
-
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS settings (key VARCHAR PRIMARY KEY, value VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS run_sets (
@@ -104,33 +105,6 @@ _SCHEMA = [
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
-
-def _obj_to_arrow(values: np.ndarray) -> pa.Array:
-    """object array of str / None -> arrow string array (None stays null)."""
-    return pa.array(values, type=pa.string(), from_pandas=False)
-
-
-def _arrow_to_obj(col) -> np.ndarray:
-    arr = col.to_numpy(zero_copy_only=False) if hasattr(col, "to_numpy") else np.asarray(col)
-    out = np.empty(len(arr), dtype=object)
-    out[:] = arr
-    return out
-
-
-def _encode_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dictionary-encode an object array of str/None: codes int32 (-1 = None) and the vocabulary."""
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
-    vocab = np.empty(len(uniques), dtype=object)
-    vocab[:] = list(uniques)
-    return codes.astype(np.int32), vocab
-
-
-def _decode_strings(codes: np.ndarray, vocab: np.ndarray) -> np.ndarray:
-    ext = np.empty(len(vocab) + 1, dtype=object)
-    ext[: len(vocab)] = vocab
-    ext[len(vocab)] = None
-    idx = np.where(codes < 0, len(vocab), codes)
-    return ext[idx]
 
 
 class Store:
@@ -158,39 +132,44 @@ class Store:
     @contextlib.contextmanager
     def _connect(self) -> Iterator[Any]:
         """An exclusive connection: thread lock + file lock, opened and closed around the operation."""
-        import duckdb
-
-        with self._tlock:
-            lock_path = self.data_dir / LOCK_FILE
-            fh = open(lock_path, "a+")
+        with self._tlock, self._file_lock():
+            con = self._open()
             try:
-                deadline = time.monotonic() + self.lock_timeout
-                while True:
-                    try:
-                        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            raise StoreError(f"the store {self.path} is busy (another process holds "
-                                             f"{lock_path} for more than {self.lock_timeout:.0f} s)") from None
-                        time.sleep(0.05)
-                con = None
-                for attempt in range(50):
-                    try:
-                        con = duckdb.connect(str(self.path))
-                        break
-                    except duckdb.IOException:
-                        # a process that does not use our lock file (e.g. a duckdb shell) holds the database
-                        if attempt == 49:
-                            raise
-                        time.sleep(0.1)
+                yield con
+            finally:
+                con.close()
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        """``htc.lock`` held exclusively (waits up to ``lock_timeout`` seconds for other processes)."""
+        lock_path = self.data_dir / LOCK_FILE
+        with open(lock_path, "a+") as fh:
+            deadline = time.monotonic() + self.lock_timeout
+            while True:
                 try:
-                    yield con
-                finally:
-                    con.close()
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise StoreError(f"the store {self.path} is busy (another process holds "
+                                         f"{lock_path} for more than {self.lock_timeout:.0f} s)") from None
+                    time.sleep(0.05)
+            try:
+                yield
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-                fh.close()
+
+    def _open(self, attempts: int = 50):
+        """A DuckDB connection; retried while a process that ignores our lock file (a duckdb shell) holds it."""
+        import duckdb
+
+        for attempt in range(attempts):
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.1)
 
     @contextlib.contextmanager
     def _transaction(self, *, bump: bool = True) -> Iterator[Any]:
@@ -252,7 +231,7 @@ class Store:
         rs_id = uuid.uuid4().hex[:12]
         if ts.n_trajectories == 0:
             return AddResult(rs_id, name, 0, duplicates)
-        traj_tbl, steps_tbl, tok_tbl, vocab_tbl = _to_arrow(ts)
+        traj_tbl, steps_tbl, tok_tbl, vocab_tbl = to_arrow(ts)
         row = [rs_id, name.strip(), _now(), int(ts.k), ts.tokens is not None, ts.top_tokens is not None,
                int(ts.n_trajectories), int(ts.n_steps), int(ts.n_tokens),
                json.dumps(fields or {}, ensure_ascii=False, default=str),
@@ -357,7 +336,7 @@ class Store:
             steps = con.sql(f"SELECT * FROM steps_{run_set_id}").to_arrow_table()
             tok = con.sql(f"SELECT * FROM tokens_{run_set_id}").to_arrow_table()
             vocab = con.sql(f"SELECT * FROM vocab_{run_set_id}").to_arrow_table()
-        return _from_arrow(traj, steps, tok, vocab, k, has_tokens, has_top_tokens)
+        return from_arrow(traj, steps, tok, vocab, k, has_tokens, has_top_tokens)
 
     def load(self, run_set_ids: Sequence[str] | None = None) -> tuple[TraceSet, np.ndarray]:
         """Concatenation of run sets (all by default) and the run set id of every trajectory."""
@@ -419,43 +398,6 @@ class Store:
             con.execute("DELETE FROM models WHERE id = ?", [model_id])
         return bool(n)
 
-    # ------------------------------------------------------------- samples
-    def ensure_samples(self, sample_dir: str | os.PathLike | None) -> tuple[str, list[AddResult]]:
-        """On the first start with an empty store, load the shipped sample runs (one run set per file, sub-folders
-        included, entries starting with '_' or '.' skipped).
-
-        Returns (status, results); status is 'loaded', 'present' (the store already has data or the
-        samples were loaded before), 'missing' (no sample folder or no files in it) or 'failed'.
-        """
-        if self.get_setting("samples_loaded") == "1" or self.run_set_ids():
-            return "present", []
-        from ..formats import SUFFIXES, load
-
-        folder = Path(sample_dir) if sample_dir is not None else None
-        files = _sample_files(folder, SUFFIXES) if folder is not None and folder.is_dir() else []
-        if not files:
-            return "missing", []
-        results = []
-        for f in files:
-            ts, rep = load(f)
-            if ts.n_trajectories:
-                results.append(self.add_run_set(ts, name=f"sample: {f.name}", report=rep))
-        self.set_setting("samples_loaded", "1")
-        return ("loaded" if results else "failed"), results
-
-
-def _sample_files(folder: Path, suffixes: tuple) -> list[Path]:
-    """Trace files under ``folder`` (sub-folders too), skipping entries whose name starts with '_' or '.'."""
-    out = []
-    for p in sorted(folder.iterdir()):
-        if p.name.startswith(("_", ".")):
-            continue
-        if p.is_dir():
-            out.extend(_sample_files(p, suffixes))
-        elif p.is_file() and p.name.endswith(suffixes):
-            out.append(p)
-    return out
-
 
 def _one(con, sql: str, params: list | None = None):
     """First row of a query, or None (fetches everything, so the connection is free afterwards)."""
@@ -466,275 +408,3 @@ def _one(con, sql: str, params: list | None = None):
 def _check_id(run_set_id: str) -> None:
     if not (isinstance(run_set_id, str) and len(run_set_id) == 12 and all(c in "0123456789abcdef" for c in run_set_id)):
         raise KeyError(f"unknown run set {run_set_id!r}")
-
-
-# --------------------------------------------------------------- conversion
-def _to_arrow(ts: TraceSet) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
-    m = ts.meta
-    traj: dict[str, pa.Array] = {
-        "pos": pa.array(np.arange(ts.n_trajectories, dtype=np.int64)),
-        "n_steps": pa.array(ts.steps_per_trajectory.astype(np.int64)),
-    }
-    for c in META_COLUMNS:
-        if c == "success":
-            s = m[c]
-            traj[c] = pa.array(s.astype(object).where(s.notna(), None).tolist(), type=pa.bool_())
-        elif c == "verbalized_confidence":
-            traj[c] = pa.array(m[c].to_numpy(dtype=np.float64), type=pa.float64(), from_pandas=True)
-        else:
-            traj[c] = _obj_to_arrow(m[c].to_numpy(dtype=object))
-    steps = pa.table({
-        "pos": pa.array(np.arange(ts.n_steps, dtype=np.int64)),
-        "n_tokens": pa.array(ts.tokens_per_step.astype(np.int64)),
-        "name": _obj_to_arrow(np.asarray(ts.step_name, dtype=object)),
-        "text": _obj_to_arrow(np.asarray(ts.step_text, dtype=object)),
-    })
-    tok: dict[str, pa.Array] = {"pos": pa.array(np.arange(ts.n_tokens, dtype=np.int64)),
-                                "logprob": pa.array(ts.logprob, type=pa.float64())}
-    for j in range(ts.k):
-        tok[f"t{j}"] = pa.array(np.ascontiguousarray(ts.top_logprobs[:, j]), type=pa.float64())
-    strings = []
-    if ts.tokens is not None:
-        strings.append(("token", np.asarray(ts.tokens, dtype=object)))
-    if ts.top_tokens is not None:
-        tt = np.asarray(ts.top_tokens, dtype=object)
-        for j in range(tt.shape[1]):
-            strings.append((f"tt{j}", tt[:, j]))
-    vocab = np.zeros(0, dtype=object)
-    if strings:
-        codes, vocab = _encode_strings(np.concatenate([s for _, s in strings]))
-        start = 0
-        for name, s in strings:
-            tok[name] = pa.array(codes[start:start + len(s)], type=pa.int32())
-            start += len(s)
-    vocab_tbl = pa.table({"code": pa.array(np.arange(len(vocab), dtype=np.int32)), "token": _obj_to_arrow(vocab)})
-    return pa.table(traj), steps, pa.table(tok), vocab_tbl
-
-
-def _ordered(tbl: pa.Table) -> pa.Table:
-    pos = tbl.column("pos").to_numpy()
-    if len(pos) and not (pos[0] == 0 and np.all(np.diff(pos) == 1)):
-        tbl = tbl.take(pa.array(np.argsort(pos, kind="stable")))
-    return tbl
-
-
-def _f64(tbl: pa.Table, name: str) -> np.ndarray:
-    return tbl.column(name).to_numpy().astype(np.float64, copy=False)
-
-
-def _from_arrow(traj: pa.Table, steps: pa.Table, tok: pa.Table, vocab: pa.Table, k: int,
-                has_tokens: bool, has_top_tokens: bool) -> TraceSet:
-    traj, steps, tok, vocab = _ordered(traj), _ordered(steps), _ordered(tok), vocab
-    n_tok = tok.num_rows
-    logprob = _f64(tok, "logprob")
-    top = np.empty((n_tok, k), dtype=np.float64)
-    for j in range(k):
-        top[:, j] = _f64(tok, f"t{j}")
-    voc = _arrow_to_obj(vocab.take(pa.array(np.argsort(vocab.column("code").to_numpy()))).column("token")) \
-        if vocab.num_rows else np.zeros(0, dtype=object)
-    tokens = _decode_strings(tok.column("token").to_numpy(), voc) if has_tokens else None
-    top_tokens = None
-    if has_top_tokens:
-        width = sum(1 for c in tok.column_names if c.startswith("tt"))
-        top_tokens = np.empty((n_tok, width), dtype=object)
-        for j in range(width):
-            top_tokens[:, j] = _decode_strings(tok.column(f"tt{j}").to_numpy(), voc)
-    n_tokens = steps.column("n_tokens").to_numpy().astype(np.int64)
-    n_steps = traj.column("n_steps").to_numpy().astype(np.int64)
-    meta_cols: dict[str, pd.Series] = {}
-    for c in META_COLUMNS:
-        col = traj.column(c)
-        if c == "success":
-            meta_cols[c] = pd.Series(col.to_pylist(), dtype="boolean")
-        elif c == "verbalized_confidence":
-            meta_cols[c] = pd.Series(col.to_numpy(zero_copy_only=False).astype(np.float64), dtype="float64")
-        else:
-            meta_cols[c] = pd.Series(_arrow_to_obj(col), dtype=object)
-    return TraceSet(
-        logprob=logprob,
-        top_logprobs=top,
-        step_offsets=np.concatenate([[0], np.cumsum(n_tokens)]).astype(np.int64),
-        traj_offsets=np.concatenate([[0], np.cumsum(n_steps)]).astype(np.int64),
-        meta=pd.DataFrame(meta_cols),
-        step_name=_arrow_to_obj(steps.column("name")),
-        step_text=_arrow_to_obj(steps.column("text")),
-        tokens=tokens,
-        top_tokens=top_tokens,
-    )
-
-
-# ---------------------------------------------------------------- workspace
-@dataclass
-class Workspace:
-    """Everything the pages read about the stored runs, in one aligned bundle (row i = trajectory i).
-
-    ``ts`` the concatenated run sets, ``run_set`` the run set id of every
-    trajectory, ``features`` the 48 features (cached in the store per run set,
-    profile and top_k), ``baselines`` the raw single-signal confidences.
-    """
-
-    ts: TraceSet
-    run_set: np.ndarray
-    features: Any                 # features.FeatureMatrix
-    baselines: pd.DataFrame
-    profile: str
-    top_k: int
-
-    def __len__(self) -> int:
-        return self.ts.n_trajectories
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.ts.labels
-
-    @property
-    def keys(self) -> np.ndarray:
-        """A key unique across run sets: ``<run set>:<trajectory id>``."""
-        ids = self.ts.ids
-        return np.array([f"{r}:{i}" for r, i in zip(self.run_set, ids)], dtype=object)
-
-    def position_of(self, key: str | None) -> int | None:
-        if key is None:
-            return None
-        hits = np.flatnonzero(self.keys == key)
-        return int(hits[0]) if hits.size else None
-
-    def take(self, indices) -> "Workspace":
-        idx = np.asarray(indices, dtype=np.int64)
-        return Workspace(ts=self.ts.take(idx), run_set=self.run_set[idx], features=self.features.take(idx),
-                         baselines=self.baselines.iloc[idx].reset_index(drop=True), profile=self.profile,
-                         top_k=self.top_k)
-
-    def values(self, column: str) -> list[str]:
-        """Sorted distinct values of a metadata column (missing shown as '(none)')."""
-        return sorted({"(none)" if v is None else str(v) for v in self.ts.meta[column]})
-
-    def mask(self, *, datasets: Sequence[str] | None = None, models: Sequence[str] | None = None,
-             frameworks: Sequence[str] | None = None, run_sets: Sequence[str] | None = None) -> np.ndarray:
-        m = np.ones(len(self), dtype=bool)
-        for col, chosen in (("dataset", datasets), ("model", models), ("framework", frameworks)):
-            if chosen:
-                vals = self.ts.meta[col].map(lambda v: "(none)" if v is None else str(v)).to_numpy()
-                m &= np.isin(vals, list(chosen))
-        if run_sets:
-            m &= np.isin(self.run_set, list(run_sets))
-        return m
-
-    def select(self, **filters) -> "Workspace":
-        m = self.mask(**filters)
-        return self if m.all() else self.take(np.flatnonzero(m))
-
-    def frame(self) -> pd.DataFrame:
-        """One row per trajectory: position, key, run_set, id, dataset, model, framework, question,
-        answer, gold, success (1/0/NaN), steps, tokens and the raw baseline confidences."""
-        meta = self.ts.meta
-        df = pd.DataFrame({"position": np.arange(len(self)), "key": self.keys, "run_set": self.run_set})
-        for c in ("id", "dataset", "model", "framework", "question", "answer", "gold"):
-            # object dtype on purpose: missing text stays None (pandas 3 would infer 'str' with NaN)
-            df[c] = pd.Series(meta[c].to_numpy(dtype=object), dtype=object)
-        df["success"] = self.labels
-        df["steps"] = self.ts.steps_per_trajectory
-        df["tokens"] = self.ts.tokens_per_trajectory
-        for c in self.baselines.columns:
-            df[c] = self.baselines[c].to_numpy()
-        return df
-
-
-def browse(frame: pd.DataFrame, *, datasets: Sequence[str] | None = None, models: Sequence[str] | None = None,
-           label: str = "any", confidence: str | None = None, confidence_range: tuple[float, float] = (0.0, 1.0),
-           text: str = "") -> pd.DataFrame:
-    """Filter a ``Workspace.frame()`` (plus optional confidence columns) like the Runs page does.
-
-    ``label``: 'any', 'success', 'failure' or 'unlabeled'; ``confidence``: the
-    column the range applies to; ``text``: case-insensitive substring of the
-    question (or id), taken literally.
-    """
-    if label not in ("any", "success", "failure", "unlabeled"):
-        raise ValueError(f"label must be 'any', 'success', 'failure' or 'unlabeled', got {label!r}")
-    m = np.ones(len(frame), dtype=bool)
-    for col, chosen in (("dataset", datasets), ("model", models)):
-        if chosen:
-            m &= frame[col].map(lambda v: "(none)" if v is None else str(v)).isin(list(chosen)).to_numpy()
-    y = frame["success"].to_numpy(dtype=np.float64)
-    if label == "success":
-        m &= y == 1
-    elif label == "failure":
-        m &= y == 0
-    elif label == "unlabeled":
-        m &= np.isnan(y)
-    if confidence is not None:
-        if confidence not in frame.columns:
-            raise ValueError(f"confidence must be a column of the frame, got {confidence!r}")
-        lo, hi = confidence_range
-        c = frame[confidence].to_numpy(dtype=np.float64)
-        m &= (c >= lo) & (c <= hi)
-    if text:
-        needle = text.strip().lower()
-        q = frame["question"].map(lambda v: "" if v is None else str(v).lower())
-        ids = frame["id"].map(lambda v: "" if v is None else str(v).lower())
-        m &= (q.str.contains(needle, regex=False) | ids.str.contains(needle, regex=False)).to_numpy()
-    return frame[m]
-
-
-def _features_for(store: "Store", run_set_id: str, ts: TraceSet, profile: str, top_k: int):
-    from ..features import FEATURE_NAMES, FeatureMatrix, extract
-
-    hit = store.get_features(run_set_id, profile, top_k)
-    if hit is not None and hit[0].shape == (ts.n_trajectories, len(FEATURE_NAMES)) and list(hit[1]) == list(FEATURE_NAMES):
-        return FeatureMatrix(values=hit[0], ids=ts.ids, profile=profile, top_k=top_k)
-    fm = extract(ts, profile=profile, top_k=top_k)
-    store.put_features(run_set_id, profile, top_k, fm.values, fm.names)
-    return fm
-
-
-def build_workspace(store: "Store", *, profile: str = "paper", top_k: int = 5,
-                    run_set_ids: Sequence[str] | None = None) -> Workspace:
-    """Load run sets (all by default) with their features (from the store's cache, computed and cached
-    when missing) and raw baseline confidences."""
-    from ..calibration.baselines import baseline_confidences
-    from ..features import FEATURE_NAMES, FeatureMatrix
-
-    ids = store.run_set_ids() if run_set_ids is None else list(run_set_ids)
-    sets, fms, owners = [], [], []
-    for rs in ids:
-        ts = store.load_run_set(rs)
-        sets.append(ts)
-        fms.append(_features_for(store, rs, ts, profile, top_k).values)
-        owners.append(np.full(ts.n_trajectories, rs, dtype=object))
-    ts = concat(sets)
-    values = np.vstack(fms) if fms else np.zeros((0, len(FEATURE_NAMES)))
-    fm = FeatureMatrix(values=values, ids=ts.ids, profile=profile, top_k=top_k)
-    base = baseline_confidences(ts, profile=profile, top_k=top_k) if len(ts) else pd.DataFrame()
-    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=object)
-    return Workspace(ts=ts, run_set=owner, features=fm, baselines=base, profile=profile, top_k=top_k)
-
-
-def ingest(store: "Store", paths: Sequence[str | os.PathLike], *, name: str, labels: str | os.PathLike | None = None,
-           fields: dict | None = None, format: str = "auto", profile: str = "paper", top_k: int = 5,
-           progress=None) -> tuple[AddResult | None, LoadReport]:
-    """Read files (any supported format, optional labels file), store them as one run set and cache
-    their features. ``fields`` (dataset/model/framework) fill what the files leave empty.
-    ``progress(fraction, message)`` is called between the stages."""
-    from ..formats import load
-
-    def tick(f: float, msg: str) -> None:
-        if progress is not None:
-            progress(f, msg)
-
-    defaults = {k: v for k, v in (fields or {}).items() if v}
-    tick(0.05, f"reading {len(paths)} file(s)")
-    ts, report = load(list(paths), format=format, labels=labels, defaults=defaults or None)
-    if ts.n_trajectories == 0:
-        tick(1.0, "nothing to store")
-        return None, report
-    tick(0.6, f"storing {ts.n_trajectories:,} trajectories")
-    res = store.add_run_set(ts, name=name, report=report, fields=fields)
-    tick(0.85, "computing features")
-    if res.kept:
-        kept = ts if not res.duplicates else ts.filter(~pd.Series(ts.ids).duplicated(keep="first").to_numpy())
-        from ..features import extract
-
-        fm = extract(kept, profile=profile, top_k=top_k)
-        store.put_features(res.run_set_id, profile, top_k, fm.values, fm.names)
-    tick(1.0, f"stored {res.kept:,} trajectories")
-    return res, report

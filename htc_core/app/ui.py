@@ -31,7 +31,9 @@ from typing import Any, Callable
 import numpy as np
 import streamlit as st
 
-from .store import Store, Workspace, build_workspace, default_data_dir, ingest
+from .ingest import ensure_samples, ingest
+from .store import Store, default_data_dir
+from .workspace import Workspace, build_workspace
 
 log = logging.getLogger("htc.dashboard")
 
@@ -140,7 +142,7 @@ def store() -> Store:
 
 @st.cache_resource(show_spinner=False)
 def _bootstrap(data_dir: str, sample_dir: str) -> str:
-    status, _ = get_store(data_dir).ensure_samples(sample_dir)
+    status, _ = ensure_samples(get_store(data_dir), sample_dir)
     return status
 
 

@@ -43,12 +43,10 @@ _WORDS = [" the", " of", " and", " to", " a", " in", " is", " Thought", ":", " A
 
 
 def sample_dir() -> tuple[Path, str]:
-    from ..formats import SUFFIXES
-
-    from ..app.store import _sample_files
+    from ..app.ingest import sample_files
 
     own = ROOT / "sample_runs"
-    if own.is_dir() and _sample_files(own, SUFFIXES):
+    if own.is_dir() and sample_files(own):
         return own, "sample_runs/"
     uala = shared_data_dir() / "uala-hotpotqa"
     return uala, f"{uala} (stand-in: sample_runs/ is empty)"
@@ -327,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{up['calibration_s']:.2f} s")
             print(f"AppTest: upload to a complete Calibration page: {up['total_s']:.2f} s")
             from ..app.projection import project
-            from ..app.store import Store, build_workspace
+            from ..app.store import Store
+            from ..app.workspace import build_workspace
 
             ws = build_workspace(Store(tmp / "store-upload"))
             for method in ("umap", "tsne"):

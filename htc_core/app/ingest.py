@@ -1,0 +1,87 @@
+"""Getting runs into the store: uploaded files (:func:`ingest`) and the shipped sample runs
+(:func:`ensure_samples`).
+
+Both read files with :func:`htc_core.formats.load` (any supported format),
+store the valid part as run sets and, for uploads, cache the features at once
+so the first page visit does not pay for them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from ..features import extract
+from ..formats import SUFFIXES, load
+from ..report import LoadReport
+from .store import AddResult, Store
+
+__all__ = ["ingest", "ensure_samples", "sample_files"]
+
+SAMPLES_LOADED = "samples_loaded"      # settings key: the sample runs were loaded once (never again)
+
+
+def ingest(store: Store, paths: Sequence[str | os.PathLike], *, name: str, labels: str | os.PathLike | None = None,
+           fields: dict | None = None, format: str = "auto", profile: str = "paper", top_k: int = 5,
+           progress: Callable[[float, str], None] | None = None) -> tuple[AddResult | None, LoadReport]:
+    """Read files (any supported format, optional labels file), store them as one run set and cache
+    their features. ``fields`` (dataset/model/framework) fill what the files leave empty.
+    ``progress(fraction, message)`` is called between the stages."""
+
+    def tick(f: float, msg: str) -> None:
+        if progress is not None:
+            progress(f, msg)
+
+    defaults = {k: v for k, v in (fields or {}).items() if v}
+    tick(0.05, f"reading {len(paths)} file(s)")
+    ts, report = load(list(paths), format=format, labels=labels, defaults=defaults or None)
+    if ts.n_trajectories == 0:
+        tick(1.0, "nothing to store")
+        return None, report
+    tick(0.6, f"storing {ts.n_trajectories:,} trajectories")
+    res = store.add_run_set(ts, name=name, report=report, fields=fields)
+    tick(0.85, "computing features")
+    if res.kept:
+        kept = ts if not res.duplicates else ts.filter(~pd.Series(ts.ids).duplicated(keep="first").to_numpy())
+        fm = extract(kept, profile=profile, top_k=top_k)
+        store.put_features(res.run_set_id, profile, top_k, fm.values, fm.names)
+    tick(1.0, f"stored {res.kept:,} trajectories")
+    return res, report
+
+
+def ensure_samples(store: Store, sample_dir: str | os.PathLike | None) -> tuple[str, list[AddResult]]:
+    """On the first start with an empty store, load the shipped sample runs (one run set per file, sub-folders
+    included, entries starting with '_' or '.' skipped).
+
+    Returns (status, results); status is 'loaded', 'present' (the store already has data or the
+    samples were loaded before), 'missing' (no sample folder or no files in it) or 'failed'.
+    """
+    if store.get_setting(SAMPLES_LOADED) == "1" or store.run_set_ids():
+        return "present", []
+    folder = Path(sample_dir) if sample_dir is not None else None
+    files = sample_files(folder) if folder is not None and folder.is_dir() else []
+    if not files:
+        return "missing", []
+    results = []
+    for f in files:
+        ts, rep = load(f)
+        if ts.n_trajectories:
+            results.append(store.add_run_set(ts, name=f"sample: {f.name}", report=rep))
+    store.set_setting(SAMPLES_LOADED, "1")
+    return ("loaded" if results else "failed"), results
+
+
+def sample_files(folder: Path, suffixes: tuple = SUFFIXES) -> list[Path]:
+    """Trace files under ``folder`` (sub-folders too), skipping entries whose name starts with '_' or '.'."""
+    out = []
+    for p in sorted(Path(folder).iterdir()):
+        if p.name.startswith(("_", ".")):
+            continue
+        if p.is_dir():
+            out.extend(sample_files(p, suffixes))
+        elif p.is_file() and p.name.endswith(suffixes):
+            out.append(p)
+    return out
