@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from htc_core.formats._shared import ParseError, container_kind, iter_json_array, loads
+from htc_core.formats.jsonio import ParseError, container_kind, iter_json_array, loads
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)

@@ -22,13 +22,17 @@ atif           Harbor ATIF trajectories (steps[].metrics.logprobs)
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import re
+import tempfile
 from pathlib import Path
 from typing import Iterable
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
-from . import _shared, atif, common, completions, native, openai_calllog, openai_chat, responses, smolagents
+from . import atif, completions, native, openai_calllog, openai_chat, responses, smolagents
+from . import labels as _labels
+from .inputs import SUFFIXES, Sample, read_files, take_sample
+from .jsonio import READ_ERRORS, read_error_reason
 
 READERS = {
     "native": native,
@@ -39,63 +43,6 @@ READERS = {
     "smolagents": smolagents,
     "atif": atif,
 }
-
-#: file names searched for inside directories
-SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz")
-
-
-@dataclass
-class Sample:
-    """The first values of a file, for format detection."""
-
-    kind: str  # 'jsonl', 'json-array' or 'json-object'
-    objs: list = field(default_factory=list)
-    lines: list = field(default_factory=list)
-    why_empty: str | None = None
-
-
-def take_sample(path: Path, *, max_values: int = 200, max_bytes: int = 8 << 20) -> Sample:
-    kind = _shared.container_kind(path)
-    s = Sample(kind)
-    if kind == "json-array":
-        it = _shared.iter_json_array(path)
-        try:
-            for line, el in it:
-                s.objs.append(el)
-                s.lines.append(line)
-                break
-        except _shared.ParseError as e:
-            s.why_empty = f"line {e.line}: {e.reason}"
-        finally:
-            it.close()
-    elif kind == "json-object":
-        try:
-            s.objs.append(_shared.read_document(path))
-            s.lines.append(1)
-        except _shared.ParseError as e:
-            s.why_empty = f"line {e.line}: {e.reason}" if e.line else e.reason
-    else:
-        seen = 0
-        first_err = None
-        try:
-            for no, raw in common.iter_lines(path):
-                seen += len(raw)
-                if raw.strip():
-                    try:
-                        s.objs.append(_shared.loads(raw))
-                        s.lines.append(no)
-                    except _shared.ParseError as e:
-                        first_err = first_err or f"line {no}: {e.reason}"
-                if len(s.objs) >= max_values or seen >= max_bytes:
-                    break
-        except _shared.READ_ERRORS as e:
-            if not s.objs:
-                raise
-            # a cut-short or corrupt .gz: detect from what was read; the reader reports the error
-            first_err = first_err or _shared.read_error_reason(e)
-        if not s.objs:
-            s.why_empty = first_err or "the file is empty"
-    return s
 
 
 def _native_sniff(sample: Sample) -> str | None:
@@ -123,8 +70,8 @@ def detect(path: str | os.PathLike) -> tuple[str | None, str]:
     path = Path(path)
     try:
         sample = take_sample(path)
-    except _shared.READ_ERRORS as e:
-        return None, _shared.read_error_reason(e)
+    except READ_ERRORS as e:
+        return None, read_error_reason(e)
     if not sample.objs:
         return None, f"unknown format: no JSON value could be read ({sample.why_empty})"
     matches: dict[str, int] = {}
@@ -159,42 +106,19 @@ def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str
     """
     if format not in ("auto", *READERS):
         raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(READERS)}")
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    report = report if report is not None else LoadReport()
-    files, errors = common.expand_inputs(inputs, SUFFIXES)
-    for e in errors:
-        where, _, why = e.partition(": ")
-        report.error(where, None, why)
-    if labels is not None:
-        lab = Path(labels).resolve()
-        files = [f for f in files if f.resolve() != lab]
-    builder = TraceSetBuilder()
-    for f in files:
-        file = str(f)
-        report.files.append(file)
+
+    def read_one(path: Path, builder: TraceSetBuilder, report: LoadReport) -> None:
         fmt = format
         if fmt == "auto":
-            fmt, why = detect(f)
+            fmt, why = detect(path)
             if fmt is None:
-                report.error(file, None, why)
-                continue
-        try:
-            if fmt == "native":
-                before = report.lines_read
-                native.read_stream(common.iter_lines(f), file=file, builder=builder, report=report,
-                                   defaults=defaults)
-                if report.lines_read == before:
-                    report.error(file, None, "file is empty")
-            else:
-                READERS[fmt].read_file(f, builder=builder, report=report, defaults=defaults, group_by=group_by)
-        except _shared.READ_ERRORS as e:
-            report.error(file, None, _shared.read_error_reason(e))
-    ts = builder.build()
-    if labels is not None:
-        from . import labels as labels_mod
+                report.error(str(path), None, why)
+                return
+        READERS[fmt].read_file(path, builder=builder, report=report, defaults=defaults, group_by=group_by)
 
-        ts, _ = labels_mod.join(ts, labels, report=report)
+    ts, report = read_files(inputs, read_one, report=report, skip=labels)
+    if labels is not None:
+        ts, _ = _labels.join(ts, labels, report=report)
     return ts, report
 
 
@@ -203,9 +127,6 @@ def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto",
                report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
     """``load`` for a file held in memory (an upload). ``name`` gives the suffix used for detection
     (``.jsonl``, ``.json``, ``.gz``) and the file name shown in the report and in ``source``."""
-    import re
-    import tempfile
-
     suffix = next((s for s in sorted(SUFFIXES, key=len, reverse=True) if name.lower().endswith(s)), ".jsonl")
     with tempfile.TemporaryDirectory(prefix="htc-upload-") as tmp:
         base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"

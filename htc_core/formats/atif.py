@@ -17,14 +17,17 @@ Agent steps without logprobs are dropped with a warning.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
-from . import _shared, openai_chat
-from ._shared import FieldError, ParseError, StepPart, TrajAcc
+from .common import FieldError, text_of, type_name
+from .inputs import Inputs, read_with
+from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
+    read_document_reported
+from .logprobs import StepPart, check_chosen, numbers
+from .records import ID_KEYS, RecordSink, TrajAcc, fail, find_id, stem, take_meta
 
 NAME = "atif"
 
@@ -46,13 +49,21 @@ def parse_trajectory(obj: Any, *, default_id: str, report: LoadReport, file: str
         report.error(file, line, "not an ATIF trajectory (needs schema_version 'ATIF-...' or steps with "
                                  "step_id and source)", value=obj)
         return None
-    tid = _shared.find_id(obj, ("session_id", "id") + _shared.ID_KEYS)
+    tid = find_id(obj, ("session_id", "id") + ID_KEYS)
     acc = TrajAcc(tid or default_id, file, line)
     steps = obj.get("steps")
     if not isinstance(steps, list):
-        _shared.fail(acc, report, file, line, f"'steps' must be a list, got {_shared._type_name(steps)}",
-                     field="steps", value=steps)
+        fail(acc, report, file, line, f"'steps' must be a list, got {type_name(steps)}", field="steps", value=steps)
         return acc
+    _take_trajectory_fields(acc, obj, report, file, line)
+    for i, st in enumerate(steps):
+        if not _add_step(acc, st, i, report, file, line):
+            return acc
+    return acc
+
+
+def _take_trajectory_fields(acc: TrajAcc, obj: dict, report: LoadReport, file: str, line: int | None) -> None:
+    """The agent (framework, model), the labels under ``extra`` and on the trajectory, the schema version."""
     agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else {}
     if isinstance(agent.get("name"), str):
         acc.meta["framework"] = agent["name"]
@@ -60,85 +71,76 @@ def parse_trajectory(obj: Any, *, default_id: str, report: LoadReport, file: str
         acc.meta["model"] = agent["model_name"]
     extra = obj.get("extra")
     if isinstance(extra, dict):
-        _shared.take_meta(acc, extra, report, file, line)
-    _shared.take_meta(acc, obj, report, file, line)
+        take_meta(acc, extra, report, file, line)
+    take_meta(acc, obj, report, file, line)
     if isinstance(obj.get("schema_version"), str):
         acc.metadata.setdefault("schema_version", obj["schema_version"])
-    for i, st in enumerate(steps):
-        f = f"steps[{i}]"
-        if not isinstance(st, dict):
-            _shared.fail(acc, report, file, line, f"a step must be an object, got {_shared._type_name(st)}",
-                         field=f, value=st)
-            return acc
-        src = st.get("source")
-        if src == "user" and "question" not in acc.meta:
-            q = _shared.text_of(st.get("message"))
-            if q:
-                acc.meta["question"] = q
-        if src != "agent":
-            continue
-        if "model" not in acc.meta and isinstance(st.get("model_name"), str):
-            acc.meta["model"] = st["model_name"]
-        metrics = st.get("metrics")
-        lps = metrics.get("logprobs") if isinstance(metrics, dict) else None
-        if lps is None:
-            acc.missing += 1
-            report.warn(file, line, f"agent step {st.get('step_id', i)} has no metrics.logprobs; step dropped",
-                        field=f"{f}.metrics.logprobs", trajectory_id=acc.id)
-            continue
-        try:
-            if not isinstance(lps, list):
-                raise FieldError(f"{f}.metrics.logprobs", lps, f"must be a list of numbers, got {_shared._type_name(lps)}")
-            arr = _shared.numbers(lps, f + ".metrics.logprobs[{i}]")
-            arr, clipped = _shared.check_chosen(arr, lps, f + ".metrics.logprobs[{i}]")
-        except FieldError as e:
-            _shared.fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
-            return acc
-        text = _shared.text_of(st.get("message")) or _shared.text_of(st.get("reasoning_content"))
-        acc.add("agent", StepPart(arr, None, None, text, clipped))
-    return acc
 
 
-def _finish(acc, builder, report, defaults, file, line, seen):
-    if acc is None:
-        return
-    rec = _shared.build_record(acc, report, defaults)
-    if rec is not None:
-        _shared.add_record(builder, rec, report, file, line, seen)
+def _add_step(acc: TrajAcc, st: Any, i: int, report: LoadReport, file: str, line: int | None) -> bool:
+    """One ATIF step into ``acc`` (a user step may give the question); False when it rejects the trajectory."""
+    f = f"steps[{i}]"
+    if not isinstance(st, dict):
+        fail(acc, report, file, line, f"a step must be an object, got {type_name(st)}", field=f, value=st)
+        return False
+    src = st.get("source")
+    if src == "user" and "question" not in acc.meta:
+        q = text_of(st.get("message"))
+        if q:
+            acc.meta["question"] = q
+    if src != "agent":
+        return True
+    if "model" not in acc.meta and isinstance(st.get("model_name"), str):
+        acc.meta["model"] = st["model_name"]
+    metrics = st.get("metrics")
+    lps = metrics.get("logprobs") if isinstance(metrics, dict) else None
+    if lps is None:
+        acc.missing += 1
+        report.warn(file, line, f"agent step {st.get('step_id', i)} has no metrics.logprobs; step dropped",
+                    field=f"{f}.metrics.logprobs", trajectory_id=acc.id)
+        return True
+    try:
+        if not isinstance(lps, list):
+            raise FieldError(f"{f}.metrics.logprobs", lps, f"must be a list of numbers, got {type_name(lps)}")
+        arr = numbers(lps, f + ".metrics.logprobs[{i}]")
+        arr, clipped = check_chosen(arr, lps, f + ".metrics.logprobs[{i}]")
+    except FieldError as e:
+        fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
+        return False
+    text = text_of(st.get("message")) or text_of(st.get("reasoning_content"))
+    acc.add("agent", StepPart(arr, None, None, text, clipped))
+    return True
 
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
     path = Path(path)
     file = str(path)
-    stem = _shared.stem(file)
-    seen: set[str] = set()
-    kind = _shared.container_kind(path)
+    name = stem(file)
+    sink = RecordSink(builder, report, defaults, file)
+    kind = container_kind(path)
     if kind == "json-object":
-        doc = _shared.read_document_reported(path, report, file)
-        if doc is _shared.NO_DOCUMENT:
+        doc = read_document_reported(path, report, file)
+        if doc is NO_DOCUMENT:
             return
-        _finish(parse_trajectory(doc, default_id=stem, report=report, file=file, line=1), builder, report,
-                defaults, file, 1, seen)
+        sink.finish(parse_trajectory(doc, default_id=name, report=report, file=file, line=1), 1)
         return
     if kind == "json-array":
         i = 0
         try:
-            for line, el in _shared.iter_json_array(path):
+            for line, el in iter_json_array(path):
                 report.lines_read += 1
-                _finish(parse_trajectory(el, default_id=f"{stem}:{i}", report=report, file=file, line=line),
-                        builder, report, defaults, file, line, seen)
+                sink.finish(parse_trajectory(el, default_id=f"{name}:{i}", report=report, file=file, line=line), line)
                 i += 1
         except ParseError as e:
             report.error(file, e.line, e.reason, value=e.value)
         return
-    for no, raw in openai_chat._iter_lines(path, report, file):
+    for no, raw in iter_reported_lines(path, report, file):
         try:
-            obj = _shared.loads(raw)
+            obj = loads(raw)
         except ParseError as e:
             report.error(file, no, e.reason, value=e.value)
             continue
-        _finish(parse_trajectory(obj, default_id=f"{stem}:{no}", report=report, file=file, line=no), builder,
-                report, defaults, file, no, seen)
+        sink.finish(parse_trajectory(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
 
 
 def sniff(sample) -> str | None:
@@ -149,8 +151,7 @@ def sniff(sample) -> str | None:
     return "no ATIF trajectory (schema_version 'ATIF-...', or steps with step_id and source)"
 
 
-def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
+def read(paths: Inputs, *, defaults: dict | None = None,
          report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    from . import load
-
-    return load(paths, format=NAME, defaults=defaults, report=report)
+    """Read ATIF files or directories of them; returns (trace set, load report)."""
+    return read_with(read_file, paths, defaults=defaults, report=report)

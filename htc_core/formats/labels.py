@@ -22,20 +22,23 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gzip
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
 from ..report import LoadReport
 from ..traces import TraceSet
-from . import _shared, common
+from .common import type_name, verbalized
+from .jsonio import ParseError, container_kind, iter_json_array, iter_lines, loads, read_document
+from .records import ID_KEYS
 
-ID_COLUMNS = ("id",) + _shared.ID_KEYS
+ID_COLUMNS = ("id",) + ID_KEYS
 SUCCESS_COLUMNS = ("success", "label", "correct", "is_correct")
 TEXT_COLUMNS = ("dataset", "model", "framework", "question", "answer", "gold")
 _TRUE = {"true", "t", "yes", "y", "1", "1.0", "correct", "success", "pass", "passed"}
@@ -80,55 +83,68 @@ def parse_success(v: Any) -> tuple[bool | None, bool]:
     return None, False
 
 
-def _rows(path: Path, report: LoadReport):
+def _rows(path: Path, report: LoadReport) -> Iterator[tuple[int | None, Any]]:
     """Yield (line, dict) from a CSV, JSONL or JSON-array labels file."""
+    name = str(path).lower()
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+        yield from _csv_rows(path, report)
+        return
+    kind = container_kind(path)
+    if kind in ("json-array", "json-object"):
+        yield from _json_rows(path, kind, report)
+        return
+    yield from _jsonl_rows(path, report)
+
+
+def _csv_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, dict]]:
     file = str(path)
     name = file.lower()
-    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
-        import gzip
+    opener = gzip.open if name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh, delimiter="\t" if ".tsv" in name else ",")
+            try:
+                for row in reader:
+                    yield reader.line_num, row
+            except UnicodeDecodeError as e:
+                report.error(file, reader.line_num + 1, f"invalid UTF-8 at byte {e.start}; the rest of the "
+                                                        "labels file is ignored")
+            except csv.Error as e:
+                report.error(file, reader.line_num, f"malformed CSV: {e}")
+    except OSError as e:
+        report.error(file, None, f"cannot read labels file: {e}")
 
-        opener = gzip.open if name.endswith(".gz") else open
-        try:
-            with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
-                reader = csv.DictReader(fh, delimiter="\t" if ".tsv" in name else ",")
-                try:
-                    for row in reader:
-                        yield reader.line_num, row
-                except UnicodeDecodeError as e:
-                    report.error(file, reader.line_num + 1, f"invalid UTF-8 at byte {e.start}; the rest of the "
-                                                            "labels file is ignored")
-                except csv.Error as e:
-                    report.error(file, reader.line_num, f"malformed CSV: {e}")
-        except OSError as e:
-            report.error(file, None, f"cannot read labels file: {e}")
-        return
-    kind = _shared.container_kind(path)
+
+def _json_rows(path: Path, kind: str, report: LoadReport) -> Iterator[tuple[int | None, Any]]:
+    """A JSON array of rows, ``{"labels": [...]}`` or ``{id: success, ...}``."""
+    file = str(path)
     try:
         if kind == "json-array":
-            yield from _shared.iter_json_array(path)
+            yield from iter_json_array(path)
             return
-        if kind == "json-object":
-            doc = _shared.read_document(path)
-            items = doc.get("labels") if isinstance(doc, dict) else None
-            if isinstance(items, list):
-                for i, r in enumerate(items):
-                    yield None, r
-            elif isinstance(doc, dict) and all(not isinstance(v, (dict, list)) for v in doc.values()):
-                for k, v in doc.items():  # {"id": success, ...}
-                    yield None, {"id": k, "success": v}
-            else:
-                report.error(file, 1, "a JSON labels file must be an array of rows, {'labels': [...]} or {id: success}")
-            return
-    except _shared.ParseError as e:
+        doc = read_document(path)
+        items = doc.get("labels") if isinstance(doc, dict) else None
+        if isinstance(items, list):
+            for r in items:
+                yield None, r
+        elif isinstance(doc, dict) and all(not isinstance(v, (dict, list)) for v in doc.values()):
+            for k, v in doc.items():  # {"id": success, ...}
+                yield None, {"id": k, "success": v}
+        else:
+            report.error(file, 1, "a JSON labels file must be an array of rows, {'labels': [...]} or {id: success}")
+    except ParseError as e:
         report.error(file, e.line, e.reason, value=e.value)
-        return
+
+
+def _jsonl_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, Any]]:
+    file = str(path)
     try:
-        for no, raw in common.iter_lines(path):
+        for no, raw in iter_lines(path):
             if not raw.strip():
                 continue
             try:
-                yield no, _shared.loads(raw)
-            except _shared.ParseError as e:
+                yield no, loads(raw)
+            except ParseError as e:
                 report.error(file, no, e.reason, value=e.value)
     except OSError as e:
         report.error(file, None, f"cannot read labels file: {e}")
@@ -145,7 +161,7 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
         return out
     for line, row in _rows(path, report):
         if not isinstance(row, dict):
-            report.warn(file, line, f"a labels row must be an object, got {_shared._type_name(row)}; ignored",
+            report.warn(file, line, f"a labels row must be an object, got {type_name(row)}; ignored",
                         value=row)
             continue
         if id_col is None or id_col not in row:
@@ -163,32 +179,37 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
             report.warn(file, line, "duplicate id in the labels file (the first row is kept)", field=id_col,
                         value=tid, trajectory_id=tid)
             continue
-        rec: dict[str, Any] = {"_line": line}
-        s_col = next((c for c in SUCCESS_COLUMNS if c in row), None)
-        if s_col is not None:
-            val, ok = parse_success(row[s_col])
-            if not ok:
-                report.warn(file, line, "success label is not true/false, 1/0, yes/no; ignored", field=s_col,
-                            value=row[s_col], trajectory_id=tid)
-            elif val is not None:
-                rec["success"] = val
-        for c in TEXT_COLUMNS:
-            v = row.get(c)
-            if v is not None and not (isinstance(v, str) and v.strip().lower() in _EMPTY and c != "answer"):
-                rec[c] = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-        if "verbalized_confidence" in row and row["verbalized_confidence"] not in (None, ""):
-            vc, warn = common.verbalized(row["verbalized_confidence"])
-            if warn:
-                report.warn(file, line, f"verbalized_confidence {warn}", field="verbalized_confidence",
-                            value=row["verbalized_confidence"], trajectory_id=tid)
-            if vc is not None:
-                rec["verbalized_confidence"] = vc
-        skip = {id_col, s_col, "verbalized_confidence", *TEXT_COLUMNS}
-        extra = {k: v for k, v in row.items() if k not in skip and k is not None and v not in (None, "")}
-        if extra:
-            rec["metadata"] = extra
-        out[tid] = rec
+        out[tid] = _parse_row(row, id_col, tid, line, file, report)
     return out
+
+
+def _parse_row(row: dict, id_col: str, tid: str, line: int | None, file: str, report: LoadReport) -> dict:
+    """The parsed values of one labels row (success, text columns, verbalized confidence, the rest as metadata)."""
+    rec: dict[str, Any] = {"_line": line}
+    s_col = next((c for c in SUCCESS_COLUMNS if c in row), None)
+    if s_col is not None:
+        val, ok = parse_success(row[s_col])
+        if not ok:
+            report.warn(file, line, "success label is not true/false, 1/0, yes/no; ignored", field=s_col,
+                        value=row[s_col], trajectory_id=tid)
+        elif val is not None:
+            rec["success"] = val
+    for c in TEXT_COLUMNS:
+        v = row.get(c)
+        if v is not None and not (isinstance(v, str) and v.strip().lower() in _EMPTY and c != "answer"):
+            rec[c] = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    if "verbalized_confidence" in row and row["verbalized_confidence"] not in (None, ""):
+        vc, warn = verbalized(row["verbalized_confidence"])
+        if warn:
+            report.warn(file, line, f"verbalized_confidence {warn}", field="verbalized_confidence",
+                        value=row["verbalized_confidence"], trajectory_id=tid)
+        if vc is not None:
+            rec["verbalized_confidence"] = vc
+    skip = {id_col, s_col, "verbalized_confidence", *TEXT_COLUMNS}
+    extra = {k: v for k, v in row.items() if k not in skip and k is not None and v not in (None, "")}
+    if extra:
+        rec["metadata"] = extra
+    return rec
 
 
 def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = None,
@@ -203,45 +224,74 @@ def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = N
             report.warn(file, None, "the labels file holds no usable rows; nothing joined")
         return ts, info
     meta = ts.meta.copy()
-    n = len(meta)
-    ids = meta["id"].tolist()
-    success = meta["success"].tolist()
-    vcs = meta["verbalized_confidence"].to_numpy(dtype=np.float64, copy=True)
-    text_cols = {c: meta[c].tolist() for c in TEXT_COLUMNS}
-    mds = meta["metadata"].tolist()
+    cols = _Columns.of(meta)
     used: set[str] = set()
-    for i in range(n):
-        tid = ids[i]
+    for i, tid in enumerate(cols.ids):
         row = labels.get(tid)
         if row is None:
             info.unlabeled_ids.append(tid)
             continue
         used.add(tid)
         info.matched += 1
+        if cols.apply(i, row):
+            info.success_changed += 1
+    cols.write(meta)
+    info.unmatched_label_ids = [t for t in labels if t not in used]
+    _report_join(info, labels, len(meta), report, max_listed)
+    return dataclasses.replace(ts, meta=meta), info
+
+
+@dataclass
+class _Columns:
+    """The metadata columns a join may change, as lists (written back with ``write``)."""
+
+    ids: list
+    success: list
+    vcs: np.ndarray
+    text: dict[str, list]
+    mds: list
+
+    @classmethod
+    def of(cls, meta: pd.DataFrame) -> "_Columns":
+        return cls(meta["id"].tolist(), meta["success"].tolist(),
+                   meta["verbalized_confidence"].to_numpy(dtype=np.float64, copy=True),
+                   {c: meta[c].tolist() for c in TEXT_COLUMNS}, meta["metadata"].tolist())
+
+    def apply(self, i: int, row: dict) -> bool:
+        """Write a labels row into trajectory ``i``; True when it changed an existing success label."""
+        changed = False
         if "success" in row:
-            old = success[i]
+            old = self.success[i]
             if old is not pd.NA and old is not None and bool(old) != row["success"]:
-                info.success_changed += 1
-            success[i] = row["success"]
+                changed = True
+            self.success[i] = row["success"]
         for c in TEXT_COLUMNS:
             if c in row:
-                text_cols[c][i] = row[c]
+                self.text[c][i] = row[c]
         if "verbalized_confidence" in row:
-            vcs[i] = row["verbalized_confidence"]
+            self.vcs[i] = row["verbalized_confidence"]
         if "metadata" in row:
             try:
-                md = json.loads(mds[i]) if mds[i] else {}
+                md = json.loads(self.mds[i]) if self.mds[i] else {}
             except (TypeError, ValueError):
                 md = {}
             for k, v in row["metadata"].items():
                 md.setdefault(k, v)
-            mds[i] = json.dumps(md, ensure_ascii=False, default=str)
-    meta["success"] = pd.array([None if (v is pd.NA or v is None) else bool(v) for v in success], dtype="boolean")
-    meta["verbalized_confidence"] = vcs
-    for c in TEXT_COLUMNS:
-        meta[c] = pd.Series(text_cols[c], dtype=object)
-    meta["metadata"] = pd.Series(mds, dtype=object)
-    info.unmatched_label_ids = [t for t in labels if t not in used]
+            self.mds[i] = json.dumps(md, ensure_ascii=False, default=str)
+        return changed
+
+    def write(self, meta: pd.DataFrame) -> None:
+        meta["success"] = pd.array([None if (v is pd.NA or v is None) else bool(v) for v in self.success],
+                                   dtype="boolean")
+        meta["verbalized_confidence"] = self.vcs
+        for c in TEXT_COLUMNS:
+            meta[c] = pd.Series(self.text[c], dtype=object)
+        meta["metadata"] = pd.Series(self.mds, dtype=object)
+
+
+def _report_join(info: LabelJoin, labels: dict[str, dict], n: int, report: LoadReport, max_listed: int) -> None:
+    """Warnings: trajectories without a row, rows without a trajectory, success labels changed."""
+    file = info.file
 
     def listed(xs: list[str]) -> str:
         head = ", ".join(repr(x) for x in xs[:max_listed])
@@ -257,4 +307,3 @@ def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = N
     if info.success_changed:
         report.warn(file, None, f"the labels file changed the success label of {info.success_changed} "
                                 f"trajectories (the labels file wins)", field="success")
-    return dataclasses.replace(ts, meta=meta), info

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable
 
@@ -17,8 +16,11 @@ import numpy as np
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder, TrajectoryRecord
-from . import common
-from .common import FieldError
+from .common import FieldError, optional_text, success_label, token_strings, verbalized
+from .inputs import JSONL_SUFFIXES, expand_inputs
+from .jsonio import READ_ERRORS, decode_line, iter_lines
+from .logprobs import alternatives, chosen_logprobs
+from .records import add_record
 
 NAME = "native"
 FORMAT_VERSION = 1
@@ -28,17 +30,9 @@ def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadRepor
                      defaults: dict | None = None) -> TrajectoryRecord | None:
     """Validate one decoded htc-trace object; report and return None when it is unusable."""
     defaults = defaults or {}
-    if not isinstance(obj, dict):
-        report.error(file, line, f"a trajectory must be a JSON object, got {type(obj).__name__}", value=obj)
+    tid = _trajectory_id(obj, file, line, report)
+    if tid is None:
         return None
-    tid = obj.get("id")
-    if tid is None or (isinstance(tid, str) and not tid.strip()):
-        report.error(file, line, "missing trajectory id", field="id", value=tid, has_value="id" in obj)
-        return None
-    if not isinstance(tid, (str, int)) or isinstance(tid, bool):
-        report.error(file, line, f"id must be a string, got {type(tid).__name__}", field="id", value=tid)
-        return None
-    tid = str(tid)
     steps = obj.get("steps")
     if steps is None:
         report.error(file, line, "missing 'steps'", field="steps", trajectory_id=tid)
@@ -48,34 +42,9 @@ def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadRepor
                      value=steps, trajectory_id=tid)
         return None
     rec = TrajectoryRecord(id=tid, steps_logprob=[], steps_top=[], steps_name=[], steps_text=[], steps_tokens=[])
-    clipped = 0
-    dropped = 0
     try:
-        rec.success = common.success_label(obj.get("success"))
-        for si, step in enumerate(steps):
-            f = f"steps[{si}]"
-            if not isinstance(step, dict):
-                raise FieldError(f, step, f"a step must be an object, got {type(step).__name__}")
-            if "logprobs" not in step or step["logprobs"] is None:
-                raise FieldError(f"{f}.logprobs", None, "missing (every step needs the chosen-token logprobs)",
-                                 has_value=False)
-            lp, c1 = common.chosen_logprobs(step["logprobs"], f"{f}.logprobs")
-            n = len(lp)
-            top, c2 = common.alternatives(step.get("top_logprobs"), n, f"{f}.top_logprobs")
-            toks = common.token_strings(step.get("tokens"), n, f"{f}.tokens")
-            tt = step.get("top_tokens")
-            if tt is not None and (not isinstance(tt, list) or len(tt) != n):
-                raise FieldError(f"{f}.top_tokens", f"{len(tt) if isinstance(tt, list) else type(tt).__name__}",
-                                 f"must be a list with one entry per token ({n})")
-            if n == 0:
-                dropped += 1
-                continue
-            clipped += c1 + c2
-            rec.steps_logprob.append(lp)
-            rec.steps_top.append(top)
-            rec.steps_tokens.append(toks)
-            rec.steps_name.append(common.optional_text(step.get("name")) or "")
-            rec.steps_text.append(common.optional_text(step.get("text")))
+        rec.success = success_label(obj.get("success"))
+        clipped, dropped = _add_steps(rec, steps)
     except FieldError as e:
         report.error(file, line, e.reason, field=e.field, value=e.value, trajectory_id=tid, has_value=e.has_value)
         return None
@@ -89,18 +58,70 @@ def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadRepor
     report.clipped_values += clipped
     if clipped:
         report.warn(file, line, f"{clipped} tiny positive logprob(s) clipped to 0", trajectory_id=tid)
-    vc, warn = common.verbalized(obj.get("verbalized_confidence"))
+    _copy_fields(rec, obj, defaults, file=file, line=line, report=report)
+    return rec
+
+
+def _trajectory_id(obj: Any, file: str, line: int | None, report: LoadReport) -> str | None:
+    """The id of a trajectory object, or None (reported) when it is not an object with a usable id."""
+    if not isinstance(obj, dict):
+        report.error(file, line, f"a trajectory must be a JSON object, got {type(obj).__name__}", value=obj)
+        return None
+    tid = obj.get("id")
+    if tid is None or (isinstance(tid, str) and not tid.strip()):
+        report.error(file, line, "missing trajectory id", field="id", value=tid, has_value="id" in obj)
+        return None
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool):
+        report.error(file, line, f"id must be a string, got {type(tid).__name__}", field="id", value=tid)
+        return None
+    return str(tid)
+
+
+def _add_steps(rec: TrajectoryRecord, steps: list) -> tuple[int, int]:
+    """Validate the steps into ``rec``; returns (values clipped to 0, empty steps dropped)."""
+    clipped = 0
+    dropped = 0
+    for si, step in enumerate(steps):
+        f = f"steps[{si}]"
+        if not isinstance(step, dict):
+            raise FieldError(f, step, f"a step must be an object, got {type(step).__name__}")
+        if "logprobs" not in step or step["logprobs"] is None:
+            raise FieldError(f"{f}.logprobs", None, "missing (every step needs the chosen-token logprobs)",
+                             has_value=False)
+        lp, c1 = chosen_logprobs(step["logprobs"], f"{f}.logprobs")
+        n = len(lp)
+        top, c2 = alternatives(step.get("top_logprobs"), n, f"{f}.top_logprobs")
+        toks = token_strings(step.get("tokens"), n, f"{f}.tokens")
+        tt = step.get("top_tokens")
+        if tt is not None and (not isinstance(tt, list) or len(tt) != n):
+            raise FieldError(f"{f}.top_tokens", f"{len(tt) if isinstance(tt, list) else type(tt).__name__}",
+                             f"must be a list with one entry per token ({n})")
+        if n == 0:
+            dropped += 1
+            continue
+        clipped += c1 + c2
+        rec.steps_logprob.append(lp)
+        rec.steps_top.append(top)
+        rec.steps_tokens.append(toks)
+        rec.steps_name.append(optional_text(step.get("name")) or "")
+        rec.steps_text.append(optional_text(step.get("text")))
+    return clipped, dropped
+
+
+def _copy_fields(rec: TrajectoryRecord, obj: dict, defaults: dict, *, file: str, line: int | None,
+                 report: LoadReport) -> None:
+    """Trajectory-level fields: verbalized confidence, text fields (else the defaults), metadata, source."""
+    vc, warn = verbalized(obj.get("verbalized_confidence"))
     if warn:
         report.warn(file, line, f"verbalized_confidence {warn}", field="verbalized_confidence",
-                    value=obj.get("verbalized_confidence"), trajectory_id=tid)
+                    value=obj.get("verbalized_confidence"), trajectory_id=rec.id)
     rec.verbalized_confidence = vc
     for key in ("dataset", "model", "framework", "question", "answer", "gold"):
-        val = common.optional_text(obj.get(key))
+        val = optional_text(obj.get(key))
         setattr(rec, key, val if val is not None else defaults.get(key))
     md = obj.get("metadata")
     rec.metadata = md if isinstance(md, dict) else ({} if md is None else {"value": md})
     rec.source = defaults.get("source", file)
-    return rec
 
 
 def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: TraceSetBuilder,
@@ -111,15 +132,13 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
     an earlier file already used is kept under ``id@file-stem`` with a warning,
     so that two runs over the same questions can be loaded together.
     """
-    from ._shared import add_record  # (_shared imports this module)
-
     seen: set[str] = set()
     for no, raw in lines:
         report.lines_read += 1
         if not raw.strip():
             continue
         try:
-            text = common.decode_line(raw)
+            text = decode_line(raw)
         except UnicodeDecodeError as e:
             report.error(file, no, f"invalid UTF-8 at byte {e.start}", value=raw[max(0, e.start - 10): e.start + 10])
             continue
@@ -137,14 +156,14 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
         add_record(builder, rec, report, file, no, seen)
 
 
-def unique_id(builder: TraceSetBuilder, tid: str, file: str) -> str:
-    stem = Path(file).name.split(".")[0]
-    cand = f"{tid}@{stem}"
-    n = 2
-    while builder.has_id(cand):
-        cand = f"{tid}@{stem}-{n}"
-        n += 1
-    return cand
+def read_file(path: str | os.PathLike, *, builder: TraceSetBuilder, report: LoadReport,
+              defaults: dict | None = None, **_: Any) -> None:
+    """Read one htc-trace JSONL file into ``builder`` (an empty file is reported)."""
+    file = str(path)
+    before = report.lines_read
+    read_stream(iter_lines(Path(path)), file=file, builder=builder, report=report, defaults=defaults)
+    if report.lines_read == before:
+        report.error(file, None, "file is empty")
 
 
 def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
@@ -153,7 +172,7 @@ def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: di
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     report = report or LoadReport()
-    files, errors = common.expand_inputs(paths, common.JSONL_SUFFIXES)
+    files, errors = expand_inputs(paths, JSONL_SUFFIXES)
     for e in errors:
         report.error(e.split(":")[0], None, e.split(": ", 1)[-1])
     builder = TraceSetBuilder()
@@ -161,8 +180,8 @@ def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: di
         report.files.append(str(f))
         before = report.lines_read
         try:
-            read_stream(common.iter_lines(f), file=str(f), builder=builder, report=report, defaults=defaults)
-        except (OSError, EOFError, zlib.error) as e:  # EOFError / zlib.error: a cut-short or corrupt .gz
+            read_stream(iter_lines(f), file=str(f), builder=builder, report=report, defaults=defaults)
+        except READ_ERRORS as e:  # EOFError / zlib.error: a cut-short or corrupt .gz
             report.error(str(f), None, f"cannot read file: {type(e).__name__}: {e}")
             continue
         if report.lines_read == before:

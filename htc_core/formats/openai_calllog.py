@@ -33,19 +33,23 @@ never by holding raw JSON. A broken line rejects the trajectory it belongs to
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
-from . import _shared, openai_chat
-from ._shared import FieldError, MissingLogprobs, ParseError, StepPart, TrajAcc
+from .common import FieldError, MissingLogprobs, text_of, type_name
+from .containers import responses_of
+from .inputs import Inputs, read_with
+from .jsonio import ParseError, iter_reported_lines, loads
+from .logprobs import StepPart, concat_parts, empty_part
+from .records import ID_KEYS, RecordSink, TrajAcc, fail, stem, take_meta
+from .shapes import RESPONSE_KEYS, find_response, is_chunk, parse_chunk, parse_response, response_model
 
 NAME = "openai-calllog"
 ORDER_KEYS = ("step", "created", "timestamp")
-DEFAULT_GROUP_KEYS = _shared.ID_KEYS
+DEFAULT_GROUP_KEYS = ID_KEYS
 
 
 class _Step:
@@ -115,7 +119,7 @@ def _first_user_text(obj: dict) -> str | None:
     if isinstance(msgs, list):
         for m in msgs:
             if isinstance(m, dict) and m.get("role") == "user":
-                return _shared.text_of(m.get("content"))
+                return text_of(m.get("content"))
     for key in ("prompt", "input"):
         v = req.get(key)
         if isinstance(v, str):
@@ -144,94 +148,99 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
     """Read one call-log JSONL file into ``builder``."""
     path = Path(path)
     file = str(path)
-    stem = _shared.stem(file)
-    groups: dict[str, _Group] = {}
-    steps: dict[str, list[_Step]] = {}
-    chunk_steps: dict[tuple[str, str], _Step] = {}
-    no_id_lines = 0
-    first_no_id = None
-    id_re = None
-    seq = 0
+    log = _CallLog(file, report, group_by)
     lines_before = report.lines_read
+    for no, raw in iter_reported_lines(path, report, file, on_error=log.cut_short):
+        log.read_line(no, raw)
+    if report.lines_read == lines_before:
+        report.error(file, None, "file is empty")
+    log.finish(RecordSink(builder, report, defaults, file))
 
-    def group(gid: str, line: int) -> _Group:
-        g = groups.get(gid)
+
+class _CallLog:
+    """One call-log file being read: its calls grouped into trajectories by id, as step arrays."""
+
+    def __init__(self, file: str, report: LoadReport, group_by: str | None):
+        self.file = file
+        self.report = report
+        self.group_by = group_by
+        self.stem = stem(file)
+        self.groups: dict[str, _Group] = {}
+        self.steps: dict[str, list[_Step]] = {}
+        self.chunk_steps: dict[tuple[str, str], _Step] = {}  # (trajectory id, chunk id): a call logged per chunk
+        self.no_id_lines = 0
+        self.first_no_id: int | None = None
+        self.id_re: re.Pattern | None = None
+        self.seq = 0
+        self.last_gid: str | None = None
+
+    def group(self, gid: str, line: int) -> _Group:
+        g = self.groups.get(gid)
         if g is None:
-            g = groups[gid] = _Group(gid, file, line)
-            steps[gid] = []
+            g = self.groups[gid] = _Group(gid, self.file, line)
+            self.steps[gid] = []
         return g
 
-    last_gid: list = [None]
+    def cut_short(self, e: BaseException) -> None:
+        """The trajectory being written when the file was cut is incomplete."""
+        if self.last_gid is not None and self.last_gid in self.groups:
+            fail(self.groups[self.last_gid], self.report, self.file, None,
+                 "the file is cut short after this trajectory's last call read; the trajectory is rejected")
 
-    def cut_short(e: BaseException) -> None:
-        # the trajectory being written when the file was cut is incomplete
-        if last_gid[0] is not None and last_gid[0] in groups:
-            _shared.fail(groups[last_gid[0]], report, file, None,
-                         "the file is cut short after this trajectory's last call read; the trajectory is rejected")
-
-    for no, raw in openai_chat._iter_lines(path, report, file, on_error=cut_short):
+    def read_line(self, no: int, raw: bytes) -> None:
+        report, file = self.report, self.file
         try:
-            obj = _shared.loads(raw)
+            obj = loads(raw)
         except ParseError as e:
-            id_re = id_re or _id_regex(group_by)
-            m = id_re.search(raw)
-            looks_llm = b'"logprobs"' in raw or b'"choices"' in raw or b'"output"' in raw
-            if m and looks_llm:
-                gid = m.group(1).decode("utf-8", errors="replace")
-                _shared.fail(group(gid, no), report, file, no,
-                             f"{e.reason}; this LLM call of the trajectory is unreadable, so the trajectory is rejected",
-                             value=e.value)
-            else:
-                report.error(file, no, e.reason, value=e.value)
-            continue
+            self._unreadable(no, raw, e)
+            return
         if not isinstance(obj, dict):
-            report.error(file, no, f"a call-log line must be a JSON object, got {_shared._type_name(obj)}", value=obj)
-            continue
-        resp = openai_chat.find_response(obj)
-        gid = group_id(obj, group_by)
+            report.error(file, no, f"a call-log line must be a JSON object, got {type_name(obj)}", value=obj)
+            return
+        resp = find_response(obj)
+        gid = group_id(obj, self.group_by)
         if resp is None:
             report.skipped_lines += 1
             if gid is not None:
-                _shared.take_meta(group(gid, no), obj, report, file, no)
-            continue
+                take_meta(self.group(gid, no), obj, report, file, no)
+            return
         if gid is None:
-            no_id_lines += 1
-            first_no_id = first_no_id or no
-            gid = stem
-        g = group(gid, no)  # a failed group is still parsed, so that every problem is listed
-        last_gid[0] = gid
-        if obj is not resp:
-            _shared.take_meta(g, obj, report, file, no)
-            if "question" not in g.meta and not steps[gid]:
-                q = _first_user_text(obj)
-                if q:
-                    g.meta["question"] = q
-        if "model" not in g.meta:
-            m = openai_chat.response_model(resp)
-            if m:
-                g.meta["model"] = m
-        single_chunk = isinstance(resp, dict) and openai_chat.is_chunk(resp)
+            self.no_id_lines += 1
+            self.first_no_id = self.first_no_id or no
+            gid = self.stem
+        self._call(no, obj, resp, gid)
+
+    def _unreadable(self, no: int, raw: bytes, e: ParseError) -> None:
+        """A broken line rejects the trajectory it belongs to when its id can still be read from the bytes."""
+        self.id_re = self.id_re or _id_regex(self.group_by)
+        m = self.id_re.search(raw)
+        looks_llm = b'"logprobs"' in raw or b'"choices"' in raw or b'"output"' in raw
+        if m and looks_llm:
+            gid = m.group(1).decode("utf-8", errors="replace")
+            fail(self.group(gid, no), self.report, self.file, no,
+                 f"{e.reason}; this LLM call of the trajectory is unreadable, so the trajectory is rejected",
+                 value=e.value)
+        else:
+            self.report.error(self.file, no, e.reason, value=e.value)
+
+    def _call(self, no: int, obj: dict, resp: Any, gid: str) -> None:
+        """One logged LLM call: its labels and model into the trajectory, its arrays into a step."""
+        report, file = self.report, self.file
+        g = self.group(gid, no)  # a failed group is still parsed, so that every problem is listed
+        self.last_gid = gid
+        self._take_fields(g, no, obj, resp)
+        single_chunk = isinstance(resp, dict) and is_chunk(resp)
         try:
             if single_chunk:
-                part = openai_chat.parse_chunk(resp)
+                part = parse_chunk(resp)
             else:
-                part = openai_chat.parse_response(resp)
+                part = parse_response(resp)
         except MissingLogprobs as e:
             part = e
         except FieldError as e:
-            _shared.fail(g, report, file, no, e.reason, field=e.field, value=e.value, has_value=e.has_value)
-            continue
-        step = None
-        cid = resp.get("id") if single_chunk else None
-        if cid is not None:
-            step = chunk_steps.get((gid, str(cid)))
-        if step is None:
-            name = (obj.get("name") or obj.get("step_name")) if obj is not resp else None
-            step = _Step(seq, no, name if isinstance(name, str) and name else "llm_call", _order_of(obj, resp))
-            seq += 1
-            steps[gid].append(step)
-            if cid is not None:
-                chunk_steps[(gid, str(cid))] = step
+            fail(g, report, file, no, e.reason, field=e.field, value=e.value, has_value=e.has_value)
+            return
+        step = self._step(no, obj, resp, gid, resp.get("id") if single_chunk else None)
         if isinstance(part, MissingLogprobs):
             if step.missing is None:
                 report.warn(file, no, f"{part.reason}; step dropped", field=part.field, trajectory_id=gid)
@@ -239,26 +248,51 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
         elif part is not None:
             step.parts.append(part)
 
-    if report.lines_read == lines_before:
-        report.error(file, None, "file is empty")
-    if no_id_lines:
-        keys = group_by or ", ".join(DEFAULT_GROUP_KEYS)
-        report.warn(file, first_no_id, f"{no_id_lines} call(s) carry no trajectory id ({keys}); "
-                                        f"they form one trajectory named {stem!r}", field=group_by)
-    seen: set[str] = set()
-    for gid, g in groups.items():
-        if g.failed:
-            continue
-        for st in _sort_steps(steps[gid]):
-            if st.missing is not None:
-                g.missing += 1
+    def _take_fields(self, g: _Group, no: int, obj: dict, resp: Any) -> None:
+        """Labels on the call's line, the question of its first call's request, the model of the response."""
+        if obj is not resp:
+            take_meta(g, obj, self.report, self.file, no)
+            if "question" not in g.meta and not self.steps[g.id]:
+                q = _first_user_text(obj)
+                if q:
+                    g.meta["question"] = q
+        if "model" not in g.meta:
+            m = response_model(resp)
+            if m:
+                g.meta["model"] = m
+
+    def _step(self, no: int, obj: dict, resp: Any, gid: str, cid: Any) -> _Step:
+        """The step a call goes into: a new one, or the one of earlier chunks with the same chunk id."""
+        step = None
+        if cid is not None:
+            step = self.chunk_steps.get((gid, str(cid)))
+        if step is None:
+            name = (obj.get("name") or obj.get("step_name")) if obj is not resp else None
+            step = _Step(self.seq, no, name if isinstance(name, str) and name else "llm_call", _order_of(obj, resp))
+            self.seq += 1
+            self.steps[gid].append(step)
+            if cid is not None:
+                self.chunk_steps[(gid, str(cid))] = step
+        return step
+
+    def finish(self, sink: RecordSink) -> None:
+        """Every trajectory, its steps in order, into ``sink`` (and a warning for calls without an id)."""
+        if self.no_id_lines:
+            keys = self.group_by or ", ".join(DEFAULT_GROUP_KEYS)
+            self.report.warn(self.file, self.first_no_id, f"{self.no_id_lines} call(s) carry no trajectory id "
+                                                          f"({keys}); they form one trajectory named {self.stem!r}",
+                             field=self.group_by)
+        for gid, g in self.groups.items():
+            if g.failed:
                 continue
-            g.add(st.name, _shared.concat_parts(st.parts) if st.parts else _shared.empty_part())
-        del steps[gid]
-        rec = _shared.build_record(g, report, defaults)
-        if rec is not None:
-            _shared.add_record(builder, rec, report, file, g.line, seen)
-        g.steps = []
+            for st in _sort_steps(self.steps[gid]):
+                if st.missing is not None:
+                    g.missing += 1
+                    continue
+                g.add(st.name, concat_parts(st.parts) if st.parts else empty_part())
+            del self.steps[gid]
+            sink.finish(g, g.line)
+            g.steps = []
 
 
 def sniff(sample) -> str | None:
@@ -267,16 +301,14 @@ def sniff(sample) -> str | None:
     if not sample.objs:
         return sample.why_empty or "no line is valid JSON"
     for obj in sample.objs:
-        if isinstance(obj, dict) and openai_chat.find_response(obj) is not None \
-                and openai_chat.responses_of(obj) is None:
+        if isinstance(obj, dict) and find_response(obj) is not None \
+                and responses_of(obj) is None:
             return None
     return (f"no line holds one LLM response "
-            f"(choices[] or output[], itself or under {'/'.join(openai_chat.RESPONSE_KEYS[:6])})")
+            f"(choices[] or output[], itself or under {'/'.join(RESPONSE_KEYS[:6])})")
 
 
-def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
-         report: LoadReport | None = None, group_by: str | None = None) -> tuple[TraceSet, LoadReport]:
+def read(paths: Inputs, *, defaults: dict | None = None, report: LoadReport | None = None,
+         group_by: str | None = None) -> tuple[TraceSet, LoadReport]:
     """Read call-log JSONL files or directories; returns (trace set, load report)."""
-    from . import load
-
-    return load(paths, format=NAME, defaults=defaults, report=report, group_by=group_by)
+    return read_with(read_file, paths, defaults=defaults, report=report, group_by=group_by)

@@ -20,16 +20,20 @@ writes). smolagents serializes the raw API response of each model call with
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
-from . import _shared, openai_chat
-from ._shared import FieldError, MissingLogprobs, ParseError, TrajAcc
+from .common import FieldError, MissingLogprobs, text_of, type_name
+from .inputs import Inputs, read_with
+from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
+    read_document_reported
+from .logprobs import StepPart
+from .records import RecordSink, TrajAcc, fail, find_id, stem, take_meta
+from .shapes import find_response, parse_response, response_model
 
 NAME = "smolagents"
 FRAMEWORK = "smolagents"
@@ -66,20 +70,9 @@ class _Run:
         self.i += 1
         f = f"steps[{i}]"
         if not isinstance(st, dict):
-            _shared.fail(acc, report, file, line, f"a step must be an object, got {_shared._type_name(st)}",
-                         field=f, value=st)
+            fail(acc, report, file, line, f"a step must be an object, got {type_name(st)}", field=f, value=st)
             return
-        if i == 0:
-            if "task" in st:
-                q = _shared.text_of(st.get("task"))
-                if q and "question" not in acc.meta:
-                    acc.meta["question"] = q
-            else:
-                report.warn(file, line, "the first entry is not a task step ({'task': ...}); no question recorded",
-                            field=f, trajectory_id=acc.id)
-        elif "task" in st and "model_output_message" not in st:
-            acc.metadata.setdefault("extra_tasks", 0)
-            acc.metadata["extra_tasks"] += 1
+        self._task(st, i, f, line)
         if "output" in st and len(st) <= 2 and "model_output_message" not in st:
             acc.meta["answer"] = _answer_text(st.get("output"))
             return
@@ -88,51 +81,77 @@ class _Run:
         kind = "planning" if "plan" in st else "action"
         if st.get("is_final_answer") and st.get("action_output") is not None:
             acc.meta["answer"] = _answer_text(st.get("action_output"))
-        mom = st.get("model_output_message")
         fm = f"{f}.model_output_message"
+        resp = self._raw_response(st.get("model_output_message"), kind, fm, line)
+        if resp is None:
+            return
+        part = self._parse(resp, kind, fm, line)
+        if part is None:
+            return
+        text = st.get("plan") if kind == "planning" else st.get("model_output")
+        text = text_of(text) or text_of(st["model_output_message"].get("content")) or part.text
+        part.text = text
+        if "model" not in acc.meta:
+            m = response_model(resp)
+            if m:
+                acc.meta["model"] = m
+        acc.add(kind, part)
+
+    def _task(self, st: dict, i: int, f: str, line: int | None) -> None:
+        """The first entry is the task step: its text is the question; later task entries are counted."""
+        acc = self.acc
+        if i == 0:
+            if "task" in st:
+                q = text_of(st.get("task"))
+                if q and "question" not in acc.meta:
+                    acc.meta["question"] = q
+            else:
+                self.report.warn(self.file, line, "the first entry is not a task step ({'task': ...}); no question "
+                                                  "recorded", field=f, trajectory_id=acc.id)
+        elif "task" in st and "model_output_message" not in st:
+            acc.metadata.setdefault("extra_tasks", 0)
+            acc.metadata["extra_tasks"] += 1
+
+    def _raw_response(self, mom: Any, kind: str, fm: str, line: int | None) -> Any:
+        """The raw API response of a step's model call, or None (reported) when it keeps none usable."""
+        acc, report, file = self.acc, self.report, self.file
         if mom is None:
             acc.missing += 1
             report.warn(file, line, f"{kind} step has no model output message (the model call failed?); step dropped",
                         field=fm, trajectory_id=acc.id)
-            return
+            return None
         if not isinstance(mom, dict):
-            _shared.fail(acc, report, file, line, f"must be an object, got {_shared._type_name(mom)}", field=fm,
-                         value=mom)
-            return
+            fail(acc, report, file, line, f"must be an object, got {type_name(mom)}", field=fm, value=mom)
+            return None
         raw = mom.get("raw")
         if isinstance(raw, str) and raw.startswith("{"):
             try:
-                raw = _shared.loads(raw)
+                raw = loads(raw)
             except ParseError:
                 pass
         if raw is None:
             acc.missing += 1
             report.warn(file, line, f"{kind} step keeps no raw response, so no logprobs; step dropped",
                         field=f"{fm}.raw", trajectory_id=acc.id)
-            return
-        resp = openai_chat.find_response(raw)
+            return None
+        resp = find_response(raw)
         if resp is None:
             acc.missing += 1
             report.warn(file, line, f"{kind} step's raw response has no choices[] with logprobs; step dropped",
                         field=f"{fm}.raw", value=raw, trajectory_id=acc.id)
-            return
+        return resp
+
+    def _parse(self, resp: Any, kind: str, fm: str, line: int | None) -> StepPart | None:
+        """The step part of a raw response, or None (reported: no logprobs, or malformed)."""
+        acc, report, file = self.acc, self.report, self.file
         try:
-            part = openai_chat.parse_response(resp, f"{fm}.raw.")
+            return parse_response(resp, f"{fm}.raw.")
         except MissingLogprobs as e:
             acc.missing += 1
             report.warn(file, line, f"{kind} step: {e.reason}; step dropped", field=e.field, trajectory_id=acc.id)
-            return
         except FieldError as e:
-            _shared.fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
-            return
-        text = st.get("plan") if kind == "planning" else st.get("model_output")
-        text = _shared.text_of(text) or _shared.text_of(mom.get("content")) or part.text
-        part.text = text
-        if "model" not in acc.meta:
-            m = openai_chat.response_model(resp)
-            if m:
-                acc.meta["model"] = m
-        acc.add(kind, part)
+            fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
+        return None
 
 
 def _answer_text(v: Any) -> str | None:
@@ -146,24 +165,16 @@ def _answer_text(v: Any) -> str | None:
         return str(v)
 
 
-def _finish(acc: TrajAcc | None, builder: TraceSetBuilder, report: LoadReport, defaults, file: str, line, seen):
-    if acc is None:
-        return
-    rec = _shared.build_record(acc, report, defaults, FRAMEWORK)
-    if rec is not None:
-        _shared.add_record(builder, rec, report, file, line, seen)
-
-
 def _run_from_obj(obj: Any, default_id: str, report: LoadReport, file: str, line: int | None) -> TrajAcc | None:
     steps = steps_of(obj)
     if steps is None:
         report.error(file, line, "not a smolagents run (a list of memory steps, the first being {'task': ...})",
                      value=obj)
         return None
-    tid = _shared.find_id(obj) if isinstance(obj, dict) else None
+    tid = find_id(obj) if isinstance(obj, dict) else None
     acc = TrajAcc(tid or default_id, file, line)
     if isinstance(obj, dict):
-        _shared.take_meta(acc, obj, report, file, line)
+        take_meta(acc, obj, report, file, line)
     run = _Run(acc, report, file)
     for st in steps:
         run.step(st, line)
@@ -172,49 +183,52 @@ def _run_from_obj(obj: Any, default_id: str, report: LoadReport, file: str, line
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
     path = Path(path)
-    file = str(path)
-    stem = _shared.stem(file)
-    seen: set[str] = set()
-    kind = _shared.container_kind(path)
+    sink = RecordSink(builder, report, defaults, str(path), FRAMEWORK)
+    kind = container_kind(path)
     if kind == "json-array":
-        acc = None
-        run = None
-        mode = None
-        i = 0
-        try:
-            for line, el in _shared.iter_json_array(path):
-                report.lines_read += 1
-                if mode is None:
-                    mode = "steps" if is_step(el) else "runs"
-                    if mode == "steps":
-                        acc = TrajAcc(stem, file, 1)
-                        run = _Run(acc, report, file)
-                if mode == "steps":
-                    run.step(el, line)
-                else:
-                    _finish(_run_from_obj(el, f"{stem}:{i}", report, file, line), builder, report, defaults, file,
-                            line, seen)
-                i += 1
-        except ParseError as e:
-            if acc is not None:
-                _shared.fail(acc, report, file, e.line, f"{e.reason}; the run is incomplete", value=e.value)
-            else:
-                report.error(file, e.line, e.reason, value=e.value)
-        _finish(acc, builder, report, defaults, file, 1, seen)
-        return
-    if kind == "json-object":
-        doc = _shared.read_document_reported(path, report, file)
-        if doc is _shared.NO_DOCUMENT:
+        _read_array(path, sink)
+    elif kind == "json-object":
+        doc = read_document_reported(path, report, sink.file)
+        if doc is NO_DOCUMENT:
             return
-        _finish(_run_from_obj(doc, stem, report, file, 1), builder, report, defaults, file, 1, seen)
-        return
-    for no, raw in openai_chat._iter_lines(path, report, file):
-        try:
-            obj = _shared.loads(raw)
-        except ParseError as e:
-            report.error(file, no, e.reason, value=e.value)
-            continue
-        _finish(_run_from_obj(obj, f"{stem}:{no}", report, file, no), builder, report, defaults, file, no, seen)
+        sink.finish(_run_from_obj(doc, stem(sink.file), report, sink.file, 1), 1)
+    else:
+        for no, raw in iter_reported_lines(path, report, sink.file):
+            try:
+                obj = loads(raw)
+            except ParseError as e:
+                report.error(sink.file, no, e.reason, value=e.value)
+                continue
+            sink.finish(_run_from_obj(obj, f"{stem(sink.file)}:{no}", report, sink.file, no), no)
+
+
+def _read_array(path: Path, sink: RecordSink) -> None:
+    """A JSON array: the steps of one run, or (when its first element is not a step) runs."""
+    report, file = sink.report, sink.file
+    name = stem(file)
+    acc = None
+    run = None
+    mode = None
+    i = 0
+    try:
+        for line, el in iter_json_array(path):
+            report.lines_read += 1
+            if mode is None:
+                mode = "steps" if is_step(el) else "runs"
+                if mode == "steps":
+                    acc = TrajAcc(name, file, 1)
+                    run = _Run(acc, report, file)
+            if mode == "steps":
+                run.step(el, line)
+            else:
+                sink.finish(_run_from_obj(el, f"{name}:{i}", report, file, line), line)
+            i += 1
+    except ParseError as e:
+        if acc is not None:
+            fail(acc, report, file, e.line, f"{e.reason}; the run is incomplete", value=e.value)
+        else:
+            report.error(file, e.line, e.reason, value=e.value)
+    sink.finish(acc, 1)
 
 
 def sniff(sample) -> str | None:
@@ -230,8 +244,7 @@ def sniff(sample) -> str | None:
     return "no list of smolagents memory steps (first entry {'task': ...}, then steps with 'model_output_message')"
 
 
-def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
+def read(paths: Inputs, *, defaults: dict | None = None,
          report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    from . import load
-
-    return load(paths, format=NAME, defaults=defaults, report=report)
+    """Read smolagents run files or directories of them; returns (trace set, load report)."""
+    return read_with(read_file, paths, defaults=defaults, report=report)

@@ -1,0 +1,191 @@
+"""Record assembly: validated steps and trajectory-level fields collected into ``TrajectoryRecord``s.
+
+``TrajAcc`` accumulates a trajectory while a reader walks its source; ``build_record`` turns it into a
+record (or reports why it is rejected: no LLM call with logprobs, only empty steps); ``add_record`` adds
+it to the builder with the id rules every format shares (a repeated id inside one file is an error, an
+id an earlier file used is kept as ``id@file-stem``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..report import LoadReport, Problem, _short
+from ..traces import TraceSetBuilder, TrajectoryRecord
+from .common import FieldError, optional_text, success_label, verbalized
+from .logprobs import StepPart
+
+#: keys under which a trajectory id is looked for (in this order)
+ID_KEYS = ("trajectory_id", "trace_id", "run_id", "session_id", "conversation_id")
+#: trajectory-level fields a reader copies when a record carries them
+META_KEYS = ("dataset", "model", "framework", "question", "answer", "gold")
+
+
+@dataclass
+class TrajAcc:
+    """A trajectory under construction: validated steps plus metadata."""
+
+    id: str
+    file: str
+    line: int | None
+    steps: list[tuple[str, StepPart]] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+    failed: bool = False
+    missing: int = 0
+
+    def add(self, name: str, part: StepPart) -> None:
+        self.steps.append((name, part))
+
+
+def take_meta(acc: TrajAcc, obj: dict, report: LoadReport, file: str, line: int | None) -> None:
+    """Copy trajectory-level fields (success, question, ...) from a record into ``acc``."""
+    for key in META_KEYS:
+        v = obj.get(key)
+        if v is not None and key not in acc.meta:
+            acc.meta[key] = optional_text(v)
+    if "success" in obj and obj["success"] is not None:
+        try:
+            acc.meta["success"] = success_label(obj["success"])
+        except FieldError as e:
+            report.warn(file, line, f"success {e.reason}; ignored", field="success", value=obj["success"],
+                        trajectory_id=acc.id)
+    if obj.get("verbalized_confidence") is not None:
+        vc, warn = verbalized(obj["verbalized_confidence"])
+        if warn:
+            report.warn(file, line, f"verbalized_confidence {warn}", field="verbalized_confidence",
+                        value=obj["verbalized_confidence"], trajectory_id=acc.id)
+        if vc is not None:
+            acc.meta["verbalized_confidence"] = vc
+    md = obj.get("metadata")
+    if isinstance(md, dict):
+        for k, v in md.items():
+            acc.metadata.setdefault(k, v)
+
+
+def fail(acc: TrajAcc | None, report: LoadReport, file: str, line: int | None, reason: str, *,
+         field: str | None = None, value: Any = None, has_value: bool = False, tid: str | None = None) -> None:
+    """Report an error. The first error of a trajectory counts it as rejected; later ones are listed only."""
+    if acc is not None and acc.failed:
+        report._add(Problem(file, line, field, _short(value) if (value is not None or has_value) else None,
+                            reason, acc.id, "error"))
+        return
+    if acc is not None:
+        acc.failed = True
+    report.error(file, line, reason, field=field, value=value, has_value=has_value,
+                 trajectory_id=acc.id if acc is not None else tid)
+
+
+def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framework: str | None = None
+                 ) -> TrajectoryRecord | None:
+    """Turn an accumulated trajectory into a record (or report why it is rejected)."""
+    if acc.failed:
+        return None
+    defaults = defaults or {}
+    rec = TrajectoryRecord(id=acc.id, steps_logprob=[], steps_top=[], steps_name=[], steps_text=[],
+                           steps_tokens=[])
+    dropped = 0
+    clipped = 0
+    for name, part in acc.steps:
+        if len(part.lp) == 0:
+            dropped += 1
+            continue
+        clipped += part.clipped
+        rec.steps_logprob.append(part.lp)
+        rec.steps_top.append(part.top)
+        rec.steps_tokens.append(part.tokens)
+        rec.steps_name.append(name)
+        rec.steps_text.append(part.text)
+    if not rec.steps_logprob:
+        report.error(acc.file, acc.line, f"trajectory rejected: {_why_no_steps(acc)}", field="steps",
+                     trajectory_id=acc.id)
+        return None
+    if dropped:
+        report.empty_steps_dropped += dropped
+        report.warn(acc.file, acc.line, f"{dropped} empty step(s) dropped", field="steps", trajectory_id=acc.id)
+    if clipped:
+        report.clipped_values += clipped
+        report.warn(acc.file, acc.line, f"{clipped} tiny positive logprob(s) clipped to 0", trajectory_id=acc.id)
+    m = acc.meta
+    for key in META_KEYS:
+        val = m.get(key)
+        setattr(rec, key, val if val is not None else defaults.get(key))
+    if rec.framework is None and framework:
+        rec.framework = framework
+    rec.success = m.get("success")
+    rec.verbalized_confidence = m.get("verbalized_confidence")
+    rec.metadata = acc.metadata
+    rec.source = defaults.get("source", acc.file)
+    return rec
+
+
+def _why_no_steps(acc: TrajAcc) -> str:
+    if not acc.steps and acc.missing:
+        return f"none of its {acc.missing} LLM call(s) has logprobs"
+    if not acc.steps:
+        return "no LLM calls with logprobs"
+    why = f"all {len(acc.steps)} steps are empty (no tokens)"
+    if acc.missing:
+        why += f", and {acc.missing} call(s) have no logprobs"
+    return why
+
+
+def add_record(builder: TraceSetBuilder, rec: TrajectoryRecord, report: LoadReport, file: str,
+               line: int | None, seen: set[str]) -> None:
+    """Add a record: a repeated id in one file is an error, one from an earlier file is renamed."""
+    if rec.id in seen:
+        report.error(file, line, "duplicate trajectory id in this file (the first one is kept)", field="id",
+                     value=rec.id, trajectory_id=rec.id)
+        return
+    seen.add(rec.id)
+    if builder.has_id(rec.id):
+        new_id = unique_id(builder, rec.id, file)
+        report.warn(file, line, f"trajectory id also used in an earlier file; kept as {new_id!r}", field="id",
+                    value=rec.id, trajectory_id=rec.id)
+        rec.id = new_id
+    builder.add(rec)
+    report.trajectories_read += 1
+
+
+@dataclass
+class RecordSink:
+    """Where a reader's finished trajectories go: built into records (or reported) and added to ``builder``,
+    with the id rules of ``add_record`` within ``file``."""
+
+    builder: TraceSetBuilder
+    report: LoadReport
+    defaults: dict | None
+    file: str
+    framework: str | None = None
+    seen: set[str] = field(default_factory=set)
+
+    def finish(self, acc: TrajAcc | None, line: int | None) -> None:
+        if acc is None:
+            return
+        rec = build_record(acc, self.report, self.defaults, self.framework)
+        if rec is not None:
+            add_record(self.builder, rec, self.report, self.file, line, self.seen)
+
+
+def find_id(obj: dict, keys: tuple[str, ...] = ("id",) + ID_KEYS) -> str | None:
+    for k in keys:
+        v = obj.get(k)
+        if v is not None and not isinstance(v, (dict, list, bool)) and str(v).strip():
+            return str(v)
+    return None
+
+
+def unique_id(builder: TraceSetBuilder, tid: str, file: str) -> str:
+    """``tid@file-stem`` (then ``-2``, ``-3``, ...): an id not yet in ``builder``."""
+    cand = f"{tid}@{stem(file)}"
+    n = 2
+    while builder.has_id(cand):
+        cand = f"{tid}@{stem(file)}-{n}"
+        n += 1
+    return cand
+
+
+def stem(file: str) -> str:
+    return Path(file).name.split(".")[0]
