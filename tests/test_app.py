@@ -10,6 +10,7 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
+import htc_core.app.compute as compute
 import htc_core.app.ui as ui
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.app.store import Store
@@ -43,7 +44,7 @@ def app(tmp_path, sample_dir, monkeypatch):
     """An AppTest on a fresh data directory that starts from the small sample runs; short alpha grid."""
     monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(ui, "ALPHAS", (0.1, 1.0, 10.0))
+    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
     at = AppTest.from_file(APP, default_timeout=180)
     at.session_state[ui.SEEDS] = 1
     return at

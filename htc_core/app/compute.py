@@ -1,0 +1,225 @@
+"""The long computations of the dashboard, run once per input with a visible progress bar and kept for
+all sessions: the honest evaluation (in parts), fits, projections and per-dataset weights.
+
+Everything goes through :func:`computed`, keyed by :func:`~htc_core.app.session.cache_key` (data, store
+revision, settings, selection) plus what the computation adds. Nothing here computes a metric itself:
+it calls ``htc_core.calibration``, ``htc_core.explain`` and ``htc_core.app.projection``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import streamlit as st
+
+from ..calibration.baselines import RAW_BASELINES
+from ..calibration.calibrators import HTCCalibrator
+from ..calibration.evaluation import EvaluationError, evaluate, merge_results
+from ..explain import DatasetWeights
+from ..explain import dataset_weights as _dataset_weights
+from .projection import Projection, project
+from .session import cache_key, settings
+from .workspace import Workspace
+
+log = logging.getLogger("htc.dashboard")
+
+
+def _alphas_from_env() -> tuple | None:
+    raw = os.environ.get("HTC_DASHBOARD_ALPHAS", "").strip()
+    if not raw:
+        return None
+    try:
+        vals = tuple(float(v) for v in raw.split(","))
+    except ValueError:
+        log.warning("HTC_DASHBOARD_ALPHAS=%r is not a comma-separated list of numbers; using the paper's grid", raw)
+        return None
+    return vals if vals and all(v > 0 for v in vals) else None
+
+
+#: alpha grid of the dashboard's fits and evaluations (None: the paper's 15 values). A shorter grid
+#: (``HTC_DASHBOARD_ALPHAS=0.1,1,10``) gives quick looks at large uploads; the tests use one too.
+ALPHAS: tuple | None = _alphas_from_env()
+
+
+def _alpha_options() -> dict:
+    return {} if ALPHAS is None else {"alphas": ALPHAS}
+
+
+# ------------------------------------------------------------ the registry
+@st.cache_resource(show_spinner=False)
+def _registry() -> dict:
+    return {"lock": threading.Lock(), "items": collections.OrderedDict(), "running": {}}
+
+
+def cached_result(key: tuple) -> Any | None:
+    reg = _registry()
+    with reg["lock"]:
+        return reg["items"].get(key)
+
+
+def _claim(reg: dict, key: tuple) -> tuple[bool, Any, threading.Event | None]:
+    """(found, value, event): the cached value, or the event to wait on / to set when we compute it."""
+    with reg["lock"]:
+        if key in reg["items"]:
+            reg["items"].move_to_end(key)
+            return True, reg["items"][key], None
+        ev = reg["running"].get(key)
+        if ev is None:
+            reg["running"][key] = threading.Event()
+            return False, None, None
+        return False, None, ev
+
+
+def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]], Any], *,
+             max_items: int = 32) -> Any:
+    """``fn(progress)`` computed once per ``key`` (shared by all sessions), with a progress bar while it runs."""
+    reg = _registry()
+    found, value, other = _claim(reg, key)
+    if found:
+        return value
+    if other is not None:   # another session computes the same thing: wait for it, then look again
+        with st.spinner(f"{label} (started by another session)…"):
+            other.wait()
+        return computed(key, label, fn, max_items=max_items)
+    bar = st.progress(0.0, text=label)
+    t0 = time.perf_counter()
+
+    def progress(frac: float, msg: str = "") -> None:
+        bar.progress(float(min(1.0, max(0.0, frac))), text=f"{label}: {msg}" if msg else label)
+
+    try:
+        value = fn(progress)
+    finally:
+        with reg["lock"]:
+            reg["running"].pop(key).set()
+    bar.empty()
+    log.info("%s took %.2f s", label, time.perf_counter() - t0)
+    with reg["lock"]:
+        reg["items"][key] = value
+        while len(reg["items"]) > max_items:
+            reg["items"].popitem(last=False)
+    return value
+
+
+# ------------------------------------------------------------ the evaluation
+@dataclass
+class Evaluated:
+    """An evaluation of the labeled trajectories of a workspace; ``positions`` maps its rows back.
+    ``result`` is None when the part could not run (``error`` says why)."""
+
+    result: Any
+    positions: np.ndarray
+    error: str | None = None
+
+
+def labeled_positions(ws: Workspace) -> np.ndarray:
+    return np.flatnonzero(np.isfinite(ws.labels))
+
+
+#: the evaluation runs in parts, cheapest first, so the Calibration page draws early and fills in
+EVAL_PARTS = ("baselines", "full", "reduced")
+PART_METHODS = {"baselines": [*[m for b in RAW_BASELINES for m in (b, b + "+Temp")], "Verbalized"],
+                "full": ["HTC-Full"], "reduced": ["HTC-Reduced"]}
+#: what each part is called where the pages list the parts still running
+PART_NAMES = {"baselines": "baselines", "full": "HTC-Full", "reduced": "HTC-Reduced"}
+_PART_LABELS = {"baselines": "Cross-validated evaluation of the baselines",
+                "full": "Cross-validated evaluation of HTC-Full", "reduced": "Cross-validated evaluation of HTC-Reduced"}
+
+
+def _part_key(part: str) -> tuple:
+    return cache_key("evaluation", part, settings()["seeds"], ALPHAS)
+
+
+def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
+    """One part of the honest evaluation (same seeds, hence the same folds, in every part)."""
+    s = settings()
+    pos = labeled_positions(ws)
+
+    def run(progress):
+        try:
+            res = evaluate(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
+                           methods=PART_METHODS[part], **_alpha_options(),
+                           progress=lambda d, t, m: progress(d / max(t, 1), f"{m} ({d}/{t} folds)"))
+        except EvaluationError as e:
+            return Evaluated(result=None, positions=pos, error=str(e))
+        return Evaluated(result=res, positions=pos)
+
+    return computed(_part_key(part), _PART_LABELS[part], run)
+
+
+def merge_evaluations(parts: list) -> Evaluated:
+    """One result holding the methods of every computed part (same folds, same positions)."""
+    done = [p for p in parts if p is not None and p.result is not None]
+    if not done:
+        errors = [p.error for p in parts if p is not None and p.error]
+        raise EvaluationError(errors[0] if errors else "the evaluation has not run yet")
+    return Evaluated(result=merge_results([p.result for p in done]), positions=done[0].positions)
+
+
+def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
+    """Honest nested-CV evaluation of the labeled part of the selection (cached, with progress bars).
+
+    With ``wait=False`` only the cheapest missing part is computed and the result holds what is ready
+    (the Calibration page draws it, then computes the rest with :func:`evaluation_pending`)."""
+    parts = []
+    for part in EVAL_PARTS:
+        hit = cached_result(_part_key(part))
+        if hit is None and (wait or not any(p is not None and p.result is not None for p in parts)):
+            hit = _evaluation_part(ws, part)
+        parts.append(hit)
+    return merge_evaluations(parts)
+
+
+def evaluation_pending() -> list[str]:
+    """The parts of the selection's evaluation not computed yet."""
+    return [p for p in EVAL_PARTS if cached_result(_part_key(p)) is None]
+
+
+def compute_evaluation_part(ws: Workspace, part: str) -> None:
+    _evaluation_part(ws, part)
+
+
+def cached_evaluation() -> Evaluated | None:
+    """The selection's evaluation as far as it was already computed (never starts one)."""
+    parts = [cached_result(_part_key(p)) for p in EVAL_PARTS]
+    if not any(p is not None and p.result is not None for p in parts):
+        return None
+    return merge_evaluations(parts)
+
+
+# ------------------------------------------------------------ fits and views
+def fitted_model(ws: Workspace, variant: str) -> HTCCalibrator:
+    """HTC-Full or HTC-Reduced fitted on every labeled trajectory of the selection (cached)."""
+    s = settings()
+    pos = labeled_positions(ws)
+
+    def run(progress):
+        progress(0.1, f"alpha selection over {len(pos):,} labeled trajectories")
+        return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **_alpha_options()).fit(
+            ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
+
+    return computed(cache_key("fit", variant, ALPHAS), f"Fitting HTC-{variant.capitalize()}", run)
+
+
+def projection(ws: Workspace, method: str) -> Projection:
+    return computed(cache_key("projection", method), "UMAP" if method == "umap" else "t-SNE",
+                    lambda progress: project(ws.features, method=method, progress=progress))
+
+
+def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:
+    """One calibrator per dataset of the selection, their weights (cached)."""
+    pos = labeled_positions(ws)
+
+    def run(progress):
+        progress(0.1, "one calibrator per dataset")
+        return _dataset_weights(ws.features.values[pos], ws.labels[pos],
+                                ws.ts.meta["dataset"].to_numpy(dtype=object)[pos], variant=variant, alphas=ALPHAS)
+
+    return computed(cache_key("dataset_weights", variant, ALPHAS), "Per-dataset weights", run)

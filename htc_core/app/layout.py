@@ -1,0 +1,105 @@
+"""What every page shares on screen: the hand-over from a deep link, the guard every page starts with,
+the error boundary around page bodies, the sidebar, the jump to the inspector, and inert markdown."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+
+import streamlit as st
+
+from ..confidence import PROFILES
+from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, MODELS, PAGES, PROFILE, SEEDS, TOP_K, data_dir,
+                      full_workspace, workspace)
+from .workspace import Workspace
+
+log = logging.getLogger("htc.dashboard")
+
+#: markdown punctuation escaped by :func:`md`
+_MD_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$")
+
+
+def require_app(page: str) -> None:
+    """First line of every page. Streamlit runs a page file on its own (its legacy ``pages/`` mode) when
+    a deep link such as /calibration is the very first request a new server process gets, before
+    app.py ever ran; hand over to app.py (its st.navigation then rules for good) and come back."""
+    if DATA_DIR not in st.session_state:
+        st.session_state[DEEP_LINK] = PAGES[page]
+        st.switch_page("app.py")
+
+
+def follow_deep_link() -> None:
+    """Called by app.py after st.navigation: finish a hand-over started by :func:`require_app`."""
+    target = st.session_state.pop(DEEP_LINK, None)
+    if target:
+        st.switch_page(target)
+
+
+def open_in_inspector(key: str) -> None:
+    st.session_state[INSPECT] = key
+    st.switch_page(PAGES["inspector"])
+
+
+def guard() -> Workspace:
+    """The guard every page starts with: no data -> a helpful note and stop."""
+    ws = workspace()
+    if len(ws) == 0:
+        if len(full_workspace()) == 0:
+            st.info("No runs are stored yet. Open **Runs** and upload agent traces (htc-trace JSONL, OpenAI "
+                    "chat/call-log, Responses, completions, smolagents or ATIF), or start the app with the shipped "
+                    "`sample_runs/`.")
+        else:
+            st.info("No trajectory matches the datasets/models chosen in the sidebar.")
+        st.stop()
+    return ws
+
+
+@contextlib.contextmanager
+def page_errors(page: str):
+    """Error boundary of a page body: an unexpected error shows a short message, the traceback goes to
+    the server log (never to the browser)."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
+
+    try:
+        yield
+    except ScriptControlException:
+        raise
+    except Exception as e:  # noqa: BLE001 - the boundary
+        log.exception("page %s failed", page)
+        msg = " ".join(str(e).split())
+        if len(msg) > 300:
+            msg = msg[:297] + "..."
+        st.error(f"This page stopped on an unexpected problem ({type(e).__name__}: {msg}). "
+                 "The details are in the server log; the other pages still work.")
+
+
+def sidebar() -> None:
+    """Data selection and settings (drawn by app.py on every run, so they hold across pages)."""
+    full = full_workspace()
+    with st.sidebar:
+        st.markdown("**Data**")
+        if len(full):
+            ds_all, ms_all = full.values("dataset"), full.values("model")
+            for key, allowed in ((DATASETS, ds_all), (MODELS, ms_all)):
+                if key in st.session_state:
+                    st.session_state[key] = [v for v in st.session_state[key] if v in allowed]
+            st.multiselect("Datasets", ds_all, key=DATASETS, placeholder="all datasets")
+            st.multiselect("Models", ms_all, key=MODELS, placeholder="all models")
+            st.caption(f"{len(workspace()):,} of {len(full):,} trajectories selected")
+        else:
+            st.caption("no runs stored yet")
+        with st.expander("Settings"):
+            st.selectbox("Confidence profile", list(PROFILES), key=PROFILE,
+                         help="How token logprobs become confidences (DESIGN.md section 3); saved in every model.")
+            st.number_input("top-k alternatives", min_value=1, max_value=20, step=1, key=TOP_K)
+            st.number_input("CV repeats (seeds 42, 43, …)", min_value=1, max_value=5, step=1, key=SEEDS)
+        st.caption(f"store: `{data_dir()}`")
+
+
+def md(text) -> str:
+    """Untrusted text made inert for st.markdown: HTML-escaped and markdown punctuation backslash-escaped
+    (no links, images or formatting can come from a trace)."""
+    if text is None:
+        return ""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(str(text), quote=False))
