@@ -2,14 +2,12 @@
 
 import json
 
-import pandas as pd
 import streamlit as st
 
-from htc_core.app import ui
 from htc_core import explain
-from htc_core.app import plots
+from htc_core.app import plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
-from htc_core.calibration.evaluation import EvaluationError
+from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("calibration")
 st.title("Calibration")
@@ -24,36 +22,37 @@ with ui.page_errors("calibration"):
 
     pending = st.empty()      # the remaining parts' progress bars show here while the page is drawn
     ev = None
-    try:
-        ev = ui.evaluation(ws, wait=False)
-    except EvaluationError as e:
-        st.warning(f"The evaluation cannot run on this selection: {ui.md(str(e))}")
+    cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
+    if cannot_evaluate:
+        st.info(f"The cross-validated evaluation cannot run on this selection: {ui.md(cannot_evaluate)}.")
+    else:
+        try:
+            ev = ui.evaluation(ws, wait=False)
+        except EvaluationError as e:
+            st.warning(f"The evaluation cannot run on this selection: {ui.md(str(e))}")
 
     if ev is not None:
         res = ev.result
         for note in res.notes:
             st.caption(f"note: {ui.md(note)}")
-        htc_methods = [m for m in ("HTC-Reduced", "HTC-Full") if m in res.methods]
-        baselines = [m for m in res.methods if m not in htc_methods]
-        default = htc_methods + [m for m in ("Bottom10+Temp", "GlobalTrace-TP+Temp") if m in baselines]
-        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=default,
+        choices = views.calibration_choices(res.methods)
+        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram,
                                 key=f"cal_methods_{'-'.join(res.methods)}")
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**Reliability diagram** (out-of-fold predictions of the first repeat; bars: trajectories "
                         "per bin; whiskers: 95% Wilson intervals)")
-            curves = explain.reliability_curves(res.labels, {m: res.oof[m] for m in chosen})
+            curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen))
             st.plotly_chart(plots.reliability_figure(curves), key="cal_reliability")
         with right:
-            hist_method = st.selectbox("Confidence histogram of", res.methods,
-                                       index=res.methods.index(htc_methods[0]) if htc_methods else 0,
+            hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,
                                        key=f"cal_hist_{'-'.join(res.methods)}")
             st.plotly_chart(plots.confidence_histogram(res.oof[hist_method], res.labels, height=400,
                                                        title=f"{hist_method}: out-of-fold confidence by outcome"),
                             key="cal_hist")
         st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats; ↓ lower is better, "
                     "↑ higher is better)")
-        table = explain.metrics_frame(res)
+        table = views.metrics_frame(res)
         st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features"]], hide_index=True,
                      width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
@@ -64,7 +63,8 @@ with ui.page_errors("calibration"):
     c1, c2 = st.columns([1, 3])
     variant = c1.radio("Variant", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",
                        key="fit_variant", horizontal=True)
-    if n_lab >= 10:
+    cannot_fit = label_problem(ws.labels, for_evaluation=False)
+    if cannot_fit is None:
         if c2.button("Fit on all labeled trajectories of the selection", key="fit_button"):
             model = ui.fitted_model(ws, variant)
             mid = ui.store().save_model(model.to_dict(), name=f"HTC-{variant.capitalize()} on {n_lab} runs")
@@ -77,7 +77,7 @@ with ui.page_errors("calibration"):
             st.download_button("Download the model (JSON)", json.dumps(body, indent=1), file_name=f"htc-{body['variant']}.json",
                                mime="application/json", key="fit_download")
     else:
-        c2.info("At least 10 labeled trajectories are needed to fit a calibrator.")
+        c2.info(f"No calibrator can be fitted on this selection: {ui.md(cannot_fit)}.")
 
     # --------------------------------------------------------- upload and score
     st.subheader("Score the selection with a saved model")
@@ -90,18 +90,15 @@ with ui.page_errors("calibration"):
             st.error(f"{ui.md(up.name)} is not a usable model: {ui.md(str(e))}")
     if model is not None:
         target = ui.workspace_for_profile(model.profile, model.top_k)
-        conf = model.predict_proba(target.features)[:, 1]
+        scored = views.score_selection(target, model)
         st.success(f"Scored {len(target):,} trajectories with HTC-{model.variant.capitalize()} "
                    f"(profile `{model.profile}`, top-k {model.top_k}, alpha {model.alpha_:g}, "
                    f"trained on {model.training_summary_.get('n', '?')} trajectories).")
-        frame = target.frame()
-        frame.insert(5, "htc_confidence", conf)
-        if pd.Series(target.labels).notna().sum():
-            st.dataframe(explain.overall_metrics(target.labels, {"uploaded model": conf,
-                                                                  "GlobalTrace-TP": frame["GlobalTrace-TP"]}),
-                         hide_index=True)
-        st.plotly_chart(plots.confidence_histogram(conf, target.labels, title="Uploaded model: confidence by outcome"),
-                        key="score_hist")
+        frame = scored.frame
+        if scored.metrics is not None:
+            st.dataframe(scored.metrics, hide_index=True)
+        st.plotly_chart(plots.confidence_histogram(scored.confidence, target.labels,
+                                                   title="Uploaded model: confidence by outcome"), key="score_hist")
         cols = ["id", "dataset", "model", "success", "htc_confidence", "GlobalTrace-TP", "question"]
         st.dataframe(frame[cols].head(2000), hide_index=True, width="stretch")
         st.download_button("Download scores (CSV)", frame[["id", "dataset", "model", "success", "htc_confidence"]]
@@ -114,8 +111,7 @@ with ui.page_errors("calibration"):
     missing = ui.evaluation_pending() if ev is not None else []
     if missing:
         with pending.container():
-            st.caption("Still evaluating: " + ", ".join({"baselines": "baselines", "full": "HTC-Full",
-                                                          "reduced": "HTC-Reduced"}[m] for m in missing)
+            st.caption("Still evaluating: " + ", ".join(ui.PART_NAMES[m] for m in missing)
                        + ". The page updates as each part finishes.")
             ui.compute_evaluation_part(ws, missing[0])
         st.rerun()

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from htc_core.app import ui
 from htc_core import explain
-from htc_core.app import plots
-from htc_core.calibration.evaluation import EvaluationError
+from htc_core.app import plots, ui, views
+from htc_core.calibration.evaluation import EvaluationError, label_problem
 from htc_core.features import FEATURE_NAMES, REGISTRY
 
 ui.require_app("compare")
@@ -15,25 +14,26 @@ with ui.page_errors("compare"):
     ws = ui.guard()
     c1, c2 = st.columns([1, 2])
     group_by = c1.radio("Group by", ["model", "framework", "dataset"], horizontal=True, key="cmp_group")
+    cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
+    if cannot_evaluate:
+        st.info(f"Comparisons need the cross-validated evaluation, which cannot run on this selection: "
+                f"{ui.md(cannot_evaluate)}.")
+        st.stop()
     try:
         ev = ui.evaluation(ws)
     except EvaluationError as e:
         st.warning(f"Comparisons need the cross-validated evaluation, which cannot run here: {ui.md(str(e))}")
         st.stop()
     res = ev.result
-    groups = ws.ts.meta[group_by].to_numpy(dtype=object)[ev.positions]
+    groups = views.evaluated_groups(ws, ev, group_by)
     default = [m for m in ("HTC-Reduced", "Bottom10+Temp") if m in res.methods]
     methods = c2.multiselect("Methods", res.methods, default=default, key="cmp_methods")
     st.caption("Out-of-fold predictions of the pooled evaluation, split by group (each group scored by models that "
                "never saw it). Groups with few runs have wide intervals.")
     if methods:
-        curves = {}
-        for m in methods:
-            for g, c in explain.group_curves(res.labels, res.oof[m], groups).items():
-                curves.setdefault(g, {})[m] = c
         st.markdown("**Reliability per group**")
-        st.plotly_chart(plots.reliability_facets(curves), key="cmp_rel")
-        gm = explain.group_metrics(res.labels, {m: res.oof[m] for m in methods}, groups)
+        st.plotly_chart(plots.reliability_facets(views.group_reliability(res, groups, methods)), key="cmp_rel")
+        gm = explain.group_metrics(res.labels, views.oof_predictions(res, methods), groups)
         st.markdown("**Metrics per group**")
         st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
         with st.expander("Metrics table"):
@@ -42,5 +42,5 @@ with ui.page_errors("compare"):
     feature = st.selectbox("Feature", list(FEATURE_NAMES), index=FEATURE_NAMES.index("last_top1_avg"),
                            format_func=lambda f: f"{REGISTRY[f].code} {REGISTRY[f].display_name}", key="cmp_feature")
     st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
-    fv = explain.feature_values(ws.features, ws.ts.meta[group_by].to_numpy(dtype=object), ws.labels, feature)
+    fv = views.feature_values(ws.features, ws.ts.meta[group_by], ws.labels, feature)
     st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")

@@ -2,40 +2,38 @@
 
 import streamlit as st
 
-from htc_core.app import ui
-from htc_core import explain
-from htc_core.calibration.evaluation import EvaluationError
+from htc_core.app import ui, views
+from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("examples")
 st.title("Examples")
 
 with ui.page_errors("examples"):
     ws = ui.guard()
+    cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
+    if cannot_evaluate:
+        st.info(f"Examples need the cross-validated evaluation, which cannot run on this selection: "
+                f"{ui.md(cannot_evaluate)}.")
+        st.stop()
     try:
         ev = ui.evaluation(ws)
     except EvaluationError as e:
         st.warning(f"Examples need the cross-validated evaluation, which cannot run on this selection: {ui.md(str(e))}")
         st.stop()
     res = ev.result
-    htc_methods = [m for m in ("HTC-Reduced", "HTC-Full") if m in res.methods]
-    base_methods = [m for m in res.methods if m not in htc_methods]
+    htc_methods, base_methods = views.split_methods(res.methods)
     if not htc_methods or not base_methods:
         st.info("Examples need HTC and at least one baseline in the evaluation.")
         st.stop()
     c1, c2, c3 = st.columns(3)
-    pref = next((m for m in ("GlobalTrace-TP+Temp", "LastStep-TP+Temp", "GlobalTrace-TP") if m in base_methods),
-                base_methods[0])
-    baseline = c1.selectbox("Baseline", base_methods, index=base_methods.index(pref), key="ex_baseline",
+    baseline = c1.selectbox("Baseline", base_methods, index=views.preferred_baseline(base_methods), key="ex_baseline",
                             help="A temperature-scaled baseline can err both ways; raw token probabilities are "
                                  "almost always high, so they show over-confidence only.")
     htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
     n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
     st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "
                "scored by a model that saw it.")
-    meta = ws.ts.meta.iloc[ev.positions].reset_index(drop=True)
-    exs = explain.confidence_examples(meta, res.labels, res.oof[baseline], res.oof[htc], baseline=baseline, htc=htc,
-                                      n=int(n))
-    keys = ws.keys[ev.positions]
+    exs = views.examples_for(ws, ev, baseline=baseline, htc=htc, n=int(n))
     left, right = st.columns(2)
     for col, title, frame, empty, better in (
             (left, "Over-confident failures: baseline high, HTC low, wrong", exs.over,
@@ -57,4 +55,4 @@ with ui.page_errors("examples"):
                               delta_color=better)   # green: the change moved towards the true outcome
                     m3.metric("outcome", "success" if row["success"] == 1 else "failure")
                     if st.button("Why? Open in the inspector", key=f"ex_open_{title[:5]}_{i}"):
-                        ui.open_in_inspector(str(keys[int(row["position"])]))
+                        ui.open_in_inspector(row["key"])

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from htc_core.app import ui
-from htc_core.app import plots
+from htc_core.app import plots, ui, views
+from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
 st.title("Feature space")
@@ -20,14 +20,11 @@ with ui.page_errors("feature_space"):
                     "htc_confidence": "calibrated confidence (HTC-Full)", "baseline_confidence": "GlobalTrace-TP"}
     color = c2.selectbox("Colour by", list(color_labels), format_func=color_labels.get, key="fs_color")
     proj = ui.projection(ws, method)
-    frame = ws.frame()
-    frame["x"] = proj.coords[:, 0]
-    frame["y"] = proj.coords[:, 1]
-    frame["baseline_confidence"] = frame["GlobalTrace-TP"]
-    if len(ui.labeled_positions(ws)) >= 10:
-        frame["htc_confidence"] = ui.fitted_model(ws, "full").predict_proba(ws.features)[:, 1]
-    else:
-        frame["htc_confidence"] = float("nan")
+    cannot_fit = label_problem(ws.labels, for_evaluation=False)
+    htc_conf = None if cannot_fit else views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
+    frame = views.projection_frame(ws, proj, htc_conf)
+    if cannot_fit and color == "htc_confidence":
+        st.info(f"No calibrated confidence to colour by: {ui.md(cannot_fit)}.")
     st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
                f"features ({proj.seconds:.1f} s, cached). Draw a box or lasso around a point to open it in the "
                "inspector (the first selected point is opened).")

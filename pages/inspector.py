@@ -1,71 +1,50 @@
 """Trajectory inspector: why this confidence (steps, tokens, contributions, position, reasons)."""
 
-import numpy as np
 import streamlit as st
 
-from htc_core.app import ui
 from htc_core import explain
-from htc_core.app import plots
-from htc_core.app.workspace import browse
+from htc_core.app import plots, ui, views
+from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
 st.title("Trajectory inspector")
 
 with ui.page_errors("inspector"):
     ws = ui.guard()
-    keys = ws.keys
     wanted = st.session_state.get(ui.INSPECT)
-    pos = ws.position_of(wanted)
     c1, c2 = st.columns([2, 1])
     needle = c1.text_input("Find a trajectory (id or words of the question)", key="insp_search")
     frame = ws.frame()
-    if needle:
-        cand = browse(frame, text=needle)["position"].to_numpy()
-    else:
-        cand = np.arange(len(ws))
-    cand = cand[:2000]
-    if len(cand) == 0:
+    cand, default = views.trajectory_choices(frame, needle, ws.position_of(wanted))
+    if not cand:
         st.info("No trajectory matches the search.")
         st.stop()
-    if pos is not None and pos in set(cand.tolist()):
-        default = int(np.flatnonzero(cand == pos)[0])
-    elif pos is not None and not needle:
-        cand = np.concatenate([[pos], cand])
-        default = 0
-    elif needle:
-        default = 0
-    else:   # nothing chosen yet: start on the longest trajectory (the richest timeline)
-        default = int(np.argmax(frame["steps"].to_numpy()[cand]))
-    chosen = c1.selectbox("Trajectory", cand.tolist(), index=default,
-                          format_func=lambda p: f"{frame['id'].iat[p]} · {str(frame['question'].iat[p] or '')[:80]}",
-                          key=f"insp_pick_{wanted}_{needle}")
-    i = int(chosen)
-    st.session_state[ui.INSPECT] = str(keys[i])
+    i = c1.selectbox("Trajectory", cand, index=default, format_func=lambda p: views.trajectory_label(frame, p),
+                     key=f"insp_pick_{wanted}_{needle}")
+    st.session_state[ui.INSPECT] = str(frame["key"].iat[i])
     variant = c2.radio("Explained by", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",
                        horizontal=True, key="insp_variant")
+    method = f"HTC-{variant.capitalize()}"
 
     row = frame.iloc[i]
-    outcome = {1.0: "success", 0.0: "failure"}.get(row["success"], "unlabeled")
     st.caption(f"{ui.md(row['id'])} · dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · "
-               f"framework {ui.md(row['framework'])} · {row['steps']} steps · {row['tokens']} tokens · {outcome}")
+               f"framework {ui.md(row['framework'])} · {row['steps']} steps · {row['tokens']} tokens · "
+               f"{views.outcome_word(row['success'])}")
     st.text(f"Question: {row['question'] or '—'}")
     st.text(f"Answer:   {row['answer'] or '—'}\nGold:     {row['gold'] or '—'}")
 
-    n_lab = len(ui.labeled_positions(ws))
-    expl = None
-    if n_lab >= 10:
+    cannot_fit = label_problem(ws.labels, for_evaluation=False)
+    expl = model = None
+    if cannot_fit is None:
         model = ui.fitted_model(ws, variant)
-        expl = explain.explain_trajectory(model, ws.features, i, labels=ws.labels,
-                                          groups=ws.ts.meta["dataset"].to_numpy(dtype=object), ids=ws.ts.ids)
+        expl = explain.explain_trajectory(model, ws.features, i, labels=ws.labels, groups=ws.ts.meta["dataset"],
+                                          ids=ws.ts.ids)
     m = st.columns(4)
     if expl is not None:
-        m[0].metric(f"HTC-{variant.capitalize()} confidence", f"{expl.confidence:.2f}")
-    oof = ui.cached_evaluation()
-    if oof is not None:
-        hit = np.flatnonzero(oof.positions == i)
-        meth = f"HTC-{variant.capitalize()}"
-        if hit.size and meth in oof.result.oof:
-            m[1].metric("out-of-fold (honest)", f"{oof.result.oof[meth][hit[0]]:.2f}")
+        m[0].metric(f"{method} confidence", f"{expl.confidence:.2f}")
+    honest = views.oof_confidence(ui.cached_evaluation(), i, method)
+    if honest is not None:
+        m[1].metric("out-of-fold (honest)", f"{honest:.2f}")
     m[2].metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}")
     m[3].metric("LastStep-TP", f"{row['LastStep-TP']:.2f}")
 
@@ -77,7 +56,7 @@ with ui.page_errors("inspector"):
             for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
                 st.markdown("- " + ui.md(r))
     else:
-        st.info("At least 10 labeled trajectories are needed to fit a calibrator and explain a confidence.")
+        st.info(f"No calibrator can be fitted to explain this confidence: {ui.md(cannot_fit)}.")
 
     st.subheader("Step timeline")
     s = ui.settings()
@@ -92,12 +71,10 @@ with ui.page_errors("inspector"):
             st.markdown("**Contributions to the logit** (weight × standardized value, largest first)")
             st.plotly_chart(plots.waterfall(expl), key="insp_waterfall")
         with right:
-            st.markdown(f"**Against its dataset** ({ui.md(row['dataset'])}, HTC-{variant.capitalize()} confidence)")
-            same = np.flatnonzero(ws.ts.meta["dataset"].to_numpy(dtype=object) == ws.ts.meta["dataset"].iat[i])
-            conf_all = model.predict_proba(ws.features.take(same))[:, 1]
-            pct = explain.percentile_of(expl.confidence, conf_all)
-            st.plotly_chart(plots.position_figure(conf_all, ws.labels[same], expl.confidence), key="insp_position")
-            st.caption(f"Higher than {pct:.0f}% of the {len(same):,} trajectories of this dataset.")
+            st.markdown(f"**Against its dataset** ({ui.md(row['dataset'])}, {method} confidence)")
+            place = explain.group_position(model, ws.features, i, ws.ts.meta["dataset"], labels=ws.labels)
+            st.plotly_chart(plots.position_figure(place.confidence, place.labels, place.value), key="insp_position")
+            st.caption(f"Higher than {place.percentile:.0f}% of the {place.n:,} trajectories of this dataset.")
         with st.expander("All feature contributions"):
             st.dataframe(expl.table, hide_index=True, width="stretch")
 
@@ -106,8 +83,7 @@ with ui.page_errors("inspector"):
                "escaped, exactly as generated.")
     steps = explain.token_steps(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
     for stp in steps:
-        lo = float(np.min(stp.probability)) if len(stp.probability) else float("nan")
-        with st.expander(f"Step {stp.step} · {stp.name or 'step'} · {len(stp.tokens)} tokens · lowest p {lo:.2f}",
+        with st.expander(f"Step {stp.step} · {stp.name or 'step'} · {len(stp.tokens)} tokens · lowest p {stp.lowest:.2f}",
                          expanded=stp.step == len(steps)):
             st.html(plots.token_html(stp.tokens, stp.probability))
             if not stp.has_token_text:

@@ -1,10 +1,10 @@
 """Runs: upload traces, read the load report, manage stored run sets, browse and filter trajectories."""
 
-import pandas as pd
 import streamlit as st
 
-from htc_core.app import ui
+from htc_core.app import ui, views
 from htc_core.app.workspace import browse
+from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("runs")
 st.title("Runs")
@@ -46,8 +46,7 @@ with ui.page_errors("runs"):
     rep = st.session_state.get(ui.LAST_UPLOAD)
     if rep:
         st.subheader("Load report of the last upload")
-        errors = [p for p in rep["problems"] if p["severity"] == "error"]
-        warnings_ = [p for p in rep["problems"] if p["severity"] == "warning"]
+        problem_table = views.problem_table(rep)
         if rep["kept"]:
             st.success(f"Stored {rep['kept']:,} trajectories from {len(rep['files'])} file(s) as run set "
                        f"“{ui.md(rep['name'])}”.")
@@ -64,8 +63,8 @@ with ui.page_errors("runs"):
         cols[1].metric("rejected", f"{rep['rejected']:,}")
         cols[2].metric("empty steps dropped", f"{rep['empty_steps_dropped']:,}")
         cols[3].metric("values clipped to 0", f"{rep['clipped_values']:,}")
-        if errors or warnings_:
-            st.dataframe(pd.DataFrame(errors + warnings_), hide_index=True, width="stretch",
+        if len(problem_table):
+            st.dataframe(problem_table, hide_index=True, width="stretch",
                          column_config={"reason": st.column_config.TextColumn("reason", width="large")})
         if rep["problems_truncated"]:
             st.caption(f"{rep['problems_truncated']:,} more problems were not listed.")
@@ -90,8 +89,7 @@ with ui.page_errors("runs"):
     # ------------------------------------------------------------- browse
     st.subheader("Browse trajectories")
     frame = ws.frame()
-    conf_options = [c for c in ("GlobalTrace-TP", "LastStep-TP", "Bottom10", "LowestGroup", "Tail", "Verbalized")
-                    if c in frame.columns] + ["HTC-Full (fitted on the selection)"]
+    conf_options = views.browse_confidences(frame) + ["HTC-Full (fitted on the selection)"]
     c1, c2, c3 = st.columns([2, 2, 1])
     f_ds = c1.multiselect("Dataset", ws.values("dataset"), key="browse_ds", placeholder="any")
     f_ms = c2.multiselect("Model", ws.values("model"), key="browse_ms", placeholder="any")
@@ -102,12 +100,13 @@ with ui.page_errors("runs"):
     f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
     conf_col = f_conf
     if f_conf.startswith("HTC-Full"):
-        if int(pd.Series(ws.labels).notna().sum()) >= 10:
-            model_full = ui.fitted_model(ws, "full")
-            frame["HTC-Full"] = model_full.predict_proba(ws.features)[:, 1]
+        cannot_fit = label_problem(ws.labels, for_evaluation=False)
+        if cannot_fit is None:
+            frame["HTC-Full"] = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
             conf_col = "HTC-Full"
         else:
-            st.info("HTC-Full needs at least 10 labeled trajectories; filtering on GlobalTrace-TP instead.")
+            st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); filtering on "
+                    "GlobalTrace-TP instead.")
             conf_col = "GlobalTrace-TP"
     shown = browse(frame, datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col,
                    confidence_range=f_range, text=f_text)

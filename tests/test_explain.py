@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,10 +14,11 @@ import pytest
 from htc_core import explain
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.confidence import token_confidence
-from htc_core.calibration.evaluation import evaluate
 from htc_core.features import FEATURE_NAMES, REGISTRY, build_context, extract
 from htc_core.formats import load
 from htc_core.calibration.metrics import expected_calibration_error
+
+from conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -136,37 +139,42 @@ def test_step_timeline_and_tokens(uala):
     assert steps[0].tokens == [str(t) for t in one.tokens[: one.step_offsets[1]]]
     short = explain.token_steps(ts, i, max_tokens=5)
     assert sum(len(s.tokens) for s in short) == 5
+    assert steps[0].lowest == pytest.approx(r[: one.step_offsets[1]].min())
+    empty = [s for s in short if not s.tokens]
+    assert empty and all(math.isnan(s.lowest) for s in empty)
 
 
-def test_weight_views(uala):
-    ts, fm, model = uala
-    wf = explain.weights_frame({"HTC-Full": model})
-    assert len(wf) == 48 and set(wf["family"]) == {"Dynamics", "Position", "Stability", "Structure"}
-    assert np.allclose(wf["weight"], model.coef_[0])
-    counts = pd.Series(np.r_[np.full(10, 15), np.zeros(38, dtype=int)], index=list(FEATURE_NAMES))
-    fake = SimpleNamespace(seeds=[42, 43, 44], n_splits=5, selected_counts={"HTC-Reduced": counts})
-    sf = explain.selection_frequency(fake)
-    assert sf["fits"].iloc[0] == 15 and sf["frequency"].max() == 1.0 and sf["frequency"].min() == 0.0
+def test_dataset_weights(uala):
+    ts, fm, _ = uala
     groups = np.where(np.arange(len(ts)) < 150, "big", "small")
     y = ts.labels.copy()
     y[150:] = 1.0                                  # 'small' has one outcome only
     dw = explain.dataset_weights(fm, y, groups, variant="full", alphas=(1.0,))
     assert list(dw.weights.index) == ["big"] and dw.weights.shape == (1, 48)
     assert "small" in dw.skipped and "at least 5" in dw.skipped["small"]
+    big = (np.arange(len(ts)) < 150) & np.isfinite(y)
+    alone = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm.values[big], y[big])
+    assert np.allclose(dw.weights.loc["big"].to_numpy(), alone.coef_[0])
 
 
-def test_metric_tables(uala):
-    ts, fm, _ = uala
-    res = evaluate(ts.take(np.arange(120)), seeds=2, alphas=(1.0,), methods=["HTC-Full", "GlobalTrace-TP"])
-    mf = explain.metrics_frame(res)
-    assert list(mf["method"]) == ["HTC-Full", "GlobalTrace-TP"]
-    row = mf.iloc[0]
-    assert row["ECE ↓"] == f"{res.summary['HTC-Full']['ece']['mean']:.3f} ± {res.summary['HTC-Full']['ece']['std']:.3f}"
-    ml = explain.metrics_long(res)
-    assert len(ml) == 6 and set(ml["metric"]) == {"ECE", "Brier", "AUROC"}
-    om = explain.overall_metrics(res.labels, {"a": res.oof["HTC-Full"]})
-    assert om["ece"].iloc[0] == pytest.approx(res.summary["HTC-Full"]["ece"]["mean"], abs=0.2)
-    fv = explain.feature_values(fm, ts.meta["model"], ts.labels, "last_top1_avg")
-    assert np.array_equal(fv["value"], fm.column("last_top1_avg"))
-    with pytest.raises(ValueError, match="valid features"):
-        explain.feature_values(fm, ts.meta["model"], ts.labels, "nope")
+def test_group_position(uala):
+    ts, fm, model = uala
+    groups = np.where(np.arange(len(ts)) % 3 == 0, "A", None)
+    i = 4                                             # group '(none)'
+    place = explain.group_position(model, fm, i, groups, labels=ts.labels)
+    same = np.flatnonzero(np.arange(len(ts)) % 3 != 0)
+    conf = model.predict_proba(fm.values[same])[:, 1]
+    assert place.group == "(none)" and place.n == len(same)
+    assert np.allclose(place.confidence, conf) and np.array_equal(place.labels, ts.labels[same], equal_nan=True)
+    assert place.value == pytest.approx(model.predict_proba(fm.values[i:i + 1])[0, 1])
+    assert place.percentile == pytest.approx(explain.percentile_of(place.value, conf))
+    with pytest.raises(ValueError, match="groups"):
+        explain.group_position(model, fm, i, groups[:10])
+
+
+def test_the_package_imports_no_app_library():
+    code = ("import sys, htc_core.explain; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('streamlit', 'duckdb', 'plotly', 'umap') or m.startswith('htc_core.app')); print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -9,11 +9,10 @@ import pandas as pd
 import pytest
 
 from htc_core import explain
-from htc_core.app import plots
+from htc_core.app import plots, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.features import FEATURE_NAMES
 from htc_core.calibration.metrics import reliability_curve
-from htc_core.app.projection import Projection
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -53,7 +52,7 @@ def test_weight_figures_colour_by_family_and_show_formulas():
     X = np.random.default_rng(0).normal(size=(60, 48))
     y = (X[:, 31] > 0).astype(float)
     model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(X, y)
-    wf = explain.weights_frame({"HTC-Full": model})
+    wf = views.weights_frame({"HTC-Full": model})
     fig = plots.weights_bar(wf)
     assert {t.name for t in fig.data} == {"Dynamics", "Position", "Stability", "Structure"}
     pos = [t for t in fig.data if t.name == "Position"][0]

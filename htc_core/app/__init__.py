@@ -1,0 +1,18 @@
+"""The dashboard side of HTC: the only part of ``htc_core`` (with ``bench``) that imports Streamlit, DuckDB,
+Plotly or UMAP. Nothing below it imports it.
+
+Data side (no Streamlit):
+  ``store``      the DuckDB run store (run sets, cached features, models, settings)
+  ``columnar``   a trace set as the store's Arrow tables, and back
+  ``ingest``     uploads and the shipped sample runs into the store
+  ``workspace``  the aligned bundle the pages read (trace set, features, baselines) and ``browse``
+  ``views``      page view-models: the tables and choices the pages show
+  ``plots``      Plotly figures drawn from result objects (no maths)
+  ``projection`` t-SNE / UMAP of the feature matrix
+
+Streamlit glue (pages import the facade ``ui``):
+  ``session``    configuration, session-state keys, cached store and workspaces, settings, selection
+  ``layout``     the guard, the error boundary, the sidebar, deep links, inert markdown
+  ``compute``    long computations run once per input with a progress bar (evaluation, fits, projections)
+  ``upload``     upload handling
+"""

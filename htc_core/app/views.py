@@ -1,0 +1,302 @@
+"""Page view-models: the tables and small choices the pages show, built from workspaces, evaluation results
+and fitted models.
+
+Pure pandas/numpy (no Streamlit), so every number a page shows is computed
+here or in ``htc_core.explain`` / ``htc_core.calibration`` and tested without
+the app. Pages call these and draw the result with ``st.*`` and ``plots``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..explain import ExampleSet, confidence_examples, group_curves, group_metrics
+from ..features import FEATURE_NAMES, REGISTRY
+from .workspace import Workspace, browse
+
+__all__ = [
+    "feature_table", "weights_frame", "selection_frequency", "SelectionView", "selection_view", "split_methods",
+    "metrics_frame", "metrics_long", "overall_metrics", "oof_predictions", "CalibrationChoices",
+    "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
+    "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
+    "browse_confidences", "problem_table", "trajectory_choices", "trajectory_label", "oof_confidence",
+    "outcome_word",
+]
+
+HTC_METHODS = ("HTC-Reduced", "HTC-Full")
+#: baselines shown next to HTC in the reliability diagram when present
+DIAGRAM_BASELINES = ("Bottom10+Temp", "GlobalTrace-TP+Temp")
+#: the baseline the Examples page starts on (the first one present), a temperature-scaled one first
+EXAMPLE_BASELINES = ("GlobalTrace-TP+Temp", "LastStep-TP+Temp", "GlobalTrace-TP")
+#: raw confidences the Runs page can filter on (those present in the workspace frame)
+BROWSE_CONFIDENCES = ("GlobalTrace-TP", "LastStep-TP", "Bottom10", "LowestGroup", "Tail", "Verbalized")
+#: at most this many trajectories are offered in the inspector's picker
+MAX_CHOICES = 2000
+
+
+# ------------------------------------------------------------ feature weights
+def feature_table() -> pd.DataFrame:
+    """The registry as a frame: feature, code, family, group, display_name, formula, description."""
+    return pd.DataFrame([{"feature": s.name, "code": s.code, "family": s.family, "group": s.group,
+                          "display_name": s.display_name, "formula": s.formula, "description": s.description}
+                         for s in REGISTRY.values()])
+
+
+def weights_frame(models: Mapping[str, object]) -> pd.DataFrame:
+    """Long frame of the weights of fitted calibrators: model, feature, code, family, display_name,
+    formula, weight (on standardized features), selected."""
+    rows = []
+    for label, m in models.items():
+        for nm, w in zip(m.feature_names_in_, m.coef_[0]):
+            spec = REGISTRY.get(nm)
+            rows.append({"model": label, "feature": nm, "code": spec.code if spec else nm,
+                         "family": spec.family if spec else "", "display_name": spec.display_name if spec else nm,
+                         "formula": spec.formula if spec else "", "weight": float(w), "selected": bool(w != 0)})
+    return pd.DataFrame(rows)
+
+
+def selection_frequency(result) -> pd.DataFrame:
+    """How often each feature was kept (non-zero weight) across the outer folds and seeds of an evaluation.
+
+    Columns: method, feature, code, family, times, fits, frequency.
+    """
+    fits = len(result.seeds) * int(result.n_splits)
+    rows = []
+    for method, counts in result.selected_counts.items():
+        for nm, c in counts.items():
+            spec = REGISTRY.get(nm)
+            rows.append({"method": method, "feature": nm, "code": spec.code if spec else nm,
+                         "family": spec.family if spec else "", "times": int(c), "fits": fits,
+                         "frequency": float(c) / fits if fits else float("nan")})
+    return pd.DataFrame(rows, columns=["method", "feature", "code", "family", "times", "fits", "frequency"])
+
+
+@dataclass
+class SelectionView:
+    """The selection frequency of an evaluation: ``fits`` outer-fold fits (folds x seeds), the HTC
+    ``methods`` present, and :meth:`of` one method's rows."""
+
+    frame: pd.DataFrame
+    fits: int
+    methods: list[str]
+
+    def of(self, method: str) -> pd.DataFrame:
+        return self.frame[self.frame["method"] == method]
+
+
+def selection_view(result) -> SelectionView:
+    freq = selection_frequency(result)
+    present = set(freq["method"])
+    return SelectionView(frame=freq, fits=len(result.seeds) * int(result.n_splits),
+                         methods=[m for m in HTC_METHODS if m in present])
+
+
+# ------------------------------------------------------------ evaluation tables
+def split_methods(methods: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(HTC methods present, HTC-Reduced first; every other method in its order)."""
+    htc = [m for m in HTC_METHODS if m in methods]
+    return htc, [m for m in methods if m not in htc]
+
+
+def _mean_std(a: float, b: float, digits: int) -> str:
+    return "n/a" if not np.isfinite(a) else f"{a:.{digits}f} ± {b:.{digits}f}"
+
+
+def metrics_frame(result) -> pd.DataFrame:
+    """The evaluation's headline table: one row per method with ECE, Brier, AUROC as mean and std over
+    repeats (pooled out-of-fold predictions), the features kept, and 'mean ± std' display strings."""
+    rows = []
+    for m in result.methods:
+        s = result.summary[m]
+        row = {"method": m}
+        for k in ("ece", "brier", "auroc"):
+            row[f"{k}_mean"] = s[k]["mean"]
+            row[f"{k}_std"] = s[k]["std"]
+        nf = s.get("n_features")
+        row["features_mean"] = nf["mean"] if nf else 1.0
+        row["features_std"] = nf["std"] if nf else 0.0
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    for k, label in (("ece", "ECE ↓"), ("brier", "Brier ↓"), ("auroc", "AUROC ↑"), ("features", "features")):
+        digits = 1 if k == "features" else 3
+        df[label] = [_mean_std(a, b, digits) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
+    return df
+
+
+def metrics_long(result, methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """Long form of the headline metrics (method, metric, mean, std) for bar charts."""
+    rows = []
+    for m in methods or result.methods:
+        if m not in result.summary:
+            continue
+        for k, label in (("ece", "ECE"), ("brier", "Brier"), ("auroc", "AUROC")):
+            rows.append({"method": m, "metric": label, "mean": result.summary[m][k]["mean"],
+                         "std": result.summary[m][k]["std"]})
+    return pd.DataFrame(rows, columns=["method", "metric", "mean", "std"])
+
+
+def overall_metrics(labels, predictions: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """ECE, Brier and AUROC of each prediction on the labeled rows (AUROC NaN with one class)."""
+    y = np.asarray(labels, dtype=np.float64)
+    df = group_metrics(y, predictions, np.full(len(y), "all", dtype=object))
+    return df.drop(columns=["group"])
+
+
+def oof_predictions(result, methods: Sequence[str]) -> dict[str, np.ndarray]:
+    """The out-of-fold predictions (first repeat) of ``methods``."""
+    return {m: result.oof[m] for m in methods}
+
+
+# ------------------------------------------------------------ calibration page
+@dataclass
+class CalibrationChoices:
+    """The Calibration page's method lists: HTC and baselines, the diagram's default methods and the
+    histogram's default (an index into the evaluation's methods)."""
+
+    htc: list[str]
+    baselines: list[str]
+    diagram: list[str]
+    histogram_index: int
+
+
+def calibration_choices(methods: Sequence[str]) -> CalibrationChoices:
+    htc, baselines = split_methods(methods)
+    diagram = [*htc, *[m for m in DIAGRAM_BASELINES if m in baselines]]
+    return CalibrationChoices(htc=htc, baselines=baselines, diagram=diagram,
+                              histogram_index=list(methods).index(htc[0]) if htc else 0)
+
+
+def calibrated_confidence(model, features) -> np.ndarray:
+    """A fitted calibrator's confidence (probability of success) for every row of ``features``."""
+    return model.predict_proba(features)[:, 1]
+
+
+@dataclass
+class ScoredSelection:
+    """A workspace scored by an uploaded model: the browse frame with ``htc_confidence`` next to the
+    ids, the confidences, and the metrics against GlobalTrace-TP (None without labels)."""
+
+    frame: pd.DataFrame
+    confidence: np.ndarray
+    metrics: pd.DataFrame | None
+
+
+def score_selection(ws: Workspace, model) -> ScoredSelection:
+    conf = calibrated_confidence(model, ws.features)
+    frame = ws.frame()
+    frame.insert(5, "htc_confidence", conf)
+    metrics = None
+    if np.isfinite(ws.labels).any():
+        metrics = overall_metrics(ws.labels, {"uploaded model": conf, "GlobalTrace-TP": frame["GlobalTrace-TP"]})
+    return ScoredSelection(frame=frame, confidence=conf, metrics=metrics)
+
+
+# ------------------------------------------------------------ compare page
+def evaluated_groups(ws: Workspace, evaluated, column: str) -> np.ndarray:
+    """The ``column`` (model, framework, dataset) of every evaluated trajectory, in the evaluation's order."""
+    return ws.ts.meta[column].to_numpy(dtype=object)[evaluated.positions]
+
+
+def group_reliability(result, groups, methods: Sequence[str]) -> dict[str, dict[str, object]]:
+    """Reliability curves per group and method: {group: {method: curve}} (for faceted diagrams)."""
+    curves: dict[str, dict[str, object]] = {}
+    for m in methods:
+        for g, c in group_curves(result.labels, result.oof[m], groups).items():
+            curves.setdefault(g, {})[m] = c
+    return curves
+
+
+def feature_values(X, groups, labels, feature: str) -> pd.DataFrame:
+    """One feature's values with their group and outcome (for side-by-side distributions)."""
+    if feature not in REGISTRY:
+        raise ValueError(f"unknown feature {feature!r}; valid features: {', '.join(FEATURE_NAMES)}")
+    values = np.asarray(X.values if hasattr(X, "profile") else X, dtype=np.float64)
+    g = pd.Series(np.asarray(groups, dtype=object)).fillna("(none)").astype(str)
+    return pd.DataFrame({"group": g.to_numpy(), "success": np.asarray(labels, dtype=np.float64),
+                         "value": values[:, REGISTRY[feature].index]})
+
+
+# ------------------------------------------------------------ examples page
+def preferred_baseline(baselines: Sequence[str]) -> int:
+    """Index of the baseline the Examples page starts on."""
+    pref = next((m for m in EXAMPLE_BASELINES if m in baselines), baselines[0])
+    return list(baselines).index(pref)
+
+
+def examples_for(ws: Workspace, evaluated, *, baseline: str, htc: str, n: int) -> ExampleSet:
+    """:func:`htc_core.explain.confidence_examples` on the evaluated trajectories (out-of-fold confidences),
+    with each example's workspace ``key`` (to open it in the inspector)."""
+    res = evaluated.result
+    meta = ws.ts.meta.iloc[evaluated.positions].reset_index(drop=True)
+    exs = confidence_examples(meta, res.labels, res.oof[baseline], res.oof[htc], baseline=baseline, htc=htc, n=n)
+    keys = ws.keys[evaluated.positions]
+    for frame in (exs.over, exs.under):
+        frame["key"] = [str(keys[int(p)]) for p in frame["position"]]
+    return exs
+
+
+# ------------------------------------------------------------ feature space page
+def projection_frame(ws: Workspace, projection, htc_confidence: np.ndarray | None) -> pd.DataFrame:
+    """The workspace frame with the 2-D coordinates (x, y) and the colours: baseline_confidence
+    (GlobalTrace-TP) and htc_confidence (NaN when no model could be fitted)."""
+    frame = ws.frame()
+    frame["x"] = projection.coords[:, 0]
+    frame["y"] = projection.coords[:, 1]
+    frame["baseline_confidence"] = frame["GlobalTrace-TP"]
+    frame["htc_confidence"] = np.nan if htc_confidence is None else htc_confidence
+    return frame
+
+
+# ------------------------------------------------------------ runs page
+def browse_confidences(frame: pd.DataFrame) -> list[str]:
+    """The raw confidences of ``frame`` the Runs page can filter on."""
+    return [c for c in BROWSE_CONFIDENCES if c in frame.columns]
+
+
+def problem_table(summary: dict) -> pd.DataFrame:
+    """The problems of an upload summary (``ui.handle_upload``), errors first, then warnings."""
+    problems = summary.get("problems") or []
+    rows = [p for p in problems if p["severity"] == "error"] + [p for p in problems if p["severity"] == "warning"]
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------ inspector page
+def trajectory_choices(frame: pd.DataFrame, needle: str, current: int | None) -> tuple[list[int], int]:
+    """The positions the inspector offers (rows whose question or id contains ``needle``, or every row;
+    at most 2,000) and the one to show: ``current`` when offered (or prepended when there is no search),
+    the first match of a search, else the longest trajectory (the richest timeline)."""
+    searching = bool(needle)
+    cand = (browse(frame, text=needle)["position"].to_numpy() if searching else np.arange(len(frame)))[:MAX_CHOICES]
+    if len(cand) == 0:
+        return [], 0
+    if current is not None and current in set(cand.tolist()):
+        return cand.tolist(), int(np.flatnonzero(cand == current)[0])
+    if current is not None and not searching:
+        return [int(current), *cand.tolist()], 0
+    if searching:
+        return cand.tolist(), 0
+    return cand.tolist(), int(np.argmax(frame["steps"].to_numpy()[cand]))
+
+
+def trajectory_label(frame: pd.DataFrame, position: int) -> str:
+    """How the inspector's picker names a trajectory: its id and the start of its question."""
+    return f"{frame['id'].iat[position]} · {str(frame['question'].iat[position] or '')[:80]}"
+
+
+def oof_confidence(evaluated, position: int, method: str) -> float | None:
+    """The out-of-fold confidence of workspace row ``position`` under ``method`` (None when that row or
+    method was not evaluated)."""
+    if evaluated is None or method not in evaluated.result.oof:
+        return None
+    hit = np.flatnonzero(evaluated.positions == position)
+    return float(evaluated.result.oof[method][hit[0]]) if hit.size else None
+
+
+def outcome_word(success) -> str:
+    return {1.0: "success", 0.0: "failure"}.get(success, "unlabeled")

@@ -1,0 +1,28 @@
+"""Why a trajectory got its confidence, and where calibration changed the verdict.
+
+Fitted models, feature matrices and evaluation results in, small typed result
+objects (data frames and dataclasses) out; ``htc_core.app`` draws them. Nothing
+here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
+
+- ``reasons``:  :func:`explain_trajectory` (contributions to the logit and reasons in words),
+  :func:`group_position`, :func:`percentile_of`, :func:`describe_position`
+- ``examples``: :func:`confidence_examples` (over-confident failures, under-confident successes)
+- ``steps``:    :func:`step_timeline`, :func:`token_steps` (one trajectory, step by step)
+- ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
+  :func:`dataset_weights` (an evaluation by group; one calibrator per group)
+
+The dashboard's tables (metrics, weights, selection frequency, ...) are view-models in
+``htc_core.app.views``.
+"""
+
+from .examples import ExampleSet, confidence_examples
+from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
+from .reasons import (GroupPosition, TrajectoryExplanation, describe_position, explain_trajectory, group_position,
+                      percentile_of)
+from .steps import StepTokens, step_timeline, token_steps
+
+__all__ = [
+    "TrajectoryExplanation", "explain_trajectory", "GroupPosition", "group_position", "percentile_of",
+    "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
+    "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps",
+]

@@ -1,0 +1,112 @@
+"""Views of an evaluation by group, and one calibrator per group.
+
+- :func:`reliability_curves`: one reliability curve per method (the metrics
+  module's binning, so the diagram agrees with the ECE).
+- :func:`group_metrics`, :func:`group_curves`: ECE, Brier, AUROC and
+  reliability inside every group (model, framework, dataset).
+- :func:`dataset_weights`: one HTC calibrator fitted per group, its weights.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..calibration.calibrators import DEFAULT_ALPHAS, HTCCalibrator
+from ..calibration.metrics import ReliabilityCurve, auroc, brier_score, expected_calibration_error, reliability_curve
+from ..features import FEATURE_NAMES
+from ._common import check_matrix, group_names
+
+__all__ = ["reliability_curves", "group_metrics", "group_curves", "DatasetWeights", "dataset_weights"]
+
+GROUP_METRIC_COLUMNS = ["group", "method", "n", "success_rate", "ece", "brier", "auroc", "note"]
+
+
+def reliability_curves(labels, predictions: Mapping[str, np.ndarray], *, n_bins: int = 10,
+                       interval: str | None = "wilson") -> dict[str, ReliabilityCurve]:
+    """One reliability curve per method (the metrics module's binning, so it agrees with the ECE)."""
+    y = np.asarray(labels, dtype=np.float64)
+    out = {}
+    for name, p in predictions.items():
+        p = np.asarray(p, dtype=np.float64)
+        ok = np.isfinite(p) & np.isfinite(y)
+        if ok.sum() == 0:
+            continue
+        out[name] = reliability_curve(y[ok], p[ok], n_bins=n_bins, interval=interval)
+    return out
+
+
+def _metric_row(group: str, method: str, y: np.ndarray, p: np.ndarray) -> dict:
+    """ECE, Brier and AUROC of one method on one group (AUROC NaN with a note when one outcome only)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        met = {"ece": expected_calibration_error(y, p), "brier": brier_score(y, p), "auroc": auroc(y, p)}
+    note = "AUROC undefined: one outcome only" if not np.isfinite(met["auroc"]) else ""
+    return {"group": group, "method": method, "n": int(len(y)), "success_rate": float(y.mean()), **met, "note": note}
+
+
+def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups) -> pd.DataFrame:
+    """ECE, Brier and AUROC of every method inside every group (AUROC NaN with one class).
+
+    Columns: group, method, n, success_rate, ece, brier, auroc, note.
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    g = group_names(groups)
+    preds = {name: np.asarray(p, dtype=np.float64) for name, p in predictions.items()}
+    rows = []
+    for grp in sorted(set(g)):
+        m = (g == grp) & np.isfinite(y)
+        for name, p in preds.items():
+            mm = m & np.isfinite(p)
+            if mm.any():
+                rows.append(_metric_row(grp, name, y[mm], p[mm]))
+    return pd.DataFrame(rows, columns=GROUP_METRIC_COLUMNS)
+
+
+def group_curves(labels, prediction, groups, *, n_bins: int = 10) -> dict[str, ReliabilityCurve]:
+    """One reliability curve of ``prediction`` per group (groups without a labeled prediction left out)."""
+    y = np.asarray(labels, dtype=np.float64)
+    p = np.asarray(prediction, dtype=np.float64)
+    g = group_names(groups)
+    out = {}
+    for grp in sorted(set(g)):
+        m = (g == grp) & np.isfinite(y) & np.isfinite(p)
+        if m.any():
+            out[grp] = reliability_curve(y[m], p[m], n_bins=n_bins)
+    return out
+
+
+@dataclass
+class DatasetWeights:
+    """Weights of one calibrator per group: ``weights`` [groups x features] and why groups were skipped."""
+
+    variant: str
+    weights: pd.DataFrame
+    skipped: dict = field(default_factory=dict)
+
+
+def dataset_weights(X, labels, groups, *, variant: str = "full", min_per_class: int = 5,
+                    alphas: Sequence[float] | None = None) -> DatasetWeights:
+    """Fit one HTC calibrator per group (e.g. dataset) and collect the weights."""
+    Xv = check_matrix(X)
+    y = np.asarray(labels, dtype=np.float64)
+    g = group_names(groups)
+    rows, index, skipped = [], [], {}
+    for grp in sorted(set(g)):
+        m = (g == grp) & np.isfinite(y)
+        n_pos = int(y[m].sum())
+        n_neg = int(m.sum()) - n_pos
+        if min(n_pos, n_neg) < min_per_class:
+            skipped[grp] = (f"{n_pos} successes and {n_neg} failures; at least {min_per_class} of each are "
+                            "needed to fit a calibrator")
+            continue
+        cal = HTCCalibrator(variant=variant, alphas=alphas or DEFAULT_ALPHAS).fit(Xv[m], y[m])
+        rows.append(cal.coef_[0])
+        index.append(grp)
+    names = list(FEATURE_NAMES) if Xv.shape[1] == len(FEATURE_NAMES) else [f"x{i}" for i in range(Xv.shape[1])]
+    w = pd.DataFrame(np.array(rows).reshape(len(rows), Xv.shape[1]), index=index, columns=names)
+    return DatasetWeights(variant=variant, weights=w, skipped=skipped)

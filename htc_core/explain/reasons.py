@@ -1,0 +1,204 @@
+"""Why one trajectory got its confidence: contributions to the logit, reasons in words, its place in its group.
+
+- :func:`explain_trajectory`: per-feature contributions to the logit (weight x
+  standardized value, summing with the intercept to the model's logit) and
+  plain-language reasons, each comparing the trajectory's value with the
+  distribution of the same feature over successful runs.
+- :func:`group_position`: the trajectory's confidence among the confidences of
+  its group (e.g. its dataset).
+- :func:`percentile_of`, :func:`describe_position`: the comparisons in numbers and words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..features import FEATURE_NAMES, REGISTRY
+from ._common import check_matrix, group_names
+
+__all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "GroupPosition",
+           "group_position"]
+
+#: a group's successful runs are the reference when it has at least this many (else all successful runs)
+MIN_GROUP_REFERENCE = 5
+
+
+def percentile_of(value: float, reference: np.ndarray) -> float:
+    """Percent of ``reference`` below ``value`` (ties count one half); NaN for an empty reference."""
+    ref = np.asarray(reference, dtype=np.float64)
+    ref = ref[np.isfinite(ref)]
+    if ref.size == 0 or not np.isfinite(value):
+        return float("nan")
+    below = np.count_nonzero(ref < value)
+    equal = np.count_nonzero(ref == value)
+    return float(100.0 * (below + 0.5 * equal) / ref.size)
+
+
+def describe_position(pct: float) -> str:
+    """'far below' / 'below' / 'close to' / 'above' / 'far above' for a percentile."""
+    if not np.isfinite(pct):
+        return "not comparable with"
+    if pct < 5:
+        return "far below"
+    if pct < 25:
+        return "below"
+    if pct > 95:
+        return "far above"
+    if pct > 75:
+        return "above"
+    return "close to"
+
+
+def _ordinal(p: float) -> str:
+    n = int(round(p))
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass
+class TrajectoryExplanation:
+    """Contributions of every feature to one trajectory's logit, and the strongest reasons in words.
+
+    ``table`` columns: feature, code, family, display_name, formula, value, z
+    (standardized value), weight, contribution (= weight x z), success_median,
+    success_percentile (percent of successful reference runs below this value),
+    position ('far below' ... 'far above'). Sorted by |contribution|, largest first.
+    ``intercept + table.contribution.sum() == logit``.
+    """
+
+    index: int
+    id: str
+    variant: str
+    intercept: float
+    logit: float
+    confidence: float
+    table: pd.DataFrame
+    reasons: list[str]
+    n_reference: int
+    reference: str
+
+    @property
+    def summary(self) -> str:
+        head = f"Calibrated confidence {self.confidence:.2f} (logit {self.logit:+.2f}, HTC-{self.variant.capitalize()})."
+        if not self.reasons:
+            return head + " No feature moves this trajectory's logit away from the intercept."
+        return head + " Strongest reasons: " + " ".join(self.reasons)
+
+
+def _reference(y: np.ndarray, groups, index: int) -> tuple[np.ndarray, str]:
+    """Rows of the successful runs to compare with: the trajectory's own group when it has enough."""
+    succ = y == 1
+    if groups is not None:
+        g = np.asarray(groups, dtype=object)
+        same = succ & (g == g[index])
+        if same.sum() >= MIN_GROUP_REFERENCE:
+            return same, f"successful runs of {g[index]}"
+    return succ, "successful runs"
+
+
+def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, ref: np.ndarray) -> pd.DataFrame:
+    z = (Xv[index] - model.mean_) / model.scale_
+    w = model.coef_[0]
+    rows = []
+    for j, nm in enumerate(model.feature_names_in_):
+        spec = REGISTRY.get(nm)
+        col = FEATURE_NAMES.index(nm) if nm in FEATURE_NAMES else j
+        v = float(Xv[index, col])
+        refj = ref[:, col] if len(ref) else np.zeros(0)
+        pct = percentile_of(v, refj)
+        rows.append({
+            "feature": nm, "code": spec.code if spec else nm, "family": spec.family if spec else "",
+            "display_name": spec.display_name if spec else nm, "formula": spec.formula if spec else "",
+            "value": v, "z": float(z[j]), "weight": float(w[j]), "contribution": float(contrib[j]),
+            "success_median": float(np.median(refj)) if len(refj) else float("nan"),
+            "success_percentile": pct, "position": describe_position(pct),
+        })
+    table = pd.DataFrame(rows)
+    table = table.reindex(table["contribution"].abs().sort_values(ascending=False, kind="stable").index)
+    return table.reset_index(drop=True)
+
+
+def _reasons(table: pd.DataFrame, ref_name: str, n_ref: int, n_reasons: int, min_abs: float) -> list[str]:
+    reasons = []
+    for _, r in table.iterrows():
+        if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
+            break
+        effect = "lowers" if r["contribution"] < 0 else "raises"
+        if np.isfinite(r["success_percentile"]):
+            where = (f"{r['display_name']} is {r['position']} typical {ref_name} "
+                     f"({_ordinal(r['success_percentile'])} percentile of {n_ref})")
+        else:
+            where = f"{r['display_name']} is {r['value']:.3g} (no labeled successful runs to compare with)"
+        reasons.append(f"{where}; this {effect} the confidence (logit {r['contribution']:+.2f}).")
+    return reasons
+
+
+def _check_index(index, n: int) -> int:
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not (0 <= index < n):
+        raise ValueError(f"index must be a row of X (0..{n - 1}), got {index!r}")
+    return int(index)
+
+
+def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=None, n_reasons: int = 3,
+                       min_abs_contribution: float = 0.05) -> TrajectoryExplanation:
+    """Explain row ``index`` of ``X`` under a fitted ``HTCCalibrator``.
+
+    ``labels`` (1 success, 0 failure, NaN unknown) and ``groups`` (e.g. the
+    dataset of every row) choose the reference: successful runs of the same
+    group (all successful runs when the group has fewer than 5).
+    """
+    Xv = check_matrix(X)
+    n = Xv.shape[0]
+    index = _check_index(index, n)
+    y = np.full(n, np.nan) if labels is None else np.asarray(labels, dtype=np.float64).reshape(-1)
+    if y.shape[0] != n:
+        raise ValueError(f"labels must have {n} entries, got {y.shape[0]}")
+    ref_mask, ref_name = _reference(y, groups, index)
+    ref = Xv[ref_mask]
+    contrib = model.contributions(Xv[index:index + 1])[0]
+    table = _contribution_table(model, Xv, index, contrib, ref)
+    intercept = float(model.intercept_[0])
+    logit = float(intercept + contrib.sum())
+    reasons = _reasons(table, ref_name, len(ref), n_reasons, min_abs_contribution)
+    tid = str(ids[index]) if ids is not None else str(index)
+    return TrajectoryExplanation(index=index, id=tid, variant=str(model.variant), intercept=intercept, logit=logit,
+                                 confidence=float(1.0 / (1.0 + np.exp(-logit))), table=table, reasons=reasons,
+                                 n_reference=int(len(ref)), reference=ref_name)
+
+
+@dataclass
+class GroupPosition:
+    """One trajectory's confidence among the confidences of its group (same model).
+
+    ``confidence`` and ``labels``: every trajectory of the group; ``value``: this
+    trajectory's; ``percentile``: percent of the group below it (ties count one half).
+    """
+
+    group: str
+    confidence: np.ndarray
+    labels: np.ndarray
+    value: float
+    percentile: float
+
+    @property
+    def n(self) -> int:
+        return int(len(self.confidence))
+
+
+def group_position(model, X, index: int, groups, *, labels=None) -> GroupPosition:
+    """Where row ``index`` of ``X`` stands among the rows of its group under a fitted ``HTCCalibrator``."""
+    Xv = check_matrix(X)
+    n = Xv.shape[0]
+    index = _check_index(index, n)
+    g = group_names(groups)
+    if len(g) != n:
+        raise ValueError(f"groups must have {n} entries, got {len(g)}")
+    same = np.flatnonzero(g == g[index])
+    conf = model.predict_proba(Xv[same])[:, 1]
+    value = float(conf[np.flatnonzero(same == index)[0]])
+    y = np.full(n, np.nan) if labels is None else np.asarray(labels, dtype=np.float64).reshape(-1)
+    return GroupPosition(group=str(g[index]), confidence=conf, labels=y[same], value=value,
+                         percentile=percentile_of(value, conf))

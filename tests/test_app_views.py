@@ -1,0 +1,178 @@
+"""Page view-models (htc_core.app.views): the tables and choices the pages show, without Streamlit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from htc_core.app import views
+from htc_core.app.ingest import ingest
+from htc_core.app.store import Store
+from htc_core.app.workspace import build_workspace
+from htc_core.calibration.calibrators import HTCCalibrator
+from htc_core.calibration.evaluation import evaluate
+from htc_core.explain import confidence_examples, group_curves, group_metrics
+from htc_core.features import FEATURE_NAMES, REGISTRY
+
+from conftest import REPO
+
+SHIPPED = REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+METHODS = ["HTC-Full", "GlobalTrace-TP+Temp", "GlobalTrace-TP"]
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    """60 of the project's own recorded runs in a fresh store, as the pages see them."""
+    d = tmp_path_factory.mktemp("views")
+    part = d / "arithmetic-60.jsonl"
+    part.write_text("".join(SHIPPED.read_text(encoding="utf-8").splitlines(True)[:60]), encoding="utf-8")
+    store = Store(d / "store")
+    ingest(store, [part], name="sample")
+    return build_workspace(store)
+
+
+@pytest.fixture(scope="module")
+def evaluated(ws):
+    pos = np.flatnonzero(np.isfinite(ws.labels))
+    res = evaluate(ws.ts.take(pos), seeds=1, alphas=(1.0,), methods=METHODS)
+    return SimpleNamespace(result=res, positions=pos)
+
+
+@pytest.fixture(scope="module")
+def model(ws):
+    pos = np.flatnonzero(np.isfinite(ws.labels))
+    return HTCCalibrator(variant="full", alphas=(1.0,)).fit(ws.features.take(pos), ws.labels[pos])
+
+
+def test_weight_tables(model):
+    wf = views.weights_frame({"HTC-Full": model})
+    assert len(wf) == 48 and set(wf["family"]) == {"Dynamics", "Position", "Stability", "Structure"}
+    assert np.allclose(wf["weight"], model.coef_[0])
+    assert list(wf["selected"]) == list(model.coef_[0] != 0)
+    row = wf.set_index("feature").loc["last_top1_avg"]
+    assert row["formula"] == REGISTRY["last_top1_avg"].formula and row["code"] == REGISTRY["last_top1_avg"].code
+    ft = views.feature_table()
+    assert list(ft["feature"]) == list(FEATURE_NAMES)
+    counts = pd.Series(np.r_[np.full(10, 15), np.zeros(38, dtype=int)], index=list(FEATURE_NAMES))
+    fake = SimpleNamespace(seeds=[42, 43, 44], n_splits=5,
+                           selected_counts={"HTC-Reduced": counts, "HTC-Full": counts * 0 + 15})
+    sf = views.selection_frequency(fake)
+    assert sf["fits"].iloc[0] == 15 and sf["frequency"].max() == 1.0 and sf["frequency"].min() == 0.0
+    sv = views.selection_view(fake)
+    assert sv.fits == 15 and sv.methods == ["HTC-Reduced", "HTC-Full"]
+    assert len(sv.of("HTC-Reduced")) == 48 and sv.of("HTC-Reduced")["times"].sum() == 150
+
+
+def test_metric_tables(evaluated):
+    res = evaluated.result
+    mf = views.metrics_frame(res)
+    assert list(mf["method"]) == res.methods
+    row = mf.set_index("method").loc["HTC-Full"]
+    s = res.summary["HTC-Full"]
+    assert row["ECE ↓"] == f"{s['ece']['mean']:.3f} ± {s['ece']['std']:.3f}"
+    assert row["features"] == f"{s['n_features']['mean']:.1f} ± {s['n_features']['std']:.1f}"
+    assert mf.set_index("method").loc["GlobalTrace-TP", "features"] == "1.0 ± 0.0"
+    ml = views.metrics_long(res)
+    assert len(ml) == 3 * len(res.methods) and set(ml["metric"]) == {"ECE", "Brier", "AUROC"}
+    assert len(views.metrics_long(res, ["HTC-Full", "unknown"])) == 3
+    om = views.overall_metrics(res.labels, {"a": res.oof["HTC-Full"]})
+    direct = group_metrics(res.labels, {"a": res.oof["HTC-Full"]}, ["x"] * len(res.labels))
+    assert "group" not in om.columns and om["ece"].iloc[0] == pytest.approx(direct["ece"].iloc[0])
+    assert views.oof_predictions(res, ["HTC-Full"]).keys() == {"HTC-Full"}
+
+
+def test_method_choices():
+    methods = ["HTC-Full", "HTC-Reduced", "GlobalTrace-TP", "Bottom10+Temp", "LastStep-TP+Temp"]
+    assert views.split_methods(methods) == (["HTC-Reduced", "HTC-Full"],
+                                            ["GlobalTrace-TP", "Bottom10+Temp", "LastStep-TP+Temp"])
+    c = views.calibration_choices(methods)
+    assert c.diagram == ["HTC-Reduced", "HTC-Full", "Bottom10+Temp"] and c.histogram_index == 1
+    assert views.calibration_choices(["GlobalTrace-TP"]).histogram_index == 0
+    assert views.preferred_baseline(["GlobalTrace-TP", "LastStep-TP+Temp"]) == 1
+    assert views.preferred_baseline(["Tail", "Bottom10"]) == 0
+
+
+def test_scoring_and_projection_frames(ws, model):
+    scored = views.score_selection(ws, model)
+    expected = model.predict_proba(ws.features)[:, 1]
+    assert np.allclose(scored.confidence, expected) and np.allclose(scored.frame["htc_confidence"], expected)
+    assert list(scored.frame.columns[:6]) == ["position", "key", "run_set", "id", "dataset", "htc_confidence"]
+    assert set(scored.metrics["method"]) == {"uploaded model", "GlobalTrace-TP"}
+    unlabeled = ws.take(np.flatnonzero(np.isnan(ws.labels)))
+    if len(unlabeled):
+        assert views.score_selection(unlabeled, model).metrics is None
+    coords = np.column_stack([np.arange(len(ws)), -np.arange(len(ws))]).astype(float)
+    frame = views.projection_frame(ws, SimpleNamespace(coords=coords), expected)
+    assert np.array_equal(frame["x"], coords[:, 0]) and np.array_equal(frame["y"], coords[:, 1])
+    assert np.array_equal(frame["baseline_confidence"], frame["GlobalTrace-TP"])
+    assert np.allclose(frame["htc_confidence"], expected)
+    assert views.projection_frame(ws, SimpleNamespace(coords=coords), None)["htc_confidence"].isna().all()
+
+
+def test_group_views_and_examples(ws, evaluated):
+    res = evaluated.result
+    groups = views.evaluated_groups(ws, evaluated, "dataset")
+    assert len(groups) == len(res.labels)
+    assert list(groups) == list(ws.ts.meta["dataset"].to_numpy(dtype=object)[evaluated.positions])
+    curves = views.group_reliability(res, groups, ["HTC-Full", "GlobalTrace-TP"])
+    for g, by_method in curves.items():
+        assert set(by_method) == {"HTC-Full", "GlobalTrace-TP"}
+        assert by_method["HTC-Full"].ece == pytest.approx(group_curves(res.labels, res.oof["HTC-Full"], groups)[g].ece)
+    fv = views.feature_values(ws.features, ws.ts.meta["model"], ws.labels, "last_top1_avg")
+    assert np.array_equal(fv["value"], ws.features.column("last_top1_avg")) and len(fv) == len(ws)
+    with pytest.raises(ValueError, match="valid features"):
+        views.feature_values(ws.features, ws.ts.meta["model"], ws.labels, "nope")
+    exs = views.examples_for(ws, evaluated, baseline="GlobalTrace-TP", htc="HTC-Full", n=3)
+    meta = ws.ts.meta.iloc[evaluated.positions].reset_index(drop=True)
+    direct = confidence_examples(meta, res.labels, res.oof["GlobalTrace-TP"], res.oof["HTC-Full"],
+                                 baseline="GlobalTrace-TP", htc="HTC-Full", n=3)
+    assert len(exs.over) + len(exs.under) > 0
+    for got, want in ((exs.over, direct.over), (exs.under, direct.under)):
+        assert list(got["id"]) == list(want["id"])
+        for _, row in got.iterrows():
+            assert row["key"] == ws.keys[evaluated.positions[row["position"]]] and row["key"].endswith(":" + row["id"])
+
+
+def test_runs_page_tables(ws):
+    frame = ws.frame()
+    assert views.browse_confidences(frame)[:2] == ["GlobalTrace-TP", "LastStep-TP"]
+    assert views.browse_confidences(frame[["id"]]) == []
+    rep = {"problems": [{"severity": "warning", "reason": "w"}, {"severity": "error", "reason": "e"},
+                        {"severity": "info", "reason": "i"}]}
+    assert list(views.problem_table(rep)["reason"]) == ["e", "w"]
+    assert views.problem_table({"problems": []}).empty
+
+
+def test_inspector_choices(ws, evaluated):
+    frame = ws.frame()
+    longest = int(np.argmax(frame["steps"].to_numpy()))
+    assert views.trajectory_choices(frame, "", None) == (list(range(len(ws))), longest)
+    assert views.trajectory_choices(frame, "", 7) == (list(range(len(ws))), 7)
+    tid = str(frame["id"].iat[5])
+    cand, default = views.trajectory_choices(frame, tid, None)
+    assert 5 in cand and cand[default] == cand[0]
+    cand, default = views.trajectory_choices(frame, tid, 5)
+    assert cand[default] == 5
+    assert views.trajectory_choices(frame, "no such words anywhere", 3) == ([], 0)
+    assert views.trajectory_label(frame, 5).startswith(tid + " · ")
+    i = int(evaluated.positions[2])
+    assert views.oof_confidence(evaluated, i, "HTC-Full") == pytest.approx(evaluated.result.oof["HTC-Full"][2])
+    assert views.oof_confidence(evaluated, i, "HTC-Reduced") is None
+    assert views.oof_confidence(None, i, "HTC-Full") is None
+    unlabeled = np.flatnonzero(np.isnan(ws.labels))
+    if len(unlabeled):
+        assert views.oof_confidence(evaluated, int(unlabeled[0]), "HTC-Full") is None
+    assert [views.outcome_word(v) for v in (1.0, 0.0, np.nan)] == ["success", "failure", "unlabeled"]
+
+
+def test_views_import_no_streamlit():
+    code = ("import sys, htc_core.app.views; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('streamlit', 'plotly', 'umap')); print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
