@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 import htc_core.app.compute as compute
 import htc_core.app.ui as ui
 from htc_core.calibration.calibrators import HTCCalibrator
+from htc_core.calibration.evaluation import label_problem
 from htc_core.app.store import Store
 from htc_core.app.workspace import build_workspace
 
@@ -64,12 +65,17 @@ def test_every_page_with_sample_runs(app):
     app.run()
     assert not problems(app)
     assert app.title[0].value == "Runs"
-    assert len(app.dataframe) >= 2                                # run sets + trajectories
+    assert len(app.dataframe) == 2                                # run sets + trajectories
+    assert not app.get("plotly_chart")                            # the Runs page draws tables only
+    # every chart each page draws on the sample runs (one dataset with both outcomes, so every model fits):
+    # calibration: reliability diagram + confidence histogram; weights: two weight bars, selection frequency,
+    # per-dataset heatmap; feature space: the projection; examples: metric cards, no chart; compare: reliability
+    # facets, metric bars, feature distribution; inspector: step timeline, waterfall, position in its dataset
     expected_charts = {"calibration": 2, "weights": 4, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 3}
     for page in PAGES[1:]:
         go(app, page)
         assert not problems(app), (page, problems(app))
-        assert len(app.get("plotly_chart")) >= expected_charts[page], page
+        assert len(app.get("plotly_chart")) == expected_charts[page], (page, len(app.get("plotly_chart")))
         assert not [i.value for i in app.info if "No runs are stored" in i.value], page
     go(app, "calibration")
     table = app.dataframe[0].value
@@ -78,7 +84,9 @@ def test_every_page_with_sample_runs(app):
     go(app, "examples")
     assert [s.value for s in app.subheader][:2] == ["Over-confident failures: baseline high, HTC low, wrong",
                                                      "Under-confident successes: baseline low, HTC high, right"]
-    assert len(app.metric) >= 3
+    shown = [b for b in app.button if b.label == "Why? Open in the inspector"]   # one per example card
+    assert 1 <= len(shown) <= 2 * 4                               # 4 examples per side by default
+    assert len(app.metric) == 3 * len(shown)                      # baseline, HTC and outcome on every card
 
 
 def test_every_page_with_an_empty_store(tmp_path, monkeypatch):
@@ -160,7 +168,7 @@ def test_browse_filters_and_delete(app, tmp_path):
     app.selectbox(key="browse_label").set_value("success").run()
     assert set(app.dataframe[1].value["success"]) == {1.0}
     app.text_input(key="browse_text").set_value("onerror").run()
-    assert list(app.dataframe[1].value["id"]) == [] or set(app.dataframe[1].value["id"]) <= {"evil-1"}
+    assert list(app.dataframe[1].value["id"]) == []               # the only match, evil-1, is a failure
     app.selectbox(key="browse_label").set_value("any").run()
     assert list(app.dataframe[1].value["id"]) == ["evil-1"]
     app.text_input(key="browse_text").set_value("").run()
@@ -241,3 +249,66 @@ def test_unexpected_errors_show_a_short_message_not_a_traceback(app, monkeypatch
     go(app, "calibration")
     assert not app.exception
     assert any("injected failure" in e.value and "server log" in e.value for e in app.error)
+
+
+def _labeled_only(tmp_path, monkeypatch, outcomes) -> AppTest:
+    """An AppTest whose store starts from a handful of runs with the given outcomes (True/False/None)."""
+    d = tmp_path / "few"
+    d.mkdir()
+    write_jsonl(d / "few.jsonl", [make_traj(f"f{i}", [([-0.05 * (i + 1), -0.3, -0.01], None),
+                                                      ([-0.2 * (i % 3 + 1), -0.02], None)], success=ok,
+                                            question=f"question {i}", dataset="Few", model="m")
+                                  for i, ok in enumerate(outcomes)])
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
+    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state[ui.SEEDS] = 1
+    at.run()
+    assert not problems(at)
+    return at
+
+
+def _notes(at) -> str:
+    return " ".join(i.value for i in at.info).replace("\\", "")
+
+
+def test_enough_labels_to_fit_but_not_to_evaluate(tmp_path, monkeypatch):
+    outcomes = [True, False] * 3                                  # 6 labeled: a fit works, the nested CV does not
+    assert label_problem([float(o) for o in outcomes], for_evaluation=False) is None
+    why = label_problem([float(o) for o in outcomes], for_evaluation=True)
+    assert why is not None
+    at = _labeled_only(tmp_path, monkeypatch, outcomes)
+    go(at, "weights")
+    assert not problems(at)
+    assert len(at.get("plotly_chart")) == 2                       # the two fitted models' weights, no evaluation
+    assert why in _notes(at)
+    go(at, "calibration")
+    assert not problems(at) and why in _notes(at)
+    assert not at.get("plotly_chart") and at.button(key="fit_button")
+    go(at, "inspector")
+    assert not problems(at)
+    assert any("Strongest reasons" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 3
+    for page in ("examples", "compare"):
+        go(at, page)
+        assert not problems(at) and why in _notes(at), page
+        assert not at.get("plotly_chart"), page
+
+
+def test_too_few_labels_to_fit(tmp_path, monkeypatch):
+    outcomes = [True, True, False, None, None]                    # one failure: no calibrator can be fitted
+    why = label_problem([np.nan if o is None else float(o) for o in outcomes], for_evaluation=False)
+    assert why is not None
+    at = _labeled_only(tmp_path, monkeypatch, outcomes)
+    at.selectbox(key="browse_conf").set_value("HTC-Full (fitted on the selection)").run()
+    assert not problems(at) and why in _notes(at)
+    assert "GlobalTrace-TP" in at.dataframe[1].value.columns      # filtered on the raw baseline instead
+    for page, charts in (("weights", 0), ("calibration", 0), ("inspector", 1), ("feature_space", 1)):
+        go(at, page)
+        assert not problems(at), page
+        assert len(at.get("plotly_chart")) == charts, page
+        if page == "feature_space":
+            at.selectbox(key="fs_color").set_value("htc_confidence").run()
+            assert not problems(at)
+        assert why in _notes(at), page
