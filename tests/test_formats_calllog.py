@@ -295,3 +295,18 @@ def test_bad_alternatives_reported(tmp_path, bad, field, reason):
     ts, rep = load(write_lines(tmp_path / "b.jsonl", [c]))
     assert ts.n_trajectories == 0
     assert (rep.errors[0].field, rep.errors[0].reason) == (field, reason)
+
+
+@pytest.mark.parametrize("bad", [0.5, float("inf")])
+def test_positive_alternative_is_reported_not_a_crash(tmp_path, bad):
+    """A positive (or +Infinity) top-k alternative names its field and value; the good call beside it is kept."""
+    rng = random.Random(5)
+    broken, good = make_call(rng, "bad", 0, 3), make_call(rng, "good", 0, 3)
+    broken["response"]["choices"][0]["logprobs"]["content"][1]["top_logprobs"][2]["logprob"] = bad
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join(json.dumps(c) for c in (broken, good)) + "\n")
+    ts, rep = load(path, format="openai-calllog")
+    assert list(ts.ids) == ["good"]
+    (err,) = rep.errors
+    assert err.line == 1 and err.field.endswith("content[1].top_logprobs[2].logprob")
+    assert ("<= 0" in err.reason) if bad == 0.5 else ("+infinity" in err.reason)

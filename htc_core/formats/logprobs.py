@@ -231,7 +231,7 @@ def top_from_dict_rows(tops: list, n: int, fmt: str, *, value_key: str = "logpro
         _reject_written_nan(tops, fmt, value_key)
     if k > 1:
         _dedup_tied_rows(out, tops, lens, value_key, token_key)
-    return finish_top(out, fmt)
+    return finish_top(out, fmt.replace("{vk}", value_key))
 
 
 def _row_lengths(tops: list, rowfmt: str) -> list[int]:
