@@ -1,4 +1,5 @@
-"""Explanations, examples and evaluation views (htc_core.explain)."""
+"""Why a trajectory got its confidence and where HTC changed the verdict (htc_core.explain.reasons,
+.examples); the package imports no app library. Groups and steps: test_explain_groups.py, test_explain_steps.py."""
 
 from __future__ import annotations
 
@@ -13,10 +14,8 @@ import pytest
 
 from htc_core import explain
 from htc_core.calibration.calibrators import HTCCalibrator
-from htc_core.confidence import token_confidence
-from htc_core.features import FEATURE_NAMES, REGISTRY, build_context, extract
+from htc_core.features import FEATURE_NAMES, REGISTRY, extract
 from htc_core.formats import load
-from htc_core.calibration.metrics import expected_calibration_error
 
 from conftest import REPO
 
@@ -105,56 +104,6 @@ def test_confidence_examples():
     assert len(explain.confidence_examples(meta, y, base, htc, baseline="B", htc="H", n=1).over) == 1
     with pytest.raises(ValueError, match="one entry per trajectory"):
         explain.confidence_examples(meta, y[:3], base, htc, baseline="B", htc="H")
-
-
-def test_reliability_views_agree_with_the_metric():
-    rng = np.random.default_rng(0)
-    p = rng.uniform(size=300)
-    y = (rng.uniform(size=300) < p).astype(float)
-    curves = explain.reliability_curves(y, {"m": p, "q": np.clip(p + 0.1, 0, 1)})
-    assert curves["m"].ece == pytest.approx(expected_calibration_error(y, p))
-    assert curves["m"].count.sum() == 300 and np.isfinite(curves["m"].lower[curves["m"].count > 0]).all()
-    groups = np.where(np.arange(300) < 150, "A", "B")
-    gm = explain.group_metrics(y, {"m": p}, groups)
-    assert list(gm["group"]) == ["A", "B"] and list(gm["n"]) == [150, 150]
-    assert gm["ece"].iloc[0] == pytest.approx(expected_calibration_error(y[:150], p[:150]))
-    one = explain.group_metrics(np.ones(4), {"m": np.full(4, 0.5)}, ["A"] * 4)
-    assert math.isnan(one["auroc"].iloc[0]) and "one outcome" in one["note"].iloc[0]
-    gc = explain.group_curves(y, p, groups)
-    assert set(gc) == {"A", "B"} and gc["A"].n == 150
-
-
-def test_step_timeline_and_tokens(uala):
-    ts, _, _ = uala
-    i = int(np.argmax(ts.steps_per_trajectory))
-    tl = explain.step_timeline(ts, i)
-    ctx = build_context(ts.take([i]))
-    assert len(tl) == ts.steps_per_trajectory[i] and list(tl["step"]) == list(range(1, len(tl) + 1))
-    assert np.allclose(tl["top1_confidence"], ctx.steps.top1) and np.allclose(tl["entropy"], ctx.steps.entropy)
-    steps = explain.token_steps(ts, i)
-    one = ts.take([i])
-    r = token_confidence(one.logprob, one.top_logprobs).r
-    assert sum(len(s.tokens) for s in steps) == one.n_tokens
-    assert np.allclose(np.concatenate([s.probability for s in steps]), r)
-    assert steps[0].tokens == [str(t) for t in one.tokens[: one.step_offsets[1]]]
-    short = explain.token_steps(ts, i, max_tokens=5)
-    assert sum(len(s.tokens) for s in short) == 5
-    assert steps[0].lowest == pytest.approx(r[: one.step_offsets[1]].min())
-    empty = [s for s in short if not s.tokens]
-    assert empty and all(math.isnan(s.lowest) for s in empty)
-
-
-def test_dataset_weights(uala):
-    ts, fm, _ = uala
-    groups = np.where(np.arange(len(ts)) < 150, "big", "small")
-    y = ts.labels.copy()
-    y[150:] = 1.0                                  # 'small' has one outcome only
-    dw = explain.dataset_weights(fm, y, groups, variant="full", alphas=(1.0,))
-    assert list(dw.weights.index) == ["big"] and dw.weights.shape == (1, 48)
-    assert "small" in dw.skipped and "at least 5" in dw.skipped["small"]
-    big = (np.arange(len(ts)) < 150) & np.isfinite(y)
-    alone = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm.values[big], y[big])
-    assert np.allclose(dw.weights.loc["big"].to_numpy(), alone.coef_[0])
 
 
 def test_group_position(uala):

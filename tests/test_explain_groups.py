@@ -1,0 +1,51 @@
+"""Evaluation views by group and one calibrator per group (htc_core.explain.groups)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from htc_core import explain
+from htc_core.calibration.calibrators import HTCCalibrator
+from htc_core.calibration.metrics import expected_calibration_error
+from htc_core.features import extract
+from htc_core.formats import load
+
+
+@pytest.fixture(scope="module")
+def uala(uala_run_a):
+    ts, _ = load(uala_run_a)
+    ts = ts.take(np.arange(200))
+    return ts, extract(ts)
+
+
+def test_reliability_views_agree_with_the_metric():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=300)
+    y = (rng.uniform(size=300) < p).astype(float)
+    curves = explain.reliability_curves(y, {"m": p, "q": np.clip(p + 0.1, 0, 1)})
+    assert curves["m"].ece == pytest.approx(expected_calibration_error(y, p))
+    assert curves["m"].count.sum() == 300 and np.isfinite(curves["m"].lower[curves["m"].count > 0]).all()
+    groups = np.where(np.arange(300) < 150, "A", "B")
+    gm = explain.group_metrics(y, {"m": p}, groups)
+    assert list(gm["group"]) == ["A", "B"] and list(gm["n"]) == [150, 150]
+    assert gm["ece"].iloc[0] == pytest.approx(expected_calibration_error(y[:150], p[:150]))
+    one = explain.group_metrics(np.ones(4), {"m": np.full(4, 0.5)}, ["A"] * 4)
+    assert math.isnan(one["auroc"].iloc[0]) and "one outcome" in one["note"].iloc[0]
+    gc = explain.group_curves(y, p, groups)
+    assert set(gc) == {"A", "B"} and gc["A"].n == 150
+
+
+def test_dataset_weights(uala):
+    ts, fm = uala
+    groups = np.where(np.arange(len(ts)) < 150, "big", "small")
+    y = ts.labels.copy()
+    y[150:] = 1.0                                  # 'small' has one outcome only
+    dw = explain.dataset_weights(fm, y, groups, variant="full", alphas=(1.0,))
+    assert list(dw.weights.index) == ["big"] and dw.weights.shape == (1, 48)
+    assert "small" in dw.skipped and "at least 5" in dw.skipped["small"]
+    big = (np.arange(len(ts)) < 150) & np.isfinite(y)
+    alone = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm.values[big], y[big])
+    assert np.allclose(dw.weights.loc["big"].to_numpy(), alone.coef_[0])
