@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# A bounded repr: a hostile value (an array nested 50,000 deep, a 10 MB string, a 5,000-digit integer) is
+# shortened without walking or printing all of it.
+_REPR = reprlib.Repr()  # keyword arguments need Python 3.12
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxlong, _REPR.maxother = 3, 80, 40, 80
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 8
+
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a value whose repr fails still gets a report line
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_traj
 from htc_core.formats import detect, load
 
 FIX = Path(__file__).parent / "fixtures" / "formats"
@@ -224,3 +225,16 @@ def test_cut_short_and_corrupt_gzip(tmp_path):
     nat.write_bytes(gzip.compress(("\n".join([native_line(f"n{i}") for i in range(2000)]) + "\n").encode())[:3000])
     ts, rep = native.read(nat)
     assert ts.n_trajectories > 0 and "EOFError" in rep.errors[-1].reason
+
+
+def test_deeply_nested_value_is_reported_not_a_crash(tmp_path):
+    """A bare array nested 60,000 deep where a step belongs: the report line is written (bounded repr), the good
+    trajectory of the same file is kept."""
+    deep = "[" * 60_000 + "]" * 60_000
+    good = json.dumps(make_traj("ok", [([-0.1, -0.2], None)]))
+    path = tmp_path / "deep.jsonl"
+    path.write_text(good + "\n" + '{"id": "deep", "steps": ' + deep + "}\n")
+    ts, rep = load(path, format="native")
+    assert list(ts.ids) == ["ok"]
+    assert len(rep.errors) == 1 and rep.errors[0].line == 2
+    assert len(str(rep.errors[0])) < 400
