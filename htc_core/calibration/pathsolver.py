@@ -71,112 +71,145 @@ def _violation(g, w, alpha, l1):
 
 
 @njit(cache=True)
+def _probabilities(z, y, p, r):
+    """p = sigmoid(z) and the residual r = p - y, in place."""
+    for i in range(z.shape[0]):
+        zi = z[i]
+        if zi >= 0:
+            e = np.exp(-zi)
+            p[i] = 1.0 / (1.0 + e)
+        else:
+            e = np.exp(zi)
+            p[i] = e / (1.0 + e)
+        r[i] = p[i] - y[i]
+
+
+@njit(cache=True)
+def _hessian(X, p, XD):
+    """X' D X with D = diag(p (1 - p)) (floored at 1e-12); XD is scratch space."""
+    n, d = X.shape
+    for i in range(n):
+        dd = max(p[i] * (1.0 - p[i]), 1e-12)
+        for j in range(d):
+            XD[i, j] = X[i, j] * dd
+    return X.T @ XD
+
+
+@njit(cache=True)
+def _l1_step(H, g, w, alpha, inner_tol, max_sweeps):
+    """Newton direction of the L1 subproblem by cyclic coordinate descent on the quadratic model."""
+    d = w.shape[0]
+    step = np.zeros(d)
+    Hd = np.zeros(d)
+    for sweep in range(max_sweeps):
+        biggest = 0.0
+        for j in range(d):
+            a = H[j, j]
+            if a <= 1e-10:
+                continue
+            c = g[j] + Hd[j] - a * step[j]
+            u = w[j] - c / a
+            thr = alpha / a
+            if u > thr:
+                u -= thr
+            elif u < -thr:
+                u += thr
+            else:
+                u = 0.0
+            change = (u - w[j]) - step[j]
+            if change != 0.0:
+                step[j] += change
+                for m in range(d):
+                    Hd[m] += change * H[m, j]
+                if abs(change) * a > biggest:
+                    biggest = abs(change) * a
+        if biggest <= inner_tol:
+            break
+    return step
+
+
+@njit(cache=True)
+def _l2_step(H, g, w, alpha):
+    """Newton direction of the L2 problem: one linear solve."""
+    A = H.copy()
+    rhs = -(g + alpha * w)
+    for j in range(w.shape[0]):
+        A[j, j] += alpha + 1e-12
+    return np.linalg.solve(A, rhs)
+
+
+@njit(cache=True)
+def _line_search(X, s, z, w, g, step, f, alpha, l1, Xd, wnew, znew):
+    """Armijo backtracking on the full objective along ``step``. On success wnew / znew hold the new point
+    and the new objective is returned; NaN when no decrease is possible (the path stops at w)."""
+    n, d = X.shape
+    pen_w = _penalty(w, alpha, l1)
+    for i in range(n):
+        acc = 0.0
+        for j in range(d):
+            acc += X[i, j] * step[j]
+        Xd[i] = acc
+    for j in range(d):
+        wnew[j] = w[j] + step[j]
+    delta = 0.0
+    for j in range(d):
+        delta += g[j] * step[j]
+    delta += _penalty(wnew, alpha, l1) - pen_w
+    if delta >= 0.0:
+        return np.nan
+    t = 1.0
+    for _ in range(40):
+        for j in range(d):
+            wnew[j] = w[j] + t * step[j]
+        for i in range(n):
+            znew[i] = z[i] + t * Xd[i]
+        fnew = _loss(znew, s) + _penalty(wnew, alpha, l1)
+        if fnew - f <= 0.01 * t * delta:
+            return fnew
+        t *= 0.5
+    return np.nan
+
+
+@njit(cache=True)
+def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
+    """Proximal-Newton iterations at one alpha from the current (w, z), updated in place; returns the count."""
+    p, r, Xd, znew, wnew, XD = work
+    f = _loss(z, s) + _penalty(w, alpha, l1)
+    it = 0
+    while it < max_newton:
+        _probabilities(z, y, p, r)
+        g = X.T @ r
+        viol = _violation(g, w, alpha, l1)
+        if viol <= eps:
+            break
+        it += 1
+        H = _hessian(X, p, XD)
+        if l1:
+            step = _l1_step(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps)
+        else:
+            step = _l2_step(H, g, w, alpha)
+        fnew = _line_search(X, s, z, w, g, step, f, alpha, l1, Xd, wnew, znew)
+        if np.isnan(fnew):
+            break
+        w[:] = wnew
+        z[:] = znew
+        f = fnew
+    return it
+
+
+@njit(cache=True)
 def path(X, y, alphas, l1, tol, max_newton, max_sweeps, W_out, n_iter_out):
     n, d = X.shape
     s = 2.0 * y - 1.0
     w = np.zeros(d)
     z = np.zeros(n)
-    p = np.empty(n)
-    r = np.empty(n)
-    Xd = np.empty(n)
-    znew = np.empty(n)
-    wnew = np.empty(d)
-    XD = np.empty((n, d))
+    work = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(d), np.empty((n, d)))
     g0 = np.abs(X.T @ (0.5 - y))
     scale = max(g0.max(), 1e-12)
     eps = tol * scale
     for k in range(alphas.shape[0]):
-        alpha = alphas[k]
-        f = _loss(z, s) + _penalty(w, alpha, l1)
-        it = 0
-        while it < max_newton:
-            for i in range(n):
-                zi = z[i]
-                if zi >= 0:
-                    e = np.exp(-zi)
-                    p[i] = 1.0 / (1.0 + e)
-                else:
-                    e = np.exp(zi)
-                    p[i] = e / (1.0 + e)
-                r[i] = p[i] - y[i]
-            g = X.T @ r
-            viol = _violation(g, w, alpha, l1)
-            if viol <= eps:
-                break
-            it += 1
-            for i in range(n):
-                dd = max(p[i] * (1.0 - p[i]), 1e-12)
-                for j in range(d):
-                    XD[i, j] = X[i, j] * dd
-            H = X.T @ XD
-            step = np.zeros(d)
-            if l1:
-                Hd = np.zeros(d)
-                inner_tol = max(0.1 * viol, 0.1 * eps)
-                for sweep in range(max_sweeps):
-                    biggest = 0.0
-                    for j in range(d):
-                        a = H[j, j]
-                        if a <= 1e-10:
-                            continue
-                        c = g[j] + Hd[j] - a * step[j]
-                        u = w[j] - c / a
-                        thr = alpha / a
-                        if u > thr:
-                            u -= thr
-                        elif u < -thr:
-                            u += thr
-                        else:
-                            u = 0.0
-                        change = (u - w[j]) - step[j]
-                        if change != 0.0:
-                            step[j] += change
-                            for m in range(d):
-                                Hd[m] += change * H[m, j]
-                            if abs(change) * a > biggest:
-                                biggest = abs(change) * a
-                    if biggest <= inner_tol:
-                        break
-            else:
-                A = H.copy()
-                rhs = -(g + alpha * w)
-                for j in range(d):
-                    A[j, j] += alpha + 1e-12
-                step = np.linalg.solve(A, rhs)
-            # Armijo backtracking on the full objective
-            pen_w = _penalty(w, alpha, l1)
-            for i in range(n):
-                acc = 0.0
-                for j in range(d):
-                    acc += X[i, j] * step[j]
-                Xd[i] = acc
-            for j in range(d):
-                wnew[j] = w[j] + step[j]
-            delta = 0.0
-            for j in range(d):
-                delta += g[j] * step[j]
-            delta += _penalty(wnew, alpha, l1) - pen_w
-            if delta >= 0.0:
-                break
-            t = 1.0
-            accepted = False
-            for _ in range(40):
-                for j in range(d):
-                    wnew[j] = w[j] + t * step[j]
-                for i in range(n):
-                    znew[i] = z[i] + t * Xd[i]
-                fnew = _loss(znew, s) + _penalty(wnew, alpha, l1)
-                if fnew - f <= 0.01 * t * delta:
-                    accepted = True
-                    break
-                t *= 0.5
-            if not accepted:
-                break
-            w[:] = wnew
-            z[:] = znew
-            f = fnew
+        n_iter_out[k] = _solve_one(X, y, s, alphas[k], l1, eps, max_newton, max_sweeps, w, z, work)
         W_out[k, :] = w
-        n_iter_out[k] = it
     return W_out
 
 
