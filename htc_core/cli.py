@@ -184,7 +184,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if min(n_pos, len(y) - n_pos) < 2:
         raise CLIError(f"fit needs at least 2 successes and 2 failures, got {n_pos} and {len(y) - n_pos}")
     fm = extract(ts, profile=args.profile, top_k=args.top_k)
-    model = HTCCalibrator(variant=args.variant, profile=args.profile, top_k=args.top_k)
+    model = HTCCalibrator(variant=args.variant)      # records fm's profile and top-k (profile_, top_k_)
     model.fit(fm, y, meta=ts.meta)
     out = model.save(args.out)
     print(f"fitted HTC-{args.variant.capitalize()} on {len(y)} trajectories (success rate {y.mean():.3f}): "
@@ -205,10 +205,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     ts, _ = load_inputs(args)
-    fm = extract(ts, profile=model.profile, top_k=model.top_k)
-    conf = model.predict_proba(fm.values)[:, 1]
+    # the features of the model's own token-confidence profile and top-k (recorded in the model file)
+    fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
+    conf = model.predict_proba(fm)[:, 1]
     df = pd.DataFrame({"id": ts.ids, "confidence": conf})
-    base = baseline_confidences(ts, profile=model.profile, top_k=model.top_k)
+    base = baseline_confidences(ts, profile=model.profile_, top_k=model.top_k_)
     for col in base:
         df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
     out = Path(args.out)

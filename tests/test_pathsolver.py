@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from htc_core.calibration.calibrators import DEFAULT_ALPHAS, _fit_liblinear, distinct_columns, fit_path, standardize_params
+from htc_core.calibration.solvers import DEFAULT_ALPHAS, _fit_liblinear, distinct_columns, fit_path, standardize_params
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_A = ROOT.parent / "shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl"

@@ -8,7 +8,7 @@ weight, ``intercept_scaling=1``)::
     L1:  alpha * (|w|_1 + |b|)          + sum_i logloss_i
     L2:  alpha * (|w|^2 + b^2) / 2      + sum_i logloss_i
 
-Two solvers reach that same optimum:
+Two solvers reach that same optimum (:mod:`htc_core.calibration.solvers`):
 
 - ``"path"`` (default): the project's warm-started proximal-Newton path
   (:mod:`htc_core.calibration.pathsolver`, the method of liblinear's own newGLMNET, compiled
@@ -25,101 +25,32 @@ Two solvers reach that same optimum:
   exact linear dependencies, e.g. Top-1 and Top-k columns coincide when a
   source has no alternatives).
 
-Saved models are JSON (never pickle); see :meth:`HTCCalibrator.save`.
+The estimator follows scikit-learn's conventions (``BaseEstimator`` +
+``ClassifierMixin``): ``clone``, ``cross_val_score`` and ``check_is_fitted`` work
+on it. Saved models are JSON (never pickle); see :meth:`HTCCalibrator.save` and
+:mod:`htc_core.calibration.model_file`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 
+from ..features import FeatureMatrix
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
+from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
+                         read_model_file)
+from .solvers import (DEFAULT_ALPHAS, PENALTIES, SOLVERS, VARIANTS, fit_path, sigmoid,  # noqa: F401 (re-exported)
+                      standardize_params)
 
 __all__ = ["HTCCalibrator", "DEFAULT_ALPHAS", "MODEL_FORMAT", "fit_path", "standardize_params"]
-
-DEFAULT_ALPHAS = (0.001, 0.01, 0.1, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 20.0, 50.0)
-MODEL_FORMAT = "htc-calibrator"
-MODEL_FORMAT_VERSION = 1
-VARIANTS = ("reduced", "full")
-SOLVERS = ("path", "liblinear")
-
-
-# ---------------------------------------------------------------- helpers
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    out = np.empty_like(z, dtype=np.float64)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    ez = np.exp(z[~pos])
-    out[~pos] = ez / (1.0 + ez)
-    return out
-
-
-def standardize_params(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and scale as ``StandardScaler`` (ddof 0; a zero scale becomes 1)."""
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale = np.where(scale > 10 * np.finfo(np.float64).eps * np.maximum(np.abs(mean), 1.0), scale, 1.0)
-    return mean, scale
-
-
-def fit_path(Xs: np.ndarray, y: np.ndarray, alphas: Sequence[float], penalty: str, *, max_iter: int = 1000,
-             random_state: int | None = 42, tol: float = 1e-4, solver: str = "path") -> tuple[np.ndarray, np.ndarray]:
-    """Fit liblinear's logistic-regression objective (C = 1/alpha) on standardized ``Xs`` for every alpha.
-
-    Returns weights [n_alphas, d] and intercepts [n_alphas] in the order of ``alphas``.
-    """
-    if solver == "liblinear":
-        return _fit_liblinear(Xs, y, alphas, penalty, max_iter, random_state, tol)
-    return _fit_newton_path(Xs, y, alphas, penalty, max_iter, tol)
-
-
-def distinct_columns(Xs: np.ndarray) -> np.ndarray:
-    """Indices of the columns kept for an L1 fit: not constant and not an exact copy of an earlier column."""
-    keep = []
-    seen: dict[bytes, int] = {}
-    for j in range(Xs.shape[1]):
-        col = np.ascontiguousarray(Xs[:, j])
-        if not np.any(col != col[0]):
-            continue
-        key = col.tobytes()
-        if key in seen:
-            continue
-        seen[key] = j
-        keep.append(j)
-    return np.asarray(keep, dtype=np.intp)
-
-
-def _fit_newton_path(Xs, y, alphas, penalty, max_iter, tol):
-    from .pathsolver import fit_path_newton
-
-    d = Xs.shape[1]
-    cols = distinct_columns(Xs) if penalty == "l1" else np.arange(d)
-    Wk, b, _ = fit_path_newton(np.ascontiguousarray(Xs[:, cols]), y, alphas, penalty, tol=tol, max_iter=max_iter)
-    W = np.zeros((len(b), d))
-    W[:, cols] = Wk
-    return W, b
-
-
-def _fit_liblinear(Xs, y, alphas, penalty, max_iter, random_state, tol=1e-3):
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-
-    W = np.zeros((len(alphas), Xs.shape[1]))
-    b = np.zeros(len(alphas))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", FutureWarning)
-        for j, a in enumerate(alphas):
-            m = LogisticRegression(C=1.0 / a, l1_ratio=1.0 if penalty == "l1" else 0.0, solver="liblinear",
-                                   tol=tol, max_iter=max_iter, random_state=random_state).fit(Xs, y.astype(int))
-            W[j] = m.coef_[0]
-            b[j] = m.intercept_[0]
-    return W, b
 
 
 # ---------------------------------------------------------------- validation
@@ -150,23 +81,30 @@ def _check_y(y, n: int) -> np.ndarray:
     return arr
 
 
-def _unpack_features(X) -> tuple[Any, list[str] | None]:
-    """Accept an array, a DataFrame or a FeatureMatrix; return (values, feature names or None)."""
-    names = None
-    if hasattr(X, "values") and hasattr(X, "names") and hasattr(X, "profile"):   # FeatureMatrix
-        return X.values, list(X.names)
-    try:
-        import pandas as pd
+def _unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
+    """Accept an array, a DataFrame or a FeatureMatrix; return (values, feature names or None,
+    (profile, top_k) or None). Only a FeatureMatrix knows the token-confidence profile it was computed with."""
+    if isinstance(X, FeatureMatrix):
+        return X.values, list(X.names), (str(X.profile), int(X.top_k))
+    if isinstance(X, pd.DataFrame):
+        return X.to_numpy(dtype=np.float64), [str(c) for c in X.columns], None
+    return X, None, None
 
-        if isinstance(X, pd.DataFrame):
-            return X.to_numpy(dtype=np.float64), [str(c) for c in X.columns]
-    except ImportError:  # pragma: no cover
-        pass
-    return X, names
+
+def _default_names(d: int) -> list[str]:
+    from ..features import FEATURE_NAMES
+
+    return list(FEATURE_NAMES) if d == len(FEATURE_NAMES) else [f"x{i}" for i in range(d)]
+
+
+def _check_positive_int(value, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 # ------------------------------------------------------------------ model
-class HTCCalibrator:
+class HTCCalibrator(ClassifierMixin, BaseEstimator):
     """Holistic Trajectory Calibration model (paper section 3.3, DESIGN.md section 4).
 
     Parameters
@@ -179,19 +117,26 @@ class HTCCalibrator:
     tol : stopping tolerance. For ``solver="path"``: the largest entry of the objective's minimum-norm
         subgradient, relative to the largest gradient entry at w = 0. For ``"liblinear"``: liblinear's own
         tolerance (scikit-learn's meaning).
-    profile, top_k : the token-confidence profile the features were computed with (stored in the model)
+    profile, top_k : the token-confidence profile and top-k (DESIGN.md section 3) of the features, recorded
+        in the model so that new runs are scored with the same definitions. A ``FeatureMatrix`` carries its
+        own: with the default ``None`` the model takes them from the ``FeatureMatrix`` given to ``fit``
+        (a value given here that differs from the matrix's raises ``ValueError``). Plain arrays and
+        DataFrames carry none: the model then records these parameters, ``None`` meaning the default
+        profile ``"paper"`` and top-k 5. Either way the result is in ``profile_`` and ``top_k_``, and
+        scoring a ``FeatureMatrix`` of another profile or top-k raises ``ValueError``; arrays and DataFrames
+        are taken on trust.
     solver : "path" (warm-started proximal Newton, default) or "liblinear" (scikit-learn, one cold fit per
         alpha); both minimize the same objective, see the module docstring. Recorded in saved models.
 
-    Attributes after ``fit``: ``coef_`` [1, d], ``intercept_`` [1], ``alpha_``,
-    ``mean_``, ``scale_``, ``feature_names_in_``, ``selected_features_``,
-    ``cv_results_`` (per alpha: mean AUROC, Brier, ECE and the criterion),
+    Attributes after ``fit``: ``coef_`` [1, d], ``intercept_`` [1], ``alpha_``, ``classes_`` ([0, 1]),
+    ``mean_``, ``scale_``, ``feature_names_in_``, ``n_features_in_``, ``profile_``, ``top_k_``,
+    ``selected_features_``, ``cv_results_`` (per alpha: mean AUROC, Brier, ECE and the criterion),
     ``training_summary_``.
     """
 
     def __init__(self, variant: str = "reduced", alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
-                 random_state: int | None = 42, max_iter: int = 1000, tol: float = 1e-4, profile: str = "paper",
-                 top_k: int = 5, solver: str = "path"):
+                 random_state: int | None = 42, max_iter: int = 1000, tol: float = 1e-4, profile: str | None = None,
+                 top_k: int | None = None, solver: str = "path"):
         self.variant = variant
         self.alphas = alphas
         self.inner_folds = inner_folds
@@ -202,18 +147,15 @@ class HTCCalibrator:
         self.top_k = top_k
         self.solver = solver
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "coef_")
+
     # -------------------------------------------------------------- params
-    def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in ("variant", "alphas", "inner_folds", "random_state", "max_iter", "tol",
-                                              "profile", "top_k", "solver")}
-
-    def set_params(self, **params) -> "HTCCalibrator":
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r}; valid parameters: {sorted(self.get_params())}")
-            setattr(self, k, v)
-        return self
-
     def _check_params(self) -> tuple[str, np.ndarray]:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
@@ -225,14 +167,29 @@ class HTCCalibrator:
             raise ValueError(f"alphas must be a sequence of positive numbers, got {self.alphas!r}") from None
         if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
             raise ValueError(f"alphas must be a non-empty sequence of positive numbers, got {self.alphas!r}")
-        if isinstance(self.inner_folds, bool) or not isinstance(self.inner_folds, (int, np.integer)) \
-                or self.inner_folds < 2:
-            raise ValueError(f"inner_folds must be an integer >= 2, got {self.inner_folds!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        _check_positive_int(self.inner_folds, "inner_folds", 2)
+        _check_positive_int(self.max_iter, "max_iter", 1)
         if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) or not 0 < self.tol < 1:
             raise ValueError(f"tol must be a number in (0, 1), got {self.tol!r}")
-        return ("l1" if self.variant == "reduced" else "l2"), alphas
+        return PENALTIES[self.variant], alphas
+
+    def _fit_profile(self, of_matrix: tuple[str, int] | None) -> tuple[str, int]:
+        """(profile, top_k) the model records: the FeatureMatrix's, else the parameters (None = paper / 5)."""
+        from ..confidence import PROFILES
+
+        if self.profile is not None and self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {sorted(PROFILES)} or None, got {self.profile!r}")
+        if self.top_k is not None:
+            _check_positive_int(self.top_k, "top_k", 0)
+        if of_matrix is None:
+            return (DEFAULT_PROFILE if self.profile is None else self.profile,
+                    DEFAULT_TOP_K if self.top_k is None else int(self.top_k))
+        for param, mine, theirs in (("profile", self.profile, of_matrix[0]), ("top_k", self.top_k, of_matrix[1])):
+            if mine is not None and mine != theirs:
+                raise ValueError(f"{param}={mine!r} was given, but X is a FeatureMatrix computed with profile "
+                                 f"{of_matrix[0]!r} and top_k {of_matrix[1]}; leave {param}=None to use the "
+                                 "matrix's, or extract the features again with the wanted settings")
+        return of_matrix
 
     def _path(self, Xs, y, alphas, penalty):
         return fit_path(Xs, y, alphas, penalty, max_iter=int(self.max_iter), random_state=self.random_state,
@@ -247,26 +204,18 @@ class HTCCalibrator:
         datasets and models.
         """
         penalty, alphas = self._check_params()
-        values, names = _unpack_features(X)
+        values, names, of_matrix = _unpack_features(X)
+        profile, top_k = self._fit_profile(of_matrix)
         X = _check_X(values)
         y = _check_y(y, X.shape[0])
-        if feature_names is not None:
-            names = [str(v) for v in feature_names]
-        if names is None:
-            from ..features import FEATURE_NAMES
-
-            names = list(FEATURE_NAMES) if X.shape[1] == len(FEATURE_NAMES) else [f"x{i}" for i in range(X.shape[1])]
-        if len(names) != X.shape[1]:
-            raise ValueError(f"feature_names must have {X.shape[1]} entries, got {len(names)}")
+        names = self._fit_names(X.shape[1], names, feature_names)
         n_pos = int(y.sum())
-        n_min = min(n_pos, len(y) - n_pos)
-        if n_min < 2:
+        if min(n_pos, len(y) - n_pos) < 2:
             raise ValueError(f"y must hold at least 2 successes and 2 failures to fit a calibrator, "
                              f"got {n_pos} successes and {len(y) - n_pos} failures")
         self.alpha_candidates_ = alphas
         if alphas.size == 1:
-            self.alpha_ = float(alphas[0])
-            self.cv_results_ = None
+            self.alpha_, self.cv_results_ = float(alphas[0]), None
         else:
             self.alpha_, self.cv_results_ = self._select_alpha(X, y, alphas, penalty)
         self.mean_, self.scale_ = standardize_params(X)
@@ -280,8 +229,19 @@ class HTCCalibrator:
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = X.shape[1]
         self.classes_ = np.array([0, 1])
+        self.profile_, self.top_k_ = profile, top_k
         self.training_summary_ = self._summary(y, meta)
         return self
+
+    @staticmethod
+    def _fit_names(d: int, names: list[str] | None, feature_names: Sequence[str] | None) -> list[str]:
+        if feature_names is not None:
+            names = [str(v) for v in feature_names]
+        if names is None:
+            names = _default_names(d)
+        if len(names) != d:
+            raise ValueError(f"feature_names must have {d} entries, got {len(names)}")
+        return names
 
     def _select_alpha(self, X: np.ndarray, y: np.ndarray, alphas: np.ndarray, penalty: str):
         from sklearn.model_selection import StratifiedKFold
@@ -297,7 +257,7 @@ class HTCCalibrator:
             Xtr = (X[tr] - mean) / scale
             Xte = (X[te] - mean) / scale
             W, b = self._path(Xtr, y[tr], alphas, penalty)
-            P = _sigmoid(W @ Xte.T + b[:, None])          # [n_alphas, n_test]
+            P = sigmoid(W @ Xte.T + b[:, None])          # [n_alphas, n_test]
             yte = y[te]
             au[f] = _fast_auroc(yte, P)
             br[f] = _fast_brier(yte, P)
@@ -328,14 +288,19 @@ class HTCCalibrator:
     # ------------------------------------------------------------- predict
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_"):
-            raise ValueError("this HTCCalibrator is not fitted yet; call fit(X, y) or HTCCalibrator.load(path)")
+            raise NotFittedError("this HTCCalibrator is not fitted yet; call fit(X, y) or HTCCalibrator.load(path)")
 
     def _standardized(self, X) -> np.ndarray:
         return (self._checked(X) - self.mean_) / self.scale_
 
     def _checked(self, X) -> np.ndarray:
         self._check_fitted()
-        values, names = _unpack_features(X)
+        values, names, of_matrix = _unpack_features(X)
+        if of_matrix is not None and of_matrix != (self.profile_, self.top_k_):
+            raise ValueError(f"X is a FeatureMatrix computed with profile {of_matrix[0]!r} and top_k {of_matrix[1]}, "
+                             f"but this model was fitted on features of profile {self.profile_!r} and top_k "
+                             f"{self.top_k_}; extract the features with extract(ts, profile={self.profile_!r}, "
+                             f"top_k={self.top_k_})")
         X = _check_X(values)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}")
@@ -355,10 +320,11 @@ class HTCCalibrator:
 
     def predict_proba(self, X) -> np.ndarray:
         """[n, 2]: probability of failure, probability of success (the calibrated confidence)."""
-        p = _sigmoid(self.decision_function(X))
+        p = sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
+        """0/1: success predicted when the calibrated confidence exceeds 0.5."""
         return (self.decision_function(X) > 0).astype(int)
 
     def contributions(self, X) -> np.ndarray:
@@ -380,32 +346,9 @@ class HTCCalibrator:
 
     # ----------------------------------------------------------- save/load
     def to_dict(self) -> dict:
-        from .. import __version__
-
+        """The model file's JSON object (see :mod:`htc_core.calibration.model_file`)."""
         self._check_fitted()
-        return {
-            "format": MODEL_FORMAT,
-            "format_version": MODEL_FORMAT_VERSION,
-            "htc_version": __version__,
-            "variant": self.variant,
-            "penalty": "l1" if self.variant == "reduced" else "l2",
-            "solver": self.solver,
-            "alpha": self.alpha_,
-            "alphas": [float(a) for a in self.alpha_candidates_],
-            "inner_folds": int(self.inner_folds),
-            "random_state": self.random_state,
-            "max_iter": int(self.max_iter),
-            "tol": float(self.tol),
-            "profile": self.profile,
-            "top_k": int(self.top_k),
-            "feature_names": [str(n) for n in self.feature_names_in_],
-            "coef": [float(v) for v in self.coef_[0]],
-            "intercept": float(self.intercept_[0]),
-            "scaler": {"mean": [float(v) for v in self.mean_], "scale": [float(v) for v in self.scale_]},
-            "selected_features": self.selected_features_,
-            "training": self.training_summary_,
-            "cv_results": self.cv_results_,
-        }
+        return model_to_dict(self)
 
     def save(self, path: str | Path) -> Path:
         """Write the model as JSON (floats round-trip exactly)."""
@@ -417,97 +360,18 @@ class HTCCalibrator:
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "HTCCalibrator":
-        def bad(msg: str) -> ValueError:
-            return ValueError(f"{source} is not a valid HTC model file: {msg}")
-
-        if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
-            got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-            raise bad(f"expected a JSON object with \"format\": \"{MODEL_FORMAT}\", got {got!r}")
-        ver = obj.get("format_version")
-        if not isinstance(ver, int) or ver > MODEL_FORMAT_VERSION or ver < 1:
-            raise bad(f"unsupported format_version {ver!r} (this htc reads version {MODEL_FORMAT_VERSION})")
-        for key in ("variant", "alpha", "feature_names", "coef", "intercept", "scaler", "profile", "top_k"):
-            if key not in obj:
-                raise bad(f"missing field {key!r}")
-        if obj["variant"] not in VARIANTS:
-            raise bad(f"variant must be one of {VARIANTS}, got {obj['variant']!r}")
-        names = obj["feature_names"]
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
-            raise bad("feature_names must be a non-empty list of strings")
-        if len(set(names)) != len(names):
-            raise bad("feature_names has duplicates")
-        from ..features import REGISTRY
-
-        unknown = [n for n in names if n not in REGISTRY]
-        if unknown:
-            raise bad(f"unknown feature names {unknown[:5]}; valid features: {', '.join(REGISTRY)}")
-        d = len(names)
-
-        def vec(x, what):
-            try:
-                a = np.asarray(x, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise bad(f"{what} must be a list of numbers") from None
-            if a.shape != (d,):
-                raise bad(f"{what} must have {d} entries (one per feature), got shape {a.shape}")
-            if not np.isfinite(a).all():
-                raise bad(f"{what} must be finite")
-            return a
-
-        coef = vec(obj["coef"], "coef")
-        sc = obj["scaler"]
-        if not isinstance(sc, dict) or "mean" not in sc or "scale" not in sc:
-            raise bad("scaler must be an object with 'mean' and 'scale'")
-        mean = vec(sc["mean"], "scaler.mean")
-        scale = vec(sc["scale"], "scaler.scale")
-        if np.any(scale <= 0):
-            raise bad("scaler.scale must be positive")
-        try:
-            intercept = float(obj["intercept"])
-            alpha = float(obj["alpha"])
-        except (TypeError, ValueError):
-            raise bad("intercept and alpha must be numbers") from None
-        if not math.isfinite(intercept) or not (alpha > 0):
-            raise bad(f"intercept must be finite and alpha positive, got {obj['intercept']!r}, {obj['alpha']!r}")
-        from ..confidence import PROFILES
-
-        if obj["profile"] not in PROFILES:
-            raise bad(f"unknown confidence profile {obj['profile']!r}; valid profiles: {sorted(PROFILES)}")
-        if isinstance(obj["top_k"], bool) or not isinstance(obj["top_k"], int) or obj["top_k"] < 0:
-            raise bad(f"top_k must be a non-negative integer, got {obj['top_k']!r}")
-        m = cls(variant=obj["variant"], alphas=obj.get("alphas") or (alpha,), inner_folds=obj.get("inner_folds", 5),
-                random_state=obj.get("random_state", 42), max_iter=obj.get("max_iter", 1000), tol=obj.get("tol", 1e-3),
-                profile=obj["profile"], top_k=obj["top_k"], solver=obj.get("solver", "liblinear"))
-        m.alpha_ = alpha
-        m.alpha_candidates_ = np.asarray(m.alphas, dtype=np.float64)
-        m.coef_ = coef[None, :]
-        m.intercept_ = np.array([intercept])
-        m.mean_ = mean
-        m.scale_ = scale
-        m.feature_names_in_ = np.array(names, dtype=object)
-        m.n_features_in_ = d
-        m.classes_ = np.array([0, 1])
-        m.training_summary_ = obj.get("training") or {}
-        m.cv_results_ = obj.get("cv_results")
-        m.htc_version_ = obj.get("htc_version")
-        return m
+        """A fitted model from a model file's JSON object; anything invalid raises a ValueError saying why."""
+        params, state = parse_model_dict(obj, source=source)
+        model = cls(**params)
+        for name, value in state.items():
+            setattr(model, name, value)
+        return model
 
     @classmethod
     def load(cls, path: str | Path) -> "HTCCalibrator":
         """Read a model written by :meth:`save`; anything else raises a ValueError saying why."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ValueError(f"model file {path} does not exist") from None
-        except (UnicodeDecodeError, IsADirectoryError) as e:
-            raise ValueError(f"{path} is not a valid HTC model file: cannot read it as text ({e})") from None
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not a valid HTC model file: not JSON ({e.msg} at line {e.lineno})") from None
-        return cls.from_dict(obj, source=str(path))
+        return cls.from_dict(read_model_file(path), source=str(Path(path)))
 
-    def __repr__(self) -> str:
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
         fitted = f", alpha_={self.alpha_:g}, selected={self.n_selected_}" if hasattr(self, "coef_") else ""
         return f"HTCCalibrator(variant={self.variant!r}{fitted})"

@@ -1,0 +1,179 @@
+"""The JSON model file of :class:`~htc_core.calibration.calibrators.HTCCalibrator` (never pickle).
+
+Writing: :func:`model_to_dict`. Reading: :func:`read_model_file` (path -> JSON object) and
+:func:`parse_model_dict` (JSON object -> validated constructor parameters and learned state). Every
+problem is a ``ValueError`` that says ``<source> is not a valid HTC model file: <why>``.
+
+Fields: format, format_version, htc_version, variant, penalty, solver, alpha, alphas, inner_folds,
+random_state, max_iter, tol, profile, top_k (the token-confidence definitions of the features the model
+was fitted on; files written before they were recorded load as "paper" / 5), feature_names, coef,
+intercept, scaler {mean, scale}, selected_features, training (data summary), cv_results.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .solvers import PENALTIES, VARIANTS
+
+__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DEFAULT_PROFILE", "DEFAULT_TOP_K", "model_to_dict",
+           "parse_model_dict", "read_model_file"]
+
+MODEL_FORMAT = "htc-calibrator"
+MODEL_FORMAT_VERSION = 1
+#: the profile and top-k of files that do not record them (the only ones that existed then)
+DEFAULT_PROFILE = "paper"
+DEFAULT_TOP_K = 5
+REQUIRED = ("variant", "alpha", "feature_names", "coef", "intercept", "scaler")
+
+
+class _Invalid(ValueError):
+    pass
+
+
+def model_to_dict(model) -> dict:
+    """The JSON object of a fitted model (plain lists and numbers; floats round-trip exactly)."""
+    from .. import __version__
+
+    return {
+        "format": MODEL_FORMAT,
+        "format_version": MODEL_FORMAT_VERSION,
+        "htc_version": __version__,
+        "variant": model.variant,
+        "penalty": PENALTIES.get(model.variant),
+        "solver": model.solver,
+        "alpha": model.alpha_,
+        "alphas": [float(a) for a in model.alpha_candidates_],
+        "inner_folds": int(model.inner_folds),
+        "random_state": model.random_state,
+        "max_iter": int(model.max_iter),
+        "tol": float(model.tol),
+        "profile": model.profile_,
+        "top_k": int(model.top_k_),
+        "feature_names": [str(n) for n in model.feature_names_in_],
+        "coef": [float(v) for v in model.coef_[0]],
+        "intercept": float(model.intercept_[0]),
+        "scaler": {"mean": [float(v) for v in model.mean_], "scale": [float(v) for v in model.scale_]},
+        "selected_features": model.selected_features_,
+        "training": model.training_summary_,
+        "cv_results": model.cv_results_,
+    }
+
+
+def read_model_file(path: str | Path) -> Any:
+    """The JSON object in ``path``; a missing, unreadable or non-JSON file raises a ValueError saying why."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"model file {path} does not exist") from None
+    except (UnicodeDecodeError, IsADirectoryError) as e:
+        raise ValueError(f"{path} is not a valid HTC model file: cannot read it as text ({e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not a valid HTC model file: not JSON ({e.msg} at line {e.lineno})") from None
+
+
+def parse_model_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
+    """Validate a model file's JSON object; return (constructor parameters, learned attributes)."""
+    try:
+        return _parse(obj)
+    except _Invalid as e:
+        raise ValueError(f"{source} is not a valid HTC model file: {e}") from None
+
+
+def _parse(obj: Any) -> tuple[dict, dict]:
+    _check_header(obj)
+    names = _feature_names(obj["feature_names"])
+    d = len(names)
+    coef = _vector(obj["coef"], "coef", d)
+    mean, scale = _scaler(obj["scaler"], d)
+    intercept, alpha = _intercept_and_alpha(obj)
+    profile, top_k = _profile(obj)
+    params = dict(variant=obj["variant"], alphas=obj.get("alphas") or (alpha,), inner_folds=obj.get("inner_folds", 5),
+                  random_state=obj.get("random_state", 42), max_iter=obj.get("max_iter", 1000),
+                  tol=obj.get("tol", 1e-3), profile=profile, top_k=top_k, solver=obj.get("solver", "liblinear"))
+    state = dict(alpha_=alpha, alpha_candidates_=np.asarray(params["alphas"], dtype=np.float64), coef_=coef[None, :],
+                 intercept_=np.array([intercept]), mean_=mean, scale_=scale,
+                 feature_names_in_=np.array(names, dtype=object), n_features_in_=d, classes_=np.array([0, 1]),
+                 profile_=profile, top_k_=top_k, training_summary_=obj.get("training") or {},
+                 cv_results_=obj.get("cv_results"), htc_version_=obj.get("htc_version"))
+    return params, state
+
+
+def _check_header(obj: Any) -> None:
+    if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
+        got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
+        raise _Invalid(f"expected a JSON object with \"format\": \"{MODEL_FORMAT}\", got {got!r}")
+    ver = obj.get("format_version")
+    if not isinstance(ver, int) or ver > MODEL_FORMAT_VERSION or ver < 1:
+        raise _Invalid(f"unsupported format_version {ver!r} (this htc reads version {MODEL_FORMAT_VERSION})")
+    for key in REQUIRED:
+        if key not in obj:
+            raise _Invalid(f"missing field {key!r}")
+    if obj["variant"] not in VARIANTS:
+        raise _Invalid(f"variant must be one of {VARIANTS}, got {obj['variant']!r}")
+
+
+def _feature_names(names: Any) -> list[str]:
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
+        raise _Invalid("feature_names must be a non-empty list of strings")
+    if len(set(names)) != len(names):
+        raise _Invalid("feature_names has duplicates")
+    from ..features import REGISTRY
+
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise _Invalid(f"unknown feature names {unknown[:5]}; valid features: {', '.join(REGISTRY)}")
+    return names
+
+
+def _vector(x: Any, what: str, d: int) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _Invalid(f"{what} must be a list of numbers") from None
+    if a.shape != (d,):
+        raise _Invalid(f"{what} must have {d} entries (one per feature), got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise _Invalid(f"{what} must be finite")
+    return a
+
+
+def _scaler(sc: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(sc, dict) or "mean" not in sc or "scale" not in sc:
+        raise _Invalid("scaler must be an object with 'mean' and 'scale'")
+    mean = _vector(sc["mean"], "scaler.mean", d)
+    scale = _vector(sc["scale"], "scaler.scale", d)
+    if np.any(scale <= 0):
+        raise _Invalid("scaler.scale must be positive")
+    return mean, scale
+
+
+def _intercept_and_alpha(obj: dict) -> tuple[float, float]:
+    try:
+        intercept = float(obj["intercept"])
+        alpha = float(obj["alpha"])
+    except (TypeError, ValueError):
+        raise _Invalid("intercept and alpha must be numbers") from None
+    if not math.isfinite(intercept) or not (alpha > 0):
+        raise _Invalid(f"intercept must be finite and alpha positive, got {obj['intercept']!r}, {obj['alpha']!r}")
+    return intercept, alpha
+
+
+def _profile(obj: dict) -> tuple[str, int]:
+    from ..confidence import PROFILES
+
+    profile = obj.get("profile", DEFAULT_PROFILE)
+    top_k = obj.get("top_k", DEFAULT_TOP_K)
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise _Invalid(f"unknown confidence profile {profile!r}; valid profiles: {sorted(PROFILES)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise _Invalid(f"top_k must be a non-negative integer, got {top_k!r}")
+    return profile, top_k
