@@ -52,7 +52,7 @@ def test_evaluate_table(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"n": 20, "n_fail": 0}, "all 20 trajectories are successes"),
+    ({"n": 20, "n_fail": 0}, "all 20 labeled trajectories are successes"),
     ({"n": 8}, "only 8 labeled trajectories"),
     ({"n": 30, "n_fail": 3}, "only 3 failures"),
     ({"n": 12, "labeled": False}, "none of the 12 trajectories has a success label"),
@@ -85,6 +85,28 @@ def test_fit_then_score_unlabeled(tmp_path, capsys):
 
     ts, _ = load([str(new)])
     np.testing.assert_allclose(df.confidence, HTCCalibrator.load(model).predict_proba(extract(ts))[:, 1], rtol=1e-15)
+
+
+def test_fit_records_the_profile_and_score_uses_it(tmp_path, capsys):
+    train = write_runs(tmp_path / "train.jsonl", n=60, seed=4)
+    model = tmp_path / "model.json"
+    assert main(["fit", str(train), "--profile", "deepconf", "--top-k", "3", "--out", str(model)]) == 0
+    obj = json.loads(model.read_text())
+    assert obj["profile"] == "deepconf" and obj["top_k"] == 3
+    new = write_runs(tmp_path / "new.jsonl", n=12, seed=5, labeled=False)
+    out = tmp_path / "scores.csv"
+    assert main(["score", str(model), str(new), "--out", str(out)]) == 0
+    from htc_core.calibration.calibrators import HTCCalibrator
+    from htc_core.features import extract
+    from htc_core.formats import load
+
+    ts, _ = load([str(new)])
+    m = HTCCalibrator.load(model)
+    assert (m.profile_, m.top_k_) == ("deepconf", 3)
+    expected = m.predict_proba(extract(ts, profile="deepconf", top_k=3))[:, 1]
+    np.testing.assert_allclose(pd.read_csv(out).confidence, expected, rtol=1e-15)
+    with pytest.raises(ValueError, match="fitted on features of profile 'deepconf'"):
+        m.predict_proba(extract(ts))
 
 
 def test_score_rejects_bad_model(tmp_path, capsys):

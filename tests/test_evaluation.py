@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import htc_core.calibration.evaluation as ev
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, evaluate
 from htc_core.traces import TraceSet, _empty_meta
@@ -137,16 +136,16 @@ def test_baseline_temperature_fit_on_training_folds_only(monkeypatch):
         sizes.append(len(c))
         return orig(self, c, y)
 
-    monkeypatch.setattr(ev.TemperatureScaling, "fit", spy)
+    monkeypatch.setattr(baselines.TemperatureScaling, "fit", spy)
     ts = synthetic_ts(n=50, seed=4)
     r = evaluate(ts, seeds=1, alphas=FAST, methods=["Bottom10+Temp"])
     assert sizes == [int((r.folds[0] != f).sum()) for f in range(5)]
 
 
 @pytest.mark.parametrize("labels,match", [
-    ([True] * 30, "all 30 trajectories are successes"),
-    ([True] * 5 + [False] * 4, "only 9 labeled trajectories; at least 10"),
-    ([True] * 26 + [False] * 4, "only 4 failures; at least 5"),
+    ([True] * 30, "all 30 labeled trajectories are successes"),
+    ([True] * 5 + [False] * 4, "only 9 labeled trajectories: an honest evaluation needs at least 10"),
+    ([True] * 26 + [False] * 4, "only 4 failures: an honest evaluation needs at least 5 of each outcome"),
     ([True] * 10 + [False] * 10 + [None] * 3, "3 of 23 trajectories have no success label"),
 ])
 def test_bad_input_gives_clear_message(labels, match):

@@ -1,0 +1,125 @@
+"""The outer cross-validation loop of :func:`htc_core.calibration.evaluation.evaluate` and its summary.
+
+The loop knows nothing about any particular method: every :class:`~htc_core.calibration.methods.Method`
+is fitted on the same outer-training rows of every fold and predicts the fold's test rows; the summary
+computes the headline metrics on the pooled out-of-fold predictions of each repeat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .methods import FitContext, Method
+from .metrics import _fast_auroc, _fast_brier, _fast_ece
+from .results import METRICS
+
+__all__ = ["EvalInputs", "CVRun", "cross_validate", "summarize", "fold_metrics"]
+
+
+@dataclass
+class EvalInputs:
+    """What the methods read, one entry per trajectory: ``columns`` maps an input key (``"features"``: the
+    [n, d] feature matrix; a baseline name: its [n] confidences) to values, ``missing`` an input key that
+    cannot be used to the reason."""
+
+    y: np.ndarray
+    ids: np.ndarray
+    columns: dict
+    missing: dict
+    feature_names: list
+    profile: str
+    top_k: int
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+
+# ------------------------------------------------------------------ the outer CV loop
+@contextlib.contextmanager
+def _one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+        limiter = threadpool_limits(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        limiter = None
+    try:
+        yield
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
+@dataclass
+class CVRun:
+    """What the loop collects."""
+
+    oof: dict           # method -> [n_repeats, n]
+    folds: np.ndarray   # [n_repeats, n]
+    rows: list          # per-fold rows
+    selected: dict      # feature-selecting method -> times each feature was kept
+
+
+def fold_metrics(y: np.ndarray, p: np.ndarray) -> dict:
+    P = p[None, :]
+    return {"ece": float(_fast_ece(y, P)[0]), "brier": float(_fast_brier(y, P)[0]),
+            "auroc": float(_fast_auroc(y, P)[0])}
+
+
+def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], n_splits: int, settings: dict,
+                   progress) -> CVRun:
+    """Outer stratified K-fold x seeds; every method is fitted on the same training rows of every fold."""
+    from sklearn.model_selection import StratifiedKFold
+
+    n, y = inputs.n, inputs.y
+    cv = CVRun(oof={m.name: np.full((len(seed_list), n), np.nan) for m in run},
+               folds=np.full((len(seed_list), n), -1, dtype=np.int64), rows=[], selected={})
+    total, done = len(seed_list) * n_splits, 0
+    with _one_blas_thread():
+        for r, seed in enumerate(seed_list):
+            ctx = FitContext(seed=seed, feature_names=inputs.feature_names, **settings)
+            skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+            for f, (tr, te) in enumerate(skf.split(np.zeros((n, 1)), y.astype(int))):
+                cv.folds[r, te] = f
+                for m in run:
+                    _fit_fold(m, inputs, tr, te, ctx, cv, r, f)
+                done += 1
+                if progress is not None:
+                    progress(done, total, f"seed {seed}, fold {f + 1}/{n_splits}")
+    return cv
+
+
+def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, cv: CVRun, r: int, f: int) -> None:
+    x, y = inputs.columns[m.input], inputs.y
+    fitted = m.fit(x[tr], y[tr], ctx)
+    p = fitted.predict(x[te])
+    cv.oof[m.name][r, te] = p
+    if fitted.selected is not None:
+        counts = cv.selected.setdefault(m.name, np.zeros(len(fitted.selected), dtype=np.int64))
+        counts += fitted.selected
+    cv.rows.append({"method": m.name, "seed": ctx.seed, "fold": f, "n_test": len(te), **fold_metrics(y[te], p),
+                    "n_features": np.nan, "alpha": np.nan, "temperature": np.nan, **fitted.info})
+
+
+# ------------------------------------------------------------------ the summary
+def _mean_std(values) -> dict:
+    v = np.asarray(values, dtype=np.float64)
+    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0}
+
+
+def summarize(run: list[Method], inputs: EvalInputs, cv: CVRun) -> tuple[dict, pd.DataFrame, dict]:
+    """Headline metrics on the pooled OOF predictions of each repeat (mean and std over repeats)."""
+    per_fold = pd.DataFrame(cv.rows)
+    summary: dict = {}
+    for m in run:
+        pooled = [fold_metrics(inputs.y, oof) for oof in cv.oof[m.name]]
+        summary[m.name] = {k: _mean_std([p[k] for p in pooled]) for k in METRICS}
+        if m.selects_features:
+            summary[m.name]["n_features"] = _mean_std(per_fold.loc[per_fold.method == m.name, "n_features"])
+    selected = {m: pd.Series(v, index=inputs.feature_names, name="times_selected").sort_values(ascending=False)
+                for m, v in cv.selected.items()}
+    return summary, per_fold, selected

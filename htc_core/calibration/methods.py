@@ -1,0 +1,166 @@
+"""The methods of the evaluation table, behind one interface, and their registry.
+
+A :class:`Method` has a ``name`` (its row in the table), the ``input`` it reads (``"features"``: the HTC
+feature matrix, or the name of a single-signal confidence such as ``"Bottom10"`` or ``"Verbalized"``) and
+``fit(X_train, y_train, ctx) -> Fitted``; ``Fitted.predict(X_test)`` gives the confidences of the test
+rows, ``Fitted.info`` the per-fold columns (``n_features``, ``alpha``, ``temperature``) and
+``Fitted.selected`` (feature-selecting methods only) the features kept. The evaluation loop
+(:func:`htc_core.calibration.evaluation.evaluate`) treats every method alike; adding one to the table is::
+
+    register_method(MyMethod("HTC-Reduced (dynamics only)"))
+
+or passing the object in ``evaluate(..., methods=[..., MyMethod(...)])`` without registering it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .baselines import RAW_BASELINES, TemperatureScaling
+from .calibrators import HTCCalibrator
+
+__all__ = ["FEATURES", "FitContext", "Fitted", "Method", "HTCMethod", "RawConfidence", "TemperatureScaled",
+           "METHODS", "register_method", "resolve_methods"]
+
+#: the input key of the HTC feature matrix (every other input key names a single-signal confidence)
+FEATURES = "features"
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """What a method may use besides its training rows: the outer fold's seed and the evaluation settings."""
+
+    seed: int
+    feature_names: Sequence[str] = ()
+    alphas: Sequence[float] = ()
+    inner_folds: int = 5
+    max_iter: int = 1000
+    profile: str = "paper"
+    top_k: int = 5
+
+
+@dataclass
+class Fitted:
+    """A method fitted on one outer-training part.
+
+    ``predict(X_test)`` -> confidences in [0, 1]; ``info``: per-fold columns (``n_features``, ``alpha``,
+    ``temperature``; absent ones are NaN in ``EvaluationResult.per_fold``); ``selected``: for methods that
+    select features, a boolean mask over ``FitContext.feature_names`` (counted in ``selected_counts``).
+    """
+
+    predict: Callable[[np.ndarray], np.ndarray]
+    info: dict = field(default_factory=dict)
+    selected: np.ndarray | None = None
+
+    @property
+    def n_selected(self) -> int | None:
+        return None if self.selected is None else int(np.count_nonzero(self.selected))
+
+
+class Method(ABC):
+    """One row of the evaluation table.
+
+    Subclasses set ``name`` and ``input`` and implement :meth:`fit`. ``selects_features = True`` adds the
+    mean number of features kept to the summary (like HTC-Full / HTC-Reduced).
+    """
+
+    name: str
+    input: str = FEATURES
+    selects_features: bool = False
+
+    @abstractmethod
+    def fit(self, X: np.ndarray, y: np.ndarray, ctx: FitContext) -> Fitted:
+        """Fit on the outer-training rows of the input (``[n, d]`` features or ``[n]`` confidences)."""
+
+    def unavailable(self, missing: dict[str, str]) -> str | None:
+        """Why this method cannot run on these inputs (``missing``: input key -> reason), or None."""
+        return missing.get(self.input)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class HTCMethod(Method):
+    """HTC-Full / HTC-Reduced: :class:`HTCCalibrator` with alpha chosen by inner CV on the training rows."""
+
+    selects_features = True
+
+    def __init__(self, name: str, variant: str):
+        self.name = name
+        self.variant = variant
+
+    def fit(self, X, y, ctx):
+        cal = HTCCalibrator(variant=self.variant, alphas=ctx.alphas, inner_folds=ctx.inner_folds,
+                            random_state=ctx.seed, max_iter=ctx.max_iter, profile=ctx.profile, top_k=ctx.top_k)
+        cal.fit(X, y, feature_names=ctx.feature_names)
+        nz = cal.coef_[0] != 0
+        return Fitted(predict=lambda Xt: cal.predict_proba(Xt)[:, 1],
+                      info={"n_features": int(nz.sum()), "alpha": cal.alpha_}, selected=nz)
+
+
+class RawConfidence(Method):
+    """A single-signal confidence used as it is (clipped to [0, 1]); nothing is fitted."""
+
+    def __init__(self, name: str, input: str | None = None):
+        self.name = name
+        self.input = name if input is None else input
+
+    def fit(self, X, y, ctx):
+        return Fitted(predict=lambda c: np.clip(c, 0.0, 1.0), info={"n_features": 1})
+
+
+class TemperatureScaled(Method):
+    """A single-signal confidence after temperature scaling fitted on the training rows ("+Temp")."""
+
+    def __init__(self, input: str, name: str | None = None):
+        self.input = input
+        self.name = f"{input}+Temp" if name is None else name
+
+    def fit(self, X, y, ctx):
+        t = TemperatureScaling().fit(X, y)
+        return Fitted(predict=t.transform, info={"n_features": 1, "temperature": t.temperature_})
+
+
+def _default_methods() -> Iterable[Method]:
+    yield HTCMethod("HTC-Full", "full")
+    yield HTCMethod("HTC-Reduced", "reduced")
+    for b in RAW_BASELINES:
+        yield RawConfidence(b)
+        yield TemperatureScaled(b)
+    yield RawConfidence("Verbalized")
+
+
+#: every registered method by name, in the order of the table
+METHODS: dict[str, Method] = {m.name: m for m in _default_methods()}
+
+
+def register_method(method: Method, *, replace: bool = False) -> Method:
+    """Add ``method`` to the table that :func:`evaluate` runs by default (after the registered ones)."""
+    if not isinstance(method, Method):
+        raise ValueError(f"method must be a Method, got {type(method).__name__}")
+    if method.name in METHODS and not replace:
+        raise ValueError(f"a method named {method.name!r} is already registered (pass replace=True)")
+    METHODS[method.name] = method
+    return method
+
+
+def resolve_methods(methods: Sequence[str | Method] | str | Method | None) -> list[Method]:
+    """The methods to evaluate: every registered one (``None``), or the named ones in the registry's order
+    followed by the given ``Method`` objects. An unknown name raises ``ValueError`` with the valid ones."""
+    if methods is None:
+        return list(METHODS.values())
+    if isinstance(methods, (str, Method)):
+        methods = [methods]
+    names = {m for m in methods if isinstance(m, str)}
+    unknown = [m for m in methods if not isinstance(m, (str, Method)) or (isinstance(m, str) and m not in METHODS)]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; valid methods: {list(METHODS)}")
+    out = [m for m in METHODS.values() if m.name in names]
+    for m in methods:
+        if isinstance(m, Method) and all(o.name != m.name for o in out):
+            out.append(m)
+    return out
