@@ -1,0 +1,77 @@
+"""Calibration: metrics, baselines, the HTC calibrator and the honest evaluation protocol.
+
+    from htc_core.calibration import HTCCalibrator, evaluate, expected_calibration_error
+
+Modules (each name below is also importable from here):
+
+- ``metrics``: ECE, Brier score, AUROC, reliability curve, Wilson interval (one binning routine).
+- ``baselines``: the single-signal confidences and temperature scaling.
+- ``calibrators``: :class:`HTCCalibrator` (a scikit-learn estimator); ``model_file``: its JSON model file;
+  ``solvers`` / ``pathsolver``: the regularized logistic-regression fits.
+- ``evaluation``: :func:`evaluate` (nested CV) with ``methods`` (the table's methods behind one
+  interface, a registry), ``crossval`` (the outer loop and summary) and ``results``
+  (:class:`EvaluationResult`).
+
+The names are resolved on first use (PEP 562), so ``import htc_core.calibration.metrics`` stays as light
+as numpy: scikit-learn (which the estimator inherits from) is imported only with :class:`HTCCalibrator`
+or :func:`evaluate`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> submodule that defines it
+_EXPORTS: dict[str, str] = {
+    "HTCCalibrator": "calibrators",
+    "DEFAULT_ALPHAS": "solvers",
+    "evaluate": "evaluation",
+    "EvaluationResult": "results",
+    "EvaluationError": "evaluation",
+    "merge_results": "evaluation",
+    "label_problem": "evaluation",
+    "Method": "methods",
+    "Fitted": "methods",
+    "FitContext": "methods",
+    "METHODS": "methods",
+    "register_method": "methods",
+    "RAW_BASELINES": "baselines",
+    "baseline_confidences": "baselines",
+    "TemperatureScaling": "baselines",
+    "expected_calibration_error": "metrics",
+    "brier_score": "metrics",
+    "auroc": "metrics",
+    "reliability_curve": "metrics",
+    "wilson_interval": "metrics",
+    "bin_predictions": "metrics",
+    "ReliabilityCurve": "metrics",
+    "BinnedStats": "metrics",
+    "UndefinedMetricWarning": "metrics",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; public names: {', '.join(_EXPORTS)}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the real objects
+    from .baselines import RAW_BASELINES, TemperatureScaling, baseline_confidences
+    from .calibrators import HTCCalibrator
+    from .evaluation import EvaluationError, evaluate, label_problem, merge_results
+    from .methods import METHODS, FitContext, Fitted, Method, register_method
+    from .metrics import (BinnedStats, ReliabilityCurve, UndefinedMetricWarning, auroc, bin_predictions,
+                          brier_score, expected_calibration_error, reliability_curve, wilson_interval)
+    from .results import EvaluationResult
+    from .solvers import DEFAULT_ALPHAS
