@@ -45,3 +45,20 @@ def write_jsonl(path: Path, objs) -> Path:
 
 
 LOG = math.log
+
+
+# Tiers: `python -m pytest` runs everything but `slow`; day to day, `-m "not slow and not browser and not app
+# and not model_server"` is the fast tier (README). Marks are given here by where a test lives or what it uses.
+_MODEL_SERVER_FIXTURES = {"base_url", "client"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.name
+        if module == "test_browser.py":
+            item.add_marker(pytest.mark.browser)
+        elif module.startswith("test_app"):
+            item.add_marker(pytest.mark.app)
+        if module in ("test_collect.py", "test_agents_llm.py") and \
+                _MODEL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.model_server)

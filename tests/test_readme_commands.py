@@ -1,0 +1,186 @@
+"""Every command and code block of the READMEs runs as written from the checkout.
+
+The commands are read from the fenced ``bash`` and ``python`` blocks of README.md, sample_runs/README.md and
+htc_core/collect/README.md (nothing is copied here, so an edited README is tested as it is). Outputs of the
+commands go to ``out/`` (ignored by git). What cannot run here says why: installation lines (CI's own
+set-up runs them), a local model server, hours of recording; benchmarks run with ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ("README.md", "sample_runs/README.md", "htc_core/collect/README.md")
+SHARED = ROOT.parent / "shared"
+
+
+def blocks(doc: str) -> list[tuple[str, int, str]]:
+    """(language, first line number, text) of every fenced block."""
+    out, lang, start, buf = [], None, 0, []
+    for n, line in enumerate((ROOT / doc).read_text(encoding="utf-8").splitlines(), 1):
+        fence = re.match(r"^```(\w*)\s*$", line)
+        if fence and lang is None:
+            lang, start, buf = fence.group(1) or "text", n + 1, []
+        elif fence:
+            out.append((lang, start, "\n".join(buf)))
+            lang = None
+        elif lang is not None:
+            buf.append(line)
+    return out
+
+
+def shell_commands(text: str, first_line: int) -> list[tuple[int, str]]:
+    """Logical command lines of a bash block (continuations joined, ``&&`` chains split)."""
+    cmds, buf, at = [], "", first_line
+    for n, line in enumerate(text.splitlines(), first_line):
+        if not buf:
+            at = n
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        if buf.strip() and not buf.strip().startswith("#"):
+            cmds.extend((at, part.strip()) for part in buf.split(" && "))
+        buf = ""
+    return cmds
+
+
+def collect() -> list[tuple[str, str, str]]:
+    """(test id, kind, body) with kind 'bash' or 'python'."""
+    items = []
+    for doc in DOCS:
+        for lang, line, text in blocks(doc):
+            if lang == "bash":
+                items += [(f"{doc}:{n}", "bash", cmd) for n, cmd in shell_commands(text, line)]
+            elif lang == "python":
+                items.append((f"{doc}:{line}", "python", text))
+    return items
+
+
+ITEMS = collect()
+
+
+def why_not_here(kind: str, body: str) -> str | None:
+    """None when the command runs in this test, else the reason it cannot."""
+    if kind == "bash" and body.startswith("python -m pytest"):
+        return "the test suite itself (this test is part of it)"
+    if kind == "bash" and re.search(r"(^|\s)pip install\s", body):
+        return "installation: CI's own set-up (.ci/run) runs the install commands"
+    if "make_sample_runs.sh" in body:
+        return "records 2,000 agent runs with a local model: hours on 2 cores"
+    if "llama_cpp.server" in body:
+        from htc_core.collect.local_server import llama_server_available
+
+        missing = llama_server_available()
+        return f"needs a local llama.cpp server: {missing}" if missing else None
+    if kind == "python" and "127.0.0.1:8000" in body:
+        return "needs an OpenAI-compatible model server on 127.0.0.1:8000 and your own agent"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """The commands' environment: HOME in a temp folder (``~/.htc`` and ``~/htc-store`` land there)."""
+    (ROOT / "out").mkdir(exist_ok=True)
+    e = dict(os.environ, HOME=str(tmp_path_factory.mktemp("home")), OMP_NUM_THREADS="1")
+    e.pop("HTC_DATA_DIR", None)
+    return e
+
+
+def run_server(cmd: str, env: dict) -> None:
+    """Start a server command as written (on a free port; the dashboard headless), wait until it answers,
+    stop it."""
+    port = _free_port()
+    if cmd.startswith("streamlit run"):
+        cmd = cmd.replace("app.py", f"app.py --server.headless true --server.port {port}", 1)
+        probe = f"http://127.0.0.1:{port}/_stcore/health"
+    else:
+        cmd = re.sub(r"--port \d+", f"--port {port}", cmd)
+        probe = f"http://127.0.0.1:{port}/v1/models"
+    proc = subprocess.Popen(["bash", "-c", "exec " + cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            assert proc.poll() is None, proc.stdout.read().decode(errors="replace")[-3000:]
+            try:
+                with urllib.request.urlopen(probe, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        pytest.fail(f"the server did not answer within 180 s: {cmd}")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_command(kind: str, body: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
+    args = ["bash", "-euo", "pipefail", "-c", body] if kind == "bash" else [sys.executable, "-c", body]
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _params():
+    for test_id, kind, body in ITEMS:
+        marks = []
+        reason = why_not_here(kind, body)
+        if "llama_cpp.server" in body or "127.0.0.1:8000" in body:
+            marks.append(pytest.mark.model_server)
+        if reason:
+            marks.append(pytest.mark.skip(reason=reason))
+        elif "htc_core.bench" in body:
+            marks.append(pytest.mark.slow)  # benchmarks take minutes; --help of each runs below
+        yield pytest.param(kind, body, id=test_id, marks=marks)
+
+
+def test_the_readmes_hold_commands():
+    assert sum(kind == "bash" for _, kind, _ in ITEMS) >= 10
+    assert any(kind == "python" for _, kind, _ in ITEMS)
+
+
+@pytest.mark.parametrize("kind,body", list(_params()))
+def test_readme_command_runs_as_written(kind, body, env):
+    if "../shared" in body and not SHARED.is_dir():
+        pytest.skip(f"the shared real data is not next to this checkout ({SHARED})")
+    if kind == "bash" and (body.startswith("streamlit run") or "llama_cpp.server" in body):
+        run_server(body, env)
+        return
+    out = run_command(kind, body, env)
+    assert out.returncode == 0, f"{body}\n--- stdout\n{out.stdout[-3000:]}\n--- stderr\n{out.stderr[-3000:]}"
+
+
+def test_every_benchmark_named_in_the_readme_answers_help(env):
+    names = sorted({m.group(1) for _, _, body in ITEMS for m in re.finditer(r"python -m htc_core\.bench (\w+)", body)})
+    assert names, "the README names no benchmark"
+    for name in names:
+        out = run_command("bash", f"python -m htc_core.bench {name} --help", env, timeout=120)
+        assert out.returncode == 0 and "usage" in out.stdout.lower(), (name, out.stderr[-2000:])
+
+
+def test_commands_write_only_to_ignored_folders():
+    """Outputs named by ``--out`` go under out/ (ignored), never into the repository root or a tracked folder."""
+    for test_id, kind, body in ITEMS:
+        for target in re.findall(r"--out\s+(\S+)", body):
+            assert target.startswith(("out/", "/tmp/", "$TMPDIR")), f"{test_id}: --out {target}"
+    assert "/out/" in (ROOT / ".gitignore").read_text().splitlines()
+
