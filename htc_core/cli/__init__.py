@@ -1,0 +1,58 @@
+"""The ``htc`` command: one sub-command per job, each group in its own module.
+
+Adding a command: a module here with ``cmd_NAME(args) -> int`` functions and ``register(sub)`` adding their
+parsers, named in ``COMMAND_MODULES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .. import __version__
+from .common import CLIError
+
+#: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
+COMMAND_MODULES = ("data", "calibrate")
+
+EPILOG = """examples:
+  htc validate ../shared/data/uala-hotpotqa/
+  htc features sample_runs/units/ --out out/features.csv
+  htc evaluate ../shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl
+  htc fit sample_runs/arithmetic/ --variant reduced --out out/model.json
+  htc score out/model.json sample_runs/units/ --out out/scores.csv
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="htc",
+        description="Holistic Trajectory Calibration: how far to trust your LLM agent runs.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"htc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as e:
+        print(f"htc {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

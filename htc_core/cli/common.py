@@ -1,0 +1,76 @@
+"""What every ``htc`` sub-command shares: the error type, the input and feature options, reading the inputs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+class CLIError(Exception):
+    """An error the user can fix; printed without a traceback."""
+
+
+def add_input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="trace files or directories (directories are searched for .jsonl/.json files)")
+    p.add_argument("--format", default="auto",
+                   help="input format: auto (default: detected per file), native, openai-chat, openai-calllog, "
+                        "responses, completions, smolagents, atif")
+    p.add_argument("--dataset", help="set the dataset name of every trajectory that has none")
+    p.add_argument("--model", help="set the model name of every trajectory that has none")
+    p.add_argument("--labels", metavar="FILE",
+                   help="CSV or JSONL joined by trajectory id: success (and dataset, model, question, gold, "
+                        "answer, verbalized_confidence) columns")
+    p.add_argument("--group-by", metavar="KEY",
+                   help="openai-calllog: the trajectory-id key of each line (default: the first of trajectory_id, "
+                        "trace_id, run_id, session_id, conversation_id)")
+
+
+def add_feature_options(p: argparse.ArgumentParser) -> None:
+    from ..confidence import PROFILES
+
+    p.add_argument("--profile", default="paper", choices=sorted(PROFILES),
+                   help="token-confidence profile (default: paper; see DESIGN.md section 3)")
+    p.add_argument("--top-k", type=int, default=5, metavar="K",
+                   help="alternatives averaged into TopkConf (default: 5)")
+
+
+def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
+    from ..formats import load
+
+    defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
+    try:
+        ts, report = load(args.inputs, format=args.format, defaults=defaults,
+                          labels=getattr(args, "labels", None), group_by=getattr(args, "group_by", None))
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if not quiet and (report.problems or report.rejected):
+        print(report.summary(max_lines=5), file=sys.stderr)
+    if ts.n_trajectories == 0:
+        raise CLIError("no valid trajectories were read from " + ", ".join(map(str, args.inputs)))
+    return ts, report
+
+
+def labeled_only(ts, command: str):
+    import numpy as np
+
+    y = ts.labels
+    n_unlab = int(np.isnan(y).sum())
+    if n_unlab == len(y):
+        raise CLIError(f"none of the {len(y)} trajectories has a success label; {command} needs labeled runs")
+    if n_unlab:
+        print(f"htc {command}: note: ignoring {n_unlab} unlabeled trajectories", file=sys.stderr)
+        ts = ts.labeled()
+    return ts
+
+
+def seeds_arg(value: str) -> int:
+    try:
+        v = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return v
+
+
