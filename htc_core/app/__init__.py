@@ -3,6 +3,7 @@ Plotly or UMAP. Nothing below it imports it.
 
 Data side (no Streamlit):
   ``store``      the DuckDB run store (run sets, cached features, models, settings)
+  ``locking``    exclusive access to its file across threads and processes
   ``columnar``   a trace set as the store's Arrow tables, and back
   ``ingest``     uploads and the shipped sample runs into the store
   ``workspace``  the aligned bundle the pages read (trace set, features, baselines) and ``browse``

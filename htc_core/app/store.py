@@ -17,7 +17,7 @@ Layout (all columnar, no pickle):
 
 Every write is one transaction: a failure (or a crash) half way leaves the
 store exactly as it was. Writes from several threads or processes are
-serialized by a lock file (``htc.lock``, ``fcntl.flock``) plus a thread lock,
+serialized by a lock file (``htc.lock``, ``fcntl.flock``) plus a thread lock (``locking``),
 and each operation opens and closes its own connection, so two uploads at the
 same time both keep their data. ``revision()`` changes after every write and
 costs one small file read: the dashboard keys its caches on it.
@@ -29,7 +29,6 @@ workspace the pages read in ``workspace``, uploads and sample runs in ``ingest``
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import json
 import os
@@ -47,6 +46,7 @@ import pandas as pd
 from ..report import LoadReport
 from ..traces import TraceSet, concat
 from .columnar import from_arrow, to_arrow
+from .locking import StoreError, connect, file_lock, thread_lock
 
 __all__ = ["Store", "AddResult", "default_data_dir", "DB_FILE", "StoreError"]
 
@@ -54,14 +54,6 @@ DB_FILE = "htc.duckdb"
 LOCK_FILE = "htc.lock"
 REVISION_FILE = "revision"
 SCHEMA_VERSION = 1
-
-_THREAD_LOCKS: dict[str, threading.RLock] = {}
-_THREAD_LOCKS_GUARD = threading.Lock()
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (the message says why)."""
-
 
 def default_data_dir() -> Path:
     """``$HTC_DATA_DIR`` when set, else ``~/.htc``."""
@@ -106,7 +98,6 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-
 class Store:
     """The persistent run store (one DuckDB file in ``data_dir``)."""
 
@@ -115,9 +106,7 @@ class Store:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DB_FILE
         self.lock_timeout = float(lock_timeout)
-        key = str(self.path.resolve())
-        with _THREAD_LOCKS_GUARD:
-            self._tlock = _THREAD_LOCKS.setdefault(key, threading.RLock())
+        self._tlock = thread_lock(self.path)
         # test hook: called between the writes of add_run_set (raise there to simulate a crash)
         self._fail_hook = None
         with self._connect() as con:
@@ -132,44 +121,12 @@ class Store:
     @contextlib.contextmanager
     def _connect(self) -> Iterator[Any]:
         """An exclusive connection: thread lock + file lock, opened and closed around the operation."""
-        with self._tlock, self._file_lock():
-            con = self._open()
+        with self._tlock, file_lock(self.data_dir / LOCK_FILE, timeout=self.lock_timeout, what=self.path):
+            con = connect(self.path)
             try:
                 yield con
             finally:
                 con.close()
-
-    @contextlib.contextmanager
-    def _file_lock(self) -> Iterator[None]:
-        """``htc.lock`` held exclusively (waits up to ``lock_timeout`` seconds for other processes)."""
-        lock_path = self.data_dir / LOCK_FILE
-        with open(lock_path, "a+") as fh:
-            deadline = time.monotonic() + self.lock_timeout
-            while True:
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise StoreError(f"the store {self.path} is busy (another process holds "
-                                         f"{lock_path} for more than {self.lock_timeout:.0f} s)") from None
-                    time.sleep(0.05)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-    def _open(self, attempts: int = 50):
-        """A DuckDB connection; retried while a process that ignores our lock file (a duckdb shell) holds it."""
-        import duckdb
-
-        for attempt in range(attempts):
-            try:
-                return duckdb.connect(str(self.path))
-            except duckdb.IOException:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.1)
 
     @contextlib.contextmanager
     def _transaction(self, *, bump: bool = True) -> Iterator[Any]:
