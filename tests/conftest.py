@@ -47,8 +47,9 @@ def write_jsonl(path: Path, objs) -> Path:
 LOG = math.log
 
 
-# Tiers: `python -m pytest` runs everything but `slow`; day to day, `-m "not slow and not browser and not app
-# and not model_server"` is the fast tier (README). Marks are given here by where a test lives or what it uses.
+# Tiers: `python -m pytest` runs everything but `slow`; day to day, the README's fast tier leaves out the marks
+# below. Marks are given here by where a test lives or what it uses.
+_APP_MODULES = {"test_store.py", "test_projection.py"}  # the dashboard side besides the pages (test_app*.py)
 _MODEL_SERVER_FIXTURES = {"base_url", "client"}
 
 
@@ -57,8 +58,10 @@ def pytest_collection_modifyitems(config, items):
         module = item.path.name
         if module == "test_browser.py":
             item.add_marker(pytest.mark.browser)
-        elif module.startswith("test_app"):
+        elif module.startswith("test_app") or module in _APP_MODULES:
             item.add_marker(pytest.mark.app)
+        elif module == "test_readme_commands.py":
+            item.add_marker(pytest.mark.docs)
         if module in ("test_collect.py", "test_agents_llm.py") and \
                 _MODEL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model_server)
