@@ -58,16 +58,19 @@ def test_reasons_compare_with_successful_runs(uala):
     contrib = model.contributions(fm.values)
     i = int(np.unravel_index(np.argmin(contrib), contrib.shape)[0])   # holds the strongest push down anywhere
     j = int(np.argmax(np.abs(contrib[i])))
-    e = explain.explain_trajectory(model, fm, i, labels=ts.labels, groups=ts.meta["dataset"])
+    e = explain.explain_trajectory(model, fm, i, labels=ts.labels, groups=ts.meta["dataset"], correlation=None)
     top = e.table.iloc[0]
     assert top["feature"] == FEATURE_NAMES[j]
     succ = fm.values[ts.labels == 1, j]
     assert top["success_percentile"] == pytest.approx(explain.percentile_of(fm.values[i, j], succ))
+    lead = e.signals.iloc[0]
+    assert top["feature"] == lead["signal"] or top["feature"] in e.table.loc[e.table["signal"] == lead["signal"],
+                                                                          "feature"].tolist()
     first = e.reasons[0]
-    assert REGISTRY[FEATURE_NAMES[j]].display_name in first
-    assert f"{top['position']} typical successful runs of HotpotQA" in first
-    assert ("lowers the confidence" if contrib[i, j] < 0 else "raises the confidence") in first
-    assert e.summary.startswith(f"Calibrated confidence {e.confidence:.2f}")
+    assert lead["display_name"] in first
+    assert "successful runs of HotpotQA" in first and lead["comparison"] in first
+    assert ("lowers the confidence" if lead["contribution"] < 0 else "raises the confidence") in first
+    assert e.summary.startswith(f"Calibrated confidence {explain.format_confidence(e.confidence)}")
     with pytest.raises(ValueError, match="index"):
         explain.explain_trajectory(model, fm, 10_000)
 
@@ -86,7 +89,7 @@ def test_reason_wording_on_a_hand_made_model():
     model.contributions = lambda A: ((A - model.mean_) / model.scale_) * model.coef_[0]
     e = explain.explain_trajectory(model, X, 20, labels=y)
     assert e.logit == pytest.approx(0.2 - 2.5)
-    assert e.reasons == ["Last step top1 avg is far below typical successful runs (0th percentile of 10); "
+    assert e.reasons == ["Last step top1 avg is -5, lower than all 10 successful runs; "
                          "this lowers the confidence (logit -2.50)."]
 
 
@@ -127,3 +130,50 @@ def test_the_package_imports_no_app_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_signals_merge_copies_and_correlated_features_and_still_sum_to_the_logit(uala):
+    """On real data the paper's definitions make exact copies (token_volatility_mean == attention_spread_mean):
+    they are one signal, never two reasons with the same value and weight, and nothing listed cancels."""
+    ts, fm, model = uala
+    for i in range(0, 200, 7):
+        e = explain.explain_trajectory(model, fm, i, labels=ts.labels, groups=ts.meta["dataset"], ids=ts.ids,
+                                       n_reasons=5)
+        assert e.intercept + e.signals["contribution"].sum() == pytest.approx(e.logit, abs=1e-9)
+        assert e.signals["n_members"].sum() == 48
+        lead = e.table.set_index("feature")["signal"]
+        assert lead["token_volatility_mean"] == lead["attention_spread_mean"]
+        shown = e.signals.head(len(e.reasons))
+        assert not shown.duplicated(["value", "contribution"]).any()
+        big = shown[shown["contribution"].abs() > 2.0]["contribution"].to_numpy()
+        for a in range(len(big)):
+            for b in range(a + 1, len(big)):
+                assert abs(big[a] + big[b]) > 0.1 * max(abs(big[a]), abs(big[b])), (i, big)
+
+
+def test_signal_groups_on_hand_made_columns():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    X = np.column_stack([a, a, a + 1e-3 * rng.normal(size=200), rng.normal(size=200), np.ones(200), np.ones(200)])
+    sig = explain.signal_groups(X)
+    assert [(s.members, s.kind) for s in sig] == [((0, 1, 2), "correlated"), ((3,), "single"),
+                                                  ((4, 5), "duplicate")]
+    assert [(s.members, s.kind) for s in explain.signal_groups(X, threshold=None)] == [
+        ((0, 1), "duplicate"), ((2,), "single"), ((3,), "single"), ((4, 5), "duplicate")]
+    with pytest.raises(ValueError, match="threshold"):
+        explain.signal_groups(X, threshold=1.5)
+
+
+@pytest.mark.parametrize("p,text", [(0.0, "< 0.001"), (0.0004, "< 0.001"), (0.004, "0.004"), (0.5, "0.50"),
+                                    (0.995, "0.995"), (0.9996, "> 0.999"), (float("nan"), "n/a")])
+def test_format_confidence_never_shows_a_bare_zero_or_one(p, text):
+    assert explain.format_confidence(p) == text
+
+
+@pytest.mark.parametrize("pct,words", [(0.0, "lower than all 40 successful runs"),
+                                       (100.0, "higher than all 40 successful runs"),
+                                       (2.5, "lower than 97% of 40 successful runs"),
+                                       (99.9, "higher than 99% of 40 successful runs"),
+                                       (50.0, "at the median of 40 successful runs")])
+def test_comparison_words_never_pass_all(pct, words):
+    assert explain.compare_with(pct, 40, "successful runs") == words

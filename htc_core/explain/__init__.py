@@ -5,7 +5,9 @@ objects (data frames and dataclasses) out; ``htc_core.app`` draws them. Nothing
 here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
 
 - ``reasons``:  :func:`explain_trajectory` (contributions to the logit and reasons in words),
-  :func:`group_position`, :func:`percentile_of`, :func:`describe_position`
+  :func:`group_position`, :func:`percentile_of`, :func:`describe_position`, :func:`compare_with`,
+  :func:`format_confidence`
+- ``signals``:  :func:`signal_groups` (exact copies and strongly correlated features as one signal)
 - ``examples``: :func:`confidence_examples` (over-confident failures, under-confident successes)
 - ``steps``:    :func:`step_timeline`, :func:`token_steps` (one trajectory, step by step)
 - ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
@@ -17,12 +19,14 @@ The dashboard's tables (metrics, weights, selection frequency, ...) are view-mod
 
 from .examples import ExampleSet, confidence_examples
 from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
-from .reasons import (GroupPosition, TrajectoryExplanation, describe_position, explain_trajectory, group_position,
-                      percentile_of)
+from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
+                      format_confidence, group_position, percentile_of)
+from .signals import Signal, signal_groups
 from .steps import StepTokens, step_timeline, token_steps
 
 __all__ = [
     "TrajectoryExplanation", "explain_trajectory", "GroupPosition", "group_position", "percentile_of",
     "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
-    "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps",
+    "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
+    "format_confidence", "Signal", "signal_groups",
 ]

@@ -1,9 +1,12 @@
 """Why one trajectory got its confidence: contributions to the logit, reasons in words, its place in its group.
 
 - :func:`explain_trajectory`: per-feature contributions to the logit (weight x
-  standardized value, summing with the intercept to the model's logit) and
-  plain-language reasons, each comparing the trajectory's value with the
+  standardized value, summing with the intercept to the model's logit), the same
+  contributions summed over distinct signals (exact copies and features correlated
+  beyond |r| 0.95 explained as one, :mod:`.signals`), and plain-language reasons
+  built on those signals, each comparing the trajectory's value with the
   distribution of the same feature over successful runs.
+- :func:`format_confidence`: a probability with enough digits near 0 and 1.
 - :func:`group_position`: the trajectory's confidence among the confidences of
   its group (e.g. its dataset).
 - :func:`percentile_of`, :func:`describe_position`: the comparisons in numbers and words.
@@ -18,9 +21,10 @@ import pandas as pd
 
 from ..features import FEATURE_NAMES, REGISTRY
 from ._common import check_matrix, group_names
+from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 
-__all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "GroupPosition",
-           "group_position"]
+__all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "compare_with",
+           "format_confidence", "GroupPosition", "group_position"]
 
 #: a group's successful runs are the reference when it has at least this many (else all successful runs)
 MIN_GROUP_REFERENCE = 5
@@ -52,21 +56,47 @@ def describe_position(pct: float) -> str:
     return "close to"
 
 
-def _ordinal(p: float) -> str:
-    n = int(round(p))
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
+def compare_with(pct: float, n_ref: int, ref_name: str) -> str:
+    """The comparison in words, never past 'all': 'lower than 93% of 140 successful runs of X',
+    'higher than all 140 ...', 'at the median of ...'."""
+    if not np.isfinite(pct):
+        return f"not comparable with {ref_name} (none labeled)"
+    if pct <= 0.0:
+        return f"lower than all {n_ref} {ref_name}"
+    if pct >= 100.0:
+        return f"higher than all {n_ref} {ref_name}"
+    if pct < 50.0:
+        return f"lower than {max(1, int(100.0 - pct))}% of {n_ref} {ref_name}"
+    if pct > 50.0:
+        return f"higher than {max(1, int(pct))}% of {n_ref} {ref_name}"
+    return f"at the median of {n_ref} {ref_name}"
+
+
+def format_confidence(p: float) -> str:
+    """Two decimals in the middle, three near the ends, and never a bare 0.00 or 1.00: '0.004', '< 0.001'."""
+    if not np.isfinite(p):
+        return "n/a"
+    if p < 0.001:
+        return "< 0.001"
+    if p > 0.999:
+        return "> 0.999"
+    return f"{p:.3f}" if (p < 0.01 or p > 0.99) else f"{p:.2f}"
 
 
 @dataclass
 class TrajectoryExplanation:
     """Contributions of every feature to one trajectory's logit, and the strongest reasons in words.
 
-    ``table`` columns: feature, code, family, display_name, formula, value, z
-    (standardized value), weight, contribution (= weight x z), success_median,
-    success_percentile (percent of successful reference runs below this value),
-    position ('far below' ... 'far above'). Sorted by |contribution|, largest first.
+    ``table`` (all features, the paper's names) columns: feature, code, family, display_name, formula, value,
+    z (standardized value), weight, contribution (= weight x z), success_median, success_percentile (percent
+    of successful reference runs below this value), position ('far below' ... 'far above'), signal (the
+    feature that names its distinct signal). Sorted by |contribution|, largest first.
     ``intercept + table.contribution.sum() == logit``.
+
+    ``signals``: one row per distinct signal (exact copies and strongly correlated features merged): signal,
+    display_name, kind ('single' / 'duplicate' / 'correlated'), members, n_members, value, success_median,
+    success_percentile, comparison (in words), contribution (sum over members). Sorted by |contribution|.
+    ``intercept + signals.contribution.sum() == logit`` as well; ``reasons`` are built on these rows.
     """
 
     index: int
@@ -79,10 +109,12 @@ class TrajectoryExplanation:
     reasons: list[str]
     n_reference: int
     reference: str
+    signals: pd.DataFrame | None = None
 
     @property
     def summary(self) -> str:
-        head = f"Calibrated confidence {self.confidence:.2f} (logit {self.logit:+.2f}, HTC-{self.variant.capitalize()})."
+        head = (f"Calibrated confidence {format_confidence(self.confidence)} (logit {self.logit:+.2f}, "
+                f"HTC-{self.variant.capitalize()}).")
         if not self.reasons:
             return head + " No feature moves this trajectory's logit away from the intercept."
         return head + " Strongest reasons: " + " ".join(self.reasons)
@@ -121,18 +153,44 @@ def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, 
     return table.reset_index(drop=True)
 
 
-def _reasons(table: pd.DataFrame, ref_name: str, n_ref: int, n_reasons: int, min_abs: float) -> list[str]:
+def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int) -> pd.DataFrame:
+    """Per-feature rows summed into distinct signals, each named after its member of largest |weight|."""
+    names = list(model.feature_names_in_)
+    by_feature = table.set_index("feature")
+    rows, lead_of = [], {}
+    for sig in signals:
+        members = [names[j] for j in sig.members]
+        lead = max(members, key=lambda nm: (abs(by_feature.at[nm, "weight"]), -names.index(nm)))
+        r = by_feature.loc[lead]
+        for nm in members:
+            lead_of[nm] = lead
+        rows.append({
+            "signal": lead, "display_name": r["display_name"], "kind": sig.kind,
+            "members": [by_feature.at[nm, "display_name"] for nm in members if nm != lead],
+            "n_members": len(members), "value": r["value"], "success_median": r["success_median"],
+            "success_percentile": r["success_percentile"],
+            "comparison": compare_with(r["success_percentile"], n_ref, ref_name),
+            "contribution": float(by_feature.loc[members, "contribution"].sum()),
+        })
+    table["signal"] = table["feature"].map(lead_of)
+    out = pd.DataFrame(rows)
+    out = out.reindex(out["contribution"].abs().sort_values(ascending=False, kind="stable").index)
+    return out.reset_index(drop=True)
+
+
+def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
     reasons = []
-    for _, r in table.iterrows():
+    for _, r in signals.iterrows():
         if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
             break
         effect = "lowers" if r["contribution"] < 0 else "raises"
-        if np.isfinite(r["success_percentile"]):
-            where = (f"{r['display_name']} is {r['position']} typical {ref_name} "
-                     f"({_ordinal(r['success_percentile'])} percentile of {n_ref})")
-        else:
-            where = f"{r['display_name']} is {r['value']:.3g} (no labeled successful runs to compare with)"
-        reasons.append(f"{where}; this {effect} the confidence (logit {r['contribution']:+.2f}).")
+        what = r["display_name"]
+        if r["members"]:
+            others = ", ".join(r["members"][:3]) + (", ..." if len(r["members"]) > 3 else "")
+            link = "the same value as" if r["kind"] == "duplicate" else "together with the closely related"
+            what = f"{what} ({link} {others})"
+        reasons.append(f"{what} is {r['value']:.3g}, {r['comparison']}; "
+                       f"this {effect} the confidence (logit {r['contribution']:+.2f}).")
     return reasons
 
 
@@ -143,12 +201,16 @@ def _check_index(index, n: int) -> int:
 
 
 def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=None, n_reasons: int = 3,
-                       min_abs_contribution: float = 0.05) -> TrajectoryExplanation:
+                       min_abs_contribution: float = 0.05, correlation: float | None = DEFAULT_CORRELATION,
+                       signals: list[Signal] | None = None) -> TrajectoryExplanation:
     """Explain row ``index`` of ``X`` under a fitted ``HTCCalibrator``.
 
     ``labels`` (1 success, 0 failure, NaN unknown) and ``groups`` (e.g. the
     dataset of every row) choose the reference: successful runs of the same
-    group (all successful runs when the group has fewer than 5).
+    group (all successful runs when the group has fewer than 5). Features are
+    merged into distinct signals on the rows of ``X`` (exact copies, and
+    ``|r| > correlation``; ``correlation=None``: exact copies only), or as
+    given by ``signals`` (from :func:`signal_groups`, to reuse them across runs).
     """
     Xv = check_matrix(X)
     n = Xv.shape[0]
@@ -160,13 +222,24 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     ref = Xv[ref_mask]
     contrib = model.contributions(Xv[index:index + 1])[0]
     table = _contribution_table(model, Xv, index, contrib, ref)
+    if signals is None:
+        signals = signal_groups(Xv[:, _model_columns(model, Xv)], threshold=correlation)
+    sig_table = _signal_table(table, model, signals, ref_name, len(ref))
     intercept = float(model.intercept_[0])
     logit = float(intercept + contrib.sum())
-    reasons = _reasons(table, ref_name, len(ref), n_reasons, min_abs_contribution)
+    reasons = _reasons(sig_table, n_reasons, min_abs_contribution)
     tid = str(ids[index]) if ids is not None else str(index)
     return TrajectoryExplanation(index=index, id=tid, variant=str(model.variant), intercept=intercept, logit=logit,
                                  confidence=float(1.0 / (1.0 + np.exp(-logit))), table=table, reasons=reasons,
-                                 n_reference=int(len(ref)), reference=ref_name)
+                                 n_reference=int(len(ref)), reference=ref_name, signals=sig_table)
+
+
+def _model_columns(model, Xv: np.ndarray) -> list[int]:
+    """Columns of ``Xv`` in the model's feature order (the paper's order for the 48 named features)."""
+    names = list(model.feature_names_in_)
+    if Xv.shape[1] == len(FEATURE_NAMES) and all(nm in FEATURE_NAMES for nm in names):
+        return [FEATURE_NAMES.index(nm) for nm in names]
+    return list(range(len(names)))
 
 
 @dataclass
