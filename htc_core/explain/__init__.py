@@ -7,6 +7,7 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
 - ``reasons``:  :func:`explain_trajectory` (contributions to the logit and reasons in words),
   :func:`group_position`, :func:`percentile_of`, :func:`describe_position`, :func:`compare_with`,
   :func:`format_confidence`
+- ``flags``:    :func:`structural_flags` (no final answer, step limit, tool error, repeated action, ...)
 - ``signals``:  :func:`signal_groups` (exact copies and strongly correlated features as one signal)
 - ``examples``: :func:`confidence_examples` (over-confident failures, under-confident successes)
 - ``steps``:    :func:`step_timeline`, :func:`token_steps` (one trajectory, step by step)
@@ -18,6 +19,7 @@ The dashboard's tables (metrics, weights, selection frequency, ...) are view-mod
 """
 
 from .examples import ExampleSet, confidence_examples
+from .flags import FLAGS, StructuralFlags, structural_flags
 from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
 from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
                       format_confidence, group_position, percentile_of)
@@ -28,5 +30,5 @@ __all__ = [
     "TrajectoryExplanation", "explain_trajectory", "GroupPosition", "group_position", "percentile_of",
     "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
-    "format_confidence", "Signal", "signal_groups",
+    "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
 ]
