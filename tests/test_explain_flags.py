@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from htc_core.explain import FLAGS, structural_flags
 from htc_core.formats import load
@@ -82,3 +81,22 @@ def test_metadata_that_is_not_an_object_is_ignored(tmp_path):
     ts, _ = load(write_jsonl(tmp_path / "odd.jsonl", [t]))
     fl = structural_flags(ts)
     assert pd.isna(fl.frame.loc[0, "step_limit"])
+
+
+def test_worst_mistakes_on_out_of_fold_confidences():
+    from htc_core.calibration import evaluate
+    from htc_core.explain import worst_mistakes
+
+    ts, _ = load(SAMPLE / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl")
+    res = evaluate(ts, seeds=1, methods=["HTC-Reduced"])
+    oof = res.oof["HTC-Reduced"]
+    fl = structural_flags(ts)
+    m = worst_mistakes(ts.meta, ts.labels, oof, method="HTC-Reduced", flags=fl, n=5)
+    fails, succ = m.confident_failures, m.doubted_successes
+    assert len(fails) == 5 and len(succ) == 5
+    assert (fails["success"] == 0).all() and (succ["success"] == 1).all()
+    assert fails["confidence"].is_monotonic_decreasing and succ["confidence"].is_monotonic_increasing
+    worst_fail = np.max(oof[ts.labels == 0])
+    assert fails["confidence"].iloc[0] == worst_fail
+    assert list(fails["id"]) == list(ts.ids[fails["position"]])
+    assert "flags" in fails.columns and len(m.to_frame()) == 10

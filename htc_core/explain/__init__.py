@@ -9,7 +9,8 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
   :func:`format_confidence`
 - ``flags``:    :func:`structural_flags` (no final answer, step limit, tool error, repeated action, ...)
 - ``signals``:  :func:`signal_groups` (exact copies and strongly correlated features as one signal)
-- ``examples``: :func:`confidence_examples` (over-confident failures, under-confident successes)
+- ``examples``: :func:`confidence_examples` (where HTC changed a baseline's verdict), :func:`worst_mistakes`
+  (HTC's own most confident failures and least confident successes)
 - ``steps``:    :func:`step_timeline`, :func:`token_steps` (one trajectory, step by step)
 - ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
   :func:`dataset_weights` (an evaluation by group; one calibrator per group)
@@ -18,7 +19,7 @@ The dashboard's tables (metrics, weights, selection frequency, ...) are view-mod
 ``htc_core.app.views``.
 """
 
-from .examples import ExampleSet, confidence_examples
+from .examples import ExampleSet, Mistakes, confidence_examples, worst_mistakes
 from .flags import FLAGS, StructuralFlags, structural_flags
 from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
 from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
@@ -31,4 +32,5 @@ __all__ = [
     "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
     "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
+    "Mistakes", "worst_mistakes",
 ]
