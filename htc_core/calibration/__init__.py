@@ -5,6 +5,7 @@
 Modules (each name below is also importable from here):
 
 - ``metrics``: ECE, Brier score, AUROC, reliability curve, Wilson interval (one binning routine).
+- ``selective``: risk-coverage (selective prediction), ROC curve, bootstrap intervals of any metric.
 - ``baselines``: the single-signal confidences and temperature scaling.
 - ``calibrators``: :class:`HTCCalibrator` (a scikit-learn estimator); ``model_file``: its JSON model file;
   ``solvers`` / ``pathsolver``: the regularized logistic-regression fits.
@@ -48,6 +49,10 @@ _EXPORTS: dict[str, str] = {
     "ReliabilityCurve": "metrics",
     "BinnedStats": "metrics",
     "UndefinedMetricWarning": "metrics",
+    "risk_coverage_curve": "selective",
+    "RiskCoverage": "selective",
+    "roc_curve": "selective",
+    "bootstrap_interval": "selective",
 }
 
 __all__ = list(_EXPORTS)
@@ -74,4 +79,5 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real objects
     from .metrics import (BinnedStats, ReliabilityCurve, UndefinedMetricWarning, auroc, bin_predictions,
                           brier_score, expected_calibration_error, reliability_curve, wilson_interval)
     from .results import EvaluationResult
+    from .selective import RiskCoverage, bootstrap_interval, risk_coverage_curve, roc_curve
     from .solvers import DEFAULT_ALPHAS

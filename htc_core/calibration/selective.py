@@ -1,0 +1,112 @@
+"""Selective prediction and ranking views of a confidence: risk-coverage, ROC, and bootstrap intervals.
+
+- :func:`risk_coverage_curve`: keep the runs whose confidence is at least a threshold; for every threshold,
+  the share kept (coverage) and the success rate of the kept runs (selective accuracy). The question it answers:
+  "if I only trust runs above t, how many do I keep and how many of those are right?"
+- :func:`roc_curve`: false- and true-positive rates of "success" for every threshold (success is the positive
+  class, as in :func:`~htc_core.calibration.metrics.auroc`).
+- :func:`bootstrap_interval`: a percentile bootstrap interval of any metric of (y, p), resampling runs.
+
+Inputs are validated like the metrics (finite probabilities in [0, 1], 0/1 labels of the same length).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .metrics import _check_inputs
+
+__all__ = ["RiskCoverage", "risk_coverage_curve", "roc_curve", "bootstrap_interval"]
+
+
+@dataclass
+class RiskCoverage:
+    """``threshold[i]``: keep runs with confidence >= threshold[i]; ``coverage[i]``: share kept;
+    ``accuracy[i]``: success rate among the kept; ``kept[i]``: how many. Thresholds descend (coverage rises);
+    ``base_rate`` is the success rate of all runs (the accuracy at full coverage). ``aurc`` is the area under
+    the risk (1 - accuracy) vs coverage curve, lower is better."""
+
+    threshold: np.ndarray
+    coverage: np.ndarray
+    accuracy: np.ndarray
+    kept: np.ndarray
+    base_rate: float
+    aurc: float
+
+    def at_threshold(self, t: float) -> tuple[float, float, int]:
+        """(coverage, accuracy, kept) when runs with confidence >= ``t`` are kept (accuracy NaN if none)."""
+        idx = np.flatnonzero(self.threshold >= t)
+        if idx.size == 0:
+            return 0.0, float("nan"), 0
+        i = idx[-1]
+        return float(self.coverage[i]), float(self.accuracy[i]), int(self.kept[i])
+
+    def threshold_for_accuracy(self, target: float) -> float | None:
+        """The lowest threshold whose kept runs reach ``target`` accuracy (the widest coverage), or None."""
+        ok = np.flatnonzero(self.accuracy >= target)
+        return float(self.threshold[ok[-1]]) if ok.size else None
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"threshold": self.threshold, "coverage": self.coverage, "accuracy": self.accuracy,
+                             "kept": self.kept})
+
+
+def risk_coverage_curve(y_true, y_prob) -> RiskCoverage:
+    """Coverage and selective accuracy for every distinct confidence used as the keep-threshold."""
+    y, p = _check_inputs(y_true, y_prob)
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    last_of_tie = np.r_[ps[1:] != ps[:-1], True]          # thresholds between distinct values only
+    kept = np.arange(1, len(p) + 1)[last_of_tie]
+    correct = np.cumsum(ys)[last_of_tie]
+    coverage = kept / len(p)
+    accuracy = correct / kept
+    risk = 1.0 - accuracy
+    cov0 = np.r_[0.0, coverage]
+    aurc = float(np.sum(np.diff(cov0) * risk))
+    return RiskCoverage(threshold=ps[last_of_tie], coverage=coverage, accuracy=accuracy, kept=kept,
+                        base_rate=float(y.mean()), aurc=aurc)
+
+
+def roc_curve(y_true, y_prob) -> pd.DataFrame:
+    """Columns threshold, fpr, tpr, starting at (0, 0) with threshold +inf; ties are one point. NaN rates when
+    one class is missing."""
+    y, p = _check_inputs(y_true, y_prob)
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    last_of_tie = np.r_[ps[1:] != ps[:-1], True]
+    tp = np.cumsum(ys)[last_of_tie]
+    fp = np.cumsum(1.0 - ys)[last_of_tie]
+    n_pos, n_neg = ys.sum(), len(ys) - ys.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpr = np.r_[0.0, tp / n_pos] if n_pos else np.full(len(tp) + 1, np.nan)
+        fpr = np.r_[0.0, fp / n_neg] if n_neg else np.full(len(fp) + 1, np.nan)
+    return pd.DataFrame({"threshold": np.r_[np.inf, ps[last_of_tie]], "fpr": fpr, "tpr": tpr})
+
+
+def bootstrap_interval(metric: Callable[[np.ndarray, np.ndarray], float], y_true, y_prob, *,
+                       n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """(value, low, high): ``metric(y, p)`` on all runs and the percentile bootstrap interval of ``level``
+    over ``n_boot`` resamples of the runs (resamples where the metric is undefined are left out)."""
+    y, p = _check_inputs(y_true, y_prob)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    if not (0.0 < float(level) < 1.0):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    value = float(metric(y, p))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(y), size=(int(n_boot), len(y)))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = np.array([metric(y[i], p[i]) for i in idx], dtype=np.float64)
+    stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return value, float("nan"), float("nan")
+    lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return value, float(lo), float(hi)
