@@ -5,6 +5,7 @@
 Modules (each name below is also importable from here):
 
 - ``metrics``: ECE, Brier score, AUROC, reliability curve, Wilson interval (one binning routine).
+- ``streaming``: :class:`MetricState`, ECE/Brier/AUROC merged exactly from per-chunk sufficient statistics.
 - ``selective``: risk-coverage (selective prediction), ROC curve, bootstrap intervals of any metric.
 - ``baselines``: the single-signal confidences and temperature scaling.
 - ``calibrators``: :class:`HTCCalibrator` (a scikit-learn estimator); ``model_file``: its JSON model file;
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "RiskCoverage": "selective",
     "roc_curve": "selective",
     "bootstrap_interval": "selective",
+    "MetricState": "streaming",
 }
 
 __all__ = list(_EXPORTS)
@@ -81,3 +83,4 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real objects
     from .results import EvaluationResult
     from .selective import RiskCoverage, bootstrap_interval, risk_coverage_curve, roc_curve
     from .solvers import DEFAULT_ALPHAS
+    from .streaming import MetricState
