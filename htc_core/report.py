@@ -63,8 +63,10 @@ class LoadReport:
     problems_truncated: int = 0
 
     def error(self, file: str, line: int | None, reason: str, *, field: str | None = None,
-              value: Any = None, trajectory_id: str | None = None, has_value: bool = False) -> None:
-        self.rejected += 1
+              value: Any = None, trajectory_id: str | None = None, has_value: bool = False,
+              rejects: bool = True) -> None:
+        """An error; ``rejects=False`` for one that costs no trajectory (a bad line of a labels file)."""
+        self.rejected += bool(rejects)
         self._add(Problem(file, line, field, _short(value) if (value is not None or has_value) else None,
                           reason, trajectory_id, "error"))
 

@@ -38,7 +38,7 @@ def _step(**over):
 
 
 BROKEN = {
-    "malformed_json": ('{"id": "x", "steps": [', None, "malformed JSON"),
+    "malformed_json": ('{"id": "x", "steps": [', None, "truncated JSON"),
     "not_an_object": ("[1, 2, 3]", None, "must be a JSON object"),
     "missing_id": ({"steps": [{"logprobs": [-0.1]}]}, "id", "missing trajectory id"),
     "missing_steps": ({"id": "bad"}, "steps", "missing 'steps'"),

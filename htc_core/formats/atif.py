@@ -27,7 +27,7 @@ from .inputs import Inputs, read_with
 from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
     read_document_reported
 from .logprobs import StepPart, check_chosen, numbers
-from .records import ID_KEYS, RecordSink, TrajAcc, fail, find_id, stem, take_meta
+from .records import ID_KEYS, RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 
 NAME = "atif"
 
@@ -122,25 +122,39 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
         doc = read_document_reported(path, report, file)
         if doc is NO_DOCUMENT:
             return
-        sink.finish(parse_trajectory(doc, default_id=name, report=report, file=file, line=1), 1)
+        with guarded(report, file, 1, what="document"):
+            sink.finish(parse_trajectory(doc, default_id=name, report=report, file=file, line=1), 1)
         return
     if kind == "json-array":
-        i = 0
-        try:
-            for line, el in iter_json_array(path):
-                report.lines_read += 1
-                sink.finish(parse_trajectory(el, default_id=f"{name}:{i}", report=report, file=file, line=line), line)
-                i += 1
-        except ParseError as e:
-            report.error(file, e.line, e.reason, value=e.value)
+        _read_array(path, sink, name)
         return
     for no, raw in iter_reported_lines(path, report, file):
-        try:
-            obj = loads(raw)
-        except ParseError as e:
-            report.error(file, no, e.reason, value=e.value)
-            continue
-        sink.finish(parse_trajectory(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
+        with guarded(report, file, no, what="line"):
+            try:
+                obj = loads(raw)
+            except ParseError as e:
+                report.error(file, no, e.reason, field=e.field, value=e.value)
+                continue
+            sink.finish(parse_trajectory(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
+
+
+def _read_array(path: Path, sink: RecordSink, name: str) -> None:
+    """A JSON array of trajectories, streamed; a bad element is reported and the next ones are read."""
+    report, file = sink.report, sink.file
+
+    def on_bad(e: ParseError) -> None:
+        report.lines_read += 1
+        report.error(file, e.line, e.reason, field=e.field, value=e.value)
+
+    i = 0
+    try:
+        for line, el in iter_json_array(path, on_bad=on_bad):
+            report.lines_read += 1
+            with guarded(report, file, line, what="array element"):
+                sink.finish(parse_trajectory(el, default_id=f"{name}:{i}", report=report, file=file, line=line), line)
+            i += 1
+    except ParseError as e:
+        report.error(file, e.line, e.reason, field=e.field, value=e.value)
 
 
 def sniff(sample) -> str | None:

@@ -36,7 +36,7 @@ from .common import FieldError, MissingLogprobs, type_name
 from .inputs import Inputs, read_with
 from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
     read_document_reported
-from .records import RecordSink, TrajAcc, fail, find_id, stem, take_meta
+from .records import RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 from .shapes import find_response, is_any_response, is_chunk_list, parse_response, response_model
 
 #: keys under which a trajectory object holds its list of responses
@@ -174,24 +174,30 @@ def _read_array(path: Path, sink: RecordSink) -> None:
     acc: TrajAcc | None = None
     i = 0
     lines_before = report.lines_read
+
+    def on_bad(e: ParseError) -> None:
+        report.lines_read += 1
+        fail(acc, report, file, e.line, e.reason, field=e.field, value=e.value)
+
     try:
-        for line, el in iter_json_array(path):
+        for line, el in iter_json_array(path, on_bad=on_bad):
             report.lines_read += 1
             if mode is None:
                 mode = "trajectories" if responses_of(el) is not None and find_response(el) is None else "responses"
                 if mode == "responses":
                     acc = TrajAcc(name, file, 1)
-            if mode == "responses":
-                add_call(acc, el, report=report, file=file, line=line, field=f"[{i}]")
-            else:
-                sink.finish(trajectory_from_obj(el, default_id=f"{name}:{i}", report=report, file=file, line=line),
-                            line)
+            with guarded(report, file, line, acc, what="array element"):
+                if mode == "responses":
+                    add_call(acc, el, report=report, file=file, line=line, field=f"[{i}]")
+                else:
+                    sink.finish(trajectory_from_obj(el, default_id=f"{name}:{i}", report=report, file=file,
+                                                    line=line), line)
             i += 1
     except ParseError as e:
         if acc is not None:
-            fail(acc, report, file, e.line, f"{e.reason}; the trajectory is incomplete", value=e.value)
+            fail(acc, report, file, e.line, f"{e.reason}; the trajectory is incomplete", field=e.field, value=e.value)
         else:
-            report.error(file, e.line, e.reason, value=e.value)
+            report.error(file, e.line, e.reason, field=e.field, value=e.value)
     if mode is None and i == 0 and report.lines_read == lines_before:
         report.error(file, 1, "the JSON array is empty (no responses)")
     sink.finish(acc, 1)
@@ -203,6 +209,12 @@ def _read_object(path: Path, sink: RecordSink) -> None:
     doc = read_document_reported(path, report, file)
     if doc is NO_DOCUMENT:
         return
+    with guarded(report, file, 1, what="document"):
+        _read_doc(doc, sink)
+
+
+def _read_doc(doc: Any, sink: RecordSink) -> None:
+    report, file = sink.report, sink.file
     if is_any_response(doc) or is_chunk_list(doc):
         acc = TrajAcc(stem(file), file, 1)
         add_call(acc, doc, report=report, file=file, line=1, field="")
@@ -216,12 +228,13 @@ def _read_lines(path: Path, sink: RecordSink) -> None:
     report, file = sink.report, sink.file
     name = stem(file)
     for no, raw in iter_reported_lines(path, report, file):
-        try:
-            obj = loads(raw)
-        except ParseError as e:
-            report.error(file, no, e.reason, value=e.value)
-            continue
-        sink.finish(trajectory_from_obj(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
+        with guarded(report, file, no, what="line"):
+            try:
+                obj = loads(raw)
+            except ParseError as e:
+                report.error(file, no, e.reason, field=e.field, value=e.value)
+                continue
+            sink.finish(trajectory_from_obj(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
 
 
 # ------------------------------------------------------------------ the readers

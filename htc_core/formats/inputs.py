@@ -108,7 +108,7 @@ def take_sample(path: Path, *, max_values: int = 200, max_bytes: int = 8 << 20) 
 
 
 def _sample_array(path: Path, s: Sample) -> None:
-    it = iter_json_array(path)
+    it = iter_json_array(path, on_bad=lambda e: None)  # detection looks at the first usable element
     try:
         for line, el in it:
             s.objs.append(el)

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 
 from ..report import LoadReport
+from .values import DECODE_HOOKS, first_bad_value, may_nest_too_deep, suspect
 
 
 # -------------------------------------------------------------------- files
@@ -33,9 +34,22 @@ def open_binary(path: Path) -> IO[bytes]:
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yield (1-based line number, raw line) without reading the file into memory."""
+    """Yield (1-based line number, raw line) without reading the file into memory.
+
+    A UTF-8 BOM at the start is dropped; LF, CRLF and CR-only line endings are all accepted (a CR-only
+    file is read by the line iterator as one piece, then split: it is held in memory whole).
+    """
+    no = 0
     with open_binary(path) as fh:
-        for no, raw in enumerate(fh, start=1):
+        for raw in fh:
+            if no == 0 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if b"\r" in raw and raw.find(b"\r") < len(raw.rstrip(b"\r\n")) or raw.endswith(b"\r"):
+                for piece in raw.splitlines(keepends=True):
+                    no += 1
+                    yield no, piece
+                continue
+            no += 1
             yield no, raw
 
 
@@ -64,11 +78,21 @@ def read_error_reason(e: BaseException) -> str:
 class ParseError(Exception):
     """A line or document that is not valid JSON."""
 
-    def __init__(self, reason: str, value: Any = None, line: int | None = None):
+    def __init__(self, reason: str, value: Any = None, line: int | None = None, field: str | None = None):
         super().__init__(reason)
         self.reason = reason
         self.value = value
         self.line = line
+        self.field = field
+
+
+def check_value(obj: Any) -> Any:
+    """``obj``, or ParseError naming the field of its first unusable value (see ``values``)."""
+    bad = first_bad_value(obj)
+    if bad is not None:
+        field, value, reason = bad
+        raise ParseError(f"bad value: {reason}", value, field=field)
+    return obj
 
 
 # --------------------------------------------------------------------- JSON
@@ -96,9 +120,11 @@ def loads(raw: bytes | str) -> Any:
     b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) and len(raw) >= 10 * MAX_FAST_DEPTH else raw
     if isinstance(b, str) or not _maybe_too_deep(b):
         try:
-            return orjson.loads(raw)
+            obj = orjson.loads(raw)
         except orjson.JSONDecodeError as e:
             msg = str(e)
+        else:  # orjson refuses surrogates, out-of-range numbers and 1024+ levels; deep nesting is checked
+            return check_value(obj) if may_nest_too_deep(raw) else obj
     else:
         msg = "deep"
     if isinstance(raw, bytes):
@@ -112,7 +138,8 @@ def loads(raw: bytes | str) -> Any:
         raise ParseError("JSON nested too deeply (more than 1024 levels)")
     text = text.rstrip()
     try:
-        return json.loads(text)  # accepts NaN / Infinity, which orjson refuses
+        # accepts NaN / Infinity, which orjson refuses; out-of-range numbers become BadNumber markers
+        return check_value(json.loads(text, **DECODE_HOOKS))
     except json.JSONDecodeError as e:
         if e.msg.startswith("Unterminated string"):
             reason = f"truncated JSON: the text ends inside a string (opened at column {e.colno})"
@@ -176,7 +203,7 @@ def read_document_reported(path: Path, report: LoadReport, file: str) -> Any:
     try:
         doc = read_document(path)
     except ParseError as e:
-        report.error(file, e.line, e.reason, value=e.value)
+        report.error(file, e.line, e.reason, field=e.field, value=e.value)
         return NO_DOCUMENT
     report.lines_read += 1
     return doc
@@ -201,7 +228,7 @@ def read_document(path: Path) -> Any:
         raise
 
 
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(**DECODE_HOOKS)
 _WS = " \t\r\n"
 
 
@@ -261,7 +288,13 @@ class _Buf:
         while True:
             try:
                 obj, end = _DECODER.raw_decode(self.buf, self.pos)
-                self.pos = end
+                start, self.pos = self.pos, end
+                if suspect(self.buf[start:end]):
+                    try:
+                        check_value(obj)
+                    except ParseError as e:
+                        e.line = self.line(start)
+                        return e
                 return obj
             except json.JSONDecodeError as e:
                 near_end = e.pos >= len(self.buf) - 64 or e.msg.startswith("Unterminated string")
@@ -279,12 +312,15 @@ class _Buf:
                 raise ParseError("JSON nested too deeply", line=self.line()) from None
 
 
-def iter_json_array(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[int, Any]]:
+def iter_json_array(path: Path, chunk: int = 1 << 20,
+                    on_bad: Callable[[ParseError], None] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (line, element) for each element of a top-level JSON array, streaming.
 
     Memory holds one element (plus a read-ahead chunk) at a time. A problem
     raises ParseError with the line where it was found, after every complete
-    element before it has been yielded.
+    element before it has been yielded. An element that is valid JSON but holds an unusable value
+    (``values``) goes to ``on_bad(error)`` and the elements after it are still read (without ``on_bad``
+    it raises like a syntax error).
     """
     with open_binary(path) as fh:
         b = _Buf(fh, chunk)
@@ -304,7 +340,12 @@ def iter_json_array(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[int, Any
                 raise ParseError("truncated JSON: the array is not closed", line=b.line())
             line = b.line()
             obj = b.value()
-            yield line, obj
+            if not isinstance(obj, ParseError):
+                yield line, obj
+            elif on_bad is None:
+                raise obj
+            else:
+                on_bad(obj)
             c = b.peek()
             if c == ",":
                 b.pos += 1

@@ -103,16 +103,30 @@ def _csv_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, dict]]:
     try:
         with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh, delimiter="\t" if ".tsv" in name else ",")
-            try:
-                for row in reader:
-                    yield reader.line_num, row
-            except UnicodeDecodeError as e:
-                report.error(file, reader.line_num + 1, f"invalid UTF-8 at byte {e.start}; the rest of the "
-                                                        "labels file is ignored")
-            except csv.Error as e:
-                report.error(file, reader.line_num, f"malformed CSV: {e}")
+            yield from _csv_reader_rows(reader, file, report)
     except OSError as e:
-        report.error(file, None, f"cannot read labels file: {e}")
+        report.error(file, None, f"cannot read labels file: {e}", rejects=False)
+
+
+def _csv_reader_rows(reader: csv.DictReader, file: str, report: LoadReport) -> Iterator[tuple[int, dict]]:
+    """The rows of a CSV reader; a malformed row (a field over the csv module's size limit, a stray quote)
+    is reported at its own line and the rows after it are still read."""
+    while True:
+        before = reader.line_num
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as e:
+            report.error(file, before + 1, f"invalid UTF-8 at byte {e.start}; the rest of the labels file is "
+                                           "ignored", rejects=False)
+            return
+        except csv.Error as e:
+            report.error(file, before + 1, f"malformed CSV row: {e}; row ignored", rejects=False)
+            if reader.line_num == before:  # no progress: the reader cannot go on
+                return
+            continue
+        yield reader.line_num, row
 
 
 def _json_rows(path: Path, kind: str, report: LoadReport) -> Iterator[tuple[int | None, Any]]:
@@ -120,7 +134,8 @@ def _json_rows(path: Path, kind: str, report: LoadReport) -> Iterator[tuple[int 
     file = str(path)
     try:
         if kind == "json-array":
-            yield from iter_json_array(path)
+            yield from iter_json_array(path, on_bad=lambda e: report.error(
+                file, e.line, f"{e.reason}; row ignored", field=e.field, value=e.value, rejects=False))
             return
         doc = read_document(path)
         items = doc.get("labels") if isinstance(doc, dict) else None
@@ -131,9 +146,10 @@ def _json_rows(path: Path, kind: str, report: LoadReport) -> Iterator[tuple[int 
             for k, v in doc.items():  # {"id": success, ...}
                 yield None, {"id": k, "success": v}
         else:
-            report.error(file, 1, "a JSON labels file must be an array of rows, {'labels': [...]} or {id: success}")
+            report.error(file, 1, "a JSON labels file must be an array of rows, {'labels': [...]} or {id: success}",
+                         rejects=False)
     except ParseError as e:
-        report.error(file, e.line, e.reason, value=e.value)
+        report.error(file, e.line, e.reason, field=e.field, value=e.value, rejects=False)
 
 
 def _jsonl_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, Any]]:
@@ -145,9 +161,9 @@ def _jsonl_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, Any]]:
             try:
                 yield no, loads(raw)
             except ParseError as e:
-                report.error(file, no, e.reason, value=e.value)
+                report.error(file, no, f"{e.reason}; row ignored", field=e.field, value=e.value, rejects=False)
     except OSError as e:
-        report.error(file, None, f"cannot read labels file: {e}")
+        report.error(file, None, f"cannot read labels file: {e}", rejects=False)
 
 
 def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
@@ -157,7 +173,7 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
     out: dict[str, dict] = {}
     id_col = None
     if not path.is_file():
-        report.error(file, None, "labels file not found")
+        report.error(file, None, "labels file not found", rejects=False)
         return out
     for line, row in _rows(path, report):
         if not isinstance(row, dict):
@@ -168,7 +184,7 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
             id_col = next((c for c in ID_COLUMNS if c in row), None)
             if id_col is None:
                 report.error(file, line, f"no id column (one of {', '.join(ID_COLUMNS)}); columns: "
-                                         f"{', '.join(map(str, row))[:120]}")
+                                         f"{', '.join(map(str, row))[:120]}", rejects=False)
                 return out
         tid = row.get(id_col)
         if tid is None or (isinstance(tid, str) and not tid.strip()) or isinstance(tid, (dict, list, bool)):
@@ -179,7 +195,11 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
             report.warn(file, line, "duplicate id in the labels file (the first row is kept)", field=id_col,
                         value=tid, trajectory_id=tid)
             continue
-        out[tid] = _parse_row(row, id_col, tid, line, file, report)
+        try:
+            out[tid] = _parse_row(row, id_col, tid, line, file, report)
+        except Exception as e:  # noqa: BLE001 - one bad row never costs the others
+            report.error(file, line, f"labels row could not be read ({type(e).__name__}: {str(e)[:120]}); "
+                                     "row ignored", trajectory_id=tid, rejects=False)
     return out
 
 

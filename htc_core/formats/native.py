@@ -18,9 +18,9 @@ from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder, TrajectoryRecord
 from .common import FieldError, optional_text, success_label, token_strings, verbalized
 from .inputs import JSONL_SUFFIXES, expand_inputs
-from .jsonio import READ_ERRORS, decode_line, iter_lines
+from .jsonio import READ_ERRORS, ParseError, iter_lines, loads
 from .logprobs import alternatives, chosen_logprobs
-from .records import add_record
+from .records import add_record, guarded
 
 NAME = "native"
 FORMAT_VERSION = 1
@@ -137,23 +137,15 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
         report.lines_read += 1
         if not raw.strip():
             continue
-        try:
-            text = decode_line(raw)
-        except UnicodeDecodeError as e:
-            report.error(file, no, f"invalid UTF-8 at byte {e.start}", value=raw[max(0, e.start - 10): e.start + 10])
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            report.error(file, no, f"malformed JSON: {e.msg} at column {e.colno}", value=text[:60])
-            continue
-        except RecursionError:
-            report.error(file, no, "JSON nested too deeply")
-            continue
-        rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults)
-        if rec is None:
-            continue
-        add_record(builder, rec, report, file, no, seen)
+        with guarded(report, file, no, what="line"):
+            try:
+                obj = loads(raw)
+            except ParseError as e:
+                report.error(file, no, e.reason, field=e.field, value=e.value)
+                continue
+            rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults)
+            if rec is not None:
+                add_record(builder, rec, report, file, no, seen)
 
 
 def read_file(path: str | os.PathLike, *, builder: TraceSetBuilder, report: LoadReport,

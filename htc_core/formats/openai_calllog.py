@@ -44,7 +44,7 @@ from .containers import responses_of
 from .inputs import Inputs, read_with
 from .jsonio import ParseError, iter_reported_lines, loads
 from .logprobs import StepPart, concat_parts, empty_part
-from .records import ID_KEYS, RecordSink, TrajAcc, fail, stem, take_meta
+from .records import ID_KEYS, RecordSink, TrajAcc, fail, guarded, stem, take_meta
 from .shapes import RESPONSE_KEYS, find_response, is_chunk, parse_chunk, parse_response, response_model
 
 NAME = "openai-calllog"
@@ -151,7 +151,8 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
     log = _CallLog(file, report, group_by)
     lines_before = report.lines_read
     for no, raw in iter_reported_lines(path, report, file, on_error=log.cut_short):
-        log.read_line(no, raw)
+        with guarded(report, file, no, what="line"):
+            log.read_line(no, raw)
     if report.lines_read == lines_before:
         report.error(file, None, "file is empty")
     log.finish(RecordSink(builder, report, defaults, file))
@@ -219,15 +220,20 @@ class _CallLog:
             gid = m.group(1).decode("utf-8", errors="replace")
             fail(self.group(gid, no), self.report, self.file, no,
                  f"{e.reason}; this LLM call of the trajectory is unreadable, so the trajectory is rejected",
-                 value=e.value)
+                 field=e.field, value=e.value)
         else:
-            self.report.error(self.file, no, e.reason, value=e.value)
+            self.report.error(self.file, no, e.reason, field=e.field, value=e.value)
 
     def _call(self, no: int, obj: dict, resp: Any, gid: str) -> None:
         """One logged LLM call: its labels and model into the trajectory, its arrays into a step."""
         report, file = self.report, self.file
         g = self.group(gid, no)  # a failed group is still parsed, so that every problem is listed
         self.last_gid = gid
+        with guarded(self.report, self.file, no, g, what="LLM call"):  # a lost call rejects its trajectory
+            self._read_call(no, obj, resp, gid, g)
+
+    def _read_call(self, no: int, obj: dict, resp: Any, gid: str, g: _Group) -> None:
+        report, file = self.report, self.file
         self._take_fields(g, no, obj, resp)
         single_chunk = isinstance(resp, dict) and is_chunk(resp)
         try:

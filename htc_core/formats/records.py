@@ -8,9 +8,10 @@ id an earlier file used is kept as ``id@file-stem``).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..report import LoadReport, Problem, _short
 from ..traces import TraceSetBuilder, TrajectoryRecord
@@ -76,6 +77,17 @@ def fail(acc: TrajAcc | None, report: LoadReport, file: str, line: int | None, r
         acc.failed = True
     report.error(file, line, reason, field=field, value=value, has_value=has_value,
                  trajectory_id=acc.id if acc is not None else tid)
+
+
+@contextmanager
+def guarded(report: LoadReport, file: str, line: int | None, acc: TrajAcc | None = None,
+            what: str = "record") -> Iterator[None]:
+    """Run the reading of one record (a line, an array element, a document): any exception becomes an error
+    of that record (rejecting ``acc`` when given) and the reader goes on with the next one."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - one bad record never costs the others
+        fail(acc, report, file, line, f"this {what} could not be read ({type(e).__name__}: {_short(str(e), 120)})")
 
 
 def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framework: str | None = None

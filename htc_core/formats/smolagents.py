@@ -32,7 +32,7 @@ from .inputs import Inputs, read_with
 from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
     read_document_reported
 from .logprobs import StepPart
-from .records import RecordSink, TrajAcc, fail, find_id, stem, take_meta
+from .records import RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 from .shapes import find_response, parse_response, response_model
 
 NAME = "smolagents"
@@ -191,15 +191,17 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
         doc = read_document_reported(path, report, sink.file)
         if doc is NO_DOCUMENT:
             return
-        sink.finish(_run_from_obj(doc, stem(sink.file), report, sink.file, 1), 1)
+        with guarded(report, sink.file, 1, what="document"):
+            sink.finish(_run_from_obj(doc, stem(sink.file), report, sink.file, 1), 1)
     else:
         for no, raw in iter_reported_lines(path, report, sink.file):
-            try:
-                obj = loads(raw)
-            except ParseError as e:
-                report.error(sink.file, no, e.reason, value=e.value)
-                continue
-            sink.finish(_run_from_obj(obj, f"{stem(sink.file)}:{no}", report, sink.file, no), no)
+            with guarded(report, sink.file, no, what="line"):
+                try:
+                    obj = loads(raw)
+                except ParseError as e:
+                    report.error(sink.file, no, e.reason, field=e.field, value=e.value)
+                    continue
+                sink.finish(_run_from_obj(obj, f"{stem(sink.file)}:{no}", report, sink.file, no), no)
 
 
 def _read_array(path: Path, sink: RecordSink) -> None:
@@ -210,24 +212,30 @@ def _read_array(path: Path, sink: RecordSink) -> None:
     run = None
     mode = None
     i = 0
+
+    def on_bad(e: ParseError) -> None:
+        report.lines_read += 1
+        fail(acc, report, file, e.line, e.reason, field=e.field, value=e.value)
+
     try:
-        for line, el in iter_json_array(path):
+        for line, el in iter_json_array(path, on_bad=on_bad):
             report.lines_read += 1
             if mode is None:
                 mode = "steps" if is_step(el) else "runs"
                 if mode == "steps":
                     acc = TrajAcc(name, file, 1)
                     run = _Run(acc, report, file)
-            if mode == "steps":
-                run.step(el, line)
-            else:
-                sink.finish(_run_from_obj(el, f"{name}:{i}", report, file, line), line)
+            with guarded(report, file, line, acc, what="array element"):
+                if mode == "steps":
+                    run.step(el, line)
+                else:
+                    sink.finish(_run_from_obj(el, f"{name}:{i}", report, file, line), line)
             i += 1
     except ParseError as e:
         if acc is not None:
-            fail(acc, report, file, e.line, f"{e.reason}; the run is incomplete", value=e.value)
+            fail(acc, report, file, e.line, f"{e.reason}; the run is incomplete", field=e.field, value=e.value)
         else:
-            report.error(file, e.line, e.reason, value=e.value)
+            report.error(file, e.line, e.reason, field=e.field, value=e.value)
     sink.finish(acc, 1)
 
 

@@ -58,6 +58,21 @@ class TraceSetBuilder:
         return tid in self._ids
 
     def add(self, rec: TrajectoryRecord) -> None:
+        """Add one trajectory; a record that cannot be added (its metadata cannot be encoded) raises before
+        anything is added, so the builder never holds half a trajectory."""
+        row = {
+            "id": rec.id,
+            "dataset": rec.dataset,
+            "model": rec.model,
+            "framework": rec.framework,
+            "question": rec.question,
+            "answer": rec.answer,
+            "gold": rec.gold,
+            "success": pd.NA if rec.success is None else bool(rec.success),
+            "verbalized_confidence": np.nan if rec.verbalized_confidence is None else float(rec.verbalized_confidence),
+            "source": rec.source,
+            "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str),
+        }
         self._ids.add(rec.id)
         self._lp.extend(rec.steps_logprob)
         self._top.extend(rec.steps_top)
@@ -65,21 +80,7 @@ class TraceSetBuilder:
         self._names.extend(rec.steps_name)
         self._texts.extend(rec.steps_text)
         self._steps_per_traj.append(len(rec.steps_logprob))
-        self._meta_rows.append(
-            {
-                "id": rec.id,
-                "dataset": rec.dataset,
-                "model": rec.model,
-                "framework": rec.framework,
-                "question": rec.question,
-                "answer": rec.answer,
-                "gold": rec.gold,
-                "success": pd.NA if rec.success is None else bool(rec.success),
-                "verbalized_confidence": np.nan if rec.verbalized_confidence is None else float(rec.verbalized_confidence),
-                "source": rec.source,
-                "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str),
-            }
-        )
+        self._meta_rows.append(row)
 
     def build(self) -> TraceSet:
         if not self._meta_rows:

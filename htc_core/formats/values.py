@@ -1,0 +1,148 @@
+"""Hostile values in decoded JSON: found once, reported as a bad value of their field.
+
+A JSON text can decode into values that the rest of the pipeline cannot hold or write back:
+
+- a number that does not fit a float64 (``1e400``, a 400-digit integer): ``float()`` overflows;
+- an integer literal over Python's int-string limit (4,300 digits): ``int()`` refuses it;
+- a lone surrogate (``"\\ud800"``): the text cannot be encoded as UTF-8, so writing it fails half-way;
+- nesting deeper than ``MAX_DEPTH``: code that walks the value recursively (``json.dumps``, ``repr``) fails.
+
+``DECODE_HOOKS`` make the ``json`` decoder return a ``BadNumber`` marker instead of an out-of-range number
+(and never convert a long digit string), and ``first_bad_value`` walks a decoded value without recursion and
+returns the first problem as ``(field path, value, reason)``. The decoders in ``jsonio`` call it only where
+such a value can be present: when orjson refused the text (it rejects all of the above but depth), or when
+the text may nest deeper than ``MAX_DEPTH``.
+
+The lowest layer with ``common``: it imports nothing from ``htc_core``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from typing import Any
+
+import numpy as np
+
+#: deepest nesting of arrays/objects accepted in one record (a trace needs fewer than 20 levels)
+MAX_DEPTH = 200
+#: an integer literal longer than this cannot fit a float64 (1.8e308 has 309 digits); it is never converted
+MAX_INT_DIGITS = 330
+FLOAT_MAX = sys.float_info.max
+
+
+class BadNumber:
+    """A JSON number that does not fit a float64, kept as a marker (its first digits and length)."""
+
+    __slots__ = ("text", "digits")
+
+    def __init__(self, text: str):
+        self.text = text[:24]
+        self.digits = len(text)
+
+    def __repr__(self) -> str:
+        more = f"... ({self.digits} characters)" if self.digits > 24 else ""
+        return f"{self.text}{more}"
+
+
+def _parse_int(s: str) -> Any:
+    if len(s) > MAX_INT_DIGITS:
+        return BadNumber(s)
+    v = int(s)
+    return v if -FLOAT_MAX <= v <= FLOAT_MAX else BadNumber(s)
+
+
+def _parse_float(s: str) -> Any:
+    v = float(s)
+    return BadNumber(s) if math.isinf(v) else v
+
+
+#: keyword arguments for ``json.loads`` / ``json.JSONDecoder``
+DECODE_HOOKS = {"parse_int": _parse_int, "parse_float": _parse_float}
+
+#: text that may hold a value ``first_bad_value`` reports: a surrogate escape, a long digit run, a big exponent
+_SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{300}|[eE][+]?0*\d{3}")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def max_bracket_depth(raw: bytes | str) -> int:
+    """Deepest bracket nesting of a JSON text, counting brackets inside strings too (an over-estimate)."""
+    b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
+    a = np.frombuffer(b.translate(None, _NOT_BRACKETS), dtype=np.uint8)
+    if a.size == 0:
+        return 0
+    return int(np.cumsum(np.where((a == 91) | (a == 123), 1, -1)).max())
+
+
+def may_nest_too_deep(raw: bytes | str) -> bool:
+    if len(raw) < 2 * MAX_DEPTH:
+        return False
+    if isinstance(raw, str):
+        n = raw.count("[") + raw.count("{")
+    else:
+        n = raw.count(b"[") + raw.count(b"{")
+    return n > MAX_DEPTH and max_bracket_depth(raw) > MAX_DEPTH
+
+
+def suspect(text: str) -> bool:
+    """True when a JSON text decoded with ``DECODE_HOOKS`` may hold a value ``first_bad_value`` reports."""
+    return _SUSPECT.search(text) is not None or may_nest_too_deep(text)
+
+
+def _bad_string(s: str) -> str | None:
+    if s.isascii():
+        return None
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"text holds a lone surrogate (\\u{ord(s[e.start]):04x} at character {e.start}), not valid Unicode"
+    return None
+
+
+def _path(parts: tuple) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    out = out or "(the record)"
+    return out if len(out) <= 80 else out[:60] + f"... ({len(parts)} levels)"
+
+
+def _scalar_problem(v: Any) -> str | None:
+    if isinstance(v, str):
+        return _bad_string(v)
+    if isinstance(v, BadNumber):
+        return f"number with {v.digits} characters does not fit a float64"
+    if isinstance(v, int) and not isinstance(v, bool) and not -FLOAT_MAX <= v <= FLOAT_MAX:
+        return "integer does not fit a float64"
+    return None
+
+
+def first_bad_value(obj: Any, max_depth: int = MAX_DEPTH) -> tuple[str, Any, str] | None:
+    """The first (field path, value, reason) of a value in ``obj`` that cannot be used, or None.
+
+    Walks with an explicit stack (no recursion), so any nesting is safe to check.
+    """
+    stack: list[tuple[Any, tuple, int]] = [(obj, (), 0)]
+    while stack:
+        v, path, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth >= max_depth:
+                return _path(path), None, f"nested more than {max_depth} levels deep"
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    why = _bad_string(k) if isinstance(k, str) else None
+                    if why:
+                        return _path(path), None, f"a key {why.replace('text holds', 'holds')}"
+                    stack.append((x, path + (k,), depth + 1))
+            else:
+                stack.extend((x, path + (i,), depth + 1) for i, x in enumerate(v))
+            continue
+        why = _scalar_problem(v)
+        if why:
+            return _path(path), (v if not isinstance(v, str) else v[:40]), why
+    return None
+
+
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "BadNumber", "DECODE_HOOKS", "first_bad_value", "suspect",
+           "may_nest_too_deep", "max_bracket_depth"]
