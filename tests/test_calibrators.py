@@ -133,7 +133,7 @@ def _good(tmp_path):
     (lambda o: {"weights": [1, 2]}, "expected a JSON object with \"format\": \"htc-calibrator\""),
     (lambda o: [1, 2, 3], "got 'list'"),
     (lambda o: {**o, "coef": o["coef"][:-1]}, "coef must have 48 entries"),
-    (lambda o: {**o, "scaler": {"mean": o["scaler"]["mean"], "scale": [0.0] * 48}}, "scale must be positive"),
+    (lambda o: {**o, "scaler": {"mean": o["scaler"]["mean"], "scale": [0.0] * 48}}, r"scaler.scale\[0\] = 0.0 is not a finite number in \[1e-12"),
     (lambda o: {**o, "feature_names": ["nope"] + o["feature_names"][1:]}, "unknown feature names \\['nope'\\]"),
     (lambda o: {**o, "format_version": 99}, "unsupported format_version 99"),
     (lambda o: {k: v for k, v in o.items() if k != "intercept"}, "missing field 'intercept'"),

@@ -302,10 +302,17 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
                              f"{self.top_k_}; extract the features with extract(ts, profile={self.profile_!r}, "
                              f"top_k={self.top_k_})")
         X = _check_X(values)
+        model_names = [str(n) for n in self.feature_names_in_]
+        if names is not None and list(names) != model_names:
+            # columns are found by name, never by position: a model of a subset of the features (or of
+            # another order) scores a full feature matrix correctly
+            index = {n: j for j, n in enumerate(names)}
+            missing = [n for n in model_names if n not in index]
+            if missing:
+                raise ValueError(f"X lacks {len(missing)} feature(s) the model uses: {missing[:5]}")
+            return X[:, [index[n] for n in model_names]]
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}")
-        if names is not None and list(names) != list(self.feature_names_in_):
-            raise ValueError("X's feature names differ from the model's (same names in the same order needed)")
         return X
 
     def decision_function(self, X) -> np.ndarray:
@@ -316,7 +323,13 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         """
         X = self._checked(X)
         w = self.coef_[0] / self.scale_
-        return X @ w + (self.intercept_[0] - float(self.mean_ @ w))
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = X @ w + (self.intercept_[0] - float(self.mean_ @ w))
+        if np.isnan(z).any():  # never a silent NaN score
+            rows = np.flatnonzero(np.isnan(z))
+            raise ValueError(f"the model's score is not a number for {rows.size} of {z.size} rows (first: row "
+                             f"{int(rows[0])}): their features are far outside the range the model can score")
+        return z
 
     def predict_proba(self, X) -> np.ndarray:
         """[n, 2]: probability of failure, probability of success (the calibrated confidence)."""
@@ -352,11 +365,10 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
 
     def save(self, path: str | Path) -> Path:
         """Write the model as JSON (floats round-trip exactly)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from ..atomic import write_text
+
         text = json.dumps(self.to_dict(), indent=1, allow_nan=True)
-        path.write_text(text + "\n", encoding="utf-8")
-        return path
+        return write_text(path, text + "\n")  # atomic: a failed save leaves the previous file intact
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "HTCCalibrator":

@@ -22,7 +22,7 @@ import numpy as np
 from .solvers import PENALTIES, VARIANTS
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DEFAULT_PROFILE", "DEFAULT_TOP_K", "model_to_dict",
-           "parse_model_dict", "read_model_file"]
+           "parse_model_dict", "parse_model_text", "read_model_file", "MAX_FILE_BYTES"]
 
 MODEL_FORMAT = "htc-calibrator"
 MODEL_FORMAT_VERSION = 1
@@ -30,6 +30,14 @@ MODEL_FORMAT_VERSION = 1
 DEFAULT_PROFILE = "paper"
 DEFAULT_TOP_K = 5
 REQUIRED = ("variant", "alpha", "feature_names", "coef", "intercept", "scaler")
+#: a model file is a few KB; anything above this is refused before it is read
+MAX_FILE_BYTES = 16 << 20
+#: sane ranges: beyond them a score overflows to inf or NaN on ordinary features (the fitted values of
+#: real models are many orders of magnitude inside them)
+MAX_ABS_WEIGHT = 1e6        # coef, intercept: weights of standardized features
+MAX_ABS_MEAN = 1e12         # scaler.mean
+SCALE_RANGE = (1e-12, 1e12)  # scaler.scale
+ALPHA_RANGE = (1e-12, 1e12)  # alpha and the alpha candidates
 
 
 class _Invalid(ValueError):
@@ -66,18 +74,44 @@ def model_to_dict(model) -> dict:
 
 
 def read_model_file(path: str | Path) -> Any:
-    """The JSON object in ``path``; a missing, unreadable or non-JSON file raises a ValueError saying why."""
+    """The JSON object in ``path``; a missing, unreadable, oversized or non-JSON file, nesting deeper than
+    ``MAX_DEPTH``, a number that does not fit a float64 or a lone surrogate raises a ValueError saying why."""
     path = Path(path)
+    bad = f"{path} is not a valid HTC model file"
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"{bad}: {size:,} bytes, more than the {MAX_FILE_BYTES:,} a model file may have")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ValueError(f"model file {path} does not exist") from None
-    except (UnicodeDecodeError, IsADirectoryError) as e:
-        raise ValueError(f"{path} is not a valid HTC model file: cannot read it as text ({e})") from None
+    except (UnicodeDecodeError, IsADirectoryError, PermissionError) as e:
+        raise ValueError(f"{bad}: cannot read it as text ({e})") from None
+    return parse_model_text(text, source=str(path))
+
+
+def parse_model_text(text: str, *, source: str = "model") -> Any:
+    """The JSON object of a model file's text (see ``read_model_file`` for what is refused)."""
+    from ..formats.values import DECODE_HOOKS, MAX_DEPTH, first_bad_value, may_nest_too_deep
+
+    bad = f"{source} is not a valid HTC model file"
+    if len(text) > MAX_FILE_BYTES:
+        raise ValueError(f"{bad}: more than {MAX_FILE_BYTES:,} characters")
+    if may_nest_too_deep(text):
+        raise ValueError(f"{bad}: JSON nested more than {MAX_DEPTH} levels deep")
     try:
-        return json.loads(text)
+        obj = json.loads(text, **DECODE_HOOKS)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not a valid HTC model file: not JSON ({e.msg} at line {e.lineno})") from None
+        raise ValueError(f"{bad}: not JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{bad}: JSON nested too deeply") from None
+    problem = first_bad_value(obj)
+    if problem is not None:
+        field, value, reason = problem
+        raise ValueError(f"{bad}: field {field}: {reason}")
+    return obj
 
 
 def parse_model_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
@@ -92,7 +126,7 @@ def _parse(obj: Any) -> tuple[dict, dict]:
     _check_header(obj)
     names = _feature_names(obj["feature_names"])
     d = len(names)
-    coef = _vector(obj["coef"], "coef", d)
+    coef = _vector(obj["coef"], "coef", d, -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
     mean, scale = _scaler(obj["scaler"], d)
     intercept, alpha = _intercept_and_alpha(obj)
     profile, top_k = _profile(obj)
@@ -122,48 +156,63 @@ def _check_header(obj: Any) -> None:
 
 
 def _feature_names(names: Any) -> list[str]:
+    """The 48 names in the paper's order, or a subset of them in that order (the columns are then found by
+    name when scoring, never by position)."""
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
         raise _Invalid("feature_names must be a non-empty list of strings")
     if len(set(names)) != len(names):
-        raise _Invalid("feature_names has duplicates")
-    from ..features import REGISTRY
+        dup = next(n for n in names if names.count(n) > 1)
+        raise _Invalid(f"feature_names has duplicates ({dup!r})")
+    from ..features import FEATURE_NAMES, REGISTRY
 
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise _Invalid(f"unknown feature names {unknown[:5]}; valid features: {', '.join(REGISTRY)}")
+    order = [FEATURE_NAMES.index(n) for n in names]
+    if order != sorted(order):
+        i = next(i for i in range(1, len(order)) if order[i] < order[i - 1])
+        raise _Invalid(f"feature_names must follow the paper's order (the order of htc_core.features.FEATURE_NAMES, "
+                       f"or a subset of it in that order); {names[i]!r} comes after {names[i - 1]!r}")
     return names
 
 
-def _vector(x: Any, what: str, d: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise _Invalid(f"{what} must be a list of numbers") from None
+def _vector(x: Any, what: str, d: int, lo: float = -math.inf, hi: float = math.inf) -> np.ndarray:
+    if not isinstance(x, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x):
+        raise _Invalid(f"{what} must be a list of numbers")
+    a = np.asarray(x, dtype=np.float64)
     if a.shape != (d,):
-        raise _Invalid(f"{what} must have {d} entries (one per feature), got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise _Invalid(f"{what} must be finite")
+        raise _Invalid(f"{what} must have {d} entries (one per name in feature_names), got {a.size}")
+    bad = ~np.isfinite(a) | (a < lo) | (a > hi)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise _Invalid(f"{what}[{i}] = {float(a[i])!r} is not a finite number in [{lo:g}, {hi:g}]")
     return a
+
+
+def _number(obj: dict, key: str, lo: float, hi: float) -> float:
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _Invalid(f"{key} must be a number, got {type(v).__name__}")
+    f = float(v)
+    if not (math.isfinite(f) and lo <= f <= hi):
+        raise _Invalid(f"{key} = {f!r} is not a finite number in [{lo:g}, {hi:g}]")
+    return f
 
 
 def _scaler(sc: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(sc, dict) or "mean" not in sc or "scale" not in sc:
         raise _Invalid("scaler must be an object with 'mean' and 'scale'")
-    mean = _vector(sc["mean"], "scaler.mean", d)
-    scale = _vector(sc["scale"], "scaler.scale", d)
-    if np.any(scale <= 0):
-        raise _Invalid("scaler.scale must be positive")
+    mean = _vector(sc["mean"], "scaler.mean", d, -MAX_ABS_MEAN, MAX_ABS_MEAN)
+    scale = _vector(sc["scale"], "scaler.scale", d, *SCALE_RANGE)
     return mean, scale
 
 
 def _intercept_and_alpha(obj: dict) -> tuple[float, float]:
-    try:
-        intercept = float(obj["intercept"])
-        alpha = float(obj["alpha"])
-    except (TypeError, ValueError):
-        raise _Invalid("intercept and alpha must be numbers") from None
-    if not math.isfinite(intercept) or not (alpha > 0):
-        raise _Invalid(f"intercept must be finite and alpha positive, got {obj['intercept']!r}, {obj['alpha']!r}")
+    intercept = _number(obj, "intercept", -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
+    alpha = _number(obj, "alpha", *ALPHA_RANGE)
+    alphas = obj.get("alphas")
+    if alphas is not None and alphas != []:
+        _vector(alphas, "alphas", len(alphas) if isinstance(alphas, list) else -1, *ALPHA_RANGE)
     return intercept, alpha
 
 
@@ -174,6 +223,6 @@ def _profile(obj: dict) -> tuple[str, int]:
     top_k = obj.get("top_k", DEFAULT_TOP_K)
     if not isinstance(profile, str) or profile not in PROFILES:
         raise _Invalid(f"unknown confidence profile {profile!r}; valid profiles: {sorted(PROFILES)}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-        raise _Invalid(f"top_k must be a non-negative integer, got {top_k!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= 1000:
+        raise _Invalid(f"top_k must be an integer in [0, 1000], got {top_k!r}")
     return profile, top_k

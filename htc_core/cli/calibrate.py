@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from .common import CLIError, add_feature_options, add_input_options, labeled_only, load_inputs, seeds_arg
+from .common import CLIError, add_feature_options, add_input_options, labeled_only, load_inputs, output_path, \
+    seeds_arg, small_sample_warning
+
+
+def _warn_small(command: str, y) -> None:
+    msg = small_sample_warning(y)
+    if msg:
+        print(f"htc {command}: warning: {msg}", file=sys.stderr)
 
 
 def _fold_progress(done: int, total: int, msg: str) -> None:
@@ -18,6 +24,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     ts, _ = load_inputs(args)
     ts = labeled_only(ts, "evaluate")
+    _warn_small("evaluate", ts.labels)
     progress = _fold_progress if not args.json and sys.stderr.isatty() else None
     try:
         res = evaluate(ts, seeds=args.seeds, profile=args.profile, top_k=args.top_k, progress=progress)
@@ -35,16 +42,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from ..calibration.evaluation import label_problem
     from ..features import extract
 
+    out = output_path(args.out, (".json",))  # checked before the work
     ts, _ = load_inputs(args)
     ts = labeled_only(ts, "fit")
     y = ts.labels
     problem = label_problem(y, for_evaluation=False)
     if problem:
         raise CLIError(problem)
+    _warn_small("fit", y)
     fm = extract(ts, profile=args.profile, top_k=args.top_k)
     model = HTCCalibrator(variant=args.variant)      # records fm's profile and top-k (profile_, top_k_)
     model.fit(fm, y, meta=ts.meta)
-    out = model.save(args.out)
+    out = model.save(out)  # atomic
     print(f"fitted HTC-{args.variant.capitalize()} on {len(y)} trajectories (success rate {y.mean():.3f}): "
           f"alpha = {model.alpha_:g}, {model.n_selected_} of {model.n_features_in_} features kept")
     print(f"wrote {out}")
@@ -58,6 +67,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     from ..calibration.calibrators import HTCCalibrator
     from ..features import extract
 
+    from ..atomic import atomic_path
+
+    out = output_path(args.out, (".csv",))  # checked before the work
     try:
         model = HTCCalibrator.load(args.model)
     except ValueError as e:
@@ -65,14 +77,16 @@ def cmd_score(args: argparse.Namespace) -> int:
     ts, _ = load_inputs(args)
     # the features of the model's own token-confidence profile and top-k (recorded in the model file)
     fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
-    conf = model.predict_proba(fm)[:, 1]
+    try:
+        conf = model.predict_proba(fm)[:, 1]
+    except ValueError as e:  # scores that would not be finite: never written as NaN
+        raise CLIError(str(e)) from None
     df = pd.DataFrame({"id": ts.ids, "confidence": conf})
     base = baseline_confidences(ts, profile=model.profile_, top_k=model.top_k_)
     for col in base:
         df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False, float_format="%.17g")
+    with atomic_path(out) as tmp:
+        df.to_csv(tmp, index=False, float_format="%.17g")
     print(f"scored {len(df)} trajectories with {args.model} (HTC-{model.variant.capitalize()}); wrote {out}")
     return 0
 

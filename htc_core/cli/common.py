@@ -10,6 +10,24 @@ class CLIError(Exception):
     """An error the user can fix; printed without a traceback."""
 
 
+def output_path(value: str | None, suffixes: tuple[str, ...], option: str = "--out"):
+    """The output file of a command, checked before any computation (suffix, folder, permissions);
+    written later with ``htc_core.atomic`` so that a failed run leaves the previous file intact."""
+    from pathlib import Path
+
+    from ..atomic import OutputError, check_writable
+
+    if value is None or value == "-":
+        return None
+    out = Path(value)
+    if not out.name.endswith(suffixes):
+        raise CLIError(f"{option} must end in {' or '.join(suffixes)}, got {out}")
+    try:
+        return check_writable(out)
+    except OutputError as e:
+        raise CLIError(f"{option}: {e}") from None
+
+
 def add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="trace files or directories (directories are searched for .jsonl/.json files)")
@@ -49,6 +67,25 @@ def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
     if ts.n_trajectories == 0:
         raise CLIError("no valid trajectories were read from " + ", ".join(map(str, args.inputs)))
     return ts, report
+
+
+#: below these, calibration numbers (alpha, ECE, AUROC) vary a lot from one sample to the next
+MIN_LABELED, MIN_MINORITY = 30, 10
+
+
+def small_sample_warning(y) -> str | None:
+    """A warning when ``y`` (0/1 labels) is too small a sample for stable calibration numbers, else None."""
+    import numpy as np
+
+    y = np.asarray(y, dtype=float)
+    n = int(y.size)
+    n_pos = int(np.nansum(y))
+    minority = min(n_pos, n - n_pos)
+    if n >= MIN_LABELED and minority >= MIN_MINORITY:
+        return None
+    return (f"only {n} labeled trajectories ({n_pos} successes, {n - n_pos} failures); with fewer than "
+            f"{MIN_LABELED} labeled or fewer than {MIN_MINORITY} of the smaller class the numbers are unstable "
+            f"(another sample of the same size could give quite different ones)")
 
 
 def labeled_only(ts, command: str):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from .common import CLIError, add_feature_options, add_input_options, load_inputs
+from .common import CLIError, add_feature_options, add_input_options, load_inputs, output_path
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -29,22 +28,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
+    from ..atomic import atomic_path
     from ..features import extract
 
+    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
     ts, _ = load_inputs(args)
     try:
         fm = extract(ts, profile=args.profile, top_k=args.top_k)
     except ValueError as e:
         raise CLIError(str(e)) from None
     df = fm.to_frame(ts.meta)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix == ".parquet":
-        df.to_parquet(out, index=False)
-    elif out.suffix == ".csv":
-        df.to_csv(out, index=False, float_format="%.17g")
-    else:
-        raise CLIError(f"--out must end in .csv or .parquet, got {out}")
+    with atomic_path(out) as tmp:
+        if out.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False, float_format="%.17g")
     print(f"wrote {len(df)} trajectories x {len(fm.names)} features to {out}")
     return 0
 
@@ -52,13 +50,14 @@ def cmd_features(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..formats import load, native
 
+    out = output_path(args.out, (".jsonl",))  # checked before the work; None: standard output
     defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
     try:
         ts, report = load(args.inputs, format=args.format, defaults=defaults, labels=args.labels,
                           group_by=args.group_by)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    to_stdout = args.out in (None, "-")
+    to_stdout = out is None
     report_fh = sys.stderr if to_stdout else sys.stdout
     print(report.summary(max_lines=args.max_problems), file=report_fh)
     if ts.n_trajectories == 0:
@@ -67,10 +66,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if to_stdout:
         native.write(ts, sys.stdout)
     else:
-        out = Path(args.out)
-        if not out.name.endswith(".jsonl"):
-            raise CLIError(f"--out must end in .jsonl (htc-trace JSONL), got {out}")
-        n = native.write(ts, out)
+        n = native.write(ts, out)  # atomic: a failure half-way leaves the previous file intact
         print(f"wrote {n} trajectories ({ts.n_steps} steps, {ts.n_tokens} tokens, k={ts.k}) to {out}",
               file=report_fh)
     return 0

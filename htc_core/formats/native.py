@@ -195,22 +195,24 @@ def read_bytes(data: bytes, *, name: str = "<upload>", defaults: dict | None = N
 
 
 def write(ts: TraceSet, path_or_file: str | os.PathLike | IO[str]) -> int:
-    """Write a trace set as htc-trace JSONL v1; returns the number of trajectories written."""
+    """Write a trace set as htc-trace JSONL v1; returns the number of trajectories written.
+
+    A path is written atomically (``htc_core.atomic``): a failure half-way leaves the previous file intact.
+    """
     if hasattr(path_or_file, "write"):
-        fh = path_or_file
-        close = False
+        _write_lines(ts, path_or_file)
     else:
-        Path(path_or_file).parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path_or_file, "w", encoding="utf-8")
-        close = True
-    try:
-        for i in range(ts.n_trajectories):
-            fh.write(json.dumps(ts.trajectory(i), ensure_ascii=False, default=_json_default))
-            fh.write("\n")
-    finally:
-        if close:
-            fh.close()
+        from ..atomic import atomic_open
+
+        with atomic_open(path_or_file, "w", encoding="utf-8") as fh:
+            _write_lines(ts, fh)
     return ts.n_trajectories
+
+
+def _write_lines(ts: TraceSet, fh: IO[str]) -> None:
+    for i in range(ts.n_trajectories):
+        fh.write(json.dumps(ts.trajectory(i), ensure_ascii=False, default=_json_default))
+        fh.write("\n")
 
 
 def _json_default(o: Any) -> Any:
