@@ -122,9 +122,8 @@ def _csv_reader_rows(reader: csv.DictReader, file: str, report: LoadReport) -> I
                                            "ignored", rejects=False)
             return
         except csv.Error as e:
+            # each next() consumes at least one line, so this ends at the end of the file
             report.error(file, before + 1, f"malformed CSV row: {e}; row ignored", rejects=False)
-            if reader.line_num == before:  # no progress: the reader cannot go on
-                return
             continue
         yield reader.line_num, row
 

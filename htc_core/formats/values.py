@@ -127,7 +127,9 @@ def first_bad_value(obj: Any, max_depth: int = MAX_DEPTH) -> tuple[str, Any, str
     while stack:
         v, path, depth = stack.pop()
         if isinstance(v, (dict, list)):
-            if depth >= max_depth:
+            if depth >= max_depth:  # named by its last key: where the deep structure hangs
+                while path and isinstance(path[-1], int):
+                    path = path[:-1]
                 return _path(path), None, f"nested more than {max_depth} levels deep"
             if isinstance(v, dict):
                 for k, x in v.items():
