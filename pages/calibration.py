@@ -7,7 +7,7 @@ import streamlit as st
 from htc_core import explain
 from htc_core.app import plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
-from htc_core.calibration.evaluation import EvaluationError, label_problem
+from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
 ui.require_app("calibration")
 st.title("Calibration")
@@ -20,6 +20,9 @@ with ui.page_errors("calibration"):
                f"top-k {s['top_k']} · outer 5-fold stratified CV with alpha chosen by an inner CV on the training "
                f"folds only, {s['seeds']} repeat(s). Choose datasets and models in the sidebar.")
 
+    unstable = small_sample_warning(ws.labels)
+    if unstable:
+        st.warning(f"Small sample: {ui.md(unstable)}.")
     pending = st.empty()      # the remaining parts' progress bars show here while the page is drawn
     ev = None
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
@@ -85,12 +88,17 @@ with ui.page_errors("calibration"):
     model = None
     if up is not None:
         try:
-            model = HTCCalibrator.from_dict(json.loads(up.getvalue().decode("utf-8")), source=up.name)
-        except (ValueError, UnicodeDecodeError) as e:
+            model = HTCCalibrator.from_json(up.getvalue(), source=up.name)
+        except ValueError as e:
             st.error(f"{ui.md(up.name)} is not a usable model: {ui.md(str(e))}")
+    scored = None
     if model is not None:
         target = ui.workspace_for_profile(model.profile, model.top_k)
-        scored = views.score_selection(target, model)
+        try:
+            scored = views.score_selection(target, model)
+        except ValueError as e:  # e.g. scores that would not be finite: never shown as NaN
+            st.error(f"{ui.md(up.name)} cannot score this selection: {ui.md(str(e))}")
+    if scored is not None:
         st.success(f"Scored {len(target):,} trajectories with HTC-{model.variant.capitalize()} "
                    f"(profile `{model.profile}`, top-k {model.top_k}, alpha {model.alpha_:g}, "
                    f"trained on {model.training_summary_.get('n', '?')} trajectories).")

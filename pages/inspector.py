@@ -83,7 +83,8 @@ with ui.page_errors("inspector"):
                "escaped, exactly as generated.")
     steps = explain.token_steps(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
     for stp in steps:
-        with st.expander(f"Step {stp.step} · {stp.name or 'step'} · {len(stp.tokens)} tokens · lowest p {stp.lowest:.2f}",
+        with st.expander(f"Step {stp.step} · {ui.md(stp.name or 'step')} · {len(stp.tokens)} tokens · "
+                         f"lowest p {stp.lowest:.2f}",
                          expanded=stp.step == len(steps)):
             st.html(plots.token_html(stp.tokens, stp.probability))
             if not stp.has_token_text:

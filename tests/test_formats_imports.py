@@ -12,7 +12,8 @@ import htc_core.formats
 PKG = Path(htc_core.formats.__file__).parent
 PACKAGE = "htc_core.formats"
 #: the parts of htc_core below the readers
-ALLOWED_OUTSIDE = {"htc_core.report", "htc_core.traces", "htc_core.atomic"}  # atomic: the stdlib-only output writer
+ALLOWED_OUTSIDE = {"htc_core.report", "htc_core.traces", "htc_core.atomic", "htc_core.scratch",
+                   "htc_core.jsonvalues"}  # stdlib-only helpers
 #: third-party imports the readers may use (pandas: labels joins into the trace set's metadata frame)
 ALLOWED_THIRD_PARTY = {"numpy", "orjson", "pandas"}
 

@@ -12,7 +12,7 @@ import pytest
 
 from htc_core.cli import main
 from htc_core.formats import detect, load
-from htc_core.formats.values import MAX_DEPTH
+from htc_core.jsonvalues import MAX_DEPTH
 from hostile_records import HOSTILE_DIR, ROOT, hostile_line, templates, with_id
 
 EXPECTED = json.loads((HOSTILE_DIR / "EXPECTED.json").read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import re
 
 import streamlit as st
 
@@ -17,7 +18,9 @@ from .workspace import Workspace
 log = logging.getLogger("htc.dashboard")
 
 #: markdown punctuation escaped by :func:`md`
-_MD_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$")
+_MD_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$=^")
+#: a colon that could open or close a shortcode (followed by anything but a space)
+_SHORTCODE_COLON = re.compile(r":(?=\S)")
 
 
 def require_app(page: str) -> None:
@@ -70,8 +73,21 @@ def page_errors(page: str):
         msg = " ".join(str(e).split())
         if len(msg) > 300:
             msg = msg[:297] + "..."
-        st.error(f"This page stopped on an unexpected problem ({type(e).__name__}: {msg}). "
-                 "The details are in the server log; the other pages still work.")
+        if _is_store_error(e):  # every page reads the store: saying "the other pages still work" would be wrong
+            st.error(f"The store at `{md(data_dir())}` cannot be read ({type(e).__name__}: {md(msg)}). No page can "
+                     "show data until it is repaired: stop the app, move that folder away (or set HTC_DATA_DIR to "
+                     "another one) and start again. The details are in the server log.")
+        else:
+            st.error(f"This page stopped on an unexpected problem ({type(e).__name__}: {md(msg)}). "
+                     "The details are in the server log; the other pages still work.")
+
+
+def _is_store_error(e: BaseException) -> bool:
+    import duckdb
+
+    from .locking import StoreError
+
+    return isinstance(e, (StoreError, duckdb.Error))
 
 
 def sidebar() -> None:
@@ -98,8 +114,15 @@ def sidebar() -> None:
 
 
 def md(text) -> str:
-    """Untrusted text made inert for st.markdown: HTML-escaped and markdown punctuation backslash-escaped
-    (no links, images or formatting can come from a trace)."""
+    """Untrusted text made inert wherever Streamlit renders markdown (st.markdown/caption/info/..., and the
+    labels of expanders, tabs, metrics and widgets): the one escaping helper of the dashboard.
+
+    HTML-escaped, markdown punctuation backslash-escaped (no links, images, formatting, ``$`` LaTeX or
+    ``:red[...]`` directives), and a zero-width space after every colon that touches a word, so that emoji
+    (``:smile:``) and icon (``:material/home:``) shortcodes, which Streamlit replaces inside text, never
+    form. Selectbox and multiselect options are plain text and must not go through it.
+    """
     if text is None:
         return ""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(str(text), quote=False))
+    out = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(str(text), quote=False))
+    return _SHORTCODE_COLON.sub(":\u200b", out)

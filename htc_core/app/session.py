@@ -90,6 +90,9 @@ def store() -> Store:
 
 @st.cache_resource(show_spinner=False)
 def _bootstrap(data_dir: str, sample_dir: str) -> str:
+    from ..scratch import clean_stale
+
+    clean_stale()  # upload copies left by a killed server: private traces and disk space
     status, _ = ensure_samples(get_store(data_dir), sample_dir)
     return status
 

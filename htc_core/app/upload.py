@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from ..report import LoadReport
+from ..scratch import scratch_dir
 from .ingest import ingest
 from .session import settings, store
 from .store import AddResult
@@ -59,8 +58,7 @@ def _summary(name: str, res: AddResult | None, report: LoadReport, display: dict
 def handle_upload(files: list, labels_file, *, name: str, fields: dict) -> dict:
     """Write the uploaded files to a private temp folder, read them (any format), store the valid part as
     one run set; returns a summary kept in session state (the page shows it)."""
-    tmp = Path(tempfile.mkdtemp(prefix="htc-upload-"))
-    try:
+    with scratch_dir() as tmp:  # removed on every path; left-overs of a killed server go at the next start
         paths, lab, display = _write(tmp, files, labels_file)
         bar = st.progress(0.0, text="Reading the upload")
         total_mb = sum(p.stat().st_size for p in paths) / 1e6
@@ -69,12 +67,12 @@ def handle_upload(files: list, labels_file, *, name: str, fields: dict) -> dict:
             bar.progress(frac, text=f"Upload ({total_mb:.1f} MB): {msg}")
 
         s = settings()
-        res, report = _with_ticker(lambda: ingest(store(), paths, name=name, labels=lab, fields=fields,
-                                                  profile=s["profile"], top_k=s["top_k"], progress=None),
-                                   progress, expected=2.0 + total_mb / 12.0)
-        bar.empty()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            res, report = _with_ticker(lambda: ingest(store(), paths, name=name, labels=lab, fields=fields,
+                                                      profile=s["profile"], top_k=s["top_k"], progress=None),
+                                       progress, expected=2.0 + total_mb / 12.0)
+        finally:
+            bar.empty()  # never a frozen progress bar, whatever happened
     return _summary(name, res, report, display)
 
 

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "EvaluationError": "evaluation",
     "merge_results": "evaluation",
     "label_problem": "evaluation",
+    "small_sample_warning": "evaluation",
     "Method": "methods",
     "Fitted": "methods",
     "FitContext": "methods",
@@ -76,7 +77,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static analysers and IDEs see the real objects
     from .baselines import RAW_BASELINES, TemperatureScaling, baseline_confidences
     from .calibrators import HTCCalibrator
-    from .evaluation import EvaluationError, evaluate, label_problem, merge_results
+    from .evaluation import EvaluationError, evaluate, label_problem, merge_results, small_sample_warning
     from .methods import METHODS, FitContext, Fitted, Method, register_method
     from .metrics import (BinnedStats, ReliabilityCurve, UndefinedMetricWarning, auroc, bin_predictions,
                           brier_score, expected_calibration_error, reliability_curve, wilson_interval)

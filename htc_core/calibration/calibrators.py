@@ -46,7 +46,7 @@ from sklearn.exceptions import NotFittedError
 from ..features import FeatureMatrix
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
-                         read_model_file)
+                         parse_model_text, read_model_file)
 from .solvers import (DEFAULT_ALPHAS, PENALTIES, SOLVERS, VARIANTS, fit_path, sigmoid,  # noqa: F401 (re-exported)
                       standardize_params)
 
@@ -378,6 +378,11 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         for name, value in state.items():
             setattr(model, name, value)
         return model
+
+    @classmethod
+    def from_json(cls, data: str | bytes, *, source: str = "model") -> "HTCCalibrator":
+        """A fitted model from a model file's text or bytes (an upload), checked as :meth:`load` checks a file."""
+        return cls.from_dict(parse_model_text(data, source=source), source=source)
 
     @classmethod
     def load(cls, path: str | Path) -> "HTCCalibrator":

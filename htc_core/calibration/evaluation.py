@@ -68,6 +68,26 @@ def label_problem(labels, *, for_evaluation: bool = True) -> str | None:
     return None
 
 
+#: below these (labeled trajectories, trajectories of the smaller class) calibration numbers are unstable
+STABLE_TRAJECTORIES = 30
+STABLE_PER_CLASS = 10
+
+
+def small_sample_warning(labels) -> str | None:
+    """A warning when the labeled sample is too small for stable calibration numbers (fewer than 30 labeled
+    trajectories or fewer than 10 of the smaller class), else None. Fitting and evaluating still run; the
+    CLI and the Calibration page show this next to their numbers. NaN entries are unlabeled and left out."""
+    y = np.asarray(labels, dtype=np.float64).reshape(-1)
+    y = y[np.isfinite(y)]
+    n, n_pos = len(y), int((y == 1).sum())
+    smaller = min(n_pos, n - n_pos)
+    if n == 0 or (n >= STABLE_TRAJECTORIES and smaller >= STABLE_PER_CLASS):
+        return None
+    return (f"only {n} labeled trajectories ({n_pos} successes, {n - n_pos} failures): with fewer than "
+            f"{STABLE_TRAJECTORIES} labeled or fewer than {STABLE_PER_CLASS} of the smaller class, the numbers are "
+            f"unstable (another sample of the same size could give quite different ones)")
+
+
 def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
     """One result holding the methods of several evaluations of the same trajectories with the same seeds
     (hence the same folds), e.g. the baselines and each HTC variant computed separately. HTC methods first."""

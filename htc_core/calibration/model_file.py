@@ -92,13 +92,18 @@ def read_model_file(path: str | Path) -> Any:
     return parse_model_text(text, source=str(path))
 
 
-def parse_model_text(text: str, *, source: str = "model") -> Any:
-    """The JSON object of a model file's text (see ``read_model_file`` for what is refused)."""
-    from ..formats.values import DECODE_HOOKS, MAX_DEPTH, first_bad_value, may_nest_too_deep
+def parse_model_text(text: str | bytes, *, source: str = "model") -> Any:
+    """The JSON object of a model file's text or bytes (see ``read_model_file`` for what is refused)."""
+    from ..jsonvalues import DECODE_HOOKS, MAX_DEPTH, first_bad_value, may_nest_too_deep
 
     bad = f"{source} is not a valid HTC model file"
     if len(text) > MAX_FILE_BYTES:
-        raise ValueError(f"{bad}: more than {MAX_FILE_BYTES:,} characters")
+        raise ValueError(f"{bad}: {len(text):,} bytes, more than the {MAX_FILE_BYTES:,} a model file may have")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{bad}: not UTF-8 text ({e})") from None
     if may_nest_too_deep(text):
         raise ValueError(f"{bad}: JSON nested more than {MAX_DEPTH} levels deep")
     try:

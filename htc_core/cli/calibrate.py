@@ -6,10 +6,12 @@ import argparse
 import sys
 
 from .common import CLIError, add_feature_options, add_input_options, labeled_only, load_inputs, output_path, \
-    seeds_arg, small_sample_warning
+    seeds_arg
 
 
 def _warn_small(command: str, y) -> None:
+    from ..calibration.evaluation import small_sample_warning
+
     msg = small_sample_warning(y)
     if msg:
         print(f"htc {command}: warning: {msg}", file=sys.stderr)

@@ -69,25 +69,6 @@ def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
     return ts, report
 
 
-#: below these, calibration numbers (alpha, ECE, AUROC) vary a lot from one sample to the next
-MIN_LABELED, MIN_MINORITY = 30, 10
-
-
-def small_sample_warning(y) -> str | None:
-    """A warning when ``y`` (0/1 labels) is too small a sample for stable calibration numbers, else None."""
-    import numpy as np
-
-    y = np.asarray(y, dtype=float)
-    n = int(y.size)
-    n_pos = int(np.nansum(y))
-    minority = min(n_pos, n - n_pos)
-    if n >= MIN_LABELED and minority >= MIN_MINORITY:
-        return None
-    return (f"only {n} labeled trajectories ({n_pos} successes, {n - n_pos} failures); with fewer than "
-            f"{MIN_LABELED} labeled or fewer than {MIN_MINORITY} of the smaller class the numbers are unstable "
-            f"(another sample of the same size could give quite different ones)")
-
-
 def labeled_only(ts, command: str):
     import numpy as np
 
@@ -109,5 +90,3 @@ def seeds_arg(value: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
     return v
-
-

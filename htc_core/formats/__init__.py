@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
 from ..report import LoadReport
+from ..scratch import scratch_dir
 from ..traces import TraceSet, TraceSetBuilder
 from . import atif, completions, native, openai_calllog, openai_chat, responses, smolagents
 from . import labels as _labels
@@ -128,9 +128,9 @@ def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto",
     """``load`` for a file held in memory (an upload). ``name`` gives the suffix used for detection
     (``.jsonl``, ``.json``, ``.gz``) and the file name shown in the report and in ``source``."""
     suffix = next((s for s in sorted(SUFFIXES, key=len, reverse=True) if name.lower().endswith(s)), ".jsonl")
-    with tempfile.TemporaryDirectory(prefix="htc-upload-") as tmp:
+    with scratch_dir() as tmp:  # removed on every path; left-overs of a killed process go at the next start
         base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
-        path = Path(tmp) / (base if base.lower().endswith(suffix) else base + suffix)  # ids may use the stem
+        path = tmp / (base if base.lower().endswith(suffix) else base + suffix)  # ids may use the stem
         path.write_bytes(data)
         sub = LoadReport()
         d = dict(defaults or {})

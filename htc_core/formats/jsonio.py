@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 
 from ..report import LoadReport
-from .values import DECODE_HOOKS, first_bad_value, may_nest_too_deep, suspect
+from ..jsonvalues import DECODE_HOOKS, first_bad_value, may_nest_too_deep, suspect
 
 
 # -------------------------------------------------------------------- files

@@ -9,11 +9,12 @@ A JSON text can decode into values that the rest of the pipeline cannot hold or 
 
 ``DECODE_HOOKS`` make the ``json`` decoder return a ``BadNumber`` marker instead of an out-of-range number
 (and never convert a long digit string), and ``first_bad_value`` walks a decoded value without recursion and
-returns the first problem as ``(field path, value, reason)``. The decoders in ``jsonio`` call it only where
+returns the first problem as ``(field path, value, reason)``. The decoders in ``formats.jsonio`` call it only where
 such a value can be present: when orjson refused the text (it rejects all of the above but depth), or when
 the text may nest deeper than ``MAX_DEPTH``.
 
-The lowest layer with ``common``: it imports nothing from ``htc_core``.
+Shared by the readers (``formats.jsonio``) and the model files (``calibration.model_file``); it imports nothing
+from ``htc_core``.
 """
 
 from __future__ import annotations
