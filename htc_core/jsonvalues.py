@@ -65,15 +65,20 @@ DECODE_HOOKS = {"parse_int": _parse_int, "parse_float": _parse_float}
 #: text that may hold a value ``first_bad_value`` reports: a surrogate escape, a long digit run, a big exponent
 _SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{300}|[eE][+]?0*\d{3}")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_CHUNK = 1 << 20
 
 
 def max_bracket_depth(raw: bytes | str) -> int:
     """Deepest bracket nesting of a JSON text, counting brackets inside strings too (an over-estimate)."""
     b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
     a = np.frombuffer(b.translate(None, _NOT_BRACKETS), dtype=np.uint8)
-    if a.size == 0:
-        return 0
-    return int(np.cumsum(np.where((a == 91) | (a == 123), 1, -1)).max())
+    best = level = 0
+    for start in range(0, a.size, _CHUNK):  # in chunks: a 200 MB line never gets a 1.6 GB int64 temporary
+        c = a[start:start + _CHUNK]
+        depth = np.cumsum(np.where((c == 91) | (c == 123), 1, -1)) + level
+        best = max(best, int(depth.max()))
+        level = int(depth[-1])
+    return best
 
 
 def may_nest_too_deep(raw: bytes | str) -> bool:

@@ -19,11 +19,10 @@ import zlib
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
-import numpy as np
 import orjson
 
 from ..report import LoadReport
-from ..jsonvalues import DECODE_HOOKS, first_bad_value, may_nest_too_deep, suspect
+from ..jsonvalues import DECODE_HOOKS, first_bad_value, max_bracket_depth, may_nest_too_deep, suspect
 
 
 # -------------------------------------------------------------------- files
@@ -100,7 +99,6 @@ def check_value(obj: Any) -> Any:
 #: above 100k nesting levels; text that may nest deeper than this goes to ``json``, which raises
 #: RecursionError instead
 MAX_FAST_DEPTH = 10_000  # lines under 100 KB skip the check (they cannot nest more than 50k deep)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def _maybe_too_deep(raw: bytes) -> bool:
@@ -110,9 +108,7 @@ def _maybe_too_deep(raw: bytes) -> bool:
         return False
     if raw.count(b"[") + raw.count(b"{") <= MAX_FAST_DEPTH:
         return False
-    a = np.frombuffer(raw.translate(None, _NOT_BRACKETS), dtype=np.uint8)
-    steps = np.where((a == 91) | (a == 123), 1, -1)
-    return int(np.cumsum(steps).max()) > MAX_FAST_DEPTH
+    return max_bracket_depth(raw) > MAX_FAST_DEPTH
 
 
 def loads(raw: bytes | str) -> Any:
@@ -138,8 +134,10 @@ def loads(raw: bytes | str) -> Any:
         raise ParseError("JSON nested too deeply (more than 1024 levels)")
     text = text.rstrip()
     try:
-        # accepts NaN / Infinity, which orjson refuses; out-of-range numbers become BadNumber markers
-        return check_value(json.loads(text, **DECODE_HOOKS))
+        # accepts NaN / Infinity, which orjson refuses; out-of-range numbers become BadNumber markers, found
+        # by the value walk, which runs only where the text can hold something it reports
+        obj = json.loads(text, **DECODE_HOOKS)
+        return check_value(obj) if suspect(text) else obj
     except json.JSONDecodeError as e:
         if e.msg.startswith("Unterminated string"):
             reason = f"truncated JSON: the text ends inside a string (opened at column {e.colno})"

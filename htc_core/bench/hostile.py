@@ -1,0 +1,87 @@
+"""Benchmark: what the hostile-value checks (issue 16) cost when reading.
+
+    python -m htc_core.bench hostile [--copies N]
+
+On the project's own 2,000 recorded runs (``sample_runs/``, htc-trace JSONL), in the same run, on one core:
+
+- reference: ``json.loads`` of every line and nothing else, the parse the native reader used before;
+- reference: ``orjson.loads`` of every line and nothing else;
+- ``htc_core.formats.load(format="native")``: the whole reader (parse, value checks, validation, arrays);
+- the slow path: the same lines with a ``NaN`` in each (orjson refuses NaN, so every line goes to the ``json``
+  fallback with the out-of-range hooks and the full value walk), against ``json.loads`` of those lines;
+- a line where every one of the checks has to walk: ``first_bad_value`` over the largest decoded run, against
+  ``json.dumps`` of it (a walk the writer does anyway).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+
+def _mbps(nbytes: int, seconds: float) -> float:
+    return nbytes / 1e6 / seconds if seconds > 0 else float("inf")
+
+
+def _time(fn) -> float:
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def run(print_fn=print, copies: int = 1) -> dict:
+    from ..formats import load
+    from ..jsonvalues import first_bad_value
+    from . import checkout_root
+
+    root = checkout_root()
+    if root is None:
+        raise SystemExit("the hostile benchmark reads sample_runs/ of a source checkout")
+    files = sorted((root / "sample_runs").rglob("*.jsonl"))
+    files = [f for f in files if not any(p.startswith("_") for p in f.relative_to(root / "sample_runs").parts)]
+    lines = [ln for f in files for ln in f.read_bytes().splitlines() if ln.strip()] * copies
+    nan_lines = [ln.replace(b'"verbalized_confidence": null', b'"verbalized_confidence": NaN', 1) for ln in lines]
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        good, slow = Path(tmp) / "runs.jsonl", Path(tmp) / "nan.jsonl"
+        good.write_bytes(b"\n".join(lines) + b"\n")
+        slow.write_bytes(b"\n".join(nan_lines) + b"\n")
+        nbytes = good.stat().st_size
+        print_fn(f"sample_runs: {len(lines)} trajectories, {nbytes / 1e6:.1f} MB (htc-trace JSONL)")
+        rows = [
+            ("reference json.loads per line", _time(lambda: [json.loads(x) for x in lines])),
+            ("reference orjson.loads per line", _time(lambda: [orjson.loads(x) for x in lines])),
+            ("htc load, native (checks included)", _time(lambda: load(good, format="native"))),
+            ("reference json.loads, NaN lines", _time(lambda: [json.loads(x) for x in nan_lines])),
+            ("htc load, NaN lines (json + walk)", _time(lambda: load(slow, format="native"))),
+        ]
+        ts, rep = load(slow, format="native")
+        assert ts.n_trajectories == len(lines) and not rep.errors, rep.summary()
+    for name, t in rows:
+        out[name] = _mbps(nbytes, t)
+        print_fn(f"{name:38s} {out[name]:8.1f} MB/s")
+    biggest = max(lines, key=len)
+    obj = json.loads(biggest)
+    t_walk = _time(lambda: first_bad_value(obj))
+    t_dump = _time(lambda: json.dumps(obj))
+    out["walk_vs_dumps"] = t_walk / t_dump
+    print_fn(f"value walk of the largest run ({len(biggest) / 1e3:.0f} KB): {t_walk * 1e3:.2f} ms, "
+             f"json.dumps of it: {t_dump * 1e3:.2f} ms ({out['walk_vs_dumps']:.1f}x)")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m htc_core.bench hostile", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--copies", type=int, default=1, help="repeat the 2,000 runs N times (default: 1)")
+    args = p.parse_args(argv)
+    run(copies=args.copies)
+    return 0
