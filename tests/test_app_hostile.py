@@ -168,3 +168,24 @@ def test_calibration_page_warns_on_a_small_sample(tmp_path, monkeypatch):
     assert not at.exception
     warnings = " ".join(w.value.replace("\\", "") for w in at.warning)
     assert "Small sample" in warnings and "only 12 labeled trajectories" in warnings and "unstable" in warnings
+
+
+def test_a_corrupt_store_is_named_not_blamed_on_one_page(sample_dir, tmp_path, monkeypatch):
+    """Every page reads the store: the message says the store is broken and how to recover, and does not claim
+    that the other pages still work."""
+    from htc_core.app.store import DB_FILE
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / DB_FILE).write_bytes(b"this is not a DuckDB database\x00" * 1000)
+    monkeypatch.setenv("HTC_DATA_DIR", str(data))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    for page in PAGES:
+        at.switch_page(f"pages/{page}.py")
+        at.run()
+        assert not at.exception, page
+        errors = " ".join(e.value.replace("\\", "").replace("\u200b", "") for e in at.error)
+        assert "cannot be read" in errors and "HTC_DATA_DIR" in errors, (page, errors)
+        assert "the other pages still work" not in errors, page
