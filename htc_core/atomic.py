@@ -52,6 +52,14 @@ def check_writable(target: str | os.PathLike) -> Path:
     return path
 
 
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """A temporary path next to ``target``, renamed onto it when the block succeeds (removed otherwise)."""
@@ -61,6 +69,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        _fsync(tmp)  # the data is on disk before the name points at it
         mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         os.replace(tmp, path)
@@ -72,7 +81,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
 @contextmanager
 def atomic_open(target: str | os.PathLike, mode: str = "w", *, encoding: str | None = "utf-8",
                 newline: str | None = None) -> Iterator[IO]:
-    """``open(target, mode)`` whose content replaces ``target`` only when the block succeeds (flushed and
+    """``open(target, mode)`` whose content replaces ``target`` only when the block succeeds (closed and
     synced to disk first)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
@@ -80,8 +89,6 @@ def atomic_open(target: str | os.PathLike, mode: str = "w", *, encoding: str | N
         kw = {} if mode == "wb" else {"encoding": encoding, "newline": newline}
         with open(tmp, mode, **kw) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 def write_text(target: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:

@@ -208,3 +208,30 @@ def test_fit_on_a_tiny_sample_warns_that_the_numbers_are_unstable(n, n_fail, war
     assert main(["fit", str(runs), "--out", str(tmp_path / "m.json")]) == 0
     err = capsys.readouterr().err
     assert ("warning:" in err and "unstable" in err) == warns, err
+
+
+@pytest.mark.parametrize("command", ["import", "features", "fit", "score"])
+def test_disk_full_at_the_end_of_any_write_leaves_the_previous_output(command, tmp_path, monkeypatch, capsys):
+    """Every command that writes a file goes through htc_core.atomic: a failure when the data is flushed (a full
+    disk) leaves the previous output byte-for-byte, and no temporary file."""
+    import os
+
+    src = str(ROOT / "sample_runs" / "units")
+    model = tmp_path / "model.json"
+    assert main(["fit", src, "--out", str(model)]) == 0
+    out = {"import": tmp_path / "o.jsonl", "features": tmp_path / "o.csv", "fit": model,
+           "score": tmp_path / "o.csv"}[command]
+    if not out.exists():
+        out.write_bytes(b"the previous output\n")
+    before = out.read_bytes()
+    args = {"import": ["import", src], "features": ["features", src], "fit": ["fit", src],
+            "score": ["score", str(model), src]}[command] + ["--out", str(out)]
+
+    def full(fd):
+        raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        main(args)
+    assert out.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".htc-tmp")]

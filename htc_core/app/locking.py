@@ -59,7 +59,7 @@ def connect(db_path: Path, *, attempts: int = 50) -> Any:
     for attempt in range(attempts):
         try:
             return duckdb.connect(str(db_path))
-        except duckdb.IOException:
-            if attempt == attempts - 1:
+        except duckdb.IOException as e:
+            if attempt == attempts - 1 or "not a valid DuckDB database" in str(e):  # a corrupt file: no retry
                 raise
             time.sleep(0.1)
