@@ -97,3 +97,44 @@ def test_json_array_of_trajectories_goes_on_after_a_bad_element(tmp_path_factory
     ts, rep = load(path, format="openai-chat")
     assert sorted(ts.ids) == good, [str(p) for p in rep.errors]
     assert len(rep.errors) == sum(bad)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "responses", "completions", "smolagents", "atif"])
+def test_whole_document_with_a_hostile_value_is_one_error(fmt, tmp_path_factory):
+    """Whole-document files (.json): the document is the record; a hostile value in it is reported once."""
+    @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(st.data(), raw_values, st.booleans())
+    def check(data, raw, bom):
+        p = data.draw(st.sampled_from(PATHS[fmt][0]))
+        text = hostile_line(with_id(fmt, TEMPLATES[fmt][0], "doc"), p, raw).encode("utf-8")
+        path = tmp_path_factory.mktemp("doc") / "run.json"
+        path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text)
+        ts, rep = load(path, format=fmt)
+        assert ts.n_trajectories == 0 and len(rep.errors) == 1, [str(e) for e in rep.errors]
+
+    check()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(st.booleans(), min_size=2, max_size=6).filter(lambda b: not all(b)), st.data())
+def test_labels_reader_keeps_good_rows_and_reports_each_bad_row_once(tmp_path_factory, bad, data):
+    from htc_core.formats.labels import read_labels
+    from htc_core.report import LoadReport
+
+    rows, good = [], []
+    for i, is_bad in enumerate(bad):
+        row = {"id": f"t{i}", "success": bool(i % 2), "question": f"q{i}", "verbalized_confidence": 0.5}
+        if is_bad:
+            key = data.draw(st.sampled_from(["success", "question", "verbalized_confidence"]))
+            rows.append(hostile_line(row, (key,), data.draw(raw_values)))
+        else:
+            rows.append(json.dumps(row))
+            good.append(f"t{i}")
+    eol = data.draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    path = tmp_path_factory.mktemp("labels") / "labels.jsonl"
+    path.write_bytes((b"\xef\xbb\xbf" if data.draw(st.booleans()) else b"") + (eol.join(rows) + eol).encode())
+    rep = LoadReport()
+    out = read_labels(path, rep)
+    assert sorted(out) == good
+    assert sorted(p.line for p in rep.errors) == [i + 1 for i, b in enumerate(bad) if b]
+    assert rep.rejected == 0

@@ -74,6 +74,9 @@ BAD_TEXTS = {
     "duplicate_names": (lambda t: _mutated(t, lambda o: o["feature_names"].__setitem__(1, o["feature_names"][0])),
                         "duplicates"),
     "top_k_huge": (lambda t: _raw(t, ("top_k",), "10" + "0" * 100), "top_k must be an integer in"),
+    "tol_nan": (lambda t: _raw(t, ("tol",), "NaN"), "tol = nan is not a finite number"),
+    "inner_folds_string": (lambda t: _raw(t, ("inner_folds",), '"5"'), "inner_folds must be an integer"),
+    "max_iter_huge": (lambda t: _raw(t, ("max_iter",), "1" + "0" * 200), "max_iter must be an integer"),
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .solvers import PENALTIES, VARIANTS
+from .solvers import PENALTIES, SOLVERS, VARIANTS
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DEFAULT_PROFILE", "DEFAULT_TOP_K", "model_to_dict",
            "parse_model_dict", "parse_model_text", "read_model_file", "MAX_FILE_BYTES"]
@@ -135,6 +135,7 @@ def _parse(obj: Any) -> tuple[dict, dict]:
     mean, scale = _scaler(obj["scaler"], d)
     intercept, alpha = _intercept_and_alpha(obj)
     profile, top_k = _profile(obj)
+    _fit_options(obj)
     params = dict(variant=obj["variant"], alphas=obj.get("alphas") or (alpha,), inner_folds=obj.get("inner_folds", 5),
                   random_state=obj.get("random_state", 42), max_iter=obj.get("max_iter", 1000),
                   tol=obj.get("tol", 1e-3), profile=profile, top_k=top_k, solver=obj.get("solver", "liblinear"))
@@ -144,6 +145,21 @@ def _parse(obj: Any) -> tuple[dict, dict]:
                  profile_=profile, top_k_=top_k, training_summary_=obj.get("training") or {},
                  cv_results_=obj.get("cv_results"), htc_version_=obj.get("htc_version"))
     return params, state
+
+
+def _fit_options(obj: dict) -> None:
+    """The options a refit would use: integers and a tolerance in sane ranges (absent ones take defaults)."""
+    for key, lo, hi in (("inner_folds", 2, 100), ("max_iter", 1, 10**7)):
+        v = obj.get(key, lo)
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise _Invalid(f"{key} must be an integer in [{lo}, {hi}], got {v!r}")
+    rs = obj.get("random_state")
+    if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or not 0 <= rs < 2**32):
+        raise _Invalid(f"random_state must be null or an integer in [0, 2**32), got {rs!r}")
+    if "tol" in obj:
+        _number(obj, "tol", 1e-12, 1.0)
+    if obj.get("solver", "liblinear") not in SOLVERS:
+        raise _Invalid(f"solver must be one of {SOLVERS}, got {obj.get('solver')!r}")
 
 
 def _check_header(obj: Any) -> None:

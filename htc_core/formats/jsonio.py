@@ -216,12 +216,14 @@ def read_document(path: Path) -> Any:
     try:
         return loads(data)
     except ParseError as e:
+        if e.field is not None:  # a bad value of a named field: valid JSON, no line to find
+            raise
         # give the line of the error when json can tell it
         try:
-            json.loads(data.decode("utf-8", errors="replace"))
+            json.loads(data.decode("utf-8", errors="replace"), **DECODE_HOOKS)
         except json.JSONDecodeError as je:
             e.line = je.lineno
-        except RecursionError:
+        except (RecursionError, ValueError):
             pass
         raise
 
