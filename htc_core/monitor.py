@@ -1,0 +1,272 @@
+"""Live monitoring: the calibrated confidence of an agent run after every step, while it runs.
+
+>>> import htc_core as htc
+>>> monitor = htc.Monitor(htc.HTCCalibrator.load("model.json"), threshold=0.3,
+...                       on_alert=lambda alert: print("low confidence:", alert))
+>>> for step in run:                                  # each LLM call of the agent, as it happens
+...     conf = monitor.add_step(step.logprobs, step.top_logprobs)
+>>> monitor.reset()                                   # next run
+
+After step k, ``add_step`` returns exactly what ``model.predict_proba`` gives on the batch features
+(:func:`htc_core.features.extract`) of the run's first k steps (to rounding; tested to 1e-9). The update
+keeps running sums and per-step summaries (:mod:`htc_core.features.incremental`), so a step costs
+O(tokens of that step), whatever the length of the run (``python -m htc_core.bench monitor``).
+
+Decisions where the issue is silent:
+
+- Input: ``logprobs`` is the chosen tokens' log-probabilities of one step (a 1-D sequence);
+  ``top_logprobs`` is None, an [n, k] array / list of lists of alternative log-probabilities (NaN pads,
+  any order), or OpenAI's per-token lists of ``{"token", "logprob"}`` dicts (repeated tokens, as vLLM
+  lists them, counted once). Values are checked as the readers check them (finite, <= 0, a positive
+  rounding error up to 1e-6 taken as 0; -inf and vLLM's -9999 mean "no alternative"); a bad step raises
+  ``ValueError`` naming the token and value and leaves the monitor unchanged.
+- An empty step (no tokens) is skipped, as the readers drop empty steps: the confidence so far is
+  returned unchanged (NaN before the first step).
+- Alerts: with a ``threshold``, an alert is raised each time the confidence falls below it after being
+  at or above it (or on the first step): ``on_alert(alert)`` is called with an :class:`Alert` and the
+  alert is kept in ``alerts``. An exception raised by ``on_alert`` propagates to the caller of
+  ``add_step`` (one way to stop an agent).
+- Models: a fitted :class:`~htc_core.calibration.HTCCalibrator` (or the path of its JSON model file) is
+  scored with its weights folded into the update; any other fitted classifier with ``predict_proba`` on
+  the 48 features works too (slower: one ``predict_proba`` call per step). The token-confidence profile
+  and top-k are the model's (``profile_``, ``top_k_``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .features import FEATURE_NAMES, FeatureMatrix
+from .features import incremental as inc
+
+__all__ = ["Monitor", "Alert"]
+
+if inc.FEATURE_ORDER != FEATURE_NAMES:  # pragma: no cover - guarded by tests
+    raise ImportError("htc_core.features.incremental.FEATURE_ORDER no longer matches FEATURE_NAMES")
+
+_NO_TOP = np.zeros((0, 0))
+_ERRORS = {
+    inc.ERR_NOT_FINITE: "must be finite (NaN and infinity are not log-probabilities)",
+    inc.ERR_SENTINEL: "is the -inf sentinel (-9999); a sampled token cannot have probability 0",
+    inc.ERR_POSITIVE: "must be <= 0 (a log-probability)",
+    inc.ERR_TOP_POSINF: "must not be +infinity",
+    inc.ERR_TOP_POSITIVE: "must be <= 0 (a log-probability)",
+}
+
+
+@dataclass(frozen=True)
+class Alert:
+    """The confidence fell below the threshold after ``step`` steps (1-based)."""
+
+    step: int
+    confidence: float
+    threshold: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _as_model(model: Any):
+    from .calibration import HTCCalibrator
+
+    if isinstance(model, (str, os.PathLike)):
+        return HTCCalibrator.load(model)
+    if not callable(getattr(model, "predict_proba", None)):
+        raise ValueError(f"model must be a fitted HTCCalibrator, a model file path or a classifier with "
+                         f"predict_proba, got {type(model).__name__}")
+    if isinstance(model, HTCCalibrator):
+        model._check_fitted()
+        if model.n_features_in_ != len(FEATURE_NAMES) or list(model.feature_names_in_) != list(FEATURE_NAMES):
+            raise ValueError("model must be fitted on the 48 HTC features (FEATURE_NAMES, in order); this one has "
+                             f"{model.n_features_in_} features")
+    return model
+
+
+class Monitor:
+    """The calibrated confidence of a running trajectory, updated one step at a time.
+
+    Parameters
+    ----------
+    model : a fitted ``HTCCalibrator``, the path of its JSON model file, or a fitted classifier with
+        ``predict_proba`` over the 48 features (``profile_``/``top_k_`` attributes, else "paper"/5).
+    threshold : alert when the confidence falls below this value (None: no alerts).
+    on_alert : called with an :class:`Alert` each time the confidence falls below ``threshold``.
+
+    Attributes: ``confidence`` (latest, NaN before the first step), ``history`` (the confidence after
+    each step), ``n_steps``, ``alerts``, ``alerted``, ``features`` (the 48 features so far).
+    """
+
+    def __init__(self, model: Any, threshold: float | None = None,
+                 on_alert: Callable[[Alert], Any] | None = None):
+        self.model = _as_model(model)
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
+                    or not 0.0 <= float(threshold) <= 1.0:
+                raise ValueError(f"threshold must be a number in [0, 1] or None, got {threshold!r}")
+            threshold = float(threshold)
+        if on_alert is not None and not callable(on_alert):
+            raise ValueError(f"on_alert must be callable or None, got {type(on_alert).__name__}")
+        self.threshold = threshold
+        self.on_alert = on_alert
+        self.profile = str(getattr(self.model, "profile_", "paper"))
+        self.top_k = int(getattr(self.model, "top_k_", 5))
+        from .confidence import get_profile
+
+        get_profile(self.profile)
+        self._deepconf = self.profile == "deepconf"
+        w, b = self._folded_weights()
+        self._w, self._b, self._fast = w, b, w is not None
+        if w is None:
+            self._w, self._b = np.zeros(len(FEATURE_NAMES)), 0.0
+        self._summary = np.zeros(9)
+        self._feats = np.zeros(len(FEATURE_NAMES))
+        self._buf = np.zeros(8)
+        self.reset()
+
+    def _folded_weights(self):
+        from .calibration import HTCCalibrator
+
+        if type(self.model) is not HTCCalibrator:  # a subclass may score differently
+            return None, 0.0
+        m = self.model
+        w = np.ascontiguousarray(m.coef_[0] / m.scale_, dtype=np.float64)
+        return w, float(m.intercept_[0] - float(m.mean_ @ w))
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Forget the run: the next step is the first of a new trajectory."""
+        self._state = inc.new_state()
+        self.confidence = math.nan
+        self.history: list[float] = []
+        self.alerts: list[Alert] = []
+        self._below = False
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.history)
+
+    @property
+    def alerted(self) -> bool:
+        return bool(self.alerts)
+
+    @property
+    def features(self) -> FeatureMatrix:
+        """The 48 features of the steps so far (one row), as ``extract`` gives them for this prefix."""
+        if not self.history:
+            raise ValueError("no step yet: the features of an empty trajectory are undefined")
+        values = np.zeros((1, len(FEATURE_NAMES)))
+        inc.features(self._state, values[0])
+        return FeatureMatrix(values, np.array(["monitor"], dtype=object), self.profile, self.top_k)
+
+    # ------------------------------------------------------------------ update
+    def add_step(self, logprobs, top_logprobs=None) -> float:
+        """Add one step (its chosen-token logprobs and optional alternatives); return the calibrated
+        confidence of the trajectory so far."""
+        lp = logprobs
+        if type(lp) is not np.ndarray or lp.dtype != np.float64 or lp.ndim != 1:
+            lp = _chosen(logprobs)
+        n = lp.shape[0]
+        if n == 0:
+            return self.confidence
+        top = top_logprobs
+        if top is None:
+            top = _NO_TOP
+        elif type(top) is not np.ndarray or top.dtype != np.float64 or top.ndim != 2:
+            top = _alternatives(top, n)
+        if top.shape[0] != n and top.shape[1] != 0:
+            raise ValueError(f"top_logprobs has {top.shape[0]} rows but logprobs has {n} tokens")
+        if top.shape[1] > self._buf.shape[0]:
+            self._buf = np.zeros(top.shape[1])
+        code, i, j, z = inc.add_step_and_score(self._state, lp, top, self.top_k, self._deepconf, self._summary,
+                                               self._buf, self._feats, self._w, self._b)
+        if code:
+            where = f"logprobs[{i}]" if j < 0 else f"top_logprobs[{i}][{j}]"
+            value = lp[i] if j < 0 else top[i, j]
+            raise ValueError(f"{where} = {value!r} {_ERRORS[code]}; the step was not added")
+        if self._fast:
+            p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        else:
+            p = float(self.model.predict_proba(self._feats[None, :].copy())[0, 1])
+        self.confidence = p
+        self.history.append(p)
+        if self.threshold is not None:
+            self._check_alert(p)
+        return p
+
+    def add_response(self, response: Any) -> float:
+        """Add the step of one raw LLM response (OpenAI chat completion, streamed chunk list, Responses API,
+        completions; a dict or an SDK object). A response without logprobs raises ``ValueError``."""
+        from .collect.recorder import to_jsonable
+        from .formats.common import FieldError, MissingLogprobs
+        from .formats.shapes import find_response, parse_response
+
+        resp = find_response(to_jsonable(response))
+        if resp is None:
+            raise ValueError("response is not an LLM response with logprobs (no choices[] or output[])")
+        try:
+            part = parse_response(resp)
+        except (FieldError, MissingLogprobs) as e:
+            raise ValueError(f"response: {getattr(e, 'field', '')}: {e.reason}") from None
+        return self.add_step(part.lp, part.top)
+
+    def _check_alert(self, p: float) -> None:
+        below = p < self.threshold
+        if below and not self._below:
+            alert = Alert(self.n_steps, p, self.threshold)
+            self.alerts.append(alert)
+            self._below = True
+            if self.on_alert is not None:
+                self.on_alert(alert)
+        elif not below:
+            self._below = False
+
+    def __repr__(self) -> str:
+        return (f"Monitor(steps={self.n_steps}, confidence={self.confidence:.4f}, threshold={self.threshold}, "
+                f"alerts={len(self.alerts)})")
+
+
+def _chosen(values) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"logprobs must be a 1-D sequence of numbers, got {type(values).__name__}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"logprobs must be 1-D (one value per token), got shape {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+def _alternatives(values, n: int) -> np.ndarray:
+    """[n, w] float array (NaN-padded) from an array, a list of lists of numbers or OpenAI dict rows."""
+    if isinstance(values, np.ndarray):
+        arr = values.astype(np.float64)
+        if arr.ndim != 2:
+            raise ValueError(f"top_logprobs must be 2-D [tokens, alternatives], got shape {arr.shape}")
+        return np.ascontiguousarray(arr)
+    if not isinstance(values, (list, tuple)):
+        raise ValueError(f"top_logprobs must be None, a 2-D array or a list of per-token lists, "
+                         f"got {type(values).__name__}")
+    if len(values) != n:
+        raise ValueError(f"top_logprobs has {len(values)} rows but logprobs has {n} tokens")
+    if any(isinstance(a, dict) for row in values if row for a in row):
+        from .formats.common import FieldError
+        from .formats.logprobs import top_from_dict_rows
+
+        try:
+            top, _ = top_from_dict_rows([list(r) if r else [] for r in values], n, "top_logprobs[{i}][{j}].{vk}")
+        except FieldError as e:
+            raise ValueError(f"{e.field} = {e.value!r}: {e.reason}") from None
+        return _NO_TOP if top is None else top
+    width = max((len(r) for r in values if r is not None), default=0)
+    out = np.full((n, width), np.nan)
+    for i, row in enumerate(values):
+        if row:
+            try:
+                out[i, :len(row)] = np.asarray(row, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"top_logprobs[{i}] must be a list of numbers, got {row!r}") from None
+    return out

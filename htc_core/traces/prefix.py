@@ -1,0 +1,60 @@
+"""Prefixes of trajectories: the first k steps of each run, as a new :class:`TraceSet`.
+
+A prefix keeps the trajectory's id, metadata and label (the outcome of the whole run: what an early
+warning predicts). ``prefixes(ts, 3)`` cuts every trajectory after its third step (a run with fewer steps
+stays whole: it had already finished by then); ``prefixes(ts, fraction=0.5)`` keeps ceil(0.5 * S) steps
+of a run of S steps (at least one); an array gives each trajectory its own number of steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .traceset import TraceSet, _ranges
+
+__all__ = ["prefixes", "prefix_lengths"]
+
+
+def prefix_lengths(ts: TraceSet, steps=None, *, fraction: float | None = None) -> np.ndarray:
+    """Number of steps each trajectory keeps: min(steps, S) or ceil(fraction * S), at least 1."""
+    S = ts.steps_per_trajectory
+    if (steps is None) == (fraction is None):
+        raise ValueError("give exactly one of steps and fraction")
+    if fraction is not None:
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating)) \
+                or not 0.0 < float(fraction) <= 1.0:
+            raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+        # the 1e-9 keeps 0.3 * 10 at 3 steps (floating point gives 3.0000000000000004)
+        keep = np.ceil(float(fraction) * S - 1e-9).astype(np.int64)
+    else:
+        arr = np.asarray(steps)
+        if arr.dtype.kind not in "iu" or (arr.ndim == 1 and arr.shape[0] != len(S)) or arr.ndim > 1:
+            raise ValueError(f"steps must be a positive integer or one positive integer per trajectory "
+                             f"({len(S)}), got {steps!r}")
+        if np.any(arr < 1):
+            raise ValueError(f"steps must be >= 1 (a prefix has at least one step), got {steps!r}")
+        keep = np.broadcast_to(arr.astype(np.int64), S.shape)
+    return np.minimum(np.maximum(keep, 1), S)
+
+
+def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> TraceSet:
+    """The trace set of the prefixes (see the module docstring); trajectories keep their order."""
+    if not isinstance(ts, TraceSet):
+        raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
+    keep = prefix_lengths(ts, steps, fraction=fraction)
+    s_start = ts.traj_offsets[:-1]
+    step_idx = _ranges(s_start, s_start + keep)
+    t_start = ts.step_offsets[step_idx]
+    t_stop = ts.step_offsets[step_idx + 1]
+    tok_idx = _ranges(t_start, t_stop)
+    return TraceSet(
+        logprob=ts.logprob[tok_idx],
+        top_logprobs=ts.top_logprobs[tok_idx],
+        step_offsets=np.concatenate([[0], np.cumsum(t_stop - t_start)]),
+        traj_offsets=np.concatenate([[0], np.cumsum(keep)]),
+        meta=ts.meta,
+        step_name=ts.step_name[step_idx],
+        step_text=ts.step_text[step_idx],
+        tokens=None if ts.tokens is None else ts.tokens[tok_idx],
+        top_tokens=None if ts.top_tokens is None else ts.top_tokens[tok_idx],
+    )
