@@ -51,8 +51,9 @@ _EXPORTS: dict[str, str] = {
     "wilson_interval": "htc_core.calibration",
     # explanation
     "explain_trajectory": "htc_core.explain",
-    # recording
+    # recording and live monitoring
     "Recorder": "htc_core.collect",
+    "Monitor": "htc_core.monitor",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real objects
                               expected_calibration_error, label_problem, reliability_curve, wilson_interval)
     from .collect import Recorder
     from .explain import explain_trajectory
+    from .monitor import Monitor
     from .features import FEATURE_NAMES, REGISTRY, FeatureMatrix, extract
     from .formats import detect, load, load_bytes
     from .report import LoadReport

@@ -186,7 +186,7 @@ class Monitor:
                                                self._buf, self._feats, self._w, self._b)
         if code:
             where = f"logprobs[{i}]" if j < 0 else f"top_logprobs[{i}][{j}]"
-            value = lp[i] if j < 0 else top[i, j]
+            value = float(lp[i] if j < 0 else top[i, j])
             raise ValueError(f"{where} = {value!r} {_ERRORS[code]}; the step was not added")
         if self._fast:
             p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
