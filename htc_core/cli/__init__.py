@@ -14,7 +14,7 @@ from .. import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
-COMMAND_MODULES = ("data", "calibrate")
+COMMAND_MODULES = ("data", "calibrate", "monitor")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -22,6 +22,8 @@ EPILOG = """examples:
   htc evaluate ../shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl
   htc fit sample_runs/arithmetic/ --variant reduced --out out/model.json
   htc score out/model.json sample_runs/units/ --out out/scores.csv
+  htc early-warning sample_runs/arithmetic/ --seeds 1
+  htc monitor out/model.json sample_runs/units/ --threshold 0.2 --out out/steps.csv
 """
 
 
