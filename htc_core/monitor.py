@@ -201,11 +201,10 @@ class Monitor:
     def add_response(self, response: Any) -> float:
         """Add the step of one raw LLM response (OpenAI chat completion, streamed chunk list, Responses API,
         completions; a dict or an SDK object). A response without logprobs raises ``ValueError``."""
-        from .collect.recorder import to_jsonable
         from .formats.common import FieldError, MissingLogprobs
         from .formats.shapes import find_response, parse_response
 
-        resp = find_response(to_jsonable(response))
+        resp = find_response(_plain(response))
         if resp is None:
             raise ValueError("response is not an LLM response with logprobs (no choices[] or output[])")
         try:
@@ -213,6 +212,10 @@ class Monitor:
         except (FieldError, MissingLogprobs) as e:
             raise ValueError(f"response: {getattr(e, 'field', '')}: {e.reason}") from None
         return self.add_step(part.lp, part.top)
+
+    def fresh(self) -> "Monitor":
+        """A new monitor with this one's model, threshold and on_alert, and no steps."""
+        return Monitor(self.model, self.threshold, self.on_alert)
 
     def _check_alert(self, p: float) -> None:
         below = p < self.threshold
@@ -228,6 +231,19 @@ class Monitor:
     def __repr__(self) -> str:
         return (f"Monitor(steps={self.n_steps}, confidence={self.confidence:.4f}, threshold={self.threshold}, "
                 f"alerts={len(self.alerts)})")
+
+
+def _plain(obj: Any) -> Any:
+    """Plain JSON-like values from an SDK response (pydantic models have ``model_dump``)."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except TypeError:
+            return dump()
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
 
 
 def _chosen(values) -> np.ndarray:

@@ -62,6 +62,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.app)
         elif module == "test_readme_commands.py":
             item.add_marker(pytest.mark.docs)
-        if module in ("test_collect.py", "test_agents_llm.py") and \
+        if module in ("test_collect.py", "test_agents_llm.py", "test_monitor_live.py") and \
                 _MODEL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model_server)

@@ -18,9 +18,22 @@
   server (``.chat.completions.create`` / ``.completions.create``), returning
   plain dicts.
 
+- ``Recorder(path, monitor=Monitor(model, threshold=...))`` and ``smolagents_step_callback(monitor)``:
+  the calibrated confidence while the agent runs (``htc_core.collect.live``).
+
 See ``htc_core/collect/README.md`` for recipes (smolagents, llama.cpp, vLLM).
 """
 
 from .recorder import HTTPClient, Recorder, save_smolagents_run, to_jsonable
 
-__all__ = ["Recorder", "HTTPClient", "save_smolagents_run", "to_jsonable"]
+
+def __getattr__(name: str):
+    if name in ("LowConfidence", "smolagents_step_callback", "LiveMonitors"):   # loads numba: on first use only
+        from . import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module 'htc_core.collect' has no attribute {name!r}")
+
+
+__all__ = ["Recorder", "HTTPClient", "save_smolagents_run", "to_jsonable", "smolagents_step_callback",
+           "LowConfidence"]

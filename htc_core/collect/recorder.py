@@ -75,10 +75,13 @@ class Recorder:
     trajectory_id : the id used outside ``trajectory()`` blocks (default: a new uuid).
     metadata : written on every line under ``metadata`` (e.g. dataset, agent version).
     force : when True, override ``logprobs``/``top_logprobs`` the caller passed.
+    monitor : a ``htc_core.Monitor`` used as a template: each trajectory gets its own copy, updated by every
+        recorded call; ``monitor`` / ``confidence`` give the current trajectory's, and each call's line gets
+        a ``monitor`` entry (see :mod:`htc_core.collect.live`).
     """
 
     def __init__(self, path: str | os.PathLike, *, top_logprobs: int = 5, trajectory_id: str | None = None,
-                 metadata: dict | None = None, force: bool = False):
+                 metadata: dict | None = None, force: bool = False, monitor: Any = None):
         if not isinstance(top_logprobs, int) or isinstance(top_logprobs, bool) or not 0 <= top_logprobs <= 20:
             raise ValueError(f"top_logprobs must be an integer in 0..20, got {top_logprobs!r}")
         self.path = Path(path)
@@ -91,6 +94,11 @@ class Recorder:
             f"htc_trajectory_{id(self)}", default=None)
         self._steps: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._live = None
+        if monitor is not None:
+            from .live import LiveMonitors
+
+            self._live = LiveMonitors(monitor)
         self._fh = open(self.path, "ab")
         self.calls = 0
 
@@ -114,6 +122,18 @@ class Recorder:
             yield tid
         finally:
             self._current.reset(token)
+
+    @property
+    def monitor(self):
+        """The current trajectory's Monitor (None without ``monitor=``)."""
+        return None if self._live is None else self._live.get(self.trajectory_id)
+
+    @property
+    def confidence(self) -> float | None:
+        """The current trajectory's calibrated confidence so far (NaN before its first call; None without
+        ``monitor=``)."""
+        mon = self.monitor
+        return None if mon is None else mon.confidence
 
     def outcome(self, *, trajectory_id: str | None = None, **labels: Any) -> None:
         """Write labels (success, answer, gold, question, verbalized_confidence, ...) of a trajectory."""
@@ -149,8 +169,13 @@ class Recorder:
             rec["error"] = error
         if self.metadata:
             rec["metadata"] = self.metadata
+        pending = None
+        if self._live is not None and error is None and response is not None:
+            rec["monitor"], pending = self._live.update(tid, rec["response"])
         self._write(rec)
         self.calls += 1
+        if pending is not None:
+            raise pending  # on_alert stopped the run; the call is logged
 
     def close(self) -> None:
         with self._lock:
