@@ -268,7 +268,8 @@ def _alternatives(values, n: int) -> np.ndarray:
                          f"got {type(values).__name__}")
     if len(values) != n:
         raise ValueError(f"top_logprobs has {len(values)} rows but logprobs has {n} tokens")
-    if any(isinstance(a, dict) for row in values if row for a in row):
+    first = next((row for row in values if row), None)
+    if first is not None and isinstance(first[0], dict):
         from .formats.common import FieldError
         from .formats.logprobs import top_from_dict_rows
 
@@ -277,6 +278,12 @@ def _alternatives(values, n: int) -> np.ndarray:
         except FieldError as e:
             raise ValueError(f"{e.field} = {e.value!r}: {e.reason}") from None
         return _NO_TOP if top is None else top
+    try:   # the usual case: every token lists the same number of alternatives
+        arr = np.array(values, dtype=np.float64)
+        if arr.ndim == 2:
+            return arr
+    except (TypeError, ValueError):
+        pass
     width = max((len(r) for r in values if r is not None), default=0)
     out = np.full((n, width), np.nan)
     for i, row in enumerate(values):

@@ -3,14 +3,15 @@
     python -m htc_core.bench features      feature extraction vs the plain-Python reference loop
     python -m htc_core.bench formats       import speed and memory of a call log vs json/orjson parse alone
     python -m htc_core.bench calibration   nested CV (path solver vs liblinear) and scoring throughput
+    python -m htc_core.bench monitor       Monitor.add_step per step vs prefix + extract + predict_proba
     python -m htc_core.bench dashboard     cold start, cached pages, upload, projections (needs the [app] extra)
     python -m htc_core.bench hostile       reading cost of the hostile-value checks vs json/orjson parse alone
-    python -m htc_core.bench all           features, formats and calibration
+    python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
-BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile")
+BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor")
 
 
 def shared_data_dir():

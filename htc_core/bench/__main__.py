@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name == "all":
-        for one in ("features", "formats", "calibration"):
+        for one in ("features", "formats", "calibration", "monitor"):
             print(f"== {one} ==", flush=True)
             importlib.import_module(f"{__package__}.{one}").main(rest)
         return 0
