@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import plots, ui, views
+from htc_core.app import plots, prefix_plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -60,6 +60,27 @@ with ui.page_errors("calibration"):
                      width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
+
+    # --------------------------------------------------------- early warning
+    if ev is not None:
+        st.subheader("Early warning: how soon a failing run shows")
+        ew = ui.early_warning(ws, run=False)
+        if ew is None:
+            st.caption("Evaluates every method on the first k steps of each run (k = 1, 2, ...) and on 25/50/75/100% "
+                       "of its steps, with the same outer folds by trajectory: about one evaluation per prefix length.")
+            if st.button("Evaluate the prefixes", key="ew_button"):
+                ew = ui.early_warning(ws)
+        if ew is not None:
+            metric = st.radio("Metric", ["auroc", "brier", "ece"], horizontal=True, key="ew_metric",
+                              format_func=lambda m: {"auroc": "AUROC", "brier": "Brier", "ece": "ECE"}[m])
+            st.plotly_chart(prefix_plots.early_warning_figure(ew, metric=metric), key="ew_figure")
+            st.markdown(f"**A live monitor with one threshold** ({ew.false_alarm:.0%} of the successful runs alerted "
+                        "at some step; thresholds set on these out-of-fold confidences)")
+            st.dataframe(ew.first_alert, hide_index=True, width="stretch")
+            with st.expander("Every prefix length and method"):
+                st.dataframe(ew.curve, hide_index=True, width="stretch")
+            for note in ew.notes:
+                st.caption(f"note: {ui.md(note)}")
 
     # --------------------------------------------------------- fit and download
     st.subheader("Fit a model on the selection and download it")

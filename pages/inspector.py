@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import plots, ui, views
+from htc_core.app import plots, prefix_plots, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
@@ -57,6 +57,14 @@ with ui.page_errors("inspector"):
                 st.markdown("- " + ui.md(r))
     else:
         st.info(f"No calibrator can be fitted to explain this confidence: {ui.md(cannot_fit)}.")
+
+    if model is not None:
+        st.subheader("Confidence after each step")
+        after = explain.confidence_after_steps(model, ws.ts, i)
+        st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
+        st.caption(f"What a live `htc_core.Monitor` with this {method} model showed as the run went on (the last "
+                   "point is the run's own confidence). The model is fitted on whole runs; `htc early-warning` and "
+                   "the Calibration page show how far earlier prefixes can be trusted.")
 
     st.subheader("Step timeline")
     s = ui.settings()

@@ -70,8 +70,9 @@ def test_every_page_with_sample_runs(app):
     # every chart each page draws on the sample runs (one dataset with both outcomes, so every model fits):
     # calibration: reliability diagram + confidence histogram; weights: two weight bars, selection frequency,
     # per-dataset heatmap; feature space: the projection; examples: metric cards, no chart; compare: reliability
-    # facets, metric bars, feature distribution; inspector: step timeline, waterfall, position in its dataset
-    expected_charts = {"calibration": 2, "weights": 4, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 3}
+    # facets, metric bars, feature distribution; inspector: confidence after each step, step timeline, waterfall,
+    # position in its dataset
+    expected_charts = {"calibration": 2, "weights": 4, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
     for page in PAGES[1:]:
         go(app, page)
         assert not problems(app), (page, problems(app))
@@ -87,6 +88,20 @@ def test_every_page_with_sample_runs(app):
     shown = [b for b in app.button if b.label == "Why? Open in the inspector"]   # one per example card
     assert 1 <= len(shown) <= 2 * 4                               # 4 examples per side by default
     assert len(app.metric) == 3 * len(shown)                      # baseline, HTC and outcome on every card
+
+
+def test_early_warning_curve_on_the_calibration_page(app):
+    app.run()
+    go(app, "calibration")
+    assert "Early warning: how soon a failing run shows" in [s.value for s in app.subheader]
+    [button] = [b for b in app.button if b.label == "Evaluate the prefixes"]
+    button.click().run()
+    assert not problems(app), problems(app)
+    assert len(app.get("plotly_chart")) == 3                      # reliability, histogram, early-warning curve
+    first = [d.value for d in app.dataframe if "median_first_alert" in d.value.columns]
+    assert len(first) == 1 and set(first[0]["method"]) >= {"HTC-Reduced", "LastStep-TP"}
+    go(app, "calibration")                                        # cached: drawn again without the button
+    assert len(app.get("plotly_chart")) == 3 and not [b for b in app.button if b.label == "Evaluate the prefixes"]
 
 
 def test_every_page_with_an_empty_store(tmp_path, monkeypatch):

@@ -12,6 +12,8 @@ from htc_core.confidence import token_confidence
 from htc_core.features import build_context
 from htc_core.formats import load
 
+from conftest import REPO
+
 
 @pytest.fixture(scope="module")
 def uala(uala_run_a):
@@ -37,3 +39,19 @@ def test_step_timeline_and_tokens(uala):
     assert steps[0].lowest == pytest.approx(r[: one.step_offsets[1]].min())
     empty = [s for s in short if not s.tokens]
     assert empty and all(math.isnan(s.lowest) for s in empty)
+
+
+def test_confidence_after_steps_is_the_model_on_each_prefix():
+    import htc_core as htc
+    from htc_core.explain import confidence_after_steps
+    from htc_core.traces.prefix import prefixes
+
+    ts, _ = htc.load(REPO / "sample_runs" / "strings")
+    ts = ts.labeled()
+    model = htc.HTCCalibrator("reduced", alphas=(0.1,)).fit(htc.extract(ts), ts.labels)
+    i = int(np.argmax(ts.steps_per_trajectory))
+    df = confidence_after_steps(model, ts, i)
+    assert df.step.tolist() == list(range(1, ts.steps_per_trajectory[i] + 1))
+    want = [model.predict_proba(htc.extract(prefixes(ts.take([i]), k)))[0, 1] for k in df.step]
+    assert np.allclose(df.confidence, want, atol=1e-9, rtol=0)
+    assert df.confidence.iloc[-1] == pytest.approx(model.predict_proba(htc.extract(ts.take([i])))[0, 1], abs=1e-9)

@@ -208,6 +208,25 @@ def fitted_model(ws: Workspace, variant: str) -> HTCCalibrator:
     return computed(cache_key("fit", variant, ALPHAS), f"Fitting HTC-{variant.capitalize()}", run)
 
 
+def early_warning(ws: Workspace, *, run: bool = True):
+    """The prefix evaluation of the labeled part of the selection (cached; None when not computed yet and
+    ``run`` is False): ``htc_core.calibration.prefixes.early_warning`` with the dashboard's settings."""
+    from ..calibration.prefixes import early_warning as _early_warning
+
+    s = settings()
+    key = cache_key("early_warning", s["seeds"], ALPHAS)
+    hit = cached_result(key)
+    if hit is not None or not run:
+        return hit
+    pos = labeled_positions(ws)
+
+    def fn(progress):
+        return _early_warning(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
+                              progress=lambda done, total, msg: progress(done / total, msg), **_alpha_options())
+
+    return computed(key, "Early warning: evaluating every prefix length", fn)
+
+
 def projection(ws: Workspace, method: str) -> Projection:
     return computed(cache_key("projection", method), "UMAP" if method == "umap" else "t-SNE",
                     lambda progress: project(ws.features, method=method, progress=progress))

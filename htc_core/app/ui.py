@@ -17,8 +17,8 @@ Pages call these and the rest of ``htc_core``; the numbers they show come from
 from __future__ import annotations
 
 from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_part,
-                      computed, dataset_weights, evaluation, evaluation_pending, fitted_model, labeled_positions,
-                      merge_evaluations, projection)
+                      computed, dataset_weights, early_warning, evaluation, evaluation_pending, fitted_model,
+                      labeled_positions, merge_evaluations, projection)
 from .layout import follow_deep_link, guard, md, open_in_inspector, page_errors, require_app, sidebar
 from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, LAST_UPLOAD, MODELS, PAGES, PROFILE, SAMPLE_DIR,
                       SAMPLE_DIR_NAME, SEEDS, TOP_K, bootstrap, cache_key, configure, data_dir,
@@ -36,7 +36,8 @@ __all__ = [
     "follow_deep_link", "guard", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
     # compute
     "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_part",
-    "computed", "dataset_weights", "evaluation", "evaluation_pending", "fitted_model", "labeled_positions",
+    "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_model",
+    "labeled_positions",
     "merge_evaluations", "projection",
     # upload
     "handle_upload",

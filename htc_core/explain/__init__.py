@@ -11,7 +11,8 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
 - ``signals``:  :func:`signal_groups` (exact copies and strongly correlated features as one signal)
 - ``examples``: :func:`confidence_examples` (where HTC changed a baseline's verdict), :func:`worst_mistakes`
   (HTC's own most confident failures and least confident successes)
-- ``steps``:    :func:`step_timeline`, :func:`token_steps` (one trajectory, step by step)
+- ``steps``:    :func:`step_timeline`, :func:`token_steps`, :func:`confidence_after_steps` (one trajectory,
+  step by step)
 - ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
   :func:`dataset_weights` (an evaluation by group; one calibrator per group)
 
@@ -25,12 +26,12 @@ from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics
 from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
                       format_confidence, group_position, percentile_of)
 from .signals import Signal, signal_groups
-from .steps import StepTokens, step_timeline, token_steps
+from .steps import StepTokens, confidence_after_steps, step_timeline, token_steps
 
 __all__ = [
     "TrajectoryExplanation", "explain_trajectory", "GroupPosition", "group_position", "percentile_of",
     "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
     "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
-    "Mistakes", "worst_mistakes",
+    "Mistakes", "worst_mistakes", "confidence_after_steps",
 ]

@@ -11,7 +11,7 @@ from ..confidence import token_confidence
 from ..features import build_context
 from ..traces import TraceSet
 
-__all__ = ["step_timeline", "StepTokens", "token_steps"]
+__all__ = ["step_timeline", "StepTokens", "token_steps", "confidence_after_steps"]
 
 
 def _one(ts: TraceSet, index: int) -> TraceSet:
@@ -63,3 +63,19 @@ def token_steps(ts: TraceSet, index: int, *, profile: str = "paper", top_k: int 
         out.append(StepTokens(step=s + 1, name=str(one.step_name[s] or ""), tokens=toks,
                               probability=np.asarray(r[a:b]), has_token_text=has, text=one.step_text[s]))
     return out
+
+
+def confidence_after_steps(model, ts: TraceSet, index: int) -> pd.DataFrame:
+    """The calibrated confidence of trajectory ``index`` after each of its steps (a
+    :class:`~htc_core.monitor.Monitor` replay: what a live monitor with ``model`` showed while the run went on;
+    after the last step it is the run's own confidence). Columns: step, name, tokens, confidence."""
+    from ..monitor import Monitor
+
+    one = _one(ts, index)
+    mon = Monitor(model)
+    conf = []
+    for s in range(one.n_steps):
+        a, b = one.step_offsets[s], one.step_offsets[s + 1]
+        conf.append(mon.add_step(one.logprob[a:b], one.top_logprobs[a:b]))
+    return pd.DataFrame({"step": np.arange(1, one.n_steps + 1), "name": [str(v or "") for v in one.step_name],
+                         "tokens": np.diff(one.step_offsets).astype(int), "confidence": conf})
