@@ -168,7 +168,7 @@ class Monitor:
         """Add one step (its chosen-token logprobs and optional alternatives); return the calibrated
         confidence of the trajectory so far."""
         lp = logprobs
-        if type(lp) is not np.ndarray or lp.dtype != np.float64 or lp.ndim != 1:
+        if type(lp) is not np.ndarray or lp.dtype != np.float64 or lp.ndim != 1 or not lp.flags.c_contiguous:
             lp = _chosen(logprobs)
         n = lp.shape[0]
         if n == 0:
@@ -176,7 +176,7 @@ class Monitor:
         top = top_logprobs
         if top is None:
             top = _NO_TOP
-        elif type(top) is not np.ndarray or top.dtype != np.float64 or top.ndim != 2:
+        elif type(top) is not np.ndarray or top.dtype != np.float64 or top.ndim != 2 or not top.flags.c_contiguous:
             top = _alternatives(top, n)
         if top.shape[0] != n and top.shape[1] != 0:
             raise ValueError(f"top_logprobs has {top.shape[0]} rows but logprobs has {n} tokens")

@@ -304,7 +304,7 @@ def test_enough_labels_to_fit_but_not_to_evaluate(tmp_path, monkeypatch):
     go(at, "inspector")
     assert not problems(at)
     assert any("Strongest reasons" in m.value for m in at.markdown)
-    assert len(at.get("plotly_chart")) == 3
+    assert len(at.get("plotly_chart")) == 4       # confidence after each step, timeline, waterfall, position
     for page in ("examples", "compare"):
         go(at, page)
         assert not problems(at) and why in _notes(at), page

@@ -170,6 +170,21 @@ def test_bad_steps_raise_and_leave_the_state(sample_model, logprobs, top, messag
     assert np.array_equal(mon._state, before) and mon.history == [first]
 
 
+def test_strided_and_other_dtype_arrays_give_the_same_confidence(sample_model):
+    rng = np.random.default_rng(3)
+    lp = -rng.exponential(0.5, 40)
+    top = -np.sort(rng.exponential(1.0, (40, 5)), axis=1)
+    a, b = Monitor(sample_model), Monitor(sample_model)
+    for _ in range(3):
+        pa = a.add_step(lp, top)
+        wide = np.zeros((80, 10))
+        wide[::2, ::2] = top                                        # strided views, float32 and Fortran order
+        pb = b.add_step(np.repeat(lp, 2)[::2], np.asfortranarray(wide[::2, ::2]))
+        assert pa == pb
+    assert Monitor(sample_model).add_step(lp.astype(np.float32), top.astype(np.float32)) == pytest.approx(
+        Monitor(sample_model).add_step(lp.astype(np.float32).astype(float), top.astype(np.float32).astype(float)))
+
+
 def test_empty_step_is_skipped_like_the_readers(sample_model):
     mon = Monitor(sample_model)
     assert math.isnan(mon.add_step([]))
@@ -181,8 +196,11 @@ def test_alerts_on_each_fall_below_the_threshold(sample_model, sample_set):
     ts = sample_set
     conf = sample_model.predict_proba(htc.extract(prefixes(ts, 1)))[:, 1]
     lo, hi = int(np.argmin(conf)), int(np.argmax(conf))
-    step = lambda i: (ts.logprob[ts.step_offsets[ts.traj_offsets[i]]:ts.step_offsets[ts.traj_offsets[i] + 1]],  # noqa: E731
-                      ts.top_logprobs[ts.step_offsets[ts.traj_offsets[i]]:ts.step_offsets[ts.traj_offsets[i] + 1]])
+
+    def step(i):
+        a, b = ts.step_offsets[ts.traj_offsets[i]], ts.step_offsets[ts.traj_offsets[i] + 1]
+        return ts.logprob[a:b], ts.top_logprobs[a:b]
+
     threshold = float((conf[lo] + conf[hi]) / 2)
     seen: list[Alert] = []
     mon = Monitor(sample_model, threshold=threshold, on_alert=seen.append)
