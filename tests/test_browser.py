@@ -35,7 +35,7 @@ PAGES = [  # (sidebar link text, url path, file name, plotly charts the page dra
     ("Feature space", "feature_space", "feature_space", 1),
     ("Examples", "examples", "examples", 0),
     ("Compare LLMs", "compare", "compare_llms", 3),
-    ("Trajectory inspector", "inspector", "trajectory_inspector", 3),
+    ("Trajectory inspector", "inspector", "trajectory_inspector", 4),
 ]
 HOSTILE_Q = 'Which <img src=x onerror="window.__pwned=1"> city? <script>window.__pwned=2</script>'
 

@@ -13,6 +13,8 @@ Modules (each name below is also importable from here):
 - ``evaluation``: :func:`evaluate` (nested CV) with ``methods`` (the table's methods behind one
   interface, a registry), ``crossval`` (the outer loop and summary) and ``results``
   (:class:`EvaluationResult`).
+- ``prefixes``: :func:`early_warning`, the same protocol on the first k steps of every run
+  (:class:`EarlyWarningResult`).
 
 The names are resolved on first use (PEP 562), so ``import htc_core.calibration.metrics`` stays as light
 as numpy: scikit-learn (which the estimator inherits from) is imported only with :class:`HTCCalibrator`
@@ -34,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "merge_results": "evaluation",
     "label_problem": "evaluation",
     "small_sample_warning": "evaluation",
+    "early_warning": "prefixes",
+    "EarlyWarningResult": "prefixes",
     "Method": "methods",
     "Fitted": "methods",
     "FitContext": "methods",
@@ -81,6 +85,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real objects
     from .methods import METHODS, FitContext, Fitted, Method, register_method
     from .metrics import (BinnedStats, ReliabilityCurve, UndefinedMetricWarning, auroc, bin_predictions,
                           brier_score, expected_calibration_error, reliability_curve, wilson_interval)
+    from .prefixes import EarlyWarningResult, early_warning
     from .results import EvaluationResult
     from .selective import RiskCoverage, bootstrap_interval, risk_coverage_curve, roc_curve
     from .solvers import DEFAULT_ALPHAS
