@@ -91,6 +91,11 @@ def _deepconf(logprob: np.ndarray, top: np.ndarray, k: int) -> TokenConfidence:
     return TokenConfidence(r, top1, topk)
 
 
+def _chosen(logprob: np.ndarray, top: np.ndarray, k: int) -> TokenConfidence:
+    r = np.exp(logprob)
+    return TokenConfidence(r, r, r)
+
+
 PROFILES: dict[str, Profile] = {
     "paper": Profile(
         "paper",
@@ -103,6 +108,13 @@ PROFILES: dict[str, Profile] = {
         "r and Top1Conf as in 'paper'; TopkConf = DeepConf's token confidence -mean(top-k logprobs) "
         "(>= 0, higher = more peaked), falling back to -chosen logprob without alternatives.",
         _deepconf,
+    ),
+    "chosen": Profile(
+        "chosen",
+        "r = Top1Conf = TopkConf = exp(chosen logprob): the alternatives are ignored, so runs recorded with and "
+        "without top-k alternatives get the same feature definitions ('paper' on runs without alternatives). "
+        "The shipped GAC's model for runs without alternatives uses it.",
+        _chosen,
     ),
 }
 

@@ -122,7 +122,7 @@ def _edge_cases():
     return cases
 
 
-@pytest.mark.parametrize("profile", ["paper", "deepconf"])
+@pytest.mark.parametrize("profile", ["paper", "deepconf", "chosen"])
 @pytest.mark.parametrize("top_k", [0, 1, 5, 20])
 def test_edge_cases_match_oracle(tmp_path, profile, top_k):
     cases = _edge_cases()

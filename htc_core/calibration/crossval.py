@@ -62,6 +62,7 @@ class CVRun:
     folds: np.ndarray   # [n_repeats, n]
     rows: list          # per-fold rows
     selected: dict      # feature-selecting method -> times each feature was kept
+    weights: dict       # feature-selecting method -> list of weight vectors, one per (seed, fold) in order
 
 
 def fold_metrics(y: np.ndarray, p: np.ndarray) -> dict:
@@ -77,7 +78,7 @@ def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], 
 
     n, y = inputs.n, inputs.y
     cv = CVRun(oof={m.name: np.full((len(seed_list), n), np.nan) for m in run},
-               folds=np.full((len(seed_list), n), -1, dtype=np.int64), rows=[], selected={})
+               folds=np.full((len(seed_list), n), -1, dtype=np.int64), rows=[], selected={}, weights={})
     total, done = len(seed_list) * n_splits, 0
     with _one_blas_thread():
         for r, seed in enumerate(seed_list):
@@ -101,6 +102,8 @@ def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, cv: CVRun,
     if fitted.selected is not None:
         counts = cv.selected.setdefault(m.name, np.zeros(len(fitted.selected), dtype=np.int64))
         counts += fitted.selected
+    if fitted.weights is not None:
+        cv.weights.setdefault(m.name, []).append(np.asarray(fitted.weights, dtype=np.float64))
     cv.rows.append({"method": m.name, "seed": ctx.seed, "fold": f, "n_test": len(te), **fold_metrics(y[te], p),
                     "n_features": np.nan, "alpha": np.nan, "temperature": np.nan, **fitted.info})
 

@@ -104,7 +104,7 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
     return dataclasses.replace(
         first, methods=order, summary=merged("summary"), oof_all=merged("oof_all"),
         per_fold=pd.concat([r.per_fold for r in results], ignore_index=True),
-        selected_counts=merged("selected_counts"),
+        selected_counts=merged("selected_counts"), weights=merged("weights"),
         notes=list(dict.fromkeys(n for r in results for n in r.notes)),
         skipped={k: v for k, v in merged("skipped").items() if k not in order})
 
@@ -292,4 +292,5 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
                             profile=inputs.profile, top_k=inputs.top_k, methods=[m.name for m in run],
                             summary=summary, per_fold=per_fold, oof_all=cv.oof,
                             ids=np.asarray(inputs.ids, dtype=object), labels=inputs.y, folds=cv.folds,
-                            selected_counts=selected, notes=notes, skipped=skipped)
+                            selected_counts=selected, notes=notes, skipped=skipped,
+                            weights={m: np.vstack(w) for m, w in cv.weights.items()})

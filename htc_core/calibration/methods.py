@@ -49,12 +49,15 @@ class Fitted:
 
     ``predict(X_test)`` -> confidences in [0, 1]; ``info``: per-fold columns (``n_features``, ``alpha``,
     ``temperature``; absent ones are NaN in ``EvaluationResult.per_fold``); ``selected``: for methods that
-    select features, a boolean mask over ``FitContext.feature_names`` (counted in ``selected_counts``).
+    select features, a boolean mask over ``FitContext.feature_names`` (counted in ``selected_counts``);
+    ``weights``: their standardized weights (kept in ``EvaluationResult.weights`` for the Top-1/3/5
+    selection frequency).
     """
 
     predict: Callable[[np.ndarray], np.ndarray]
     info: dict = field(default_factory=dict)
     selected: np.ndarray | None = None
+    weights: np.ndarray | None = None   # standardized weights over FitContext.feature_names (ranked by |w|)
 
     @property
     def n_selected(self) -> int | None:
@@ -89,17 +92,31 @@ class HTCMethod(Method):
 
     selects_features = True
 
-    def __init__(self, name: str, variant: str):
+    def __init__(self, name: str, variant: str, families: Sequence[str] | None = None):
         self.name = name
         self.variant = variant
+        self.families = None if families is None else tuple(families)
+
+    def columns(self, feature_names: Sequence[str]) -> np.ndarray:
+        """Boolean mask of the feature columns this method fits on (all, or those of ``families``)."""
+        if self.families is None:
+            return np.ones(len(feature_names), dtype=bool)
+        from ..features import family_of
+
+        return np.array([family_of(n) in self.families for n in feature_names], dtype=bool)
 
     def fit(self, X, y, ctx):
+        cols = self.columns(ctx.feature_names)
+        names = [n for n, c in zip(ctx.feature_names, cols) if c]
         cal = HTCCalibrator(variant=self.variant, alphas=ctx.alphas, inner_folds=ctx.inner_folds,
                             random_state=ctx.seed, max_iter=ctx.max_iter, profile=ctx.profile, top_k=ctx.top_k)
-        cal.fit(X, y, feature_names=ctx.feature_names)
-        nz = cal.coef_[0] != 0
-        return Fitted(predict=lambda Xt: cal.predict_proba(Xt)[:, 1],
-                      info={"n_features": int(nz.sum()), "alpha": cal.alpha_}, selected=nz)
+        whole = cols.all()
+        cal.fit(X if whole else X[:, cols], y, feature_names=names)
+        w = np.zeros(len(cols))
+        w[cols] = cal.coef_[0]
+        predict = (lambda Xt: cal.predict_proba(Xt)[:, 1]) if whole else (lambda Xt: cal.predict_proba(Xt[:, cols])[:, 1])
+        return Fitted(predict=predict, info={"n_features": int(np.count_nonzero(w)), "alpha": cal.alpha_},
+                      selected=w != 0, weights=w)
 
 
 class RawConfidence(Method):

@@ -32,6 +32,7 @@ class EvaluationResult:
     labels: np.ndarray
     folds: np.ndarray               # [n_repeats, n] outer fold of each trajectory
     selected_counts: dict = field(default_factory=dict)   # feature-selecting method -> Series(feature -> times selected)
+    weights: dict = field(default_factory=dict)           # feature-selecting method -> [n_fits, d] weights (seed, fold order)
     notes: list = field(default_factory=list)
     skipped: dict = field(default_factory=dict)           # method -> reason
 

@@ -28,6 +28,8 @@ def token_conf(lp, top, k, profile="paper"):
     r = math.exp(lp)
     alts = [a for a in (top or []) if a is not None and not math.isnan(a) and a > -9999]
     alts.sort(reverse=True)
+    if profile == "chosen":
+        return r, r, r
     top1 = math.exp(alts[0]) if alts else r
     use = alts[:k]
     if profile == "paper":
