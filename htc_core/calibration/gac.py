@@ -185,7 +185,8 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
         for v in variants:
             for s in strategies:
                 cell = {k: mean_std([x[k] for x in per[s][v]]) for k in (*METRICS, "n_features")}
-                rows.append(_row(v, g, f"GAC ({s})", len(te), len(pool), cell))
+                only_with = s == "by-kind" and d.alternatives[te].all() and len(set(d.y[pool_with])) == 2
+                rows.append(_row(v, g, f"GAC ({s})", len(te), len(pool_with) if only_with else len(pool), cell))
         if direct:
             dt = direct_train(d, g, variants, seeds=seeds_, profile="paper", n_splits=n_splits, **fit_kw)
             for v in variants:

@@ -14,7 +14,7 @@ from .. import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
-COMMAND_MODULES = ("data", "calibrate", "monitor")
+COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -24,6 +24,11 @@ EPILOG = """examples:
   htc score out/model.json sample_runs/units/ --out out/scores.csv
   htc early-warning sample_runs/arithmetic/ --seeds 1
   htc monitor out/model.json sample_runs/units/ --threshold 0.2 --out out/steps.csv
+  htc score gac sample_runs/units/ --out out/scores.csv        # the shipped General Agent Calibrator
+  htc transfer sample_runs/ --by dataset
+  htc gac sample_runs/ ../shared/data/uala-hotpotqa/ --by dataset
+  htc ablation sample_runs/arithmetic/
+  htc models
 """
 
 

@@ -66,32 +66,38 @@ def cmd_score(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ..calibration.baselines import BASELINE_COLUMNS, baseline_confidences
-    from ..calibration.calibrators import HTCCalibrator
+    from ..calibration.general import GeneralCalibrator
+    from ..calibration.models import load_model
     from ..features import extract
 
     from ..atomic import atomic_path
 
     out = output_path(args.out, (".csv",))  # checked before the work
     try:
-        model = HTCCalibrator.load(args.model)
+        model = load_model(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
     ts, _ = load_inputs(args)
-    # the features of the model's own token-confidence profile and top-k (recorded in the model file)
-    fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
     try:
-        conf = model.predict_proba(fm)[:, 1]
+        if isinstance(model, GeneralCalibrator):
+            # each run scored by the sub-model of its kind (with / without top-k alternatives)
+            conf = model.predict_proba(ts)[:, 1]
+            df = pd.DataFrame({"id": ts.ids, "confidence": conf, "gac_model": model.kinds(ts)})
+            profile, top_k, what = "paper", 5, f"GAC-{model.variant.capitalize()}"
+        else:
+            # the features of the model's own token-confidence profile and top-k (recorded in the model file)
+            fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
+            df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(fm)[:, 1]})
+            profile, top_k, what = model.profile_, model.top_k_, f"HTC-{model.variant.capitalize()}"
     except ValueError as e:  # scores that would not be finite: never written as NaN
         raise CLIError(str(e)) from None
-    df = pd.DataFrame({"id": ts.ids, "confidence": conf})
-    base = baseline_confidences(ts, profile=model.profile_, top_k=model.top_k_)
+    base = baseline_confidences(ts, profile=profile, top_k=top_k)
     for col in base:
         df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
     with atomic_path(out) as tmp:
         df.to_csv(tmp, index=False, float_format="%.17g")
-    print(f"scored {len(df)} trajectories with {args.model} (HTC-{model.variant.capitalize()}); wrote {out}")
+    print(f"scored {len(df)} trajectories with {args.model} ({what}); wrote {out}")
     return 0
-
 
 
 def register(sub) -> None:
@@ -120,11 +126,15 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="MODEL.json", help="where to write the model")
     p.set_defaults(func=cmd_fit)
 
-    p = sub.add_parser("score", help="score runs with a saved model (labels not needed)",
+    p = sub.add_parser("score", help="score runs with a saved or shipped model (labels not needed)",
                        description="Write id, calibrated confidence and the raw baseline confidences "
                                    "(last_step_tp, global_trace_tp, bottom10, lowest_group, tail, verbalized when "
-                                   "present) per trajectory. Features use the model's confidence profile and top-k.")
-    p.add_argument("model", metavar="MODEL.json", help="a model written by `htc fit`")
+                                   "present) per trajectory. Features use the model's confidence profile and top-k. "
+                                   "MODEL may be a shipped General Agent Calibrator (gac, gac-full; see `htc "
+                                   "models`): each run is then scored by its sub-model for runs with or without "
+                                   "top-k alternatives (column gac_model).")
+    p.add_argument("model", metavar="MODEL", help="a model file written by `htc fit`, or a shipped model name "
+                                                  "(gac, gac-full)")
     add_input_options(p)
     p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
     p.set_defaults(func=cmd_score)

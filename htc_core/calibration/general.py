@@ -1,0 +1,141 @@
+"""The General Agent Calibrator as a model file: two HTC calibrators and the rule that picks one per run.
+
+Runs with top-k alternatives and runs without them give systematically different features (TopkConf and
+Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to the other (measured by
+:func:`htc_core.calibration.gac.gac_leave_one_out`, strategy "pooled" vs "by-kind"). So a GAC holds:
+
+- ``with_alternatives``: an HTC calibrator on ``paper``-profile features, fitted on the runs that list
+  alternatives; it scores runs that list them;
+- ``without_alternatives``: an HTC calibrator on ``chosen``-profile features (alternatives ignored, so
+  every run has the same definitions), fitted on all runs; it scores runs without alternatives (and every
+  run when the first model is absent).
+
+The file is JSON (``"format": "htc-gac"``) holding both model files and the model card; never pickle.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .calibrators import HTCCalibrator
+from .gac import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
+from .grouping import has_alternatives
+from .model_file import read_model_file
+
+__all__ = ["GeneralCalibrator", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "load_any_model"]
+
+GAC_FORMAT = "htc-gac"
+GAC_FORMAT_VERSION = 1
+KINDS = (WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES)
+
+
+class GeneralCalibrator:
+    """A GAC: ``models`` maps ``"with_alternatives"`` / ``"without_alternatives"`` to fitted
+    :class:`HTCCalibrator` s (the first may be None); ``card`` is the model card (a JSON object)."""
+
+    def __init__(self, models: dict, *, name: str = "gac", card: dict | None = None):
+        if models.get(WITHOUT_ALTERNATIVES) is None:
+            raise ValueError("models must hold a 'without_alternatives' calibrator (it scores every run without "
+                             "alternatives)")
+        unknown = set(models) - set(KINDS)
+        if unknown:
+            raise ValueError(f"models keys must be among {KINDS}, got {sorted(unknown)}")
+        self.models = {k: models.get(k) for k in KINDS}
+        self.name = name
+        self.card = dict(card or {})
+
+    @property
+    def variant(self) -> str:
+        return self.models[WITHOUT_ALTERNATIVES].variant
+
+    def kinds(self, ts) -> np.ndarray:
+        """Which model scores each run: "with_alternatives" or "without_alternatives"."""
+        alt = has_alternatives(ts)
+        if self.models[WITH_ALTERNATIVES] is None:
+            alt[:] = False
+        return np.where(alt, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES).astype(object)
+
+    def predict_proba(self, ts) -> np.ndarray:
+        """[n, 2] for a TraceSet: each run scored by its kind's model on that model's features."""
+        from ..features import extract
+
+        kinds = self.kinds(ts)
+        p = np.empty(len(kinds))
+        for kind in KINDS:
+            rows = np.flatnonzero(kinds == kind)
+            if len(rows):
+                m = self.models[kind]
+                sub = ts if len(rows) == len(kinds) else ts.take(rows)
+                p[rows] = m.predict_proba(extract(sub, profile=m.profile_, top_k=m.top_k_))[:, 1]
+        return np.column_stack([1.0 - p, p])
+
+    def to_dict(self) -> dict:
+        return {"format": GAC_FORMAT, "format_version": GAC_FORMAT_VERSION, "name": self.name,
+                "variant": self.variant,
+                "routing": "runs that list top-k alternatives -> models.with_alternatives ('paper' profile); "
+                           "runs without -> models.without_alternatives ('chosen' profile)",
+                "models": {k: (None if m is None else m.to_dict()) for k, m in self.models.items()},
+                "card": self.card}
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, source: str = "model") -> "GeneralCalibrator":
+        if not isinstance(obj, dict) or obj.get("format") != GAC_FORMAT:
+            raise ValueError(f"{source} is not a GAC model file (expected \"format\": \"{GAC_FORMAT}\")")
+        ver = obj.get("format_version")
+        if not isinstance(ver, int) or not 1 <= ver <= GAC_FORMAT_VERSION:
+            raise ValueError(f"{source} is not a valid GAC model file: unsupported format_version {ver!r}")
+        models = obj.get("models")
+        if not isinstance(models, dict):
+            raise ValueError(f"{source} is not a valid GAC model file: 'models' must be an object")
+        parsed = {k: HTCCalibrator.from_dict(v, source=f"{source} (models.{k})")
+                  for k, v in models.items() if v is not None and k in KINDS}
+        try:
+            return cls(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {})
+        except ValueError as e:
+            raise ValueError(f"{source} is not a valid GAC model file: {e}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "GeneralCalibrator":
+        return cls.from_dict(read_model_file(path), source=str(Path(path)))
+
+    def __repr__(self) -> str:
+        have = [k for k, m in self.models.items() if m is not None]
+        return f"GeneralCalibrator(name={self.name!r}, variant={self.variant!r}, models={have})"
+
+
+def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,
+                top_k: int = 5, **fit_kw) -> GeneralCalibrator:
+    """Fit a GAC on every labeled run of ``ts``: the with-alternatives model on the runs that list them
+    (skipped when fewer than 2 of each outcome do), the without-alternatives model on all runs."""
+    from ..features import extract
+
+    ts = ts.labeled()
+    y = ts.labels
+    alt = has_alternatives(ts)
+    models = {}
+    rows = np.flatnonzero(alt)
+    if len(rows) and min(int(y[rows].sum()), int(len(rows) - y[rows].sum())) >= 2:
+        sub = ts.take(rows)
+        models[WITH_ALTERNATIVES] = HTCCalibrator(variant=variant, random_state=seed, **fit_kw).fit(
+            extract(sub, profile="paper", top_k=top_k), y[rows], meta=sub.meta)
+    models[WITHOUT_ALTERNATIVES] = HTCCalibrator(variant=variant, random_state=seed, **fit_kw).fit(
+        extract(ts, profile="chosen", top_k=top_k), y, meta=ts.meta)
+    return GeneralCalibrator(models, name=name, card=card)
+
+
+def load_any_model(path: str | Path):
+    """An :class:`HTCCalibrator` or a :class:`GeneralCalibrator`, whichever the JSON file holds."""
+    obj = read_model_file(path)
+    if isinstance(obj, dict) and obj.get("format") == GAC_FORMAT:
+        return GeneralCalibrator.from_dict(obj, source=str(Path(path)))
+    return HTCCalibrator.from_dict(obj, source=str(Path(path)))
