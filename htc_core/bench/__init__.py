@@ -6,12 +6,13 @@
     python -m htc_core.bench monitor       Monitor.add_step per step vs prefix + extract + predict_proba
     python -m htc_core.bench dashboard     cold start, cached pages, upload, projections (needs the [app] extra)
     python -m htc_core.bench hostile       reading cost of the hostile-value checks vs json/orjson parse alone
+    python -m htc_core.bench experiments   transfer, GAC leave-one-out and ablation vs one evaluate, same runs
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
-BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor")
+BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments")
 
 
 def shared_data_dir():

@@ -184,6 +184,13 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
     from ..features import FEATURE_NAMES
     from .evaluation import evaluate
 
+    from ..traces import TraceSet
+
+    if not isinstance(data, TraceSet):
+        shape = np.shape(getattr(data, "values", data))
+        if len(shape) != 2 or shape[1] != len(FEATURE_NAMES):
+            raise ValueError(f"data must be a TraceSet or hold the {len(FEATURE_NAMES)} HTC features (to split them "
+                             f"into families), got shape {shape}")
     variants = _check_variants(variants)
     combos = family_combinations()
     n_all = len(combos[0])
@@ -192,8 +199,6 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
                   inner_folds=inner_folds, methods=methods, max_iter=max_iter, progress=progress)
     from ..features import family_of
 
-    if list(ev.weights) and len(next(iter(ev.weights.values()))[0]) != len(FEATURE_NAMES):
-        raise ValueError(f"data must hold the {len(FEATURE_NAMES)} HTC features to split them into families")
     rows = []
     for v in variants:
         for c in combos:

@@ -16,21 +16,45 @@ The file is JSON (``"format": "htc-gac"``) holding both model files and the mode
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .calibrators import HTCCalibrator
 from .gac import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from .grouping import has_alternatives
 from .model_file import read_model_file
 
-__all__ = ["GeneralCalibrator", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "load_any_model"]
+__all__ = ["GeneralCalibrator", "GACScores", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "load_any_model"]
 
 GAC_FORMAT = "htc-gac"
 GAC_FORMAT_VERSION = 1
 KINDS = (WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES)
+
+
+@dataclass
+class GACScores:
+    """Zero-shot confidences of a GAC for each run, and which of its models scored it."""
+
+    name: str
+    variant: str
+    ids: np.ndarray
+    confidence: np.ndarray
+    kind: np.ndarray            # "with_alternatives" / "without_alternatives" per run
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"id": self.ids, "confidence": self.confidence, "gac_model": self.kind})
+
+    def to_dict(self) -> dict:
+        return {"model": self.name, "variant": self.variant,
+                "runs": [{"id": str(i), "confidence": float(c), "gac_model": str(k)}
+                         for i, c, k in zip(self.ids, self.confidence, self.kind)]}
+
+    def counts(self) -> dict:
+        return {k: int((self.kind == k).sum()) for k in KINDS}
 
 
 class GeneralCalibrator:
@@ -72,6 +96,11 @@ class GeneralCalibrator:
                 sub = ts if len(rows) == len(kinds) else ts.take(rows)
                 p[rows] = m.predict_proba(extract(sub, profile=m.profile_, top_k=m.top_k_))[:, 1]
         return np.column_stack([1.0 - p, p])
+
+    def score(self, ts) -> GACScores:
+        """Every run of a TraceSet scored zero-shot (labels not needed)."""
+        return GACScores(name=self.name, variant=self.variant, ids=np.asarray(ts.ids, dtype=object),
+                         confidence=self.predict_proba(ts)[:, 1], kind=self.kinds(ts))
 
     def to_dict(self) -> dict:
         return {"format": GAC_FORMAT, "format_version": GAC_FORMAT_VERSION, "name": self.name,
