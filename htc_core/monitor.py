@@ -119,6 +119,7 @@ class Monitor:
 
         get_profile(self.profile)
         self._deepconf = self.profile == "deepconf"
+        self._ignore_alternatives = self.profile == "chosen"   # 'chosen': Top1/TopkConf = r, alternatives unused
         w, b = self._folded_weights()
         self._w, self._b, self._fast = w, b, w is not None
         if w is None:
@@ -174,7 +175,7 @@ class Monitor:
         if n == 0:
             return self.confidence
         top = top_logprobs
-        if top is None:
+        if top is None or self._ignore_alternatives:
             top = _NO_TOP
         elif type(top) is not np.ndarray or top.dtype != np.float64 or top.ndim != 2 or not top.flags.c_contiguous:
             top = _alternatives(top, n)

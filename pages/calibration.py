@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import plots, prefix_plots, ui, views
+from htc_core.app import experiments, plots, prefix_plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -27,7 +27,9 @@ with ui.page_errors("calibration"):
     ev = None
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
     if cannot_evaluate:
-        st.info(f"The cross-validated evaluation cannot run on this selection: {ui.md(cannot_evaluate)}.")
+        st.info(f"The cross-validated evaluation cannot run on this selection: {ui.md(cannot_evaluate)}. "
+                f"Calibration is measured against outcomes: {experiments.LABELS_HOWTO}. Meanwhile the Runs, "
+                f"Feature space and Trajectory inspector pages show the confidence of {experiments.GAC_NOTE}.")
     else:
         try:
             ev = ui.evaluation(ws, wait=False)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import plots, ui, views
+from htc_core.app import experiment_plots, experiments, plots, ui, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 from htc_core.features import FEATURE_NAMES, REGISTRY
 
@@ -44,3 +44,22 @@ with ui.page_errors("compare"):
     st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
     fv = views.feature_values(ws.features, ws.ts.meta[group_by], ws.labels, feature)
     st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")
+
+    st.subheader(f"Transfer across {group_by}s")
+    st.caption(f"For every {group_by} (source), HTC is fitted on all of its labeled runs and applied unchanged to "
+               f"every other {group_by} (target); the diagonal [in brackets] is DirectTrain, the honest nested CV "
+               "of the group itself. Labeled runs per group in parentheses. Off-diagonal: mean over seeds.")
+    transferred = experiments.cached_transfer(group_by)
+    if transferred is None and st.button(f"Compute the transfer matrix by {group_by}", key="cmp_transfer_go"):
+        try:
+            transferred = experiments.transfer_matrix(ws, group_by)
+        except EvaluationError as e:
+            st.info(f"No transfer matrix on this selection: {ui.md(str(e))}")
+    if transferred is not None:
+        t_variant = st.radio("Variant", transferred.variants[::-1], format_func=lambda v: f"HTC-{v.capitalize()}",
+                             horizontal=True, key="cmp_transfer_variant")
+        st.plotly_chart(experiment_plots.transfer_heatmaps(transferred, t_variant), key="cmp_transfer")
+        for note in transferred.notes:
+            st.caption(f"note: {ui.md(note)}")
+        with st.expander("Transfer cells"):
+            st.dataframe(transferred.to_frame(), hide_index=True, width="stretch")

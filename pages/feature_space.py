@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import plots, ui, views
+from htc_core.app import experiments, plots, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
@@ -21,10 +21,14 @@ with ui.page_errors("feature_space"):
     color = c2.selectbox("Colour by", list(color_labels), format_func=color_labels.get, key="fs_color")
     proj = ui.projection(ws, method)
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
-    htc_conf = None if cannot_fit else views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
+    if cannot_fit:   # no labels to fit on: colour by the shipped GAC's zero-shot confidence
+        htc_conf = experiments.gac_scores(ws).confidence
+        if color == "htc_confidence":
+            st.info(f"No calibrator can be fitted on this selection ({ui.md(cannot_fit)}): the calibrated "
+                    f"confidence is from {experiments.GAC_NOTE}.")
+    else:
+        htc_conf = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
     frame = views.projection_frame(ws, proj, htc_conf)
-    if cannot_fit and color == "htc_confidence":
-        st.info(f"No calibrated confidence to colour by: {ui.md(cannot_fit)}.")
     st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
                f"features ({proj.seconds:.1f} s, cached). Draw a box or lasso around a point to open it in the "
                "inspector (the first selected point is opened).")

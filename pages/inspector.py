@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import plots, prefix_plots, ui, views
+from htc_core.app import experiments, plots, prefix_plots, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
@@ -34,11 +34,13 @@ with ui.page_errors("inspector"):
     st.text(f"Answer:   {row['answer'] or '—'}\nGold:     {row['gold'] or '—'}")
 
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
-    expl = model = None
+    X = ws.features
     if cannot_fit is None:
         model = ui.fitted_model(ws, variant)
-        expl = explain.explain_trajectory(model, ws.features, i, labels=ws.labels, groups=ws.ts.meta["dataset"],
-                                          ids=ws.ts.ids)
+    else:   # no labels to fit on: the shipped GAC's sub-model for this kind of run explains its confidence
+        model, X, gac_kind = experiments.gac_model_for(ws, i)
+        method = "GAC (zero-shot)"
+    expl = explain.explain_trajectory(model, X, i, labels=ws.labels, groups=ws.ts.meta["dataset"], ids=ws.ts.ids)
     m = st.columns(4)
     if expl is not None:
         m[0].metric(f"{method} confidence", f"{expl.confidence:.2f}")
@@ -55,8 +57,11 @@ with ui.page_errors("inspector"):
                         "Strongest reasons, compared with " + ui.md(expl.reference) + ":")
             for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
                 st.markdown("- " + ui.md(r))
-    else:
-        st.info(f"No calibrator can be fitted to explain this confidence: {ui.md(cannot_fit)}.")
+    if cannot_fit is not None:
+        st.info(f"No calibrator can be fitted on this selection ({ui.md(cannot_fit)}), so this confidence is from "
+                f"{experiments.GAC_NOTE}; this run is scored by its model for runs "
+                f"{'with' if gac_kind == 'with_alternatives' else 'without'} alternatives. For a calibrator fitted on "
+                f"your runs, {experiments.LABELS_HOWTO}.")
 
     if model is not None:
         st.subheader("Confidence after each step")
@@ -80,7 +85,7 @@ with ui.page_errors("inspector"):
             st.plotly_chart(plots.waterfall(expl), key="insp_waterfall")
         with right:
             st.markdown(f"**Against its dataset** ({ui.md(row['dataset'])}, {method} confidence)")
-            place = explain.group_position(model, ws.features, i, ws.ts.meta["dataset"], labels=ws.labels)
+            place = explain.group_position(model, X, i, ws.ts.meta["dataset"], labels=ws.labels)
             st.plotly_chart(plots.position_figure(place.confidence, place.labels, place.value), key="insp_position")
             st.caption(f"Higher than {place.percentile:.0f}% of the {place.n:,} trajectories of this dataset.")
         with st.expander("All feature contributions"):

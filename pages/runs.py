@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import ui, views
+from htc_core.app import experiments, ui, views
 from htc_core.app.workspace import browse
 from htc_core.calibration.evaluation import label_problem
 
@@ -89,25 +89,38 @@ with ui.page_errors("runs"):
     # ------------------------------------------------------------- browse
     st.subheader("Browse trajectories")
     frame = ws.frame()
-    conf_options = views.browse_confidences(frame) + ["HTC-Full (fitted on the selection)"]
+    gac_option = "GAC (shipped, zero-shot)"
+    conf_options = views.browse_confidences(frame) + ["HTC-Full (fitted on the selection)", gac_option]
+    cannot_fit = label_problem(ws.labels, for_evaluation=False)
+    n_unlabeled = len(ws) - len(ui.labeled_positions(ws))
+    if n_unlabeled:
+        st.info(f"{n_unlabeled:,} of {len(ws):,} selected runs have no outcome label. They are scored by "
+                f"{experiments.GAC_NOTE}. Calibration and the honest evaluation need labels: "
+                f"{experiments.LABELS_HOWTO}.")
     c1, c2, c3 = st.columns([2, 2, 1])
     f_ds = c1.multiselect("Dataset", ws.values("dataset"), key="browse_ds", placeholder="any")
     f_ms = c2.multiselect("Model", ws.values("model"), key="browse_ms", placeholder="any")
     f_label = c3.selectbox("Label", ["any", "success", "failure", "unlabeled"], key="browse_label")
     c4, c5, c6 = st.columns([2, 2, 2])
-    f_conf = c4.selectbox("Confidence", conf_options, key="browse_conf")
+    f_conf = c4.selectbox("Confidence", conf_options, index=conf_options.index(gac_option) if cannot_fit else 0,
+                          key="browse_conf")
     f_range = c5.slider("Confidence range", 0.0, 1.0, (0.0, 1.0), step=0.01, key="browse_range")
     f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
     conf_col = f_conf
+    if f_conf.startswith("HTC-Full") and cannot_fit is not None:
+        st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); showing the shipped GAC's "
+                "zero-shot confidence instead.")
+        f_conf = gac_option
     if f_conf.startswith("HTC-Full"):
-        cannot_fit = label_problem(ws.labels, for_evaluation=False)
-        if cannot_fit is None:
-            frame["HTC-Full"] = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
-            conf_col = "HTC-Full"
-        else:
-            st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); filtering on "
-                    "GlobalTrace-TP instead.")
-            conf_col = "GlobalTrace-TP"
+        frame["HTC-Full"] = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
+        conf_col = "HTC-Full"
+    elif f_conf == gac_option:
+        scores = experiments.gac_scores(ws)
+        frame["GAC"] = scores.confidence
+        conf_col = "GAC"
+        counts = scores.counts()
+        st.caption(f"GAC: {experiments.GAC_NOTE}. {counts['with_alternatives']:,} runs scored by its model for runs "
+                   f"with alternatives, {counts['without_alternatives']:,} by the one without.")
     shown = browse(frame, datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col,
                    confidence_range=f_range, text=f_text)
     st.caption(f"{len(shown):,} of {len(frame):,} trajectories match. Select a row to open it in the inspector.")

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from htc_core.app import plots, ui, views
+from htc_core.app import experiment_plots, experiments, plots, ui, views
+from htc_core.calibration.ablation import selection_frequency
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("weights")
@@ -38,6 +39,14 @@ with ui.page_errors("weights"):
             st.caption(f"Fraction of the {freq.fits} outer-fold fits (folds × seeds) of the honest evaluation in "
                        "which the feature kept a non-zero weight.")
             st.plotly_chart(plots.selection_bar(freq.of(method)), key="w_sel")
+            levels = selection_frequency(ui.evaluation(ws).result, method)
+            st.markdown(f"**By family and level** ({method}): share of the Top-1 / Top-3 / Top-5 slots (by "
+                        "|standardized weight|) and of all selections, over the same fits (the paper's table)")
+            st.plotly_chart(experiment_plots.selection_levels_bar(levels.by_family), key="w_sel_levels")
+            with st.expander("Most frequent features at each level"):
+                for level, title in (("top1", "Top-1"), ("top3", "Top-3"), ("top5", "Top-5")):
+                    st.markdown(f"**{title}**")
+                    st.dataframe(levels.top(level, 10), hide_index=True, width="stretch")
         except EvaluationError as e:
             st.warning(f"No evaluation on this selection: {ui.md(str(e))}")
 
@@ -51,3 +60,20 @@ with ui.page_errors("weights"):
         st.caption(f"{ui.md(grp)}: not fitted, {ui.md(why)}")
     if len(dw.weights) < 2:
         st.caption("Only one dataset has enough labeled runs; upload runs of other datasets to compare weights.")
+
+    st.subheader("Feature-family ablation")
+    st.caption("HTC-Full and HTC-Reduced on each of the 15 combinations of the four families, with the honest "
+               "protocol of the Calibration page (same folds; the all-families row equals its HTC rows). "
+               "Thirty cross-validated models: this takes a while on large selections.")
+    abl = experiments.cached_ablation()
+    if abl is None and cannot_evaluate is None and st.button("Run the ablation", key="w_ablation_go"):
+        try:
+            abl = experiments.ablation_result(ws)
+        except EvaluationError as e:
+            st.warning(f"No ablation on this selection: {ui.md(str(e))}")
+    if abl is not None:
+        a_variant = st.radio("Ablation of", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",
+                             horizontal=True, key="w_ablation_variant")
+        st.plotly_chart(experiment_plots.ablation_bars(abl.rows, a_variant), key="w_ablation")
+        st.dataframe(abl.rows[abl.rows.variant == a_variant].drop(columns=["method"]), hide_index=True,
+                     width="stretch")

@@ -69,10 +69,10 @@ def test_every_page_with_sample_runs(app):
     assert not app.get("plotly_chart")                            # the Runs page draws tables only
     # every chart each page draws on the sample runs (one dataset with both outcomes, so every model fits):
     # calibration: reliability diagram + confidence histogram; weights: two weight bars, selection frequency,
-    # per-dataset heatmap; feature space: the projection; examples: metric cards, no chart; compare: reliability
-    # facets, metric bars, feature distribution; inspector: confidence after each step, step timeline, waterfall,
-    # position in its dataset
-    expected_charts = {"calibration": 2, "weights": 4, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
+    # selection by family and level, per-dataset heatmap; feature space: the projection; examples: metric cards,
+    # no chart; compare: reliability facets, metric bars, feature distribution; inspector: confidence after each
+    # step, step timeline, waterfall, position in its dataset
+    expected_charts = {"calibration": 2, "weights": 5, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
     for page in PAGES[1:]:
         go(app, page)
         assert not problems(app), (page, problems(app))
@@ -318,8 +318,10 @@ def test_too_few_labels_to_fit(tmp_path, monkeypatch):
     at = _labeled_only(tmp_path, monkeypatch, outcomes)
     at.selectbox(key="browse_conf").set_value("HTC-Full (fitted on the selection)").run()
     assert not problems(at) and why in _notes(at)
-    assert "GlobalTrace-TP" in at.dataframe[1].value.columns      # filtered on the raw baseline instead
-    for page, charts in (("weights", 0), ("calibration", 0), ("inspector", 1), ("feature_space", 1)):
+    assert "GAC" in at.dataframe[1].value.columns                 # the shipped GAC's zero-shot confidence instead
+    assert "zero-shot" in _notes(at) and "labels file" in _notes(at)
+    # unlabeled runs: the inspector explains the GAC's confidence (after each step, timeline, waterfall, position)
+    for page, charts in (("weights", 0), ("calibration", 0), ("inspector", 4), ("feature_space", 1)):
         go(at, page)
         assert not problems(at), page
         assert len(at.get("plotly_chart")) == charts, page

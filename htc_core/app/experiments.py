@@ -1,0 +1,90 @@
+"""The dashboard's experiment computations (transfer matrix, ablation) and the shipped GAC's zero-shot
+scores, each run once per selection through :func:`~htc_core.app.compute.computed` (progress bar, shared
+cache). Nothing is computed here: the work is :mod:`htc_core.calibration`'s."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..calibration.ablation import AblationResult, ablation
+from ..calibration.general import GACScores, GeneralCalibrator
+from ..calibration.models import DEFAULT_GAC, load_model, shipped_models
+from ..calibration.transfer import TransferResult, transfer
+from . import compute
+from .session import cache_key, settings
+from .workspace import Workspace
+
+__all__ = ["shipped_gac", "gac_scores", "gac_card", "transfer_matrix", "ablation_result"]
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_gac(name: str = DEFAULT_GAC) -> GeneralCalibrator:
+    return load_model(name)
+
+
+def gac_card(name: str = DEFAULT_GAC) -> dict:
+    return next((m.card for m in shipped_models() if m.name == name), {})
+
+
+def gac_scores(ws: Workspace, name: str = DEFAULT_GAC) -> GACScores:
+    """The shipped GAC's zero-shot confidence for every run of the selection (labels not needed)."""
+    def run(progress):
+        progress(0.2, f"scoring {len(ws):,} runs")
+        return shipped_gac(name).score(ws.ts)
+
+    return compute.computed(cache_key("gac", name), f"Scoring with the shipped {name.upper()}", run)
+
+
+def _alphas() -> dict:
+    return {} if compute.ALPHAS is None else {"alphas": compute.ALPHAS}
+
+
+def transfer_matrix(ws: Workspace, by: str) -> TransferResult:
+    """Transfer matrix of the labeled runs of the selection grouped by ``by`` (raises EvaluationError)."""
+    s = settings()
+    pos = compute.labeled_positions(ws)
+
+    def run(progress):
+        return transfer(ws.ts.take(pos), by=by, seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
+                        **_alphas(), progress=lambda d, t, m: progress(d / max(t, 1), m))
+
+    return compute.computed(cache_key("transfer", by, s["seeds"], compute.ALPHAS), f"Transfer matrix by {by}", run)
+
+
+def ablation_result(ws: Workspace) -> AblationResult:
+    """The 15-combination ablation of the labeled runs of the selection (raises EvaluationError)."""
+    s = settings()
+    pos = compute.labeled_positions(ws)
+
+    def run(progress):
+        return ablation(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], **_alphas(),
+                        progress=lambda d, t, m: progress(d / max(t, 1), m))
+
+    return compute.computed(cache_key("ablation", s["seeds"], compute.ALPHAS), "Feature-family ablation", run)
+
+
+def cached_transfer(by: str) -> TransferResult | None:
+    return compute.cached_result(cache_key("transfer", by, settings()["seeds"], compute.ALPHAS))
+
+
+def cached_ablation() -> AblationResult | None:
+    return compute.cached_result(cache_key("ablation", settings()["seeds"], compute.ALPHAS))
+
+
+def gac_model_for(ws: Workspace, position: int):
+    """(the shipped GAC's sub-model that scores run ``position``, the selection's features in that model's
+    profile, the kind) for explaining a run no calibrator can be fitted for."""
+    from . import session
+
+    gac = shipped_gac()
+    kind = str(gac.kinds(ws.ts.take([position]))[0])
+    model = gac.models[kind]
+    return model, session.workspace_for_profile(model.profile_, model.top_k_).features, kind
+
+
+GAC_NOTE = ("the shipped General Agent Calibrator (GAC-Reduced), zero-shot: pre-trained on other datasets and "
+            "never fitted on these runs; runs with top-k alternatives are scored by its model for them, runs "
+            "without by its model that ignores alternatives (see `htc models gac`)")
+LABELS_HOWTO = ("add outcome labels: upload a labels file (CSV or JSONL with `id` and `success`) together with "
+                "the runs on the Runs page, or join them on the command line with "
+                "`htc import runs.jsonl --labels outcomes.csv --out labeled.jsonl`")
