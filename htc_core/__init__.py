@@ -43,6 +43,10 @@ _EXPORTS: dict[str, str] = {
     "EvaluationResult": "htc_core.calibration",
     "EvaluationError": "htc_core.calibration",
     "label_problem": "htc_core.calibration",
+    "transfer": "htc_core.calibration",
+    "gac_leave_one_out": "htc_core.calibration",
+    "ablation": "htc_core.calibration",
+    "load_model": "htc_core.calibration",
     # metrics
     "expected_calibration_error": "htc_core.calibration",
     "brier_score": "htc_core.calibration",

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import ui, views
+from htc_core.app import experiments, ui, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("examples")
@@ -13,7 +13,7 @@ with ui.page_errors("examples"):
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
     if cannot_evaluate:
         st.info(f"Examples need the cross-validated evaluation, which cannot run on this selection: "
-                f"{ui.md(cannot_evaluate)}.")
+                f"{ui.md(cannot_evaluate)}. To evaluate, {experiments.LABELS_HOWTO}.")
         st.stop()
     try:
         ev = ui.evaluation(ws)

@@ -31,7 +31,7 @@ SHOTS.mkdir(parents=True, exist_ok=True)
 PAGES = [  # (sidebar link text, url path, file name, plotly charts the page draws)
     ("Runs", "", "runs", 0),
     ("Calibration", "calibration", "calibration", 2),
-    ("Feature weights", "weights", "feature_weights", 4),
+    ("Feature weights", "weights", "feature_weights", 5),
     ("Feature space", "feature_space", "feature_space", 1),
     ("Examples", "examples", "examples", 0),
     ("Compare LLMs", "compare", "compare_llms", 3),

@@ -10,6 +10,10 @@ Modules (each name below is also importable from here):
 - ``baselines``: the single-signal confidences and temperature scaling.
 - ``calibrators``: :class:`HTCCalibrator` (a scikit-learn estimator); ``model_file``: its JSON model file;
   ``solvers`` / ``pathsolver``: the regularized logistic-regression fits.
+- ``transfer``, ``gac``, ``ablation``: the cross-group experiments (transfer matrix, GAC leave-one-group-out)
+  and the feature-family ablation with selection frequency, each returning a result object;
+  ``general``: the General Agent Calibrator model (one HTC model per kind of run); ``models``: the shipped
+  ``gac`` / ``gac-full`` files and :func:`load_model`; the script that writes them is ``htc_core.train_gac``.
 - ``evaluation``: :func:`evaluate` (nested CV) with ``methods`` (the table's methods behind one
   interface, a registry), ``crossval`` (the outer loop and summary) and ``results``
   (:class:`EvaluationResult`).
@@ -60,6 +64,18 @@ _EXPORTS: dict[str, str] = {
     "roc_curve": "selective",
     "bootstrap_interval": "selective",
     "MetricState": "streaming",
+    "transfer": "transfer",
+    "TransferResult": "transfer",
+    "gac_leave_one_out": "gac",
+    "GACResult": "gac",
+    "ablation": "ablation",
+    "AblationResult": "ablation",
+    "selection_frequency": "ablation",
+    "SelectionFrequency": "ablation",
+    "GeneralCalibrator": "general",
+    "GACScores": "general",
+    "load_model": "models",
+    "shipped_models": "models",
 }
 
 __all__ = list(_EXPORTS)
@@ -86,7 +102,12 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real objects
     from .metrics import (BinnedStats, ReliabilityCurve, UndefinedMetricWarning, auroc, bin_predictions,
                           brier_score, expected_calibration_error, reliability_curve, wilson_interval)
     from .prefixes import EarlyWarningResult, early_warning
+    from .ablation import AblationResult, SelectionFrequency, ablation, selection_frequency
+    from .gac import GACResult, gac_leave_one_out
+    from .general import GACScores, GeneralCalibrator
+    from .models import load_model, shipped_models
     from .results import EvaluationResult
     from .selective import RiskCoverage, bootstrap_interval, risk_coverage_curve, roc_curve
     from .solvers import DEFAULT_ALPHAS
     from .streaming import MetricState
+    from .transfer import TransferResult, transfer

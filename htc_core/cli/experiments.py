@@ -79,7 +79,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(json.dumps([m.to_dict() for m in models], indent=1))
         return 0
     if not models:
-        print("no shipped models in this installation (python -m htc_core.calibration.train_gac writes them)")
+        print("no shipped models in this installation (python -m htc_core.train_gac writes them)")
         return 0
     for m in models:
         print(_card_text(m, full=bool(args.name)))

@@ -2,7 +2,7 @@
 
 ``gac`` (GAC-Reduced) and ``gac-full`` (GAC-Full): General Agent Calibrators pre-trained on every labeled
 run the project has (``sample_runs/`` and the UALA HotpotQA runs), written by
-``python -m htc_core.calibration.train_gac``. Each file's ``card`` says what it was trained on and how it
+``python -m htc_core.train_gac``. Each file's ``card`` says what it was trained on and how it
 did zero-shot on each held-out dataset.
 """
 
@@ -53,7 +53,7 @@ def model_path(model: str | Path) -> Path:
         path = _file(model)
         if not path.is_file():
             raise ValueError(f"the shipped model {model!r} is missing from this installation ({path}); "
-                             "regenerate it with: python -m htc_core.calibration.train_gac")
+                             "regenerate it with: python -m htc_core.train_gac")
         return path
     path = Path(model)
     if not path.is_file():

@@ -1,9 +1,10 @@
 """Train the shipped General Agent Calibrators and write their model files with cards.
 
-    python -m htc_core.calibration.train_gac                  # reads sample_runs/ and ../shared/data/uala-hotpotqa/
-    python -m htc_core.calibration.train_gac --seeds 1 --out out/models   # a quick look elsewhere
+    python -m htc_core.train_gac                  # reads sample_runs/ and ../shared/data/uala-hotpotqa/
+    python -m htc_core.train_gac --seeds 1 --out out/models   # a quick look elsewhere
 
-Reads the labeled runs where they are (``sample_runs/`` of the repository and the MIT-licensed UALA HotpotQA
+An application of the library (it reads files, so it lives above ``calibration``, like the CLI). Reads the
+labeled runs where they are (``sample_runs/`` of the repository and the MIT-licensed UALA HotpotQA
 runs in ``../shared/data/uala-hotpotqa/``; nothing is copied), runs the leave-one-dataset-out experiment
 (:func:`htc_core.calibration.gac.gac_leave_one_out`, strategies by-kind / pooled / chosen, next to
 DirectTrain) for the card, fits ``gac`` (Reduced) and ``gac-full`` on all runs and writes
@@ -16,10 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SAMPLE_RUNS = REPO / "sample_runs"
 DEFAULT_UALA = REPO.parent / "shared" / "data" / "uala-hotpotqa"
-DEFAULT_OUT = Path(__file__).resolve().parent / "models"
+DEFAULT_OUT = Path(__file__).resolve().parent / "calibration" / "models"
 NAMES = {"reduced": "gac", "full": "gac-full"}
 
 DECISION = (
@@ -57,7 +58,7 @@ def _rel(p: Path) -> str:
 
 
 def _counts(ts) -> list[dict]:
-    from .grouping import has_alternatives
+    from .calibration.grouping import has_alternatives
 
     m = ts.meta.assign(alternatives=has_alternatives(ts), success=ts.labels)
     g = m.groupby(["dataset", "model"], dropna=False)
@@ -75,8 +76,8 @@ def _submodel_card(m) -> dict | None:
 
 
 def build_card(name: str, variant: str, ts, sources: list[Path], loo, gac) -> dict:
-    from .. import __version__
-    from .grouping import has_alternatives
+    from . import __version__
+    from .calibration.grouping import has_alternatives
 
     rows = [r for r in loo.to_dict()["rows"] if r["variant"] == variant]
     alt = has_alternatives(ts)
@@ -99,12 +100,12 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo, gac) -> di
         "decision": DECISION,
         "leave_one_out": {"by": loo.by, "seeds": loo.seeds, "strategies": loo.strategies,
                           "mean_by_kind_of_heldout": _mean_by_kind(loo, variant), "rows": rows, "notes": loo.notes},
-        "regenerate": "python -m htc_core.calibration.train_gac",
+        "regenerate": "python -m htc_core.train_gac",
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m htc_core.calibration.train_gac", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m htc_core.train_gac", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
     ap.add_argument("--uala", type=Path, default=DEFAULT_UALA)
@@ -112,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3, help="seeds of the leave-one-out experiment (default 3)")
     args = ap.parse_args(argv)
 
-    from ..formats import load
-    from .gac import STRATEGIES, gac_leave_one_out
-    from .general import fit_general
+    from .calibration.gac import STRATEGIES, gac_leave_one_out
+    from .calibration.general import fit_general
+    from .formats import load
 
     sources = [p for p in (args.sample_runs, args.uala) if p.exists()]
     missing = [p for p in (args.sample_runs, args.uala) if not p.exists()]
