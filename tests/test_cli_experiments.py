@@ -134,3 +134,23 @@ def test_general_calibrator_round_trip_and_routing(small, tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="not a valid GAC model file: models must hold"):
         GeneralCalibrator.load(tmp_path / "bad.json")
+
+
+def test_training_script_writes_both_models_with_cards(small, tmp_path, capsys):
+    from htc_core.train_gac import main as train
+
+    out = tmp_path / "models"
+    assert train(["--sample-runs", str(small / "two" / "units.jsonl"), "--uala", str(small / "two" / "uala.jsonl"), "--out", str(out),
+                  "--seeds", "1"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["gac-full.json", "gac.json"]
+    assert "GAC (pooled)" in capsys.readouterr().out            # the leave-one-out table it decided from
+    for name, variant in (("gac", "reduced"), ("gac-full", "full")):
+        g = GeneralCalibrator.load(out / f"{name}.json")
+        assert g.name == name and g.variant == variant
+        td = g.card["training_data"]
+        assert td["n"] == 100 and td["runs_with_alternatives"] == 40 and td["runs_without_alternatives"] == 60
+        assert g.card["models"]["with_alternatives"]["n_train"] == 40
+        loo = g.card["leave_one_out"]
+        assert {r["heldout"] for r in loo["rows"]} == {"HotpotQA", "units"}
+        assert {r["variant"] for r in loo["rows"]} == {variant}
+        assert set(loo["mean_by_kind_of_heldout"]["GAC (by-kind)"]) == {"with_alternatives", "without_alternatives"}
