@@ -111,10 +111,11 @@ class GeneralCalibrator:
                 "card": self.card}
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
-        return path
+        """Write the GAC as JSON (atomic: a failed save leaves the previous file intact)."""
+        from ..atomic import write_text
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "GeneralCalibrator":
