@@ -156,3 +156,16 @@ def test_experiments_validate_inputs(runs):
     meta.loc[meta.dataset == "facts", "success"] = False
     res = transfer(dataclasses.replace(runs, meta=meta), seeds=[42], variants=("reduced",), **KW)
     assert "facts" not in res.groups and any("'facts' left out" in n for n in res.notes)
+
+
+def test_monitor_with_a_chosen_profile_model_ignores_alternatives(runs):
+    """The GAC's model for runs without alternatives ('chosen' profile) scores a live run like extract does."""
+    from htc_core.calibration.calibrators import HTCCalibrator
+    from htc_core.explain import confidence_after_steps
+    from htc_core.features import extract
+
+    # HTC-Full: L2 keeps weight on the TopkConf columns, which the alternatives would change
+    model = HTCCalibrator(variant="full", alphas=FAST, inner_folds=3).fit(extract(runs, profile="chosen"), runs.labels)
+    for i in (0, 100, 200):
+        live = confidence_after_steps(model, runs, i).confidence.iloc[-1]
+        assert live == pytest.approx(model.predict_proba(extract(runs.take([i]), profile="chosen"))[0, 1], abs=1e-9)
