@@ -30,8 +30,19 @@ with ui.page_errors("inspector"):
     st.caption(f"{ui.md(row['id'])} · dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · "
                f"framework {ui.md(row['framework'])} · {row['steps']} steps · {row['tokens']} tokens · "
                f"{views.outcome_word(row['success'])}")
+    raised = ws.flags.of(i)
+    if raised:
+        st.warning("**Structural flags:** " + "; ".join(raised) + ".")
+    else:
+        checked = ", ".join(explain.FLAGS[f] for f in ws.flags.available) or "nothing the data can decide"
+        st.caption(f"No structural flag raised (checked: {checked}).")
     st.text(f"Question: {row['question'] or '—'}")
-    st.text(f"Answer:   {row['answer'] or '—'}\nGold:     {row['gold'] or '—'}")
+    st.text(f"Answer:   {row['answer'] or '— (no final answer)'}\nGold:     {row['gold'] or '—'}")
+    with st.container(border=True):
+        st.markdown("**The run, step by step** (the text each LLM call generated, shown as written)")
+        for k, (name, text) in enumerate(views.step_texts(ws.ts, i), 1):
+            st.caption(f"Step {k} · {ui.md(name or 'step')}")
+            st.text(text if text is not None else "(the source kept no text for this step)")
 
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     X = ws.features
@@ -43,20 +54,22 @@ with ui.page_errors("inspector"):
     expl = explain.explain_trajectory(model, X, i, labels=ws.labels, groups=ws.ts.meta["dataset"], ids=ws.ts.ids)
     m = st.columns(4)
     if expl is not None:
-        m[0].metric(f"{method} confidence", f"{expl.confidence:.2f}")
+        m[0].metric(f"{method} confidence", explain.format_confidence(expl.confidence))
     honest = views.oof_confidence(ui.cached_evaluation(), i, method)
     if honest is not None:
-        m[1].metric("out-of-fold (honest)", f"{honest:.2f}")
+        m[1].metric("out-of-fold (honest)", explain.format_confidence(honest))
     m[2].metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}")
     m[3].metric("LastStep-TP", f"{row['LastStep-TP']:.2f}")
 
     if expl is not None:
         st.subheader("Why this confidence")
         with st.container(border=True):
-            st.markdown(f"**Calibrated confidence {expl.confidence:.2f}** (logit {expl.logit:+.2f}). "
-                        "Strongest reasons, compared with " + ui.md(expl.reference) + ":")
+            st.markdown(f"**Calibrated confidence {explain.format_confidence(expl.confidence)}** (logit "
+                        f"{expl.logit:+.2f}). Strongest reasons, compared with " + ui.md(expl.reference) + ":")
             for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
                 st.markdown("- " + ui.md(r))
+            st.caption("Features that carry the same information (exact copies, or correlated beyond |r| 0.95 on "
+                       "these runs) are one signal here, with their contributions summed.")
     if cannot_fit is not None:
         st.info(f"No calibrator can be fitted on this selection ({ui.md(cannot_fit)}), so this confidence is from "
                 f"{experiments.GAC_NOTE}; this run is scored by its model for runs "
@@ -88,7 +101,8 @@ with ui.page_errors("inspector"):
             place = explain.group_position(model, X, i, ws.ts.meta["dataset"], labels=ws.labels)
             st.plotly_chart(plots.position_figure(place.confidence, place.labels, place.value), key="insp_position")
             st.caption(f"Higher than {place.percentile:.0f}% of the {place.n:,} trajectories of this dataset.")
-        with st.expander("All feature contributions"):
+        with st.expander("Distinct signals and all feature contributions"):
+            st.dataframe(views.signal_frame(expl), hide_index=True, width="stretch")
             st.dataframe(expl.table, hide_index=True, width="stretch")
 
     st.subheader("Tokens by probability")

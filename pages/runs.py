@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from htc_core import explain
 from htc_core.app import experiments, ui, views
 from htc_core.app.workspace import browse
 from htc_core.calibration.evaluation import label_problem
@@ -90,7 +91,10 @@ with ui.page_errors("runs"):
     st.subheader("Browse trajectories")
     frame = ws.frame()
     gac_option = "GAC (shipped, zero-shot)"
-    conf_options = views.browse_confidences(frame) + ["HTC-Full (fitted on the selection)", gac_option]
+    evaluated = ui.cached_evaluation()
+    oof_options = [f"{m} (out-of-fold)" for m in ("HTC-Reduced", "HTC-Full")
+                   if views.oof_column(evaluated, len(ws), m) is not None]
+    conf_options = oof_options + views.browse_confidences(frame) + ["HTC-Full (fitted on the selection)", gac_option]
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     n_unlabeled = len(ws) - len(ui.labeled_positions(ws))
     if n_unlabeled:
@@ -106,7 +110,12 @@ with ui.page_errors("runs"):
                           key="browse_conf")
     f_range = c5.slider("Confidence range", 0.0, 1.0, (0.0, 1.0), step=0.01, key="browse_range")
     f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
+    f_flags = st.multiselect("Structural flags (all must be raised)", list(explain.FLAGS), key="browse_flags",
+                             format_func=explain.FLAGS.get, placeholder="any")
     conf_col = f_conf
+    if f_conf.endswith("(out-of-fold)"):
+        conf_col = f_conf.removesuffix(" (out-of-fold)") + " (OOF)"
+        frame[conf_col] = views.oof_column(evaluated, len(ws), f_conf.removesuffix(" (out-of-fold)"))
     if f_conf.startswith("HTC-Full") and cannot_fit is not None:
         st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); showing the shipped GAC's "
                 "zero-shot confidence instead.")
@@ -122,12 +131,14 @@ with ui.page_errors("runs"):
         st.caption(f"GAC: {experiments.GAC_NOTE}. {counts['with_alternatives']:,} runs scored by its model for runs "
                    f"with alternatives, {counts['without_alternatives']:,} by the one without.")
     shown = browse(frame, datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col,
-                   confidence_range=f_range, text=f_text)
+                   confidence_range=f_range, text=f_text, flags=f_flags)
     st.caption(f"{len(shown):,} of {len(frame):,} trajectories match. Select a row to open it in the inspector.")
-    view = shown[["key", "id", "dataset", "model", "success", conf_col, "steps", "tokens", "question", "answer", "gold"]]
+    view = shown[["key", "id", "dataset", "model", "success", conf_col, "flags", "steps", "tokens", "question",
+                  "answer", "gold"]]
     event = st.dataframe(view.head(5000), hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key="browse_table",
                          column_config={"key": None, conf_col: st.column_config.NumberColumn(format="%.3f"),
+                                        "flags": st.column_config.TextColumn(width="medium"),
                                         "question": st.column_config.TextColumn(width="large")})
     rows = event.selection.rows if event is not None else []
     if rows:

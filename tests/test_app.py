@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -329,3 +330,34 @@ def test_too_few_labels_to_fit(tmp_path, monkeypatch):
             at.selectbox(key="fs_color").set_value("htc_confidence").run()
             assert not problems(at)
         assert why in _notes(at), page
+
+
+def test_inspector_shows_flags_first_and_the_run_itself(tmp_path, sample_dir, monkeypatch):
+    """A run that ended at its step limit without an answer: the flags come first, every step's text is on
+    screen without expanding anything, and the confidence is never shown as a bare 0.00."""
+    d = tmp_path / "samples"
+    shutil.copytree(sample_dir, d)
+    stuck = make_traj("stuck-1", [([-0.3, -2.0, -0.9], None), ([-0.3, -2.2, -0.8], None)], success=False,
+                      dataset="arithmetic", model="SmolLM2-135M-greedy", question="What is 6 * 7?", gold="42",
+                      metadata={"stop_reason": "step_limit"})
+    stuck["steps"][0]["text"] = "Thought: multiply.\nAction: calculator[6 * 7]"
+    stuck["steps"][1]["text"] = "Thought: again.\nAction: calculator[6 * 7]"
+    write_jsonl(d / "stuck.jsonl", [stuck])
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
+    monkeypatch.setattr(compute, "ALPHAS", (1.0,))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state[ui.SEEDS] = 1
+    at.run()
+    store = ui.get_store(at.session_state[ui.DATA_DIR])
+    at.session_state[ui.INSPECT] = [k for k in build_workspace(store).keys if k.endswith(":stuck-1")][0]
+    go(at, "inspector")
+    assert not problems(at)
+    (warning,) = [w.value for w in at.warning if "Structural flags" in w.value]
+    for words in ("ended without a final answer", "stopped at its step or token limit", "repeated the same action"):
+        assert words in warning
+    texts = [t.value for t in at.text]
+    assert "Thought: multiply.\nAction: calculator[6 * 7]" in texts and "Thought: again.\nAction: calculator[6 * 7]" in texts
+    assert any("no final answer" in t for t in texts)
+    shown = [m.value for m in at.metric]
+    assert shown and not any(v in ("0.00", "1.00") for v in shown)

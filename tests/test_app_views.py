@@ -16,6 +16,7 @@ from htc_core.app.store import Store
 from htc_core.app.workspace import build_workspace
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import evaluate
+from htc_core import explain
 from htc_core.explain import confidence_examples, group_curves, group_metrics
 from htc_core.features import FEATURE_NAMES, REGISTRY
 
@@ -176,3 +177,33 @@ def test_views_import_no_streamlit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_flags_in_the_frame_and_the_browse_filter(tmp_path):
+    from htc_core.app.workspace import browse
+    from htc_core.explain import FLAGS
+
+    store = Store(tmp_path / "store")
+    ingest(store, [SHIPPED], name="arithmetic")          # all 250 runs: one ends at the step limit
+    frame = build_workspace(store).frame()
+    assert all(f"flag_{f}" in frame.columns for f in FLAGS)
+    no_answer = frame["flag_no_final_answer"].to_numpy(bool)
+    assert no_answer.sum() == 1
+    shown = browse(frame, flags=["no_final_answer"])
+    assert len(shown) == no_answer.sum() and all(FLAGS["no_final_answer"] in f for f in shown["flags"])
+    both = browse(frame, flags=["no_final_answer", "step_limit"])
+    assert set(both["id"]) <= set(shown["id"])
+    with pytest.raises(ValueError, match="valid flags"):
+        browse(frame, flags=["nope"])
+
+
+def test_out_of_fold_column_and_step_texts(ws, evaluated, model):
+    col = views.oof_column(evaluated, len(ws), "HTC-Full")
+    np.testing.assert_array_equal(col[evaluated.positions], evaluated.result.oof["HTC-Full"])
+    assert np.isnan(np.delete(col, evaluated.positions)).all()
+    assert views.oof_column(evaluated, len(ws), "HTC-Reduced") is None
+    steps = views.step_texts(ws.ts, 0)
+    assert len(steps) == ws.ts.steps_per_trajectory[0] and steps[0][1].startswith("Thought")
+    expl = explain.explain_trajectory(model, ws.features, 0, labels=ws.labels)
+    sig = views.signal_frame(expl)
+    assert len(sig) == len(expl.signals) and "related features" in sig.columns

@@ -264,28 +264,29 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
 
 # ----------------------------------------------------------- the inspector
 def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
-    """Contributions to the logit, sorted by size: intercept, the ``top`` strongest features, the rest
-    summed, and the total logit (from an ``explain.TrajectoryExplanation``)."""
-    t = explanation.table
+    """Contributions to the logit, sorted by size: intercept, the ``top`` strongest distinct signals (exact
+    copies and strongly correlated features summed, from an ``explain.TrajectoryExplanation``), the rest
+    summed, and the total logit."""
+    t = explanation.signals
     t = t[t["contribution"] != 0]          # features a sparse model dropped add nothing
     head = t.head(top)
     rest = float(t["contribution"].iloc[top:].sum()) if len(t) > top else 0.0
-    x = ["intercept"] + [f"{c} {d}" for c, d in zip(head["code"], head["display_name"])]
+    x = ["intercept"] + [d + (f" (+{n - 1} related)" if n > 1 else "")
+                         for d, n in zip(head["display_name"], head["n_members"])]
     y = [explanation.intercept] + list(head["contribution"])
-    text = ["baseline log-odds of the model"] + [
-        f"{esc(f)} = {v:.4g} (z = {z:+.2f}, weight {w:+.3f}); {p} typical successes"
-        for f, v, z, w, p in zip(head["formula"], head["value"], head["z"], head["weight"], head["position"])]
+    text = ["baseline log-odds of the model"] + [f"value {v:.4g}; {esc(c)}" for v, c in zip(head["value"],
+                                                                                          head["comparison"])]
     measure = ["absolute"] + ["relative"] * len(head)
     if len(t) > top:
-        x.append(f"{len(t) - top} other features")
+        x.append(f"{len(t) - top} other signals")
         y.append(rest)
         text.append("sum of the remaining contributions")
         measure.append("relative")
     x.append("logit")
     y.append(explanation.logit)
-    text.append(f"calibrated confidence {explanation.confidence:.3f}")
+    text.append(f"calibrated confidence {explanation.confidence:.4f}")
     measure.append("total")
-    fig = go.Figure(go.Waterfall(orientation="h", y=x, x=y, measure=measure, customdata=text,
+    fig = go.Figure(go.Waterfall(orientation="h", y=[esc(v) for v in x], x=y, measure=measure, customdata=text,
                                  decreasing=dict(marker=dict(color="#E45756")),
                                  increasing=dict(marker=dict(color="#54A24B")),
                                  totals=dict(marker=dict(color="#4C78A8")),

@@ -298,5 +298,28 @@ def oof_confidence(evaluated, position: int, method: str) -> float | None:
     return float(evaluated.result.oof[method][hit[0]]) if hit.size else None
 
 
+def oof_column(evaluated, n: int, method: str) -> np.ndarray | None:
+    """Out-of-fold confidences of ``method`` for all ``n`` workspace rows (NaN where a row was not evaluated),
+    or None when the evaluation has no such method yet."""
+    if evaluated is None or method not in evaluated.result.oof:
+        return None
+    out = np.full(n, np.nan)
+    out[evaluated.positions] = evaluated.result.oof[method]
+    return out
+
+
+def step_texts(ts, index: int) -> list[tuple[str, str | None]]:
+    """(name, generated text) of every step of trajectory ``index``, in order."""
+    a, b = int(ts.traj_offsets[index]), int(ts.traj_offsets[index + 1])
+    return [(str(ts.step_name[j] or ""), ts.step_text[j]) for j in range(a, b)]
+
+
+def signal_frame(explanation) -> pd.DataFrame:
+    """The explanation's distinct signals as a table for the page (members joined in words)."""
+    t = explanation.signals.copy()
+    t["related features"] = t["members"].map(lambda m: ", ".join(m))
+    return t[["display_name", "kind", "related features", "value", "success_median", "comparison", "contribution"]]
+
+
 def outcome_word(success) -> str:
     return {1.0: "success", 0.0: "failure"}.get(success, "unlabeled")

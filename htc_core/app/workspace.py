@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..calibration.baselines import baseline_confidences
+from ..explain.flags import FLAGS, StructuralFlags, structural_flags
 from ..features import FEATURE_NAMES, FeatureMatrix, extract
 from ..traces import TraceSet, concat
 from .store import Store
@@ -41,6 +42,14 @@ class Workspace:
 
     def __len__(self) -> int:
         return self.ts.n_trajectories
+
+    @property
+    def flags(self) -> StructuralFlags:
+        """The structural flags of every trajectory (computed once per workspace)."""
+        cached = self.__dict__.get("_flags")
+        if cached is None:
+            cached = self.__dict__["_flags"] = structural_flags(self.ts)
+        return cached
 
     @property
     def labels(self) -> np.ndarray:
@@ -85,7 +94,8 @@ class Workspace:
 
     def frame(self) -> pd.DataFrame:
         """One row per trajectory: position, key, run_set, id, dataset, model, framework, question,
-        answer, gold, success (1/0/NaN), steps, tokens and the raw baseline confidences."""
+        answer, gold, success (1/0/NaN), steps, tokens, the raw baseline confidences, the structural flags in
+        words (``flags``) and one boolean column per flag (``flag_<name>``, unknown counted as not raised)."""
         meta = self.ts.meta
         df = pd.DataFrame({"position": np.arange(len(self)), "key": self.keys, "run_set": self.run_set})
         for c in ("id", "dataset", "model", "framework", "question", "answer", "gold"):
@@ -96,17 +106,22 @@ class Workspace:
         df["tokens"] = self.ts.tokens_per_trajectory
         for c in self.baselines.columns:
             df[c] = self.baselines[c].to_numpy()
+        fl = self.flags
+        df["flags"] = [", ".join(fl.of(i)) for i in range(len(self))]
+        for f in FLAGS:
+            df[f"flag_{f}"] = fl.frame[f].fillna(False).to_numpy(dtype=bool)
         return df
 
 
 def browse(frame: pd.DataFrame, *, datasets: Sequence[str] | None = None, models: Sequence[str] | None = None,
            label: str = "any", confidence: str | None = None, confidence_range: tuple[float, float] = (0.0, 1.0),
-           text: str = "") -> pd.DataFrame:
+           text: str = "", flags: Sequence[str] = ()) -> pd.DataFrame:
     """Filter a ``Workspace.frame()`` (plus optional confidence columns) like the Runs page does.
 
     ``label``: 'any', 'success', 'failure' or 'unlabeled'; ``confidence``: the
     column the range applies to; ``text``: case-insensitive substring of the
-    question (or id), taken literally.
+    question (or id), taken literally; ``flags``: names of structural flags
+    (``htc_core.explain.FLAGS``) that must all be raised.
     """
     if label not in ("any", "success", "failure", "unlabeled"):
         raise ValueError(f"label must be 'any', 'success', 'failure' or 'unlabeled', got {label!r}")
@@ -127,6 +142,10 @@ def browse(frame: pd.DataFrame, *, datasets: Sequence[str] | None = None, models
         lo, hi = confidence_range
         c = frame[confidence].to_numpy(dtype=np.float64)
         m &= (c >= lo) & (c <= hi)
+    for f in flags:
+        if f not in FLAGS:
+            raise ValueError(f"unknown flag {f!r}; valid flags: {', '.join(FLAGS)}")
+        m &= frame[f"flag_{f}"].to_numpy(dtype=bool)
     if text:
         needle = text.strip().lower()
         q = frame["question"].map(lambda v: "" if v is None else str(v).lower())
