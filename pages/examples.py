@@ -1,7 +1,9 @@
-"""Examples: where HTC changed the verdict of a single-signal baseline (like the paper's qualitative examples)."""
+"""Examples: where HTC changed the verdict of a single-signal baseline (like the paper's qualitative examples),
+and HTC's own worst mistakes (most confident failures, least confident successes)."""
 
 import streamlit as st
 
+from htc_core import explain
 from htc_core.app import experiments, ui, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
@@ -55,4 +57,32 @@ with ui.page_errors("examples"):
                               delta_color=better)   # green: the change moved towards the true outcome
                     m3.metric("outcome", "success" if row["success"] == 1 else "failure")
                     if st.button("Why? Open in the inspector", key=f"ex_open_{title[:5]}_{i}"):
+                        ui.open_in_inspector(row["key"])
+
+    st.divider()
+    st.subheader(f"{htc}'s own worst mistakes")
+    st.caption("The failures it was most confident about and the successes it doubted most, by out-of-fold "
+               "confidence, with each run's structural flags and the strongest reason of the model fitted on the "
+               "whole selection.")
+    variant = "full" if htc == "HTC-Full" else "reduced"
+    fitted = None if label_problem(ws.labels, for_evaluation=False) else ui.fitted_model(ws, variant)
+    worst = views.mistakes_for(ws, ev, htc=htc, n=int(n), model=fitted)
+    left, right = st.columns(2)
+    for col, title, frame in ((left, "Most confident failures", worst.confident_failures),
+                              (right, "Least confident successes", worst.doubted_successes)):
+        with col:
+            st.markdown(f"**{title}**")
+            if frame.empty:
+                st.info("None in this selection.")
+            for i, row in frame.iterrows():
+                with st.container(border=True):
+                    st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
+                    st.text(f"Question: {row['question'] or '—'}")
+                    st.text(f"Answer:   {row['answer'] or '— (no final answer)'}\nGold:     {row['gold'] or '—'}")
+                    st.metric(f"{htc} (out-of-fold)", explain.format_confidence(row["confidence"]))
+                    if row["flags"]:
+                        st.warning("Flags: " + ui.md(row["flags"]))
+                    if "reason" in row:
+                        st.caption("Top reason: " + ui.md(row["reason"]))
+                    if st.button("Open in the inspector", key=f"ex_worst_{title[:5]}_{i}"):
                         ui.open_in_inspector(row["key"])

@@ -88,7 +88,11 @@ def test_every_page_with_sample_runs(app):
                                                      "Under-confident successes: baseline low, HTC high, right"]
     shown = [b for b in app.button if b.label == "Why? Open in the inspector"]   # one per example card
     assert 1 <= len(shown) <= 2 * 4                               # 4 examples per side by default
-    assert len(app.metric) == 3 * len(shown)                      # baseline, HTC and outcome on every card
+    worst = [b for b in app.button if b.label == "Open in the inspector"]   # HTC's own worst mistakes
+    assert len(worst) == 2 * 4                                    # 4 per side; the selection has both outcomes
+    assert app.subheader[2].value.endswith("own worst mistakes")
+    assert len(app.metric) == 3 * len(shown) + len(worst)         # baseline, HTC and outcome; one per mistake
+    assert any(c.value.startswith("Top reason: ") for c in app.caption)
 
 
 def test_early_warning_curve_on_the_calibration_page(app):

@@ -207,3 +207,12 @@ def test_out_of_fold_column_and_step_texts(ws, evaluated, model):
     expl = explain.explain_trajectory(model, ws.features, 0, labels=ws.labels)
     sig = views.signal_frame(expl)
     assert len(sig) == len(expl.signals) and "related features" in sig.columns
+
+
+def test_worst_mistakes_view(ws, evaluated, model):
+    worst = views.mistakes_for(ws, evaluated, htc="HTC-Full", n=3, model=model)
+    fails = worst.confident_failures
+    assert len(fails) == 3 and (fails["success"] == 0).all()
+    assert fails["confidence"].iloc[0] == evaluated.result.oof["HTC-Full"][evaluated.result.labels == 0].max()
+    assert all(k in set(ws.keys) for k in fails["key"]) and all(r.endswith(").") for r in fails["reason"])
+    assert "flags" in worst.doubted_successes.columns

@@ -14,7 +14,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..explain import ExampleSet, confidence_examples, group_curves, group_metrics
+from ..explain import (ExampleSet, Mistakes, confidence_examples, explain_trajectory, group_curves, group_metrics,
+                       worst_mistakes)
 from ..features import FEATURE_NAMES, REGISTRY
 from .workspace import Workspace, browse
 
@@ -239,6 +240,29 @@ def examples_for(ws: Workspace, evaluated, *, baseline: str, htc: str, n: int) -
     for frame in (exs.over, exs.under):
         frame["key"] = [str(keys[int(p)]) for p in frame["position"]]
     return exs
+
+
+def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, model=None) -> Mistakes:
+    """:func:`htc_core.explain.worst_mistakes` of ``htc`` on the evaluated trajectories (out-of-fold
+    confidences) with their structural flags, workspace ``key`` and, when ``model`` is given, the top reason
+    of each (from that model, fitted on the whole selection)."""
+    res = evaluated.result
+    pos = evaluated.positions
+    meta = ws.ts.meta.iloc[pos].reset_index(drop=True)
+    flags = ws.flags
+    sub = type(flags)(frame=flags.frame.iloc[pos].reset_index(drop=True), available=flags.available)
+    out = worst_mistakes(meta, res.labels, res.oof[htc], method=htc, flags=sub, n=n)
+    for frame in (out.confident_failures, out.doubted_successes):
+        rows = [int(pos[int(p)]) for p in frame["position"]]
+        frame["key"] = [str(ws.keys[r]) for r in rows]
+        if model is not None:
+            frame["reason"] = [_top_reason(model, ws, r) for r in rows]
+    return out
+
+
+def _top_reason(model, ws: Workspace, row: int) -> str:
+    expl = explain_trajectory(model, ws.features, row, labels=ws.labels, groups=ws.ts.meta["dataset"], n_reasons=1)
+    return expl.reasons[0] if expl.reasons else "no feature moves this run far from the model's intercept"
 
 
 # ------------------------------------------------------------ feature space page
