@@ -132,3 +132,19 @@ def test_real_run_a_fit_and_score(tmp_path):
     out = tmp_path / "s.csv"
     assert main(["score", str(model), str(RUN_A), "--out", str(out)]) == 0
     assert len(pd.read_csv(out)) == 466
+
+
+def test_score_explain_writes_flags_reasons_and_features(tmp_path, capsys):
+    runs = Path(__file__).resolve().parents[1] / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+    model = tmp_path / "m.json"
+    assert main(["fit", str(runs), "--variant", "full", "--out", str(model)]) == 0
+    out = tmp_path / "scores.csv"
+    assert main(["score", str(model), str(runs), "--out", str(out), "--explain"]) == 0
+    df = pd.read_csv(out, keep_default_na=False)
+    from htc_core.features import FEATURE_NAMES
+
+    assert {"id", "confidence", "flags", "reason_1", "reason_2", "reason_3"} <= set(df.columns)
+    assert set(FEATURE_NAMES) <= set(df.columns) and len(df) == 250
+    stuck = df[df["id"] == "arithmetic-0177-SmolLM2-135M-greedy"].iloc[0]
+    assert "ended without a final answer" in stuck["flags"] and stuck["reason_1"].endswith(").")
+    assert (df["flags"] == "").sum() > 200                      # most runs raise no flag

@@ -100,3 +100,22 @@ def test_worst_mistakes_on_out_of_fold_confidences():
     assert fails["confidence"].iloc[0] == worst_fail
     assert list(fails["id"]) == list(ts.ids[fails["position"]])
     assert "flags" in fails.columns and len(m.to_frame()) == 10
+
+
+def test_exported_reasons_equal_the_inspectors_for_every_run(uala_run_a):
+    """explain_runs computes all runs at once; its words must be explain_trajectory's, run by run."""
+    from htc_core.calibration import HTCCalibrator
+    from htc_core.explain import explain_runs, explain_trajectory
+    from htc_core.features import extract
+
+    for path in (uala_run_a, SAMPLE / "units" / "units_SmolLM2-135M-greedy.jsonl"):
+        ts, _ = load(path)
+        fm = extract(ts)
+        model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+        table = explain_runs(ts, fm, model)
+        assert list(table.columns[:4]) == ["flags", "reason_1", "reason_2", "reason_3"]
+        assert list(table.columns[4:]) == list(fm.names) and len(table) == len(ts)
+        for i in range(0, len(ts), 37):
+            one = explain_trajectory(model, fm, i, labels=ts.labels, groups=ts.meta["dataset"])
+            assert [r for r in table.loc[i, ["reason_1", "reason_2", "reason_3"]] if r] == one.reasons
+        assert explain_runs(ts, fm).columns[1] == fm.names[0]          # no model: flags and features only

@@ -94,10 +94,25 @@ def cmd_score(args: argparse.Namespace) -> int:
     base = baseline_confidences(ts, profile=profile, top_k=top_k)
     for col in base:
         df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
+    if args.explain:
+        df = _with_explanations(df, ts, model, profile, top_k)
     with atomic_path(out) as tmp:
         df.to_csv(tmp, index=False, float_format="%.17g")
     print(f"scored {len(df)} trajectories with {args.model} ({what}); wrote {out}")
     return 0
+
+
+def _with_explanations(df, ts, model, profile: str, top_k: int):
+    """``htc score --explain``: structural flags, the three strongest reasons (HTC models) and the features."""
+    import pandas as pd
+
+    from ..calibration.general import GeneralCalibrator
+    from ..explain import explain_runs
+    from ..features import extract
+
+    fm = extract(ts, profile=profile, top_k=top_k)
+    extra = explain_runs(ts, fm, None if isinstance(model, GeneralCalibrator) else model)
+    return pd.concat([df.reset_index(drop=True), extra], axis=1)
 
 
 def register(sub) -> None:
@@ -137,4 +152,7 @@ def register(sub) -> None:
                                                   "(gac, gac-full)")
     add_input_options(p)
     p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
+    p.add_argument("--explain", action="store_true",
+                   help="also write each run's structural flags (no final answer, step limit, repeated action, "
+                        "...), its three strongest reasons (HTC models) and its 48 features")
     p.set_defaults(func=cmd_score)

@@ -8,6 +8,7 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
   :func:`group_position`, :func:`percentile_of`, :func:`describe_position`, :func:`compare_with`,
   :func:`format_confidence`
 - ``flags``:    :func:`structural_flags` (no final answer, step limit, tool error, repeated action, ...)
+- ``export``:   :func:`explain_runs` (flags, top reasons and features per run, for CSV export)
 - ``signals``:  :func:`signal_groups` (exact copies and strongly correlated features as one signal)
 - ``examples``: :func:`confidence_examples` (where HTC changed a baseline's verdict), :func:`worst_mistakes`
   (HTC's own most confident failures and least confident successes)
@@ -21,6 +22,7 @@ The dashboard's tables (metrics, weights, selection frequency, ...) are view-mod
 """
 
 from .examples import ExampleSet, Mistakes, confidence_examples, worst_mistakes
+from .export import explain_runs
 from .flags import FLAGS, StructuralFlags, structural_flags
 from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
 from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
@@ -33,5 +35,5 @@ __all__ = [
     "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
     "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
-    "Mistakes", "worst_mistakes", "confidence_after_steps",
+    "Mistakes", "worst_mistakes", "confidence_after_steps", "explain_runs",
 ]

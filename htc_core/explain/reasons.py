@@ -178,19 +178,25 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
     return out.reset_index(drop=True)
 
 
+def reason_text(display_name: str, kind: str, others: list[str], value: float, comparison: str,
+                contribution: float) -> str:
+    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``)."""
+    effect = "lowers" if contribution < 0 else "raises"
+    what = display_name
+    if others:
+        listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        link = "the same value as" if kind == "duplicate" else "together with the closely related"
+        what = f"{what} ({link} {listed})"
+    return f"{what} is {value:.3g}, {comparison}; this {effect} the confidence (logit {contribution:+.2f})."
+
+
 def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
     reasons = []
     for _, r in signals.iterrows():
         if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
             break
-        effect = "lowers" if r["contribution"] < 0 else "raises"
-        what = r["display_name"]
-        if r["members"]:
-            others = ", ".join(r["members"][:3]) + (", ..." if len(r["members"]) > 3 else "")
-            link = "the same value as" if r["kind"] == "duplicate" else "together with the closely related"
-            what = f"{what} ({link} {others})"
-        reasons.append(f"{what} is {r['value']:.3g}, {r['comparison']}; "
-                       f"this {effect} the confidence (logit {r['contribution']:+.2f}).")
+        reasons.append(reason_text(r["display_name"], r["kind"], list(r["members"]), r["value"], r["comparison"],
+                                   r["contribution"]))
     return reasons
 
 
