@@ -140,6 +140,12 @@ with ui.page_errors("runs"):
                          column_config={"key": None, conf_col: st.column_config.NumberColumn(format="%.3f"),
                                         "flags": st.column_config.TextColumn(width="medium"),
                                         "question": st.column_config.TextColumn(width="large")})
+    if len(shown) and st.toggle("Prepare a CSV of these runs (out-of-fold confidences, flags, reasons, features)",
+                                key="browse_export"):
+        fitted = None if cannot_fit else ui.fitted_model(ws, "reduced")
+        csv = views.export_frame(ws, shown["position"].to_numpy(), evaluated, fitted).to_csv(index=False)
+        st.download_button(f"Download {len(shown):,} runs as CSV", csv, file_name="htc-runs.csv", mime="text/csv",
+                           key="browse_download")
     rows = event.selection.rows if event is not None else []
     if rows:
         key = view.iloc[rows[0]]["key"]

@@ -216,3 +216,12 @@ def test_worst_mistakes_view(ws, evaluated, model):
     assert fails["confidence"].iloc[0] == evaluated.result.oof["HTC-Full"][evaluated.result.labels == 0].max()
     assert all(k in set(ws.keys) for k in fails["key"]) and all(r.endswith(").") for r in fails["reason"])
     assert "flags" in worst.doubted_successes.columns
+
+
+def test_export_frame(ws, evaluated, model):
+    pos = np.arange(10)
+    df = views.export_frame(ws, pos, evaluated, model)
+    assert len(df) == 10 and list(df["id"]) == list(ws.ts.ids[:10])
+    assert {"HTC-Full (out-of-fold)", "flags", "reason_1"} <= set(df.columns)
+    assert set(FEATURE_NAMES) <= set(df.columns)
+    assert "HTC-Reduced (out-of-fold)" not in df.columns          # not evaluated in this fixture

@@ -14,8 +14,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..explain import (ExampleSet, Mistakes, confidence_examples, explain_trajectory, group_curves, group_metrics,
-                       worst_mistakes)
+from ..explain import (ExampleSet, Mistakes, confidence_examples, explain_runs, explain_trajectory, group_curves,
+                       group_metrics, worst_mistakes)
 from ..features import FEATURE_NAMES, REGISTRY
 from .workspace import Workspace, browse
 
@@ -330,6 +330,23 @@ def oof_column(evaluated, n: int, method: str) -> np.ndarray | None:
     out = np.full(n, np.nan)
     out[evaluated.positions] = evaluated.result.oof[method]
     return out
+
+
+def export_frame(ws: Workspace, positions, evaluated=None, model=None) -> pd.DataFrame:
+    """The rows ``positions`` of the workspace for download: id, dataset, model, success, the out-of-fold
+    HTC confidences (when evaluated), the structural flags, the three strongest reasons of ``model`` and the
+    48 features."""
+    pos = np.asarray(positions, dtype=np.int64)
+    sub = ws.take(pos)
+    meta = sub.ts.meta
+    out = pd.DataFrame({c: meta[c].to_numpy(dtype=object) for c in ("id", "dataset", "model")})
+    out["success"] = sub.labels
+    for m in ("HTC-Reduced", "HTC-Full"):
+        col = oof_column(evaluated, len(ws), m)
+        if col is not None:
+            out[f"{m} (out-of-fold)"] = col[pos]
+    extra = explain_runs(sub.ts, sub.features, model)
+    return pd.concat([out, extra], axis=1)
 
 
 def step_texts(ts, index: int) -> list[tuple[str, str | None]]:
