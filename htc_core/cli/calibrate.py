@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CLIError, add_feature_options, add_input_options, labeled_only, load_inputs, output_path, \
-    seeds_arg
+from .common import CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, \
+    labeled_only, load_inputs, output_path, report_problems, seeds_arg
 
 
 def _warn_small(command: str, y) -> None:
@@ -62,36 +62,73 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_score(args: argparse.Namespace) -> int:
+def score_frame(model, ts, *, verbalized_column: bool | None = None):
+    """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk). ``verbalized_column``:
+    None writes the Verbalized column when some trajectory has it, True/False always/never."""
+    import numpy as np
     import pandas as pd
 
     from ..calibration.baselines import BASELINE_COLUMNS, baseline_confidences
-    from ..calibration.calibrators import HTCCalibrator
     from ..features import extract
 
-    from ..atomic import atomic_path
+    # the features of the model's own token-confidence profile and top-k (recorded in the model file)
+    fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
+    conf = model.predict_proba(fm)[:, 1]  # ValueError: scores that would not be finite, never written as NaN
+    df = pd.DataFrame({"id": ts.ids, "confidence": conf})
+    base = baseline_confidences(ts, profile=model.profile_, top_k=model.top_k_)
+    if verbalized_column and "Verbalized" not in base:
+        base["Verbalized"] = np.full(ts.n_trajectories, np.nan)
+    for col in base:
+        if col != "Verbalized" or verbalized_column is not False:
+            df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
+    return df
 
-    out = output_path(args.out, (".csv",))  # checked before the work
+
+def _lookahead(chunks):
+    """(chunk, more chunks follow) pairs."""
+    it = iter(chunks)
+    cur = next(it, None)
+    while cur is not None:
+        nxt = next(it, None)
+        yield cur, nxt is not None
+        cur = nxt
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..calibration.calibrators import HTCCalibrator
+    from ..calibration.streaming import MetricState
+    from ..tablewriter import TableWriter
+
+    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
     try:
         model = HTCCalibrator.load(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    ts, _ = load_inputs(args)
-    # the features of the model's own token-confidence profile and top-k (recorded in the model file)
-    fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
-    try:
-        conf = model.predict_proba(fm)[:, 1]
-    except ValueError as e:  # scores that would not be finite: never written as NaN
-        raise CLIError(str(e)) from None
-    df = pd.DataFrame({"id": ts.ids, "confidence": conf})
-    base = baseline_confidences(ts, profile=model.profile_, top_k=model.top_k_)
-    for col in base:
-        df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
-    with atomic_path(out) as tmp:
-        df.to_csv(tmp, index=False, float_format="%.17g")
-    print(f"scored {len(df)} trajectories with {args.model} (HTC-{model.variant.capitalize()}); wrote {out}")
+    reader = chunk_reader(args)
+    metrics = MetricState()
+    verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
+    with TableWriter(out) as w:
+        for i, (ts, more) in enumerate(_lookahead(reader)):
+            if i == 0 and more:
+                verbalized = True
+            try:
+                df = score_frame(model, ts, verbalized_column=verbalized)
+            except ValueError as e:
+                raise CLIError(str(e)) from None
+            y = ts.labels
+            lab = ~np.isnan(y)
+            if lab.any():
+                metrics.update(y[lab], df["confidence"].to_numpy()[lab])
+            w.write(df)
+        report_problems(reader)
+    print(f"scored {w.rows} trajectories with {args.model} (HTC-{model.variant.capitalize()}); wrote {out}")
+    if metrics.n:
+        m = metrics.to_dict()
+        print(f"on the {m['n']} labeled trajectories (in-sample for the model's own training runs): "
+              f"ECE {m['ece']:.4f}, Brier {m['brier']:.4f}, AUROC {m['auroc']:.4f}")
     return 0
-
 
 
 def register(sub) -> None:
@@ -126,5 +163,6 @@ def register(sub) -> None:
                                    "present) per trajectory. Features use the model's confidence profile and top-k.")
     p.add_argument("model", metavar="MODEL.json", help="a model written by `htc fit`")
     add_input_options(p)
-    p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
+    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
+    add_chunk_option(p)
     p.set_defaults(func=cmd_score)
