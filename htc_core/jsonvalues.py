@@ -88,6 +88,10 @@ def may_nest_too_deep(raw: bytes | str) -> bool:
     """True when ``raw`` may nest deeper than MAX_DEPTH (numpy passes over the bytes: no Python per bracket)."""
     if len(raw) < 2 * MAX_DEPTH:
         return False
+    if len(raw) < 1 << 16:  # short text: counting is cheaper than the numpy passes
+        n = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
+        if n <= MAX_DEPTH:
+            return False
     return max_bracket_depth(raw) > MAX_DEPTH
 
 
