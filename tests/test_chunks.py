@@ -12,7 +12,7 @@ import pytest
 from htc_core.calibration.metrics import auroc, brier_score, expected_calibration_error
 from htc_core.cli import main
 from htc_core.formats import load
-from htc_core.formats.chunks import iter_chunks
+from htc_core.formats import iter_chunks
 from htc_core.formats.native import _add_steps, fast_steps, parse_trajectory
 from htc_core.report import LoadReport
 from htc_core.tablewriter import TableWriter

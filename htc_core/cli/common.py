@@ -87,7 +87,7 @@ def _positive_int(value: str) -> int:
 
 def chunk_reader(args: argparse.Namespace):
     """The inputs of a command as ``TraceSet`` chunks (``formats.chunks``); iterate, then ``report_problems``."""
-    from ..formats.chunks import iter_chunks
+    from ..formats import iter_chunks
 
     defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
     try:

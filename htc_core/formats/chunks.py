@@ -1,6 +1,6 @@
 """Reading in chunks: the trajectories of any number of inputs as a sequence of ``TraceSet``s of bounded size.
 
-``iter_chunks(inputs, max_trajectories=50_000)`` applies the same rules as ``formats.load`` (format detection per
+``formats.iter_chunks(inputs, max_trajectories=50_000)`` applies the same rules as ``formats.load`` (format detection per
 file, every problem in one ``LoadReport``, a repeated id inside a file is an error, an id an earlier file used is
 kept as ``id@file-stem``, ``labels`` joined by id) but never holds more than one chunk of trajectories:
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -36,13 +36,13 @@ DEFAULT_CHUNK = 50_000
 class ChunkReader:
     """Iterate over ``TraceSet`` chunks of at most ``max_trajectories``; ``report`` holds every problem."""
 
-    def __init__(self, inputs: Inputs, *, format: str = "auto", defaults: dict | None = None,
-                 labels: str | os.PathLike | None = None, group_by: str | None = None,
+    def __init__(self, inputs: Inputs, *, readers: dict, detect: Callable, format: str = "auto",
+                 defaults: dict | None = None, labels: str | os.PathLike | None = None, group_by: str | None = None,
                  max_trajectories: int = DEFAULT_CHUNK, report: LoadReport | None = None):
-        from . import READERS
-
-        if format not in ("auto", *READERS):
-            raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(READERS)}")
+        """``readers``/``detect``: the package's reader table and format detection (``formats.iter_chunks``)."""
+        self._readers, self._detect = readers, detect
+        if format not in ("auto", *readers):
+            raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(readers)}")
         if isinstance(max_trajectories, bool) or not isinstance(max_trajectories, (int, np.integer)) \
                 or max_trajectories < 1:
             raise ValueError(f"max_trajectories must be a positive integer, got {max_trajectories!r}")
@@ -98,14 +98,12 @@ class ChunkReader:
         return ts
 
     def _chunks(self) -> Iterator[TraceSet]:
-        from . import READERS, detect
-
         for f in self._files():
             file = str(f)
             self.report.files.append(file)
             fmt = self.format
             if fmt == "auto":
-                fmt, why = detect(f)
+                fmt, why = self._detect(f)
                 if fmt is None:
                     self.report.error(file, None, why)
                     continue
@@ -113,7 +111,7 @@ class ChunkReader:
                 if fmt == "native":
                     yield from self._native(f)
                 else:
-                    yield from self._whole_file(f, READERS[fmt])
+                    yield from self._whole_file(f, self._readers[fmt])
             except READ_ERRORS as e:
                 self.report.error(file, None, read_error_reason(e))
         if len(self._builder):
@@ -143,14 +141,4 @@ class ChunkReader:
             yield ts.take(np.arange(start, min(start + self.max_trajectories, ts.n_trajectories)))
 
 
-def iter_chunks(inputs: Inputs, *, max_trajectories: int = DEFAULT_CHUNK, format: str = "auto",
-                defaults: dict | None = None, labels: str | os.PathLike | None = None,
-                group_by: str | None = None, report: LoadReport | None = None) -> ChunkReader:
-    """The trajectories of ``inputs`` as ``TraceSet`` chunks of at most ``max_trajectories`` (see the module
-    docstring); iterate over the result, then read its ``report``. Concatenated, the chunks equal
-    ``formats.load(inputs, ...)`` (same trajectories in the same order, same ids, same report)."""
-    return ChunkReader(inputs, format=format, defaults=defaults, labels=labels, group_by=group_by,
-                       max_trajectories=max_trajectories, report=report)
-
-
-__all__ = ["ChunkReader", "iter_chunks", "DEFAULT_CHUNK"]
+__all__ = ["ChunkReader", "DEFAULT_CHUNK"]
