@@ -160,7 +160,8 @@ def test_chunks_of_mixed_formats_with_labels_and_a_repeated_id(tmp_path):
     (tmp_path / "z_native.jsonl").write_text(lines[0] + "\n")                      # an id of an earlier file
     labels = tmp_path / "labels.csv"
     ids = [json.loads(x)["id"] for x in lines]
-    labels.write_text("id,success\n" + "".join(f"{i},{j % 2 == 0}\n" for j, i in enumerate(ids)) + "nobody,1\n")
+    labels.write_text("id,success\n" + "".join(f"{i},{j % 2 == 0}\n" for j, i in enumerate(ids)) + "nobody,1\n"
+                      + f"{ids[0]},maybe\n")  # a bad row: reported after the traces' problems, as by load()
     for size in (2, 3, 1000):
         reader = iter_chunks([tmp_path], max_trajectories=size, labels=labels)
         chunks = list(reader)

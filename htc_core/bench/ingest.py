@@ -11,7 +11,7 @@
    ``htc features`` <= 1.0x the ``json.loads`` pass.
 2. Scaling. Files of N small trajectories (5 steps x 20 tokens, no alternatives, the issue's 1M case) for
    each N of ``--sizes``; ``htc features`` runs in a fresh process per size and its wall time, CPU time and
-   peak resident memory (``wait4`` rusage of that process) are printed, with the ``json.loads`` pass over the
+   peak resident memory (the child's own VmHWM) are printed, with the ``json.loads`` pass over the
    same file (CPU, in this process) as the floor.
 
 Generated files stay in ``$TMPDIR/htc-bench-ingest`` (reused when present, never inside the checkout).
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,17 +105,34 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 2) -> dict:
     return {"mb": size / 1e6, **rows, "ratio": ratio}
 
 
-def _run_measured(cmd: list[str]) -> tuple[float, float, float, int]:
-    """(wall s, CPU s, peak RSS MiB, exit code) of one child process."""
+_CHILD = ("import atexit, re, sys\n"
+          "def _peak():\n"
+          "    s = open('/proc/self/status').read()\n"
+          "    print('HTC_PEAK_KB', re.search(r'VmHWM:\\s+(\\d+)', s).group(1), file=sys.stderr)\n"
+          "atexit.register(_peak)\n"
+          "from htc_core.cli import main\n"
+          "sys.exit(main(sys.argv[1:]))\n")
+
+
+def _run_measured(argv: list[str]) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak resident MiB, exit code) of ``htc ARGV`` in a child process.
+
+    The peak is the child's own ``VmHWM`` after exec (``ru_maxrss`` would also count the pages of this process
+    at fork time, which holds the reference pass's decoded lines)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    root = str(Path(__file__).resolve().parents[2])  # this htc_core, not another installed one
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    rc = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode:
+    proc.stderr.close()
+    if rc:
         print(err[-2000:], file=sys.stderr)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, proc.returncode
+    peak = [int(x) for x in re.findall(r"HTC_PEAK_KB (\d+)", err)]
+    return wall, ru.ru_utime + ru.ru_stime, (peak[-1] / 1024.0 if peak else float("nan")), rc
 
 
 def scaling(print_fn=print, sizes=(30_000, 300_000, 1_000_000), chunk: int = 50_000) -> list[dict]:
@@ -123,13 +141,11 @@ def scaling(print_fn=print, sizes=(30_000, 300_000, 1_000_000), chunk: int = 50_
              f"{chunk:,} in a fresh process per size ==")
     print_fn(f"{'N':>10s} {'MB':>7s} {'wall s':>8s} {'CPU s':>8s} {'peak RSS MiB':>13s} {'json.loads CPU s':>17s} "
              f"{'ratio':>6s} {'CPU us/traj':>12s}")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     out = []
     for n in sizes:
         path = _write_file(DIR / f"native-{n}x5x20.jsonl", n, 5, 20, 0)
         csv = DIR / "scaling.csv"
-        wall, cpu, rss, rc = _run_measured([sys.executable, "-m", "htc_core", "features", str(path), "--out", str(csv),
-                                            "--chunk-size", str(chunk)])
+        wall, cpu, rss, rc = _run_measured(["features", str(path), "--out", str(csv), "--chunk-size", str(chunk)])
         floor = _cpu(lambda: [json.loads(x) for x in _lines(path)], 1)
         row = {"n": n, "mb": path.stat().st_size / 1e6, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss,
                "json_cpu_s": floor, "rc": rc}

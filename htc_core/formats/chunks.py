@@ -62,23 +62,25 @@ class ChunkReader:
         if self._started:
             raise RuntimeError("a ChunkReader is read once; make a new one to read the inputs again")
         self._started = True
-        join = self._labels_join()
+        labels_report = LoadReport()  # the labels file's problems follow the traces' ones, as in load()
+        join = self._labels_join(labels_report)
         for ts in self._chunks():
             if join is not None:
                 ts = _labels.apply_labels(ts, *join)
             self.n_trajectories += ts.n_trajectories
             yield ts
+        self.report.merge(labels_report)
         if join is not None:
             _labels.finish_join(join[1], join[0], join[2], self.report)
 
-    def _labels_join(self):
+    def _labels_join(self, report: LoadReport):
         if self.labels is None:
             return None
-        rows = _labels.read_labels(self.labels, self.report)
+        rows = _labels.read_labels(self.labels, report)
         info = _labels.LabelJoin(file=str(self.labels), rows=len(rows))
         if not rows:
             if Path(self.labels).is_file():
-                self.report.warn(str(self.labels), None, "the labels file holds no usable rows; nothing joined")
+                report.warn(str(self.labels), None, "the labels file holds no usable rows; nothing joined")
             return None
         return rows, info, set()
 
