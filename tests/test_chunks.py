@@ -11,6 +11,7 @@ import pytest
 
 from htc_core.calibration.metrics import auroc, brier_score, expected_calibration_error
 from htc_core.cli import main
+from htc_core.features import extract
 from htc_core.formats import load
 from htc_core.formats import iter_chunks
 from htc_core.formats.native import _add_steps, fast_steps, parse_trajectory
