@@ -84,8 +84,8 @@ def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bo
         return False
     if not steps or not set(map(type, lps)) <= {list}:
         return False
-    lens = np.fromiter(map(len, lps), dtype=np.int64, count=len(lps))
-    if not lens.all():
+    lens = list(map(len, lps))
+    if 0 in lens:
         return False
     flat = lps[0] if len(lps) == 1 else list(chain.from_iterable(lps))
     lp = _clean(flat, no_bools)
@@ -93,7 +93,7 @@ def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bo
         return False
     top = None
     if not all(t is None for t in tops):
-        if not set(map(type, tops)) <= {list} or not np.array_equal(np.fromiter(map(len, tops), np.int64, len(tops)), lens):
+        if not set(map(type, tops)) <= {list} or list(map(len, tops)) != lens:
             return False
         rows = tops[0] if len(tops) == 1 else list(chain.from_iterable(tops))
         if not set(map(type, rows)) <= {list}:
@@ -113,7 +113,7 @@ def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bo
         tt = st.get("top_tokens")
         if tt is not None and (type(tt) is not list or len(tt) != n):
             return False
-    rec.flat_logprob, rec.flat_top, rec.step_lengths = lp, top, lens
+    rec.flat_logprob, rec.flat_top, rec.step_lengths = lp, top, np.array(lens, dtype=np.int64)
     rec.steps_tokens = toks
     rec.steps_name = [optional_text(st.get("name")) or "" for st in steps]
     rec.steps_text = [optional_text(st.get("text")) for st in steps]

@@ -98,7 +98,7 @@ class TraceSetBuilder:
             "success": pd.NA if rec.success is None else bool(rec.success),
             "verbalized_confidence": np.nan if rec.verbalized_confidence is None else float(rec.verbalized_confidence),
             "source": rec.source,
-            "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str),
+            "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str) if rec.metadata else "{}",
         }
         lp, top, lens = rec.flat()
         toks = None
