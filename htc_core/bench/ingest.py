@@ -102,7 +102,31 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 2) -> dict:
         print_fn(f"{name:34s} {t:7.2f} s  {size / 1e6 / t:7.1f} MB/s  {t / floor:5.2f}x json.loads")
     ratio = rows["htc features end to end"] / floor
     print_fn(f"htc features / json.loads CPU: {ratio:.2f}x (target <= 1.0x)")
-    return {"mb": size / 1e6, **rows, "ratio": ratio}
+    return {"mb": size / 1e6, **rows, "ratio": ratio, "calllog": calllog_speed(print_fn, repeats=repeats)}
+
+
+def calllog_speed(print_fn=print, size_mb: float = 50, repeats: int = 2) -> dict:
+    """The OpenAI call-log reader (``htc_core.synthetic.write_calllog``: Chat Completions responses with top-5
+    token alternatives, one logged call per line) against the same parse references, CPU seconds."""
+    from ..formats import load
+    from ..synthetic import write_calllog
+
+    path = DIR / f"calllog-{size_mb:g}MB.jsonl"
+    if not path.exists():
+        write_calllog(path, size_mb)
+    size = path.stat().st_size
+    print_fn(f"== call-log reader: {path.name}, {size / 1e6:.0f} MB (CPU seconds, best of {repeats}) ==")
+    lines = _lines(path)
+    rows = {
+        "reference json.loads per line": _cpu(lambda: [json.loads(x) for x in lines], repeats),
+        "reference orjson.loads per line": _cpu(lambda: [orjson.loads(x) for x in lines], repeats),
+    }
+    del lines
+    rows["formats.load, openai-calllog"] = _cpu(lambda: load(path, format="openai-calllog"), repeats)
+    floor = rows["reference json.loads per line"]
+    for name, t in rows.items():
+        print_fn(f"{name:34s} {t:7.2f} s  {size / 1e6 / t:7.1f} MB/s  {t / floor:5.2f}x json.loads")
+    return rows
 
 
 _CHILD = ("import atexit, re, sys\n"
