@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     # reading
     "load": "htc_core.formats",
     "load_bytes": "htc_core.formats",
+    "iter_chunks": "htc_core.formats",
     "detect": "htc_core.formats",
     "LoadReport": "htc_core.report",
     # the columnar trace set

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CLIError, add_feature_options, add_input_options, labeled_only, load_inputs, output_path, \
-    seeds_arg
+from .common import CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, \
+    labeled_only, load_inputs, output_path, report_problems, seeds_arg
 
 
 def _warn_small(command: str, y) -> None:
@@ -62,57 +62,94 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_score(args: argparse.Namespace) -> int:
+def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bool = False):
+    """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk). ``verbalized_column``:
+    None writes the Verbalized column when some trajectory has it, True/False always/never. A shipped General
+    Agent Calibrator scores each run with the sub-model of its kind (column gac_model). ``explain`` adds the
+    structural flags, the three strongest reasons (HTC models) and the features."""
+    import numpy as np
     import pandas as pd
 
     from ..calibration.baselines import BASELINE_COLUMNS, baseline_confidences
     from ..calibration.general import GeneralCalibrator
-    from ..calibration.models import load_model
     from ..features import extract
 
-    from ..atomic import atomic_path
+    gac = isinstance(model, GeneralCalibrator)
+    # ValueError: scores that would not be finite, never written as NaN
+    if gac:
+        profile, top_k = "paper", 5
+        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(ts)[:, 1], "gac_model": model.kinds(ts)})
+    else:
+        # the features of the model's own token-confidence profile and top-k (recorded in the model file)
+        profile, top_k = model.profile_, model.top_k_
+        fm = extract(ts, profile=profile, top_k=top_k)
+        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(fm)[:, 1]})
+    base = baseline_confidences(ts, profile=profile, top_k=top_k)
+    if verbalized_column and "Verbalized" not in base:
+        base["Verbalized"] = np.full(ts.n_trajectories, np.nan)
+    for col in base:
+        if col != "Verbalized" or verbalized_column is not False:
+            df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
+    if explain:
+        from ..explain import explain_runs
 
-    out = output_path(args.out, (".csv",))  # checked before the work
+        fm = extract(ts, profile=profile, top_k=top_k)
+        df = pd.concat([df, explain_runs(ts, fm, None if gac else model)], axis=1)
+    return df
+
+
+def _lookahead(chunks):
+    """(chunk, more chunks follow) pairs."""
+    it = iter(chunks)
+    cur = next(it, None)
+    while cur is not None:
+        nxt = next(it, None)
+        yield cur, nxt is not None
+        cur = nxt
+
+
+def _model_name(model) -> str:
+    from ..calibration.general import GeneralCalibrator
+
+    kind = "GAC" if isinstance(model, GeneralCalibrator) else "HTC"
+    return f"{kind}-{model.variant.capitalize()}"
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..calibration.models import load_model
+    from ..calibration.streaming import MetricState
+    from ..tablewriter import TableWriter
+
+    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
     try:
         model = load_model(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    ts, _ = load_inputs(args)
-    try:
-        if isinstance(model, GeneralCalibrator):
-            # each run scored by the sub-model of its kind (with / without top-k alternatives)
-            conf = model.predict_proba(ts)[:, 1]
-            df = pd.DataFrame({"id": ts.ids, "confidence": conf, "gac_model": model.kinds(ts)})
-            profile, top_k, what = "paper", 5, f"GAC-{model.variant.capitalize()}"
-        else:
-            # the features of the model's own token-confidence profile and top-k (recorded in the model file)
-            fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
-            df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(fm)[:, 1]})
-            profile, top_k, what = model.profile_, model.top_k_, f"HTC-{model.variant.capitalize()}"
-    except ValueError as e:  # scores that would not be finite: never written as NaN
-        raise CLIError(str(e)) from None
-    base = baseline_confidences(ts, profile=profile, top_k=top_k)
-    for col in base:
-        df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
-    if args.explain:
-        df = _with_explanations(df, ts, model, profile, top_k)
-    with atomic_path(out) as tmp:
-        df.to_csv(tmp, index=False, float_format="%.17g")
-    print(f"scored {len(df)} trajectories with {args.model} ({what}); wrote {out}")
+    reader = chunk_reader(args)
+    metrics = MetricState()
+    verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
+    with TableWriter(out) as w:
+        for i, (ts, more) in enumerate(_lookahead(reader)):
+            if i == 0 and more:
+                verbalized = True
+            try:
+                df = score_frame(model, ts, verbalized_column=verbalized, explain=args.explain)
+            except ValueError as e:
+                raise CLIError(str(e)) from None
+            y = ts.labels
+            lab = ~np.isnan(y)
+            if lab.any():
+                metrics.update(y[lab], df["confidence"].to_numpy()[lab])
+            w.write(df)
+        report_problems(reader)
+    print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
+    if metrics.n:
+        m = metrics.to_dict()
+        print(f"on the {m['n']} labeled trajectories (in-sample for the model's own training runs): "
+              f"ECE {m['ece']:.4f}, Brier {m['brier']:.4f}, AUROC {m['auroc']:.4f}")
     return 0
-
-
-def _with_explanations(df, ts, model, profile: str, top_k: int):
-    """``htc score --explain``: structural flags, the three strongest reasons (HTC models) and the features."""
-    import pandas as pd
-
-    from ..calibration.general import GeneralCalibrator
-    from ..explain import explain_runs
-    from ..features import extract
-
-    fm = extract(ts, profile=profile, top_k=top_k)
-    extra = explain_runs(ts, fm, None if isinstance(model, GeneralCalibrator) else model)
-    return pd.concat([df.reset_index(drop=True), extra], axis=1)
 
 
 def register(sub) -> None:
@@ -151,8 +188,9 @@ def register(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a model file written by `htc fit`, or a shipped model name "
                                                   "(gac, gac-full)")
     add_input_options(p)
-    p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
+    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
     p.add_argument("--explain", action="store_true",
                    help="also write each run's structural flags (no final answer, step limit, repeated action, "
                         "...), its three strongest reasons (HTC models) and its 48 features")
+    add_chunk_option(p)
     p.set_defaults(func=cmd_score)

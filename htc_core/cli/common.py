@@ -69,6 +69,44 @@ def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
     return ts, report
 
 
+def add_chunk_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--chunk-size", type=_positive_int, default=50_000, metavar="N",
+                   help="trajectories held in memory at a time (default: 50,000); the output is written chunk by "
+                        "chunk, so memory stays bounded whatever the input size")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        v = int(value.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return v
+
+
+def chunk_reader(args: argparse.Namespace):
+    """The inputs of a command as ``TraceSet`` chunks (``formats.chunks``); iterate, then ``report_problems``."""
+    from ..formats import iter_chunks
+
+    defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
+    try:
+        return iter_chunks(args.inputs, max_trajectories=getattr(args, "chunk_size", 50_000), format=args.format,
+                           defaults=defaults, labels=getattr(args, "labels", None),
+                           group_by=getattr(args, "group_by", None))
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+
+
+def report_problems(reader, *, quiet: bool = False) -> None:
+    """After a chunked read: the load report's problems on standard error; nothing read is an error."""
+    report = reader.report
+    if not quiet and (report.problems or report.rejected):
+        print(report.summary(max_lines=5), file=sys.stderr)
+    if reader.n_trajectories == 0:
+        raise CLIError("no valid trajectories were read from " + ", ".join(map(str, reader.inputs)))
+
+
 def labeled_only(ts, command: str):
     import numpy as np
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CLIError, add_feature_options, add_input_options, load_inputs, output_path
+from .common import CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, \
+    output_path, report_problems
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -28,49 +29,64 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
-    from ..atomic import atomic_path
     from ..features import extract
+    from ..tablewriter import TableWriter
 
     out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
-    ts, _ = load_inputs(args)
-    try:
-        fm = extract(ts, profile=args.profile, top_k=args.top_k)
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    df = fm.to_frame(ts.meta)
-    with atomic_path(out) as tmp:
-        if out.suffix == ".parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            df.to_csv(tmp, index=False, float_format="%.17g")
-    print(f"wrote {len(df)} trajectories x {len(fm.names)} features to {out}")
+    reader = chunk_reader(args)
+    with TableWriter(out) as w:  # chunk by chunk into a temporary file, renamed at the end
+        for ts in reader:
+            try:
+                fm = extract(ts, profile=args.profile, top_k=args.top_k)
+            except ValueError as e:
+                raise CLIError(str(e)) from None
+            w.write(fm.to_frame(ts.meta))
+        report_problems(reader)  # nothing read: an error, and the previous output is kept
+    print(f"wrote {w.rows} trajectories x 48 features to {out}")
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..formats import load, native
+    from ..atomic import atomic_open
+    from ..formats import native
 
     out = output_path(args.out, (".jsonl",))  # checked before the work; None: standard output
-    defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
-    try:
-        ts, report = load(args.inputs, format=args.format, defaults=defaults, labels=args.labels,
-                          group_by=args.group_by)
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    reader = chunk_reader(args)
     to_stdout = out is None
     report_fh = sys.stderr if to_stdout else sys.stdout
-    print(report.summary(max_lines=args.max_problems), file=report_fh)
-    if ts.n_trajectories == 0:
+    steps = tokens = k = 0
+    try:
+        with (atomic_open(out, "w") if not to_stdout else _Unclosed(sys.stdout)) as fh:
+            for ts in reader:
+                native.write(ts, fh)
+                steps, tokens, k = steps + ts.n_steps, tokens + ts.n_tokens, max(k, ts.k)
+            print(reader.report.summary(max_lines=args.max_problems), file=report_fh)
+            if reader.n_trajectories == 0:
+                raise _NothingWritten  # the previous output file is kept
+    except _NothingWritten:
         print("nothing to write: no valid trajectories", file=report_fh)
         return 1
-    if to_stdout:
-        native.write(ts, sys.stdout)
-    else:
-        n = native.write(ts, out)  # atomic: a failure half-way leaves the previous file intact
-        print(f"wrote {n} trajectories ({ts.n_steps} steps, {ts.n_tokens} tokens, k={ts.k}) to {out}",
+    if not to_stdout:
+        print(f"wrote {reader.n_trajectories} trajectories ({steps} steps, {tokens} tokens, k={k}) to {out}",
               file=report_fh)
     return 0
 
+
+class _NothingWritten(Exception):
+    pass
+
+
+class _Unclosed:
+    """``with`` over standard output without closing it."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def __enter__(self):
+        return self.fh
+
+    def __exit__(self, *exc) -> bool:
+        return False
 
 
 def register(sub) -> None:
@@ -87,6 +103,7 @@ def register(sub) -> None:
     add_input_options(p)
     add_feature_options(p)
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
+    add_chunk_option(p)
     p.set_defaults(func=cmd_features)
 
     p = sub.add_parser("import", help="convert traces of any supported format to htc-trace JSONL",
@@ -96,4 +113,5 @@ def register(sub) -> None:
     add_input_options(p)
     p.add_argument("--out", metavar="FILE.jsonl", help="output file (default: standard output)")
     p.add_argument("--max-problems", type=int, default=20, help="problems to print (default: 20)")
+    add_chunk_option(p)
     p.set_defaults(func=cmd_import)

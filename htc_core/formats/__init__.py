@@ -147,5 +147,18 @@ def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto",
     return ts, sub
 
 
-__all__ = ["load", "load_bytes", "detect", "READERS", "SUFFIXES", "native", "openai_chat", "openai_calllog", "responses",
+def iter_chunks(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, max_trajectories: int = 50_000,
+                format: str = "auto", defaults: dict | None = None, labels: str | os.PathLike | None = None,
+                group_by: str | None = None, report: LoadReport | None = None):
+    """The trajectories of ``inputs`` as ``TraceSet`` chunks of at most ``max_trajectories`` (``formats.chunks``):
+    iterate over the result, then read its ``report``. The chunks, in order, hold exactly what
+    ``load(inputs, ...)`` returns (same trajectories, ids, labels and problems); htc-trace JSONL is streamed line
+    by line, other formats one file at a time."""
+    from .chunks import ChunkReader
+
+    return ChunkReader(inputs, readers=READERS, detect=detect, format=format, defaults=defaults, labels=labels,
+                       group_by=group_by, max_trajectories=max_trajectories, report=report)
+
+
+__all__ = ["load", "iter_chunks", "load_bytes", "detect", "READERS", "SUFFIXES", "native", "openai_chat", "openai_calllog", "responses",
            "completions", "smolagents", "atif"]

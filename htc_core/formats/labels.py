@@ -56,6 +56,7 @@ class LabelJoin:
     unlabeled_ids: list[str] = field(default_factory=list)
     unmatched_label_ids: list[str] = field(default_factory=list)
     success_changed: int = 0
+    trajectories: int = 0  #: trajectories the labels were joined to
 
 
 def parse_success(v: Any) -> tuple[bool | None, bool]:
@@ -242,9 +243,18 @@ def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = N
         if path and Path(path).is_file():
             report.warn(file, None, "the labels file holds no usable rows; nothing joined")
         return ts, info
+    used: set[str] = set()
+    ts = apply_labels(ts, labels, info, used)
+    finish_join(info, labels, used, report, max_listed)
+    return ts, info
+
+
+def apply_labels(ts: TraceSet, labels: dict[str, dict], info: LabelJoin, used: set[str]) -> TraceSet:
+    """A copy of ``ts`` with the rows of ``labels`` (``read_labels``) joined by id; counts go to ``info`` and the
+    matched ids to ``used``. Called once per chunk when reading in chunks (``formats.chunks``), then
+    ``finish_join`` reports over all of them."""
     meta = ts.meta.copy()
     cols = _Columns.of(meta)
-    used: set[str] = set()
     for i, tid in enumerate(cols.ids):
         row = labels.get(tid)
         if row is None:
@@ -255,9 +265,15 @@ def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = N
         if cols.apply(i, row):
             info.success_changed += 1
     cols.write(meta)
+    info.trajectories += len(meta)
+    return dataclasses.replace(ts, meta=meta)
+
+
+def finish_join(info: LabelJoin, labels: dict[str, dict], used: set[str], report: LoadReport,
+                max_listed: int = 5) -> None:
+    """After every chunk: the labels rows that matched no trajectory, and the warnings."""
     info.unmatched_label_ids = [t for t in labels if t not in used]
-    _report_join(info, labels, len(meta), report, max_listed)
-    return dataclasses.replace(ts, meta=meta), info
+    _report_join(info, labels, info.trajectories, report, max_listed)
 
 
 @dataclass

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import chain
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
 import numpy as np
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder, TrajectoryRecord
-from .common import FieldError, optional_text, success_label, token_strings, verbalized
+from .common import VLLM_NEG_INF, FieldError, optional_text, success_label, token_strings, verbalized
 from .inputs import JSONL_SUFFIXES, expand_inputs
 from .jsonio import READ_ERRORS, ParseError, iter_lines, loads
 from .logprobs import alternatives, chosen_logprobs
@@ -27,8 +28,13 @@ FORMAT_VERSION = 1
 
 
 def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadReport,
-                     defaults: dict | None = None) -> TrajectoryRecord | None:
-    """Validate one decoded htc-trace object; report and return None when it is unusable."""
+                     defaults: dict | None = None, no_bools: bool = False) -> TrajectoryRecord | None:
+    """Validate one decoded htc-trace object; report and return None when it is unusable.
+
+    A trajectory whose arrays are all clean (the common case) is validated whole-array at a time with numpy
+    (``fast_steps``); any other goes through the per-value checks, which name the first bad value exactly.
+    ``no_bools``: the caller knows the raw text holds no ``true``/``false`` inside the arrays.
+    """
     defaults = defaults or {}
     tid = _trajectory_id(obj, file, line, report)
     if tid is None:
@@ -44,11 +50,11 @@ def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadRepor
     rec = TrajectoryRecord(id=tid, steps_logprob=[], steps_top=[], steps_name=[], steps_text=[], steps_tokens=[])
     try:
         rec.success = success_label(obj.get("success"))
-        clipped, dropped = _add_steps(rec, steps)
+        clipped, dropped = (0, 0) if fast_steps(rec, steps, no_bools) else _add_steps(rec, steps)
     except FieldError as e:
         report.error(file, line, e.reason, field=e.field, value=e.value, trajectory_id=tid, has_value=e.has_value)
         return None
-    if not rec.steps_logprob:
+    if not rec.steps_logprob and rec.flat_logprob is None:
         why = "no steps" if not steps else f"all {len(steps)} steps are empty (no tokens)"
         report.error(file, line, f"trajectory has {why}", field="steps", trajectory_id=tid)
         return None
@@ -60,6 +66,83 @@ def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadRepor
         report.warn(file, line, f"{clipped} tiny positive logprob(s) clipped to 0", trajectory_id=tid)
     _copy_fields(rec, obj, defaults, file=file, line=line, report=report)
     return rec
+
+
+def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bool:
+    """Validate the steps of a clean trajectory whole-array at a time into ``rec``; False (``rec`` untouched)
+    when anything is unusual (a non-number, a value > 0, -inf or the -9999 sentinel, NaN, ragged or missing
+    alternatives, an empty step, odd tokens), and the per-value path then decides and reports exactly.
+
+    Every check the per-value path makes holds for what this accepts, and the arrays are the same: logprobs
+    finite in (-9999, 0], alternatives the same k for every token, sorted descending. A bool among numbers
+    becomes a float in numpy, so unless ``no_bools`` the element types are checked too (one C-level pass).
+    """
+    try:
+        lps = [st["logprobs"] for st in steps]
+        tops = [st.get("top_logprobs") for st in steps]
+    except (TypeError, KeyError, AttributeError):
+        return False
+    if not steps or not set(map(type, lps)) <= {list}:
+        return False
+    lens = list(map(len, lps))
+    if 0 in lens:
+        return False
+    flat = lps[0] if len(lps) == 1 else list(chain.from_iterable(lps))
+    lp = _clean(flat, no_bools)
+    if lp is None or lp.ndim != 1:
+        return False
+    top = None
+    if not all(t is None for t in tops):
+        if not set(map(type, tops)) <= {list} or list(map(len, tops)) != lens:
+            return False
+        rows = tops[0] if len(tops) == 1 else list(chain.from_iterable(tops))
+        if not set(map(type, rows)) <= {list}:
+            return False
+        k = len(rows[0])
+        if k == 0 or len(set(map(len, rows))) != 1:
+            return False
+        top = _clean(list(chain.from_iterable(rows)), no_bools)
+        if top is None or top.shape != (len(rows) * k,):
+            return False
+        top = top.reshape(len(rows), k)
+        top = -np.sort(-top, axis=1)
+    toks = [st.get("tokens") for st in steps]
+    for st, t, n in zip(steps, toks, lens):
+        if t is not None and (type(t) is not list or len(t) != n or not set(map(type, t)) <= {str}):
+            return False
+        tt = st.get("top_tokens")
+        if tt is not None and (type(tt) is not list or len(tt) != n):
+            return False
+    rec.flat_logprob, rec.flat_top, rec.step_lengths = lp, top, np.array(lens, dtype=np.int64)
+    rec.steps_tokens = toks
+    rec.steps_name = [optional_text(st.get("name")) or "" for st in steps]
+    rec.steps_text = [optional_text(st.get("text")) for st in steps]
+    return True
+
+
+def _clean(values: list, no_bools: bool) -> np.ndarray | None:
+    """A float array of a flat list when it holds only numbers in (-9999, 0] (else None)."""
+    small = len(values) < 4096  # small: a C-level type pass then a typed conversion is the cheaper way
+    if (small or not no_bools) and not set(map(type, values)) <= {float, int}:
+        return None
+    try:
+        arr = np.array(values, dtype=np.float64) if small else np.array(values)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if arr.dtype.kind not in "fi" or arr.size == 0:  # a string, None or a huge integer gives another kind
+        return None
+    arr = arr.astype(np.float64, copy=False)
+    lo, hi = arr.min(), arr.max()
+    if not (lo > VLLM_NEG_INF and hi <= 0):  # False for NaN too
+        return None
+    return arr
+
+
+def bools_outside_arrays(raw: bytes, obj: Any) -> bool:
+    """True when the raw text cannot hold a ``true``/``false`` literal other than the ``success`` label: then
+    no array of the record holds a bool (strings that contain those words only make this False)."""
+    n = raw.count(b"true") + raw.count(b"false")
+    return n == 0 or (n == 1 and isinstance(obj, dict) and isinstance(obj.get("success"), bool))
 
 
 def _trajectory_id(obj: Any, file: str, line: int | None, report: LoadReport) -> str | None:
@@ -124,6 +207,26 @@ def _copy_fields(rec: TrajectoryRecord, obj: dict, defaults: dict, *, file: str,
     rec.source = defaults.get("source", file)
 
 
+def iter_records(lines: Iterable[tuple[int, bytes]], *, file: str, report: LoadReport,
+                 defaults: dict | None = None) -> Iterator[tuple[int, TrajectoryRecord]]:
+    """Parse (line number, raw bytes) pairs; yield (line, record) for each usable line, report the others."""
+    for no, raw in lines:
+        report.lines_read += 1
+        if not raw.strip():
+            continue
+        rec = None
+        with guarded(report, file, no, what="line"):
+            try:
+                obj = loads(raw)
+            except ParseError as e:
+                report.error(file, no, e.reason, field=e.field, value=e.value)
+                continue
+            rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults,
+                                   no_bools=bools_outside_arrays(raw, obj))
+        if rec is not None:
+            yield no, rec
+
+
 def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: TraceSetBuilder,
                 report: LoadReport, defaults: dict | None = None) -> None:
     """Parse (line number, raw bytes) pairs into ``builder``.
@@ -133,19 +236,9 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
     so that two runs over the same questions can be loaded together.
     """
     seen: set[str] = set()
-    for no, raw in lines:
-        report.lines_read += 1
-        if not raw.strip():
-            continue
+    for no, rec in iter_records(lines, file=file, report=report, defaults=defaults):
         with guarded(report, file, no, what="line"):
-            try:
-                obj = loads(raw)
-            except ParseError as e:
-                report.error(file, no, e.reason, field=e.field, value=e.value)
-                continue
-            rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults)
-            if rec is not None:
-                add_record(builder, rec, report, file, no, seen)
+            add_record(builder, rec, report, file, no, seen)
 
 
 def read_file(path: str | os.PathLike, *, builder: TraceSetBuilder, report: LoadReport,

@@ -32,6 +32,31 @@ class TrajectoryRecord:
     verbalized_confidence: float | None = None
     source: str | None = None
     metadata: dict = field(default_factory=dict)
+    #: the fast readers' form: all steps' logprobs in one array, the alternatives in one [tokens, k] matrix (or
+    #: None), the tokens of each step, and the number of tokens per step; when set, ``steps_logprob`` and
+    #: ``steps_top`` are ignored (``steps_name``/``steps_text``/``steps_tokens`` are still per step)
+    flat_logprob: np.ndarray | None = None
+    flat_top: np.ndarray | None = None
+    step_lengths: np.ndarray | None = None
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """(logprobs of all steps, [tokens, k] alternatives NaN-padded or None, tokens per step)."""
+        if self.flat_logprob is not None:
+            return self.flat_logprob, self.flat_top, self.step_lengths
+        lens = np.fromiter(map(len, self.steps_logprob), dtype=np.int64, count=len(self.steps_logprob))
+        lp = self.steps_logprob[0] if len(self.steps_logprob) == 1 else np.concatenate(self.steps_logprob)
+        k = max((t.shape[1] for t in self.steps_top if t is not None), default=0)
+        if k == 0:
+            return lp, None, lens
+        if all(t is not None and t.shape[1] == k for t in self.steps_top):
+            return lp, np.vstack(self.steps_top), lens
+        top = np.full((len(lp), k), np.nan)
+        start = 0
+        for n, t in zip(lens, self.steps_top):
+            if t is not None:
+                top[start:start + n, : t.shape[1]] = t
+            start += n
+        return lp, top, lens
 
 
 class TraceSetBuilder:
@@ -41,15 +66,17 @@ class TraceSetBuilder:
     per-step arrays and concatenates once at the end.
     """
 
-    def __init__(self) -> None:
-        self._lp: list[np.ndarray] = []
-        self._top: list[np.ndarray | None] = []
-        self._tok: list[list[str] | None] = []
+    def __init__(self, ids: set[str] | None = None) -> None:
+        """``ids``: the ids already used (shared by the builders of successive chunks of one input)."""
+        self._lp: list[np.ndarray] = []          # per trajectory: all its tokens' logprobs
+        self._top: list[np.ndarray | None] = []  # per trajectory: [tokens, k] alternatives or None
+        self._lens: list[np.ndarray] = []        # per trajectory: tokens per step
+        self._tok: list[list | None] = []        # per trajectory: the tokens of every step, or None
         self._names: list[str] = []
         self._texts: list[str | None] = []
-        self._steps_per_traj: list[int] = []
         self._meta_rows: list[dict] = []
-        self._ids: set[str] = set()
+        self._ids: set[str] = set() if ids is None else ids
+        self.n_tokens = 0
 
     def __len__(self) -> int:
         return len(self._meta_rows)
@@ -71,32 +98,39 @@ class TraceSetBuilder:
             "success": pd.NA if rec.success is None else bool(rec.success),
             "verbalized_confidence": np.nan if rec.verbalized_confidence is None else float(rec.verbalized_confidence),
             "source": rec.source,
-            "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str),
+            "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str) if rec.metadata else "{}",
         }
+        lp, top, lens = rec.flat()
+        toks = None
+        if any(t is not None for t in rec.steps_tokens):
+            toks = []
+            for n, t in zip(lens, rec.steps_tokens):
+                toks.extend(t if t is not None else [None] * int(n))
         self._ids.add(rec.id)
-        self._lp.extend(rec.steps_logprob)
-        self._top.extend(rec.steps_top)
-        self._tok.extend(rec.steps_tokens)
+        self._lp.append(lp)
+        self._top.append(top)
+        self._lens.append(lens)
+        self._tok.append(toks)
         self._names.extend(rec.steps_name)
         self._texts.extend(rec.steps_text)
-        self._steps_per_traj.append(len(rec.steps_logprob))
         self._meta_rows.append(row)
+        self.n_tokens += len(lp)
 
     def build(self) -> TraceSet:
         if not self._meta_rows:
             return TraceSet.empty()
-        lens = np.array([len(a) for a in self._lp], dtype=np.int64)
-        logprob = np.concatenate(self._lp) if self._lp else np.zeros(0)
+        lens = np.concatenate(self._lens)
+        logprob = np.concatenate(self._lp)
         k = max((t.shape[1] for t in self._top if t is not None), default=0)
-        tops = []
-        for a, t in zip(self._lp, self._top):
-            if t is None:
-                tops.append(np.full((len(a), k), np.nan))
-            elif t.shape[1] < k:
-                tops.append(np.hstack([t, np.full((t.shape[0], k - t.shape[1]), np.nan)]))
-            else:
-                tops.append(t)
-        top = np.vstack(tops) if tops else np.zeros((0, k))
+        if k and all(t is not None and t.shape[1] == k for t in self._top):
+            top = np.concatenate(self._top)
+        else:
+            top = np.full((len(logprob), k), np.nan)
+            start = 0
+            for a, t in zip(self._lp, self._top):
+                if t is not None:
+                    top[start:start + len(a), : t.shape[1]] = t
+                start += len(a)
         tokens = None
         if any(t is not None for t in self._tok):
             flat: list = []
@@ -108,7 +142,7 @@ class TraceSetBuilder:
             logprob=logprob,
             top_logprobs=top,
             step_offsets=np.concatenate([[0], np.cumsum(lens)]),
-            traj_offsets=np.concatenate([[0], np.cumsum(self._steps_per_traj)]),
+            traj_offsets=np.concatenate([[0], np.cumsum([len(x) for x in self._lens])]),
             meta=meta,
             step_name=np.array(self._names, dtype=object),
             step_text=np.array(self._texts + [None], dtype=object)[:-1],
