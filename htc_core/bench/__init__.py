@@ -7,12 +7,13 @@
     python -m htc_core.bench dashboard     cold start, cached pages, upload, projections (needs the [app] extra)
     python -m htc_core.bench hostile       reading cost of the hostile-value checks vs json/orjson parse alone
     python -m htc_core.bench experiments   transfer, GAC leave-one-out and ablation vs one evaluate, same runs
+    python -m htc_core.bench gam           htc evaluate with HTC-GAM on 500 runs vs the default table; GAM vs Reduced
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
-BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments")
+BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "gam")
 
 
 def shared_data_dir():

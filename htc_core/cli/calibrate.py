@@ -29,7 +29,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     _warn_small("evaluate", ts.labels)
     progress = _fold_progress if not args.json and sys.stderr.isatty() else None
     try:
-        res = evaluate(ts, seeds=args.seeds, profile=args.profile, top_k=args.top_k, progress=progress)
+        methods = None
+        if args.gam:
+            from ..calibration.methods import METHODS
+
+            methods = [m for m in METHODS.values() if m.in_default_table or m.name == "HTC-GAM"]
+        res = evaluate(ts, seeds=args.seeds, profile=args.profile, top_k=args.top_k, progress=progress,
+                       methods=methods)
     except EvaluationError as e:
         raise CLIError(str(e)) from None
     if args.json:
@@ -42,6 +48,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_fit(args: argparse.Namespace) -> int:
     from ..calibration.calibrators import HTCCalibrator
     from ..calibration.evaluation import label_problem
+    from ..calibration.gam import HTCGAM
     from ..features import extract
 
     out = output_path(args.out, (".json",))  # checked before the work
@@ -53,11 +60,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise CLIError(problem)
     _warn_small("fit", y)
     fm = extract(ts, profile=args.profile, top_k=args.top_k)
-    model = HTCCalibrator(variant=args.variant)      # records fm's profile and top-k (profile_, top_k_)
+    # records fm's profile and top-k (profile_, top_k_)
+    model = HTCGAM() if args.variant == "gam" else HTCCalibrator(variant=args.variant)
     model.fit(fm, y, meta=ts.meta)
     out = model.save(out)  # atomic
-    print(f"fitted HTC-{args.variant.capitalize()} on {len(y)} trajectories (success rate {y.mean():.3f}): "
-          f"alpha = {model.alpha_:g}, {model.n_selected_} of {model.n_features_in_} features kept")
+    if args.variant == "gam":
+        crit = model.cv_results_
+        print(f"fitted {model.display_name} on {len(y)} trajectories (success rate {y.mean():.3f}): inner-CV "
+              f"criterion (AUROC - Brier - ECE) GAM {crit['gam_criterion']:.4f} vs HTC-Reduced "
+              f"{crit['linear_criterion']:.4f}; alpha = {model.alpha_:g}, {model.n_selected_} of "
+              f"{model.n_features_in_} features used")
+    else:
+        print(f"fitted HTC-{args.variant.capitalize()} on {len(y)} trajectories (success rate {y.mean():.3f}): "
+              f"alpha = {model.alpha_:g}, {model.n_selected_} of {model.n_features_in_} features kept")
     print(f"wrote {out}")
     return 0
 
@@ -88,7 +103,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             # the features of the model's own token-confidence profile and top-k (recorded in the model file)
             fm = extract(ts, profile=model.profile_, top_k=model.top_k_)
             df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(fm)[:, 1]})
-            profile, top_k, what = model.profile_, model.top_k_, f"HTC-{model.variant.capitalize()}"
+            what = getattr(model, "display_name", f"HTC-{model.variant.capitalize()}")
+            profile, top_k = model.profile_, model.top_k_
     except ValueError as e:  # scores that would not be finite: never written as NaN
         raise CLIError(str(e)) from None
     base = baseline_confidences(ts, profile=profile, top_k=top_k)
@@ -113,6 +129,9 @@ def register(sub) -> None:
     p.add_argument("--seeds", type=seeds_arg, default=3, metavar="N",
                    help="number of CV repeats, seeds 42..42+N-1 (default: 3)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--gam", action="store_true",
+                   help="also evaluate HTC-GAM (one spline shape function per de-duplicated feature, chosen "
+                        "against HTC-Reduced by the same inner CV; slower)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("fit", help="fit an HTC calibrator and save it as JSON",
@@ -121,8 +140,9 @@ def register(sub) -> None:
                                    "names, profile, training summary). Unlabeled trajectories are ignored.")
     add_input_options(p)
     add_feature_options(p)
-    p.add_argument("--variant", choices=("reduced", "full"), default="reduced",
-                   help="reduced = L1 (default), full = L2")
+    p.add_argument("--variant", choices=("reduced", "full", "gam"), default="reduced",
+                   help="reduced = L1 (default), full = L2, gam = HTC-GAM (spline shape functions per feature, "
+                        "kept only when they beat HTC-Reduced in the inner CV, else the file holds HTC-Reduced)")
     p.add_argument("--out", required=True, metavar="MODEL.json", help="where to write the model")
     p.set_defaults(func=cmd_fit)
 
