@@ -57,7 +57,7 @@ def parse_gam_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
 
 
 def _parse(obj: Any, source: str) -> tuple[dict, dict]:
-    from .gam import DEGREE, SELECT, ShapeFunction
+    from .gam_basis import DEGREE, SELECT, ShapeFunction
 
     if not isinstance(obj, dict) or obj.get("format") != GAM_FORMAT:
         got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
