@@ -177,3 +177,23 @@ def test_cli_evaluate_gam_flag(tmp_path, capsys):
     f = write_runs(tmp_path / "runs.jsonl", n=60)
     assert main(["evaluate", str(f), "--json", "--seeds", "1", "--gam"]) == 0
     assert "HTC-GAM" in json.loads(capsys.readouterr().out)["methods"]
+
+
+def test_method_reuses_htc_reduced_only_for_the_same_rows(real):
+    """In one outer fold HTC-GAM reuses HTC-Reduced's fit on the same rows: the result equals a fresh fit, and a
+    fit on other rows (another fold) is never reused."""
+    from htc_core.calibration import methods as mm
+
+    ts, fm = real
+    X, y = fm.values[:200], ts.labels[:200]
+    ctx = mm.FitContext(seed=42, feature_names=list(fm.names), alphas=FAST)
+    mm._REDUCED_FITS.clear()
+    fresh = mm.METHODS["HTC-GAM"].fit(X, y, ctx).predict(fm.values[200:])
+    assert not mm._REDUCED_FITS                      # HTC-GAM alone caches nothing
+    mm.METHODS["HTC-Reduced"].fit(X[:150], y[:150], ctx)   # another fold's rows
+    mm.METHODS["HTC-Reduced"].fit(X, y, ctx)
+    assert len(mm._REDUCED_FITS) == 2
+    reused = mm.METHODS["HTC-GAM"].fit(X, y, ctx).predict(fm.values[200:])
+    np.testing.assert_array_equal(reused, fresh)
+    with pytest.raises(ValueError, match="linear must be HTC-Reduced fitted with this model's"):
+        HTCGAM(linear_alphas=(1.0,)).fit(X, y, linear=next(iter(mm._REDUCED_FITS.values())))
