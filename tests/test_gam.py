@@ -197,3 +197,12 @@ def test_method_reuses_htc_reduced_only_for_the_same_rows(real):
     np.testing.assert_array_equal(reused, fresh)
     with pytest.raises(ValueError, match="linear must be HTC-Reduced fitted with this model's"):
         HTCGAM(linear_alphas=(1.0,)).fit(X, y, linear=next(iter(mm._REDUCED_FITS.values())))
+
+
+def test_nothing_varies_falls_back_to_linear_or_says_why():
+    X = np.ones((40, 3))
+    y = np.arange(40) % 2
+    m = HTCGAM(linear_alphas=FAST).fit(X, y)
+    assert m.kind_ == "linear" and m.cv_results_["gam"] is None and m.cv_results_["gam_criterion"] is None
+    with pytest.raises(ValueError, match="X has no column that varies"):
+        HTCGAM(select="gam").fit(X, y)

@@ -136,9 +136,13 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
         self.training_summary_ = linear.training_summary_
         self.classes_ = np.array([0, 1])
         lin_crit = -np.inf if linear.cv_results_ is None else float(np.max(linear.cv_results_["criterion"]))
-        gam_cv = self._cv_gam(Xa, ya, alphas) if self.select != "linear" else None
+        keep = dedup_columns(Xa, float(self.dedup_threshold))
+        if not keep.any() and self.select == "gam":
+            raise ValueError("X has no column that varies: select='gam' needs at least one feature for a shape "
+                             "function (select='cv' falls back to HTC-Reduced)")
+        gam_cv = self._cv_gam(Xa, ya, alphas) if self.select != "linear" and keep.any() else None
         gam_crit = -np.inf if gam_cv is None else float(np.max(gam_cv["criterion"]))
-        use_gam = self.select == "gam" or (self.select == "cv" and gam_crit > lin_crit)
+        use_gam = self.select == "gam" or (self.select == "cv" and gam_cv is not None and gam_crit > lin_crit)
         self.cv_results_ = {"gam": gam_cv, "linear_criterion": lin_crit if np.isfinite(lin_crit) else None,
                             "gam_criterion": gam_crit if np.isfinite(gam_crit) else None}
         if not use_gam:
@@ -147,7 +151,6 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
             return self
         best = alphas[int(np.argmax(gam_cv["criterion"]))] if gam_cv is not None else alphas[alphas.size // 2]
         self.alpha_ = float(best)
-        keep = dedup_columns(Xa, float(self.dedup_threshold))
         des = Design(Xa, keep, int(self.n_knots), float(self.ridge))
         path = alphas[alphas >= best]
         W, b = newton_path(des.B, ya, des.P, path, int(self.max_iter), float(self.tol))
@@ -189,8 +192,10 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
         skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=self.random_state)
         au, br, ec = (np.empty((k, alphas.size)) for _ in range(3))
         for f, (tr, te) in enumerate(skf.split(X, y)):
-            des = Design(X[tr], dedup_columns(X[tr], float(self.dedup_threshold)), int(self.n_knots),
-                          float(self.ridge))
+            keep = dedup_columns(X[tr], float(self.dedup_threshold))
+            if not keep.any():   # nothing varies in this training part: the GAM cannot compete
+                return None
+            des = Design(X[tr], keep, int(self.n_knots), float(self.ridge))
             W, b = newton_path(des.B, y[tr], des.P, alphas, int(self.max_iter), float(self.tol))
             P = sigmoid(W @ des.apply(X[te]).T + b[:, None])
             au[f], br[f], ec[f] = _fast_auroc(y[te], P), _fast_brier(y[te], P), _fast_ece(y[te], P)

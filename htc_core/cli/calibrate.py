@@ -65,10 +65,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model.fit(fm, y, meta=ts.meta)
     out = model.save(out)  # atomic
     if args.variant == "gam":
-        crit = model.cv_results_
+        crit = {k: "n/a" if v is None else f"{v:.4f}" for k, v in model.cv_results_.items() if k != "gam"}
         print(f"fitted {model.display_name} on {len(y)} trajectories (success rate {y.mean():.3f}): inner-CV "
-              f"criterion (AUROC - Brier - ECE) GAM {crit['gam_criterion']:.4f} vs HTC-Reduced "
-              f"{crit['linear_criterion']:.4f}; alpha = {model.alpha_:g}, {model.n_selected_} of "
+              f"criterion (AUROC - Brier - ECE) GAM {crit['gam_criterion']} vs HTC-Reduced "
+              f"{crit['linear_criterion']}; alpha = {model.alpha_:g}, {model.n_selected_} of "
               f"{model.n_features_in_} features used")
     else:
         print(f"fitted HTC-{args.variant.capitalize()} on {len(y)} trajectories (success rate {y.mean():.3f}): "
