@@ -40,7 +40,8 @@ class FirstFeatures(Method):
 
 
 def test_registry_is_the_paper_table_in_order():
-    assert list(METHODS) == TABLE
+    assert list(METHODS) == TABLE + ["HTC-GAM"]   # HTC-GAM registered, opt-in (not in the default table)
+    assert not METHODS["HTC-GAM"].in_default_table
     assert all(isinstance(m, Method) and m.name == name for name, m in METHODS.items())
     assert {m.input for m in METHODS.values() if m.name.startswith("HTC")} == {"features"}
     assert METHODS["Tail+Temp"].input == "Tail" and METHODS["Verbalized"].input == "Verbalized"

@@ -164,8 +164,13 @@ def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict |
 
 
 def load_any_model(path: str | Path):
-    """An :class:`HTCCalibrator` or a :class:`GeneralCalibrator`, whichever the JSON file holds."""
+    """An :class:`HTCCalibrator`, an :class:`~htc_core.calibration.gam.HTCGAM` or a :class:`GeneralCalibrator`,
+    whichever the JSON file holds."""
     obj = read_model_file(path)
     if isinstance(obj, dict) and obj.get("format") == GAC_FORMAT:
         return GeneralCalibrator.from_dict(obj, source=str(Path(path)))
+    if isinstance(obj, dict) and obj.get("format") == "htc-gam":
+        from .gam import HTCGAM
+
+        return HTCGAM.from_dict(obj, source=str(Path(path)))
     return HTCCalibrator.from_dict(obj, source=str(Path(path)))

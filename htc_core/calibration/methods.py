@@ -23,7 +23,7 @@ import numpy as np
 from .baselines import RAW_BASELINES, TemperatureScaling
 from .calibrators import HTCCalibrator
 
-__all__ = ["FEATURES", "FitContext", "Fitted", "Method", "HTCMethod", "RawConfidence", "TemperatureScaled",
+__all__ = ["FEATURES", "FitContext", "Fitted", "Method", "HTCMethod", "GAMMethod", "RawConfidence", "TemperatureScaled",
            "METHODS", "register_method", "resolve_methods"]
 
 #: the input key of the HTC feature matrix (every other input key names a single-signal confidence)
@@ -74,6 +74,8 @@ class Method(ABC):
     name: str
     input: str = FEATURES
     selects_features: bool = False
+    #: run by ``evaluate(methods=None)``; False: only when named (opt-in, e.g. the slower HTC-GAM)
+    in_default_table: bool = True
 
     @abstractmethod
     def fit(self, X: np.ndarray, y: np.ndarray, ctx: FitContext) -> Fitted:
@@ -85,6 +87,27 @@ class Method(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+# The last few HTC-Reduced fits of the evaluation loop, keyed by their exact training rows and settings: HTC-GAM
+# competes with HTC-Reduced on the same inner folds, so in one outer fold it reuses the very fit HTC-Reduced made
+# (same rows, labels, alphas, seed, folds: the same model) instead of fitting it twice.
+_REDUCED_FITS: dict = {}
+
+
+def _fit_key(X: np.ndarray, y: np.ndarray, ctx: FitContext) -> tuple:
+    import hashlib
+
+    digest = hashlib.sha1(np.ascontiguousarray(X, dtype=np.float64).tobytes())
+    digest.update(np.ascontiguousarray(y, dtype=np.float64).tobytes())
+    return (digest.hexdigest(), X.shape, tuple(float(a) for a in ctx.alphas), ctx.inner_folds, ctx.seed,
+            ctx.max_iter, ctx.profile, ctx.top_k, tuple(ctx.feature_names))
+
+
+def _remember(key: tuple, model: HTCCalibrator) -> None:
+    while len(_REDUCED_FITS) >= 4:
+        _REDUCED_FITS.pop(next(iter(_REDUCED_FITS)))
+    _REDUCED_FITS[key] = model
 
 
 class HTCMethod(Method):
@@ -112,11 +135,36 @@ class HTCMethod(Method):
                             random_state=ctx.seed, max_iter=ctx.max_iter, profile=ctx.profile, top_k=ctx.top_k)
         whole = cols.all()
         cal.fit(X if whole else X[:, cols], y, feature_names=names)
+        if whole and self.variant == "reduced":
+            _remember(_fit_key(X, y, ctx), cal)
         w = np.zeros(len(cols))
         w[cols] = cal.coef_[0]
         predict = (lambda Xt: cal.predict_proba(Xt)[:, 1]) if whole else (lambda Xt: cal.predict_proba(Xt[:, cols])[:, 1])
         return Fitted(predict=predict, info={"n_features": int(np.count_nonzero(w)), "alpha": cal.alpha_},
                       selected=w != 0, weights=w)
+
+
+class GAMMethod(Method):
+    """HTC-GAM: :class:`~htc_core.calibration.gam.HTCGAM` (shape functions vs HTC-Reduced chosen by inner CV on
+    the outer-training rows only). Opt-in: ``evaluate(methods=[..., "HTC-GAM"])`` / ``htc evaluate --gam``."""
+
+    selects_features = True
+    in_default_table = False
+
+    def __init__(self, name: str = "HTC-GAM"):
+        self.name = name
+
+    def fit(self, X, y, ctx):
+        from .gam import HTCGAM
+
+        m = HTCGAM(linear_alphas=ctx.alphas, inner_folds=ctx.inner_folds, random_state=ctx.seed,
+                   profile=ctx.profile, top_k=ctx.top_k)
+        m.fit(X, y, feature_names=list(ctx.feature_names), linear=_REDUCED_FITS.get(_fit_key(X, y, ctx)))
+        names = list(ctx.feature_names)
+        sel = np.isin(names, m.selected_features_)
+        return Fitted(predict=lambda Xt: m.predict_proba(Xt)[:, 1],
+                      info={"n_features": int(sel.sum()), "alpha": m.alpha_},
+                      selected=sel)
 
 
 class RawConfidence(Method):
@@ -149,6 +197,7 @@ def _default_methods() -> Iterable[Method]:
         yield RawConfidence(b)
         yield TemperatureScaled(b)
     yield RawConfidence("Verbalized")
+    yield GAMMethod("HTC-GAM")
 
 
 #: every registered method by name, in the order of the table
@@ -166,10 +215,10 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
 
 
 def resolve_methods(methods: Sequence[str | Method] | str | Method | None) -> list[Method]:
-    """The methods to evaluate: every registered one (``None``), or the named ones in the registry's order
+    """The methods to evaluate: every registered one in the default table (``None``; HTC-GAM is opt-in), or the named ones in the registry's order
     followed by the given ``Method`` objects. An unknown name raises ``ValueError`` with the valid ones."""
     if methods is None:
-        return list(METHODS.values())
+        return [m for m in METHODS.values() if m.in_default_table]
     if isinstance(methods, (str, Method)):
         methods = [methods]
     names = {m for m in methods if isinstance(m, str)}
