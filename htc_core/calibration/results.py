@@ -9,9 +9,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["EvaluationResult", "METRICS"]
+__all__ = ["EvaluationResult", "METRICS", "LOWER_IS_BETTER", "ECE_DEFINITION"]
 
 METRICS = ("ece", "brier", "auroc")
+#: metrics where a smaller value is better (AUROC: larger is better)
+LOWER_IS_BETTER = {"ece": True, "brier": True, "auroc": False}
+#: the one ECE every table, legend and page shows for an evaluation
+ECE_DEFINITION = ("ECE: 10 equal-width bins on the pooled out-of-fold predictions of each repeat, "
+                  "mean over repeats")
 
 
 @dataclass
@@ -35,6 +40,39 @@ class EvaluationResult:
     weights: dict = field(default_factory=dict)           # feature-selecting method -> [n_fits, d] weights (seed, fold order)
     notes: list = field(default_factory=list)
     skipped: dict = field(default_factory=dict)           # method -> reason
+    n_by_method: dict = field(default_factory=dict)       # method -> trajectories it was evaluated on (default n)
+
+    def n_of(self, method: str) -> int:
+        """How many trajectories ``method`` was evaluated on (fewer than ``n`` for a signal only some carry,
+        e.g. Verbalized)."""
+        if method not in self.methods:
+            raise ValueError(f"method {method!r} is not in this evaluation; methods: {self.methods}")
+        return int(self.n_by_method.get(method, self.n))
+
+    def best(self, metric: str, methods=None) -> str | None:
+        """The method with the best mean ``metric`` (lowest ECE / Brier, highest AUROC) among ``methods``
+        (default: those evaluated on all ``n`` trajectories, since a subset's numbers are not comparable);
+        ties go to the first in table order. None when no method has a finite value."""
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        if methods is None:
+            methods = [m for m in self.methods if self.n_of(m) == self.n] or self.methods
+        pool = [m for m in methods if m in self.summary]
+        vals = [(self.summary[m][metric]["mean"], m) for m in pool if np.isfinite(self.summary[m][metric]["mean"])]
+        if not vals:
+            return None
+        sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
+        return min(vals, key=lambda t: (sign * t[0], pool.index(t[1])))[1]
+
+    def baselines(self) -> list[str]:
+        """The methods that are not HTC (single-signal baselines, raw or rescaled), in table order."""
+        return [m for m in self.methods if not m.startswith("HTC")]
+
+    def strongest_baseline(self, metric: str = "brier") -> str | None:
+        """The baseline with the best mean ``metric`` (default Brier: calibration and ranking in one number),
+        evaluated on all trajectories (a subset-only signal such as Verbalized is not comparable)."""
+        full = [m for m in self.baselines() if self.n_of(m) == self.n]
+        return self.best(metric, full or self.baselines())
 
     @property
     def oof(self) -> dict:
@@ -54,29 +92,35 @@ class EvaluationResult:
 
         methods = {m: {k: {"mean": num(v["mean"]), "std": num(v["std"])} for k, v in self.summary[m].items()}
                    for m in self.methods}
-        return {"n": int(self.n), "positive_rate": float(self.positive_rate), "methods": methods}
+        for m in self.methods:
+            methods[m]["n"] = self.n_of(m)
+        return {"n": int(self.n), "positive_rate": float(self.positive_rate), "methods": methods,
+                "ece": ECE_DEFINITION}
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
         """Plain-text table: methods x ECE, Brier, AUROC (mean +- std), features kept."""
-        rows = [("method", "ECE", "Brier", "AUROC", "features")]
+        rows = [("method", "ECE", "Brier", "AUROC", "features", "n")]
+        best = {k: self.best(k) for k in METRICS}
         for m in self.methods:
             s = self.summary[m]
             cells = [m]
             for k in METRICS:
-                cells.append(f"{s[k]['mean']:.3f} ± {s[k]['std']:.3f}")
+                cells.append(f"{'*' if best[k] == m else ''}{s[k]['mean']:.3f} ± {s[k]['std']:.3f}")
             nf = s.get("n_features")
             cells.append(f"{nf['mean']:.1f} ± {nf['std']:.1f}" if nf else "1")
+            cells.append(str(self.n_of(m)))
             rows.append(tuple(cells))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                  for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         head = (f"n = {self.n}, success rate = {self.positive_rate:.3f}, {self.n_splits}-fold CV x "
                 f"{len(self.seeds)} repeat(s) (seeds {', '.join(map(str, self.seeds))}); "
-                "metrics on pooled out-of-fold predictions, mean ± std over repeats")
+                "metrics on pooled out-of-fold predictions, mean ± std over repeats; "
+                "ECE with 10 equal-width bins; * = best value of the column among the methods evaluated on all n; n = trajectories evaluated")
         out = [head, *lines]
         out += [f"note: {t}" for t in self.notes]
         return "\n".join(out)
