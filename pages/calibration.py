@@ -40,15 +40,16 @@ with ui.page_errors("calibration"):
         res = ev.result
         for note in res.notes:
             st.caption(f"note: {ui.md(note)}")
-        choices = views.calibration_choices(res.methods)
+        choices = views.calibration_choices(res.methods, res.strongest_baseline())
         chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram,
                                 key=f"cal_methods_{'-'.join(res.methods)}")
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**Reliability diagram** (out-of-fold predictions of the first repeat; bars: trajectories "
-                        "per bin; whiskers: 95% Wilson intervals)")
+                        "per bin; whiskers: 95% Wilson intervals; the legend's ECE is the table's: 10 equal-width "
+                        "bins, mean over repeats)")
             curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen))
-            st.plotly_chart(plots.reliability_figure(curves), key="cal_reliability")
+            st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)), key="cal_reliability")
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,
                                        key=f"cal_hist_{'-'.join(res.methods)}")
@@ -56,9 +57,11 @@ with ui.page_errors("calibration"):
                                                        title=f"{hist_method}: out-of-fold confidence by outcome"),
                             key="cal_hist")
         st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats; ↓ lower is better, "
-                    "↑ higher is better)")
+                    f"↑ higher is better; {views.BEST_MARK.strip()} best of the column among the methods evaluated on "
+                    "all runs; ECE with 10 equal-width bins; n: runs evaluated; +Temp: temperature scaling, +Platt: "
+                    "Platt scaling, +Iso: isotonic regression, each fitted on the training folds only)")
         table = views.metrics_frame(res)
-        st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features"]], hide_index=True,
+        st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features", "n"]], hide_index=True,
                      width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")

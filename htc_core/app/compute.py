@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import streamlit as st
 
-from ..calibration.baselines import RAW_BASELINES
+from ..calibration.methods import METHODS
 from ..calibration.calibrators import HTCCalibrator
 from ..calibration.evaluation import EvaluationError, evaluate, merge_results
 from ..explain import DatasetWeights
@@ -125,7 +125,7 @@ def labeled_positions(ws: Workspace) -> np.ndarray:
 
 #: the evaluation runs in parts, cheapest first, so the Calibration page draws early and fills in
 EVAL_PARTS = ("baselines", "full", "reduced")
-PART_METHODS = {"baselines": [*[m for b in RAW_BASELINES for m in (b, b + "+Temp")], "Verbalized"],
+PART_METHODS = {"baselines": [m for m in METHODS if not m.startswith("HTC")],
                 "full": ["HTC-Full"], "reduced": ["HTC-Reduced"]}
 #: what each part is called where the pages list the parts still running
 PART_NAMES = {"baselines": "baselines", "full": "HTC-Full", "reduced": "HTC-Reduced"}

@@ -29,9 +29,11 @@ __all__ = [
 FAMILY_COLORS = {"Dynamics": "#4C78A8", "Position": "#F58518", "Stability": "#54A24B", "Structure": "#B279A2"}
 _PALETTE = ["#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#EECA3B", "#9D755D", "#FF9DA6",
             "#BAB0AC", "#2E86AB", "#A23B72"]
-METHOD_COLORS = {"HTC-Reduced": "#E45756", "HTC-Full": "#4C78A8", "LastStep-TP+Temp": "#F58518",
-                 "GlobalTrace-TP+Temp": "#54A24B", "Bottom10+Temp": "#B279A2", "LowestGroup+Temp": "#72B7B2",
-                 "Tail+Temp": "#9D755D", "Verbalized": "#EECA3B"}
+_SIGNAL_COLORS = {"LastStep-TP": "#F58518", "GlobalTrace-TP": "#54A24B", "Bottom10": "#B279A2",
+                  "LowestGroup": "#72B7B2", "Tail": "#9D755D", "Verbalized": "#EECA3B"}
+#: one colour per signal, whatever its rescaling (raw, +Temp, +Platt, +Iso): a diagram rarely shows two of them
+METHOD_COLORS = {"HTC-Reduced": "#E45756", "HTC-Full": "#4C78A8",
+                 **{f"{b}{s}": c for b, c in _SIGNAL_COLORS.items() for s in ("", "+Temp", "+Platt", "+Iso")}}
 
 
 def esc(value, limit: int | None = None) -> str:
@@ -65,9 +67,11 @@ def _layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subp
 
 
 # ------------------------------------------------------------ calibration
-def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520) -> go.Figure:
+def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
+                       ece: Mapping[str, float] | None = None) -> go.Figure:
     """Overlaid reliability diagrams (accuracy vs mean confidence per bin, Wilson intervals) with the
-    per-bin counts below. ``curves``: name -> ``metrics.ReliabilityCurve``."""
+    per-bin counts below. ``curves``: name -> ``metrics.ReliabilityCurve``. ``ece``: the ECE each legend
+    entry shows (an evaluation's table value, so legend and table agree); default the curve's own."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
                              name="perfect calibration", hoverinfo="skip"), row=1, col=1)
@@ -82,7 +86,8 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
         edges = np.asarray(c.edges)
         bins = [f"({edges[j]:.1f}, {edges[j + 1]:.1f}]" for j in np.flatnonzero(nz)]
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=f"{esc(name)} (ECE {c.ece:.3f})", line=dict(color=col),
+            x=x, y=y, mode="lines+markers", name=f"{esc(name)} (ECE {(ece or {}).get(name, c.ece):.3f})",
+            line=dict(color=col),
             error_y=dict(type="data", symmetric=False, array=hi - y, arrayminus=y - lo, thickness=1, width=3),
             customdata=np.column_stack([cnt, lo, hi, np.array(bins, dtype=object)]),
             hovertemplate=(f"<b>{esc(name)}</b><br>bin %{{customdata[3]}}<br>mean confidence %{{x:.3f}}<br>"
