@@ -3,13 +3,14 @@ report only read (summary table, per-fold values, out-of-fold predictions, notes
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["EvaluationResult", "METRICS", "LOWER_IS_BETTER", "ECE_DEFINITION"]
+__all__ = ["EvaluationResult", "METRICS", "LOWER_IS_BETTER", "ECE_DEFINITION", "result_to_bytes", "result_from_bytes"]
 
 METRICS = ("ece", "brier", "auroc")
 #: metrics where a smaller value is better (AUROC: larger is better)
@@ -124,3 +125,56 @@ class EvaluationResult:
         out = [head, *lines]
         out += [f"note: {t}" for t in self.notes]
         return "\n".join(out)
+
+
+# ------------------------------------------------------------ a byte form (never pickle) for persistent caches
+_BYTES_VERSION = 1
+
+
+def _series_dict(d: dict) -> dict:
+    return {m: {"index": [str(i) for i in v.index], "values": [int(x) for x in v.to_numpy()]} for m, v in d.items()}
+
+
+def result_to_bytes(res: EvaluationResult) -> bytes:
+    """``res`` as one ``.npz`` (arrays as plain numeric/str arrays, the rest as one JSON string); read it back
+    with :func:`result_from_bytes`. No pickle anywhere: loading never executes code."""
+    meta = {"version": _BYTES_VERSION, "n": int(res.n), "positive_rate": float(res.positive_rate),
+            "seeds": [int(s) for s in res.seeds], "n_splits": int(res.n_splits), "profile": res.profile,
+            "top_k": int(res.top_k), "methods": list(res.methods), "summary": res.summary,
+            "per_fold": json.loads(res.per_fold.to_json(orient="split", index=False)),
+            "selected_counts": _series_dict(res.selected_counts), "notes": list(res.notes),
+            "skipped": dict(res.skipped), "n_by_method": {k: int(v) for k, v in res.n_by_method.items()},
+            "weights": list(res.weights)}
+    arrays = {"meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
+              "ids": np.asarray([str(i) for i in res.ids], dtype=str), "labels": np.asarray(res.labels, dtype=float),
+              "folds": np.asarray(res.folds, dtype=np.int64)}
+    for i, m in enumerate(res.methods):
+        arrays[f"oof_{i}"] = np.asarray(res.oof_all[m], dtype=np.float64)
+    for i, m in enumerate(meta["weights"]):
+        arrays[f"weights_{i}"] = np.asarray(res.weights[m], dtype=np.float64)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def result_from_bytes(data: bytes) -> EvaluationResult:
+    """The :class:`EvaluationResult` written by :func:`result_to_bytes` (ValueError when it is not one)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            meta = json.loads(z["meta"].tobytes().decode("utf-8"))
+            if meta.get("version") != _BYTES_VERSION:
+                raise ValueError(f"unsupported result version {meta.get('version')!r}")
+            pf = meta["per_fold"]
+            per_fold = pd.DataFrame(pf["data"], columns=pf["columns"]).astype(
+                {c: float for c in ("ece", "brier", "auroc", "n_features", "alpha", "temperature") if c in pf["columns"]})
+            return EvaluationResult(
+                n=meta["n"], positive_rate=meta["positive_rate"], seeds=meta["seeds"], n_splits=meta["n_splits"],
+                profile=meta["profile"], top_k=meta["top_k"], methods=meta["methods"], summary=meta["summary"],
+                per_fold=per_fold, oof_all={m: z[f"oof_{i}"] for i, m in enumerate(meta["methods"])},
+                ids=z["ids"].astype(object), labels=z["labels"], folds=z["folds"],
+                selected_counts={m: pd.Series(v["values"], index=v["index"], name="times_selected")
+                                 for m, v in meta["selected_counts"].items()},
+                weights={m: z[f"weights_{i}"] for i, m in enumerate(meta["weights"])}, notes=meta["notes"],
+                skipped=meta["skipped"], n_by_method=meta["n_by_method"])
+    except (KeyError, OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a stored evaluation result: {e}") from None
