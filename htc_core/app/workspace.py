@@ -76,10 +76,19 @@ class Workspace:
         return digest
 
     def position_of(self, key: str | None) -> int | None:
+        """The row of ``key`` (``<run set>:<trajectory id>``), or of the first trajectory whose plain id is
+        ``key`` (a shared ``?id=`` link), or None."""
         if key is None:
             return None
         hits = np.flatnonzero(self.keys == key)
+        if not hits.size:
+            hits = np.flatnonzero(self.ts.ids.astype(str) == str(key))
         return int(hits[0]) if hits.size else None
+
+    def url_id(self, position: int) -> str:
+        """How a link names row ``position``: its trajectory id when unique here, else its key."""
+        tid = str(self.ts.ids[position])
+        return tid if int(np.count_nonzero(self.ts.ids.astype(str) == tid)) == 1 else str(self.keys[position])
 
     def take(self, indices) -> "Workspace":
         idx = np.asarray(indices, dtype=np.int64)
