@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..features import FAMILIES
+from ..features import FAMILIES, REGISTRY
 
 __all__ = [
     "esc", "short", "FAMILY_COLORS", "METHOD_COLORS", "reliability_figure", "reliability_facets",
@@ -151,8 +151,7 @@ def confidence_histogram(confidence, success, *, title: str | None = None, nbins
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(range=[0, 1], title_text="confidence")
     fig.update_yaxes(title_text="trajectories")
-    return _layout(fig, title, height).update_layout(
-        legend=dict(orientation="v", yanchor="top", y=0.98, xanchor="left", x=0.01, bgcolor="rgba(255,255,255,0.7)"))
+    return _layout(fig, title, height)     # legend above the plot: inside it covered the first bars
 
 
 def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
@@ -175,7 +174,11 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
     with each feature's formula on hover. Several models are drawn as grouped bars."""
     fig = go.Figure()
     models = list(dict.fromkeys(frame["model"]))
-    order = list(dict.fromkeys(frame["code"]))
+    # bars by size (|weight| of the first model, largest first), not in the paper's order
+    first = frame[frame["model"] == models[0]] if models else frame
+    ranked = first.assign(_abs=first["weight"].abs()).sort_values(["_abs", "code"], ascending=[False, True])
+    category = [f"{c} {f}" for c, f in zip(ranked["code"], ranked["feature"])]
+    category += [f"{c} {f}" for c, f in zip(frame["code"], frame["feature"]) if f"{c} {f}" not in set(category)]
     for fam in FAMILIES:
         for mi, mdl in enumerate(models):
             sub = frame[(frame["family"] == fam) & (frame["model"] == mdl)]
@@ -189,11 +192,9 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
                 customdata=np.column_stack([sub["display_name"], sub["formula"], sub["model"]]),
                 hovertemplate=("<b>%{x}</b><br>%{customdata[0]}<br>formula: %{customdata[1]}<br>"
                                "model: %{customdata[2]}<br>weight %{y:.3f}<extra></extra>")))
-    fig.update_layout(barmode="group", xaxis=dict(categoryorder="array",
-                                                  categoryarray=[f"{c} {f}" for c, f in zip(frame["code"], frame["feature"])]))
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    fig.update_layout(barmode="group", xaxis=dict(categoryorder="array", categoryarray=category))
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)   # the 48 rotated labels are not clipped
     fig.update_yaxes(title_text="weight on the standardized feature")
-    _ = order
     return _layout(fig, title, height)
 
 
@@ -218,11 +219,14 @@ def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: 
     """Heatmap of weights, rows = groups (e.g. datasets), columns = features."""
     z = weights.to_numpy(dtype=np.float64)
     lim = float(np.nanmax(np.abs(z))) if z.size else 1.0
-    fig = go.Figure(go.Heatmap(z=z, x=list(weights.columns), y=[esc(v, 40) for v in weights.index],
+    # columns named by their F-codes, as the weight bars name them (the feature name on hover)
+    cols = [str(c) for c in weights.columns]
+    x = [f"{REGISTRY[c].code} {c}" if c in REGISTRY else c for c in cols]
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=[esc(v, 40) for v in weights.index],
                                colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
                                hovertemplate="%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
                                colorbar=dict(title="weight")))
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)
     return _layout(fig, title, max(height, 120 + 28 * len(weights.index)))
 
 
@@ -305,11 +309,15 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.55, 0.45], vertical_spacing=0.08,
                         specs=[[{}], [{"secondary_y": True}]])
     names = timeline["name"].map(lambda v: esc(v, 40))
-    for col, label, c in (("top1_confidence", "top-1 confidence", "#4C78A8"),
-                          ("topk_confidence", "top-k confidence", "#F58518"),
-                          ("mean_confidence", "mean token probability", "#54A24B")):
+    # top-1 drawn last, dashed and with larger markers: it often equals the mean token probability and
+    # would otherwise hide under it
+    for col, label, c, dash, size in (("mean_confidence", "mean token probability", "#54A24B", "solid", 6),
+                                      ("topk_confidence", "top-k confidence", "#F58518", "solid", 6),
+                                      ("top1_confidence", "top-1 confidence", "#4C78A8", "dash", 9)):
         fig.add_trace(go.Scatter(x=timeline["step"], y=timeline[col], mode="lines+markers", name=label,
-                                 line=dict(color=c), customdata=names,
+                                 line=dict(color=c, dash=dash, width=2.5 if dash == "dash" else 2),
+                                 marker=dict(size=size, symbol="diamond-open" if dash == "dash" else "circle"),
+                                 customdata=names,
                                  hovertemplate="step %{x} (%{customdata})<br>" + label + " %{y:.3f}<extra></extra>"),
                       row=1, col=1)
     for col, label, c in (("entropy", "entropy", "#B279A2"), ("concentration", "concentration", "#72B7B2"),
@@ -321,7 +329,8 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
                          hovertemplate="step %{x}<br>%{y} tokens<extra></extra>"), row=2, col=1, secondary_y=True)
     fig.update_yaxes(range=[0, 1.02], title_text="confidence", row=1, col=1)
     fig.update_yaxes(title_text="statistic", row=2, col=1)
-    fig.update_yaxes(title_text="tokens", row=2, col=1, secondary_y=True)
+    fig.update_yaxes(title_text="tokens", row=2, col=1, secondary_y=True, rangemode="tozero", tick0=0,
+                     tickformat=",d", showgrid=False)           # whole token counts from 0, not 0.9 / 8.1 / 15.3
     fig.update_xaxes(title_text="step", dtick=1, row=2, col=1)
     return _layout(fig, None, height)
 
