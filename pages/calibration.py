@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, plots, prefix_plots, ui, views
+from htc_core.app import experiments, plots, prefix_plots, selective_plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -65,6 +65,27 @@ with ui.page_errors("calibration"):
                      width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
+
+        st.subheader("Selective prediction: trust only the runs above a threshold")
+        sel = views.selective_views(res, chosen)
+        if sel.risk_coverage:
+            marked = st.selectbox("Threshold for", list(sel.risk_coverage), key="cal_sel_method")
+            threshold = st.slider("Keep runs with confidence at least", 0.0, 1.0, 0.5, 0.01, key="cal_sel_threshold")
+            cov, acc, kept = sel.risk_coverage[marked].at_threshold(threshold)
+            c1, c2, c3 = st.columns(3)
+            c1.metric("runs kept", f"{kept:,}", help="the others are abstained on (sent to a human, retried)")
+            c2.metric("coverage", f"{cov:.1%}")
+            c3.metric("success rate of the kept", "n/a" if kept == 0 else f"{acc:.1%}",
+                      delta=None if kept == 0 else f"{acc - sel.risk_coverage[marked].base_rate:+.1%} vs all runs")
+            left, right = st.columns(2)
+            with left:
+                st.markdown("**Risk-coverage** (out-of-fold, first repeat; AURC: area under the risk curve, lower "
+                            "is better)")
+                st.plotly_chart(selective_plots.risk_coverage_figure(sel.risk_coverage, threshold=threshold,
+                                                                     marked=marked), key="cal_risk_coverage")
+            with right:
+                st.markdown("**ROC** (success is the positive class; legend: the table's AUROC)")
+                st.plotly_chart(selective_plots.roc_figure(sel.roc, sel.auroc), key="cal_roc")
 
     # --------------------------------------------------------- early warning
     if ev is not None:

@@ -68,11 +68,11 @@ def test_every_page_with_sample_runs(app):
     assert len(app.dataframe) == 2                                # run sets + trajectories
     assert not app.get("plotly_chart")                            # the Runs page draws tables only
     # every chart each page draws on the sample runs (one dataset with both outcomes, so every model fits):
-    # calibration: reliability diagram + confidence histogram; weights: two weight bars, selection frequency,
+    # calibration: reliability diagram + confidence histogram + risk-coverage + ROC; weights: two weight bars, selection frequency,
     # selection by family and level, per-dataset heatmap; feature space: the projection; examples: metric cards,
     # no chart; compare: reliability facets, metric bars, feature distribution; inspector: confidence after each
     # step, step timeline, waterfall, position in its dataset
-    expected_charts = {"calibration": 2, "weights": 5, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
+    expected_charts = {"calibration": 4, "weights": 5, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
     for page in PAGES[1:]:
         go(app, page)
         assert not problems(app), (page, problems(app))

@@ -210,3 +210,24 @@ def test_views_import_no_streamlit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_selective_views_on_the_evaluated_runs(evaluated):
+    """Risk-coverage and ROC of each method on its out-of-fold confidences (selective.py computes them)."""
+    from htc_core.app import selective_plots
+    from htc_core.calibration.selective import risk_coverage_curve
+
+    res = evaluated.result
+    sel = views.selective_views(res, ["HTC-Full", "GlobalTrace-TP"])
+    rc = sel.risk_coverage["HTC-Full"]
+    want = risk_coverage_curve(res.labels, res.oof["HTC-Full"])
+    np.testing.assert_array_equal(rc.coverage, want.coverage)
+    assert rc.coverage[-1] == 1.0 and rc.accuracy[-1] == pytest.approx(res.labels.mean())
+    assert sel.auroc["HTC-Full"] == res.summary["HTC-Full"]["auroc"]["mean"]
+    cov, acc, kept = rc.at_threshold(0.5)
+    fig = selective_plots.risk_coverage_figure(sel.risk_coverage, threshold=0.5, marked="HTC-Full")
+    if kept:
+        assert fig.data[-1].x[0] == cov and f"{kept} kept" in fig.data[-1].name
+    roc = selective_plots.roc_figure(sel.roc, sel.auroc)
+    assert [t.name for t in roc.data][1].startswith("HTC-Full (AUROC")
+    assert roc.data[1].y[-1] == 1.0 and roc.data[1].x[-1] == 1.0

@@ -20,7 +20,7 @@ from .workspace import Workspace, browse
 
 __all__ = [
     "feature_table", "weights_frame", "selection_frequency", "SelectionView", "selection_view", "split_methods",
-    "metrics_frame", "metrics_long", "overall_metrics", "oof_predictions", "table_ece", "example_baselines", "CalibrationChoices",
+    "metrics_frame", "metrics_long", "overall_metrics", "oof_predictions", "table_ece", "example_baselines", "SelectiveViews", "selective_views", "CalibrationChoices",
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
     "browse_confidences", "problem_table", "trajectory_choices", "trajectory_label", "oof_confidence",
@@ -163,6 +163,30 @@ def oof_predictions(result, methods: Sequence[str]) -> dict[str, np.ndarray]:
     """The out-of-fold predictions (first repeat) of ``methods`` (NaN where a method was not evaluated,
     e.g. Verbalized on runs without a stated confidence)."""
     return {m: result.oof[m] for m in methods}
+
+
+@dataclass
+class SelectiveViews:
+    """Risk-coverage (``calibration.selective.RiskCoverage``) and ROC frames of each method, on the runs
+    the method was evaluated on (first-repeat out-of-fold confidences), and the table's AUROC."""
+
+    risk_coverage: dict
+    roc: dict
+    auroc: dict
+
+
+def selective_views(result, methods: Sequence[str]) -> SelectiveViews:
+    from ..calibration.selective import risk_coverage_curve, roc_curve
+
+    rc, roc = {}, {}
+    for m in methods:
+        p = np.asarray(result.oof[m], dtype=np.float64)
+        ok = np.isfinite(p)
+        if ok.sum() >= 2:
+            rc[m] = risk_coverage_curve(result.labels[ok], p[ok])
+            roc[m] = roc_curve(result.labels[ok], p[ok])
+    return SelectiveViews(risk_coverage=rc, roc=roc,
+                          auroc={m: float(result.summary[m]["auroc"]["mean"]) for m in rc})
 
 
 def table_ece(result, methods: Sequence[str]) -> dict[str, float]:
