@@ -97,11 +97,11 @@ def test_early_warning_curve_on_the_calibration_page(app):
     [button] = [b for b in app.button if b.label == "Evaluate the prefixes"]
     button.click().run()
     assert not problems(app), problems(app)
-    assert len(app.get("plotly_chart")) == 3                      # reliability, histogram, early-warning curve
+    assert len(app.get("plotly_chart")) == 5                      # reliability, histogram, risk-coverage, ROC, early-warning curve
     first = [d.value for d in app.dataframe if "median_first_alert" in d.value.columns]
     assert len(first) == 1 and set(first[0]["method"]) >= {"HTC-Reduced", "LastStep-TP"}
     go(app, "calibration")                                        # cached: drawn again without the button
-    assert len(app.get("plotly_chart")) == 3 and not [b for b in app.button if b.label == "Evaluate the prefixes"]
+    assert len(app.get("plotly_chart")) == 5 and not [b for b in app.button if b.label == "Evaluate the prefixes"]
 
 
 def test_every_page_with_an_empty_store(tmp_path, monkeypatch):
