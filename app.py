@@ -32,6 +32,8 @@ ui.follow_deep_link()
 
 with ui.page_errors("sidebar"):
     ui.bootstrap()
+    ui.restore_from_url()      # a reload or a shared link: filters and trajectory from the query parameters
     ui.sidebar()
+    ui.write_url()
 
 nav.run()

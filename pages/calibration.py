@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, plots, prefix_plots, ui, views
+from htc_core.app import experiments, plots, prefix_plots, selective_plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -40,15 +40,16 @@ with ui.page_errors("calibration"):
         res = ev.result
         for note in res.notes:
             st.caption(f"note: {ui.md(note)}")
-        choices = views.calibration_choices(res.methods)
+        choices = views.calibration_choices(res.methods, res.strongest_baseline())
         chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram,
                                 key=f"cal_methods_{'-'.join(res.methods)}")
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**Reliability diagram** (out-of-fold predictions of the first repeat; bars: trajectories "
-                        "per bin; whiskers: 95% Wilson intervals)")
+                        "per bin; whiskers: 95% Wilson intervals; the legend's ECE is the table's: 10 equal-width "
+                        "bins, mean over repeats)")
             curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen))
-            st.plotly_chart(plots.reliability_figure(curves), key="cal_reliability")
+            st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)), key="cal_reliability")
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,
                                        key=f"cal_hist_{'-'.join(res.methods)}")
@@ -56,12 +57,35 @@ with ui.page_errors("calibration"):
                                                        title=f"{hist_method}: out-of-fold confidence by outcome"),
                             key="cal_hist")
         st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats; ↓ lower is better, "
-                    "↑ higher is better)")
+                    f"↑ higher is better; {views.BEST_MARK.strip()} best of the column among the methods evaluated on "
+                    "all runs; ECE with 10 equal-width bins; n: runs evaluated; +Temp: temperature scaling, +Platt: "
+                    "Platt scaling, +Iso: isotonic regression, each fitted on the training folds only)")
         table = views.metrics_frame(res)
-        st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features"]], hide_index=True,
+        st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features", "n"]], hide_index=True,
                      width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
+
+        st.subheader("Selective prediction: trust only the runs above a threshold")
+        sel = views.selective_views(res, chosen)
+        if sel.risk_coverage:
+            marked = st.selectbox("Threshold for", list(sel.risk_coverage), key="cal_sel_method")
+            threshold = st.slider("Keep runs with confidence at least", 0.0, 1.0, 0.5, 0.01, key="cal_sel_threshold")
+            cov, acc, kept = sel.risk_coverage[marked].at_threshold(threshold)
+            c1, c2, c3 = st.columns(3)
+            c1.metric("runs kept", f"{kept:,}", help="the others are abstained on (sent to a human, retried)")
+            c2.metric("coverage", f"{cov:.1%}")
+            c3.metric("success rate of the kept", "n/a" if kept == 0 else f"{acc:.1%}",
+                      delta=None if kept == 0 else f"{acc - sel.risk_coverage[marked].base_rate:+.1%} vs all runs")
+            left, right = st.columns(2)
+            with left:
+                st.markdown("**Risk-coverage** (out-of-fold, first repeat; AURC: area under the risk curve, lower "
+                            "is better)")
+                st.plotly_chart(selective_plots.risk_coverage_figure(sel.risk_coverage, threshold=threshold,
+                                                                     marked=marked), key="cal_risk_coverage")
+            with right:
+                st.markdown("**ROC** (success is the positive class; legend: the table's AUROC)")
+                st.plotly_chart(selective_plots.roc_figure(sel.roc, sel.auroc), key="cal_roc")
 
     # --------------------------------------------------------- early warning
     if ev is not None:

@@ -23,14 +23,17 @@ with ui.page_errors("examples"):
         st.warning(f"Examples need the cross-validated evaluation, which cannot run on this selection: {ui.md(str(e))}")
         st.stop()
     res = ev.result
-    htc_methods, base_methods = views.split_methods(res.methods)
+    htc_methods, _ = views.split_methods(res.methods)
+    base_methods = views.example_baselines(res)
     if not htc_methods or not base_methods:
         st.info("Examples need HTC and at least one baseline in the evaluation.")
         st.stop()
     c1, c2, c3 = st.columns(3)
-    baseline = c1.selectbox("Baseline", base_methods, index=views.preferred_baseline(base_methods), key="ex_baseline",
-                            help="A temperature-scaled baseline can err both ways; raw token probabilities are "
-                                 "almost always high, so they show over-confidence only.")
+    baseline = c1.selectbox("Baseline", base_methods,
+                            index=views.preferred_baseline(base_methods, res.strongest_baseline()), key="ex_baseline",
+                            help="Starts on the strongest baseline by Brier score. A rescaled baseline (+Platt, +Iso, "
+                                 "+Temp) can err both ways; raw token probabilities are almost always high, so they "
+                                 "show over-confidence only.")
     htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
     n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
     st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "

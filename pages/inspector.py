@@ -22,6 +22,7 @@ with ui.page_errors("inspector"):
     i = c1.selectbox("Trajectory", cand, index=default, format_func=lambda p: views.trajectory_label(frame, p),
                      key=f"insp_pick_{wanted}_{needle}")
     st.session_state[ui.INSPECT] = str(frame["key"].iat[i])
+    ui.set_url_id(ws.url_id(i))       # /inspector?id=<trajectory id>: a reload or a shared link opens it
     variant = c2.radio("Explained by", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",
                        horizontal=True, key="insp_variant")
     method = f"HTC-{variant.capitalize()}"

@@ -69,11 +69,11 @@ def test_every_page_with_sample_runs(app):
     assert len(app.dataframe) == 2                                # run sets + trajectories
     assert not app.get("plotly_chart")                            # the Runs page draws tables only
     # every chart each page draws on the sample runs (one dataset with both outcomes, so every model fits):
-    # calibration: reliability diagram + confidence histogram; weights: two weight bars, selection frequency,
+    # calibration: reliability diagram + confidence histogram + risk-coverage + ROC; weights: two weight bars, selection frequency,
     # selection by family and level, per-dataset heatmap; feature space: the projection; examples: metric cards,
     # no chart; compare: reliability facets, metric bars, feature distribution; inspector: confidence after each
     # step, step timeline, waterfall, position in its dataset
-    expected_charts = {"calibration": 2, "weights": 5, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
+    expected_charts = {"calibration": 4, "weights": 5, "feature_space": 1, "examples": 0, "compare": 3, "inspector": 4}
     for page in PAGES[1:]:
         go(app, page)
         assert not problems(app), (page, problems(app))
@@ -102,11 +102,11 @@ def test_early_warning_curve_on_the_calibration_page(app):
     [button] = [b for b in app.button if b.label == "Evaluate the prefixes"]
     button.click().run()
     assert not problems(app), problems(app)
-    assert len(app.get("plotly_chart")) == 3                      # reliability, histogram, early-warning curve
+    assert len(app.get("plotly_chart")) == 5                      # reliability, histogram, risk-coverage, ROC, early-warning curve
     first = [d.value for d in app.dataframe if "median_first_alert" in d.value.columns]
     assert len(first) == 1 and set(first[0]["method"]) >= {"HTC-Reduced", "LastStep-TP"}
     go(app, "calibration")                                        # cached: drawn again without the button
-    assert len(app.get("plotly_chart")) == 3 and not [b for b in app.button if b.label == "Evaluate the prefixes"]
+    assert len(app.get("plotly_chart")) == 5 and not [b for b in app.button if b.label == "Evaluate the prefixes"]
 
 
 def test_every_page_with_an_empty_store(tmp_path, monkeypatch):

@@ -91,11 +91,45 @@ def test_method_choices():
     methods = ["HTC-Full", "HTC-Reduced", "GlobalTrace-TP", "Bottom10+Temp", "LastStep-TP+Temp"]
     assert views.split_methods(methods) == (["HTC-Reduced", "HTC-Full"],
                                             ["GlobalTrace-TP", "Bottom10+Temp", "LastStep-TP+Temp"])
-    c = views.calibration_choices(methods)
-    assert c.diagram == ["HTC-Reduced", "HTC-Full", "Bottom10+Temp"] and c.histogram_index == 1
+    c = views.calibration_choices(methods, "LastStep-TP+Temp")      # the strongest baseline is drawn next to HTC
+    assert c.diagram == ["HTC-Reduced", "HTC-Full", "LastStep-TP+Temp"] and c.histogram_index == 1
+    assert views.calibration_choices(methods).diagram == ["HTC-Reduced", "HTC-Full"]
+    assert views.calibration_choices([*methods, "Bottom10+Platt"]).diagram == ["HTC-Reduced", "HTC-Full", "Bottom10+Platt"]
     assert views.calibration_choices(["GlobalTrace-TP"]).histogram_index == 0
     assert views.preferred_baseline(["GlobalTrace-TP", "LastStep-TP+Temp"]) == 1
+    assert views.preferred_baseline(["GlobalTrace-TP", "LastStep-TP+Temp"], "GlobalTrace-TP") == 0
     assert views.preferred_baseline(["Tail", "Bottom10"]) == 0
+
+
+def test_strongest_baseline_and_best_marks_on_real_runs():
+    """Examples and the Calibration diagram start on the baseline with the lowest Brier; the table marks the
+    best of each column; Verbalized (on the 1,361 of 2,000 sample runs that state one) shows its n and is
+    neither marked best nor offered for run-by-run examples. The legend's ECE is the table's."""
+    from htc_core.formats import load
+
+    ts, _ = load(str(REPO / "sample_runs"))
+    ts = ts.labeled()
+    res = evaluate(ts, seeds=2, methods=["Bottom10", "Bottom10+Temp", "Bottom10+Platt", "Tail+Temp", "Verbalized",
+                                         "Verbalized+Iso"])
+    briers = {m: res.summary[m]["brier"]["mean"] for m in res.methods if res.n_of(m) == res.n}
+    assert res.strongest_baseline() == min(briers, key=briers.get)
+    base = views.example_baselines(res)
+    assert "Verbalized" not in base and "Verbalized+Iso" not in base
+    assert base[views.preferred_baseline(base, res.strongest_baseline())] == min(briers, key=briers.get)
+    table = views.metrics_frame(res).set_index("method")
+    assert table.loc["Verbalized", "n"] == 1361 and table.loc["Bottom10", "n"] == 2000
+    for col, k in (("ECE ↓", "ece"), ("Brier ↓", "brier"), ("AUROC ↑", "auroc")):
+        marked = [m for m in table.index if table.loc[m, col].startswith(views.BEST_MARK)]
+        assert marked == [res.best(k)] and res.n_of(marked[0]) == 2000
+    from htc_core.app import plots
+    from htc_core.explain import reliability_curves
+
+    curves = reliability_curves(res.labels, views.oof_predictions(res, ["Bottom10+Platt", "Verbalized"]))
+    fig = plots.reliability_figure(curves, ece=views.table_ece(res, ["Bottom10+Platt", "Verbalized"]))
+    names = [t.name for t in fig.data if t.name and "ECE" in t.name]
+    assert names == [f"Bottom10+Platt (ECE {res.summary['Bottom10+Platt']['ece']['mean']:.3f})",
+                     f"Verbalized (ECE {res.summary['Verbalized']['ece']['mean']:.3f})"]
+    assert curves["Verbalized"].count.sum() == 1361
 
 
 def test_scoring_and_projection_frames(ws, model):
@@ -225,3 +259,24 @@ def test_export_frame(ws, evaluated, model):
     assert {"HTC-Full (out-of-fold)", "flags", "reason_1"} <= set(df.columns)
     assert set(FEATURE_NAMES) <= set(df.columns)
     assert "HTC-Reduced (out-of-fold)" not in df.columns          # not evaluated in this fixture
+
+
+def test_selective_views_on_the_evaluated_runs(evaluated):
+    """Risk-coverage and ROC of each method on its out-of-fold confidences (selective.py computes them)."""
+    from htc_core.app import selective_plots
+    from htc_core.calibration.selective import risk_coverage_curve
+
+    res = evaluated.result
+    sel = views.selective_views(res, ["HTC-Full", "GlobalTrace-TP"])
+    rc = sel.risk_coverage["HTC-Full"]
+    want = risk_coverage_curve(res.labels, res.oof["HTC-Full"])
+    np.testing.assert_array_equal(rc.coverage, want.coverage)
+    assert rc.coverage[-1] == 1.0 and rc.accuracy[-1] == pytest.approx(res.labels.mean())
+    assert sel.auroc["HTC-Full"] == res.summary["HTC-Full"]["auroc"]["mean"]
+    cov, acc, kept = rc.at_threshold(0.5)
+    fig = selective_plots.risk_coverage_figure(sel.risk_coverage, threshold=0.5, marked="HTC-Full")
+    if kept:
+        assert fig.data[-1].x[0] == cov and f"{kept} kept" in fig.data[-1].name
+    roc = selective_plots.roc_figure(sel.roc, sel.auroc)
+    assert [t.name for t in roc.data][1].startswith("HTC-Full (AUROC")
+    assert roc.data[1].y[-1] == 1.0 and roc.data[1].x[-1] == 1.0

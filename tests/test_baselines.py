@@ -125,3 +125,80 @@ def test_temperature_scaling_rejects_bad_input():
         TemperatureScaling().fit([0.2, 1.5], [0, 1])
     with pytest.raises(ValueError, match="not fitted"):
         TemperatureScaling().transform([0.5])
+
+
+# ------------------------------------------------------------ Platt scaling ("+Platt")
+def test_platt_recovers_slope_and_intercept():
+    from htc_core.calibration.baselines import PlattScaling
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(0.0, 2.0, 20000)
+    y = (rng.random(len(z)) < 1 / (1 + np.exp(-(0.7 * z - 1.2)))).astype(float)
+    c = 1 / (1 + np.exp(-z))
+    t = PlattScaling().fit(c, y)
+    assert t.slope_ == pytest.approx(0.7, abs=0.05) and t.intercept_ == pytest.approx(-1.2, abs=0.05)
+    assert t.temperature_ == pytest.approx(1 / t.slope_)
+    np.testing.assert_allclose(t.predict_proba(c)[:, 1], t.transform(c))
+
+
+def test_platt_moves_an_overconfident_signal_to_the_success_rate_where_temperature_cannot():
+    """The issue's straw man: a mean-probability signal near 0.9 for every run, 40% successes.
+    Temperature scaling (no intercept) can only flatten it toward 0.5; Platt reaches the base rate."""
+    from htc_core.calibration.baselines import PlattScaling, TemperatureScaling
+
+    rng = np.random.default_rng(1)
+    y = (rng.random(3000) < 0.4).astype(float)
+    c = np.clip(0.9 + 0.02 * y + rng.normal(0, 0.02, len(y)), 0, 1)
+    temp = TemperatureScaling().fit(c, y).transform(c)
+    platt = PlattScaling().fit(c, y).transform(c)
+    assert temp.mean() > 0.48
+    assert platt.mean() == pytest.approx(y.mean(), abs=0.01)
+    brier = lambda p: float(np.mean((p - y) ** 2))  # noqa: E731
+    assert brier(platt) < brier(temp) - 0.01
+
+
+def test_platt_stays_finite_on_one_outcome_or_separable_rows():
+    from htc_core.calibration.baselines import PlattScaling
+
+    c = np.linspace(0.1, 0.9, 50)
+    for y in (np.ones(50), np.zeros(50), (c > 0.5).astype(float)):
+        t = PlattScaling().fit(c, y)
+        p = t.transform(c)
+        assert np.isfinite([t.slope_, t.intercept_]).all() and np.all((p >= 0) & (p <= 1))
+    assert PlattScaling().fit(c, np.ones(50)).transform(c).min() > 0.9
+
+
+def test_platt_validates_like_temperature_scaling():
+    from htc_core.calibration.baselines import PlattScaling
+
+    with pytest.raises(ValueError, match="not fitted"):
+        PlattScaling().transform([0.5])
+    with pytest.raises(ValueError, match="ridge"):
+        PlattScaling(ridge=0)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        PlattScaling().fit([0.5, 1.5], [0, 1])
+    with pytest.raises(ValueError, match="one label per confidence"):
+        PlattScaling().fit([0.5, 0.6], [0, 1, 1])
+    with pytest.raises(ValueError, match="finite"):
+        PlattScaling().fit([0.5, np.nan], [0, 1])
+
+
+def test_isotonic_rows_only_with_enough_training_runs_on_real_sample_runs():
+    """On the 2,000 sample runs every training fold has 1,600 runs: +Iso is evaluated, fitted on training
+    folds only (its OOF confidence differs from an in-sample isotonic fit), and monotone in the signal."""
+    from pathlib import Path
+
+    from htc_core.calibration.evaluation import evaluate
+    from htc_core.formats import load
+
+    ts, _ = load(str(Path(__file__).resolve().parents[1] / "sample_runs"))
+    ts = ts.labeled()
+    r = evaluate(ts, seeds=1, methods=["Bottom10", "Bottom10+Iso", "Bottom10+Platt", "Bottom10+Temp"])
+    assert r.methods == ["Bottom10", "Bottom10+Temp", "Bottom10+Platt", "Bottom10+Iso"] and not r.skipped
+    raw, iso = r.oof["Bottom10"], r.oof["Bottom10+Iso"]
+    for f in range(5):                                   # monotone within each fold's fit
+        m = r.folds[0] == f
+        order = np.argsort(raw[m], kind="stable")
+        assert np.all(np.diff(iso[m][order]) >= -1e-12)
+    assert r.summary["Bottom10+Platt"]["brier"]["mean"] <= r.summary["Bottom10+Temp"]["brier"]["mean"]
+    assert r.strongest_baseline() in {"Bottom10+Iso", "Bottom10+Platt"}

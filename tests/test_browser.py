@@ -30,7 +30,7 @@ SHOTS = Path(os.environ.get("HTC_SCREENSHOT_DIR") or (Path(tempfile.gettempdir()
 SHOTS.mkdir(parents=True, exist_ok=True)
 PAGES = [  # (sidebar link text, url path, file name, plotly charts the page draws)
     ("Runs", "", "runs", 0),
-    ("Calibration", "calibration", "calibration", 2),
+    ("Calibration", "calibration", "calibration", 4),
     ("Feature weights", "weights", "feature_weights", 5),
     ("Feature space", "feature_space", "feature_space", 1),
     ("Examples", "examples", "examples", 0),

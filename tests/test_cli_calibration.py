@@ -8,8 +8,10 @@ import pytest
 from htc_core.cli import main
 
 RUN_A = Path(__file__).resolve().parents[2] / "shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl"
-BASE = ["LastStep-TP", "LastStep-TP+Temp", "GlobalTrace-TP", "GlobalTrace-TP+Temp", "Bottom10", "Bottom10+Temp",
-        "LowestGroup", "LowestGroup+Temp", "Tail", "Tail+Temp"]
+# the single-signal rows of a small evaluation: raw, +Temp, +Platt (+Iso needs >= 200 runs per training fold)
+BASE = [f"{b}{s}" for b in ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail")
+        for s in ("", "+Temp", "+Platt")]
+VERBALIZED = ["Verbalized", "Verbalized+Temp", "Verbalized+Platt"]
 
 
 def write_runs(path, n=40, seed=0, labeled=True, verbalized=False, n_fail=None):
@@ -35,10 +37,11 @@ def test_evaluate_json_schema(tmp_path, capsys):
     f = write_runs(tmp_path / "runs.jsonl", verbalized=True)
     assert main(["evaluate", str(f), "--json", "--seeds", "1"]) == 0
     obj = json.loads(capsys.readouterr().out)
-    assert set(obj) == {"n", "positive_rate", "methods"} and obj["n"] == 40
-    assert set(obj["methods"]) == {"HTC-Full", "HTC-Reduced", *BASE, "Verbalized"}
+    assert set(obj) == {"n", "positive_rate", "methods", "ece"} and obj["n"] == 40
+    assert "10 equal-width bins" in obj["ece"]
+    assert set(obj["methods"]) == {"HTC-Full", "HTC-Reduced", *BASE, *VERBALIZED}
     for m in ("HTC-Full", "HTC-Reduced"):
-        assert set(obj["methods"][m]) == {"ece", "brier", "auroc", "n_features"}
+        assert set(obj["methods"][m]) == {"ece", "brier", "auroc", "n_features", "n"}
     for k in ("ece", "brier", "auroc"):
         assert set(obj["methods"]["Bottom10+Temp"][k]) == {"mean", "std"}
 

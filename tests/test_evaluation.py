@@ -11,8 +11,10 @@ from htc_core.traces import TraceSet, _empty_meta
 
 FAST = (1.0, 5.0, 20.0)
 RUN_A = Path(__file__).resolve().parents[2] / "shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl"
-BASE = ["LastStep-TP", "LastStep-TP+Temp", "GlobalTrace-TP", "GlobalTrace-TP+Temp", "Bottom10", "Bottom10+Temp",
-        "LowestGroup", "LowestGroup+Temp", "Tail", "Tail+Temp"]
+# the single-signal rows of a small evaluation: raw, +Temp, +Platt (+Iso needs >= 200 runs per training fold)
+BASE = [f"{b}{s}" for b in ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail")
+        for s in ("", "+Temp", "+Platt")]
+VERBALIZED = ["Verbalized", "Verbalized+Temp", "Verbalized+Platt"]
 
 
 def synthetic_ts(n=60, seed=0, labels=None, verbalized=False):
@@ -37,7 +39,7 @@ def test_result_structure_and_pooled_metrics():
     ts = synthetic_ts(verbalized=True)
     calls = []
     r = evaluate(ts, seeds=2, alphas=FAST, progress=lambda d, t, m: calls.append((d, t)))
-    assert r.methods == ["HTC-Full", "HTC-Reduced"] + BASE + ["Verbalized"]
+    assert r.methods == ["HTC-Full", "HTC-Reduced"] + BASE + VERBALIZED
     assert calls[-1] == (10, 10) and len(calls) == 10
     assert r.seeds == [42, 43] and r.oof_all["HTC-Reduced"].shape == (2, 60)
     assert np.isfinite(r.oof_all["HTC-Reduced"]).all()
@@ -77,11 +79,12 @@ def test_same_folds_for_every_method_and_stratified():
 def test_json_schema_exact():
     ts = synthetic_ts(seed=2)
     obj = json.loads(evaluate(ts, seeds=1, alphas=FAST).to_json())
-    assert set(obj) == {"n", "positive_rate", "methods"}
+    assert set(obj) == {"n", "positive_rate", "methods", "ece"}
     assert set(obj["methods"]) == {"HTC-Full", "HTC-Reduced", *BASE}       # no Verbalized: not present
     for m, v in obj["methods"].items():
         keys = {"ece", "brier", "auroc"} | ({"n_features"} if m.startswith("HTC") else set())
-        assert set(v) == keys, m
+        assert set(v) == keys | {"n"}, m
+        assert v["n"] == 60
         for k in keys:
             assert set(v[k]) == {"mean", "std"}
 
@@ -164,12 +167,39 @@ def test_feature_matrix_input_notes_skipped_baselines():
     assert any("Bottom10+Temp: not evaluated, baselines need the token traces" in n for n in r.notes)
 
 
-def test_partial_verbalized_is_skipped_with_note():
+def test_partial_verbalized_is_evaluated_on_its_subset_with_n():
+    from htc_core.calibration.metrics import brier_score, expected_calibration_error
+
     ts = synthetic_ts(seed=6, verbalized=True)
-    ts.meta.loc[3, "verbalized_confidence"] = np.nan
+    ts.meta.loc[[3, 17], "verbalized_confidence"] = np.nan
+    r = evaluate(ts, seeds=2, alphas=FAST)
+    assert VERBALIZED == [m for m in r.methods if m.startswith("Verbalized")]
+    assert [r.n_of(m) for m in VERBALIZED] == [58, 58, 58] and r.n_of("HTC-Full") == r.n_of("Tail") == 60
+    assert any(n.startswith("Verbalized, Verbalized+Temp, Verbalized+Platt: evaluated on the 58 of 60") for n in r.notes)
+    ok = np.isfinite(ts.meta["verbalized_confidence"].to_numpy(float))
+    for m in VERBALIZED:
+        oof = r.oof_all[m]
+        assert np.isnan(oof[:, ~ok]).all() and np.isfinite(oof[:, ok]).all()
+        want = np.mean([brier_score(r.labels[ok], o[ok]) for o in oof])
+        assert r.summary[m]["brier"]["mean"] == pytest.approx(want)
+        e = np.mean([expected_calibration_error(r.labels[ok], o[ok]) for o in oof])
+        assert r.summary[m]["ece"]["mean"] == pytest.approx(e)
+    np.testing.assert_allclose(r.oof["Verbalized"][ok], ts.meta["verbalized_confidence"].to_numpy(float)[ok])
+    # the same folds as every other method, restricted to the subset
+    fold_n = r.per_fold[(r.per_fold.method == "Verbalized+Platt") & (r.per_fold.seed == 42)]["n_test"].sum()
+    assert fold_n == 58
+    assert r.to_dict()["methods"]["Verbalized"]["n"] == 58
+    assert r.n_of(r.best("brier")) == 60 and r.n_of(r.best("ece")) == 60   # best among the comparable rows
+    assert r.best("auroc", VERBALIZED) in VERBALIZED
+
+
+def test_verbalized_subset_too_small_is_skipped_with_reason():
+    ts = synthetic_ts(seed=6, verbalized=True)
+    ts.meta.loc[8:, "verbalized_confidence"] = np.nan
     r = evaluate(ts, seeds=1, alphas=FAST)
     assert "Verbalized" not in r.methods
-    assert any("Verbalized: not evaluated, only 59 of 60" in n for n in r.notes)
+    assert any("Verbalized: not evaluated, only 8 of 60 trajectories carry a verbalized confidence: only 8 labeled"
+               in n for n in r.notes)
 
 
 def test_real_run_a_htc_reduced_beats_baselines():
@@ -185,4 +215,9 @@ def test_real_run_a_htc_reduced_beats_baselines():
         b = r.summary[m]
         assert h["brier"]["mean"] < b["brier"]["mean"], m
         assert h["auroc"]["mean"] > b["auroc"]["mean"], m
-        assert h["ece"]["mean"] <= b["ece"]["mean"], m
+        if "+Platt" not in m:        # Platt scaling (slope + intercept) calibrates a single signal about as well
+            assert h["ece"]["mean"] <= b["ece"]["mean"], m
+    # the fair baselines are real competitors: Platt beats temperature scaling on Brier for every signal
+    for b in ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail"):
+        assert r.summary[b + "+Platt"]["brier"]["mean"] < r.summary[b + "+Temp"]["brier"]["mean"], b
+    assert r.strongest_baseline() in {m for m in BASE if "+Platt" in m}

@@ -46,7 +46,12 @@ def test_jsonl_labels_other_columns_and_bad_values(tmp_path):
     out, info = join(ts, lab, report=rep)
     m = out.meta.set_index("id")
     assert m.loc["q-paris", "success"] == False  # noqa: E712  (label 0 overrides the recorded True)
-    assert m.loc["q-paris", "model"] == "renamed-model" and m.loc["q-paris", "question"] == "Q?"
+    # a non-empty model name from the trace is never overwritten by the labels file: kept, with a warning
+    assert m.loc["q-paris", "model"] == "SmolLM2-135M-Instruct" and m.loc["q-paris", "question"] == "Q?"
+    assert info.model_conflicts == [("q-paris", "SmolLM2-135M-Instruct", "renamed-model")]
+    conflict = [p for p in rep.warnings if p.field == "model"]
+    assert len(conflict) == 1 and "the trace's model name is kept" in conflict[0].reason
+    assert "'q-paris': trace 'SmolLM2-135M-Instruct', labels 'renamed-model'" in conflict[0].reason
     assert json.loads(m.loc["q-paris", "metadata"])["f1"] == 0.5
     assert m.loc["q-tokyo", "success"] == True  # noqa: E712  ("maybe" ignored, then the duplicate row ignored)
     assert m.loc["q-mars", "success"] == True  # noqa: E712  (empty label keeps the existing one)
@@ -58,6 +63,24 @@ def test_jsonl_labels_other_columns_and_bad_values(tmp_path):
     assert any("verbalized_confidence" in p.reason and p.line == 4 for p in rep.warnings)
     # the original trace set is unchanged
     assert ts.meta.set_index("id").loc["q-paris", "model"] == "SmolLM2-135M-Instruct"
+
+
+def test_labels_fill_an_empty_model_name_and_agreeing_names_warn_nothing(tmp_path):
+    import dataclasses
+
+    ts, _ = load(FIX / "chat_trajectories.jsonl")
+    meta = ts.meta.copy()
+    meta.loc[meta["id"] == "q-tokyo", "model"] = None
+    ts = dataclasses.replace(ts, meta=meta)
+    lab = tmp_path / "labels.jsonl"
+    rows = [{"id": "q-tokyo", "success": 1, "model": "from-labels"},
+            {"id": "q-paris", "success": 1, "model": "SmolLM2-135M-Instruct"}]
+    lab.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = LoadReport()
+    out, info = join(ts, lab, report=rep)
+    m = out.meta.set_index("id")
+    assert m.loc["q-tokyo", "model"] == "from-labels" and m.loc["q-paris", "model"] == "SmolLM2-135M-Instruct"
+    assert info.model_conflicts == [] and not [p for p in rep.warnings if p.field == "model"]
 
 
 @pytest.mark.parametrize("value,expected", [

@@ -110,3 +110,34 @@ def test_token_html_escapes_everything():
     assert "&amp;amp;" in out
     assert out.count("<span") == 5 and 'title="p = 0.100"' in out
     assert plots.esc(None) == "" and plots.esc("a" * 10, 5) == "aaaa…"
+
+
+def test_chart_fixes_bar_order_codes_top1_and_token_axis():
+    """Weights by size, F-codes on the heatmap, top-1 drawn above the mean line, whole token ticks from 0,
+    legends above the histogram (not over its first bars)."""
+    from htc_core.features import REGISTRY
+
+    X = np.random.default_rng(1).normal(size=(80, 48))
+    y = (X[:, 31] + 0.5 * X[:, 3] > 0).astype(float)
+    model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(X, y)
+    wf = views.weights_frame({"HTC-Full": model})
+    fig = plots.weights_bar(wf)
+    order = list(fig.layout.xaxis.categoryarray)
+    w = wf.set_index(wf["code"] + " " + wf["feature"])["weight"].abs()
+    assert len(order) == 48 and list(w[order]) == sorted(w, reverse=True)
+    assert fig.layout.xaxis.automargin is True
+    heat = plots.weights_heatmap(pd.DataFrame(np.ones((1, 48)), index=["D1"], columns=list(FEATURE_NAMES)))
+    assert list(heat.data[0].x) == [f"{REGISTRY[n].code} {n}" for n in FEATURE_NAMES]
+    tl = pd.DataFrame({"step": [1, 2, 3], "name": ["a", "b", "c"], "tokens": [1, 9, 16],
+                       "mean_confidence": [0.5, 0.6, 0.7], "top1_confidence": [0.5, 0.6, 0.7],
+                       "topk_confidence": [0.4, 0.5, 0.6], "entropy": [1.0, 1.1, 1.2], "concentration": [1.2, 1.3, 1.4],
+                       "spread": [0.1, 0.2, 0.3], "skewness": [0.0, 0.1, 0.2]})
+    f = plots.step_timeline_figure(tl)
+    names = [t.name for t in f.data]
+    assert names.index("top-1 confidence") > names.index("mean token probability")
+    assert f.data[names.index("top-1 confidence")].line.dash == "dash"
+    token_axis = [ax for k, ax in f.layout.to_plotly_json().items() if k.startswith("yaxis")
+                  and ax.get("title", {}).get("text") == "tokens"][0]
+    assert token_axis["tick0"] == 0 and token_axis["tickformat"] == ",d" and token_axis["rangemode"] == "tozero"
+    hist = plots.confidence_histogram([0.05, 0.1, 0.9], [0, 0, 1])
+    assert hist.layout.legend.y >= 1.0                   # above the plot area

@@ -1,8 +1,10 @@
 """The long computations of the dashboard, run once per input with a visible progress bar and kept for
 all sessions: the honest evaluation (in parts), fits, projections and per-dataset weights.
 
-Everything goes through :func:`computed`, keyed by :func:`~htc_core.app.session.cache_key` (data, store
-revision, settings, selection) plus what the computation adds. Nothing here computes a metric itself:
+Everything goes through :func:`computed`, keyed by :func:`~htc_core.app.session.cache_key` (the selection's
+content hash and the settings, never the store's revision) plus what the computation adds; the evaluation's
+parts are also kept in the store under that key, so a restart does not recompute them. :data:`CACHE_STATS`
+counts memory hits, store hits and computations. Nothing here computes a metric itself:
 it calls ``htc_core.calibration``, ``htc_core.explain`` and ``htc_core.app.projection``.
 """
 
@@ -19,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import streamlit as st
 
-from ..calibration.baselines import RAW_BASELINES
+from ..calibration.methods import METHODS
 from ..calibration.calibrators import HTCCalibrator
 from ..calibration.evaluation import EvaluationError, evaluate, merge_results
 from ..explain import DatasetWeights
@@ -52,6 +54,11 @@ def _alpha_options() -> dict:
     return {} if ALPHAS is None else {"alphas": ALPHAS}
 
 
+#: how each :func:`computed` call was answered: "memory" (this process's cache), "store" (a result kept in
+#: the store by an earlier process) or "computed"
+CACHE_STATS: collections.Counter = collections.Counter()
+
+
 # ------------------------------------------------------------ the registry
 @st.cache_resource(show_spinner=False)
 def _registry() -> dict:
@@ -59,9 +66,13 @@ def _registry() -> dict:
 
 
 def cached_result(key: tuple) -> Any | None:
+    """The value kept in memory under ``key`` (counted as a memory hit in :data:`CACHE_STATS`), or None."""
     reg = _registry()
     with reg["lock"]:
-        return reg["items"].get(key)
+        value = reg["items"].get(key)
+    if value is not None:
+        CACHE_STATS["memory"] += 1
+    return value
 
 
 def _claim(reg: dict, key: tuple) -> tuple[bool, Any, threading.Event | None]:
@@ -77,17 +88,60 @@ def _claim(reg: dict, key: tuple) -> tuple[bool, Any, threading.Event | None]:
         return False, None, ev
 
 
+@dataclass
+class Persist:
+    """How :func:`computed` keeps a result in the store: ``dump(value) -> bytes | None`` (None: do not keep
+    it, e.g. an error) and ``load(bytes) -> value``."""
+
+    store: Any
+    kind: str
+    dump: Callable[[Any], bytes | None]
+    load: Callable[[bytes], Any]
+
+
+def _key_text(key: tuple) -> str:
+    return "|".join(map(str, key))
+
+
+def _from_store(persist: Persist | None, key: tuple) -> Any | None:
+    if persist is None:
+        return None
+    try:
+        raw = persist.store.get_result(_key_text(key))
+        return None if raw is None else persist.load(raw)
+    except Exception as e:   # a damaged entry is recomputed, never fatal
+        log.warning("stored %s result unusable (%s); recomputing", persist.kind, e)
+        return None
+
+
+def _remember(reg: dict, key: tuple, value: Any, max_items: int) -> None:
+    with reg["lock"]:
+        reg["items"][key] = value
+        while len(reg["items"]) > max_items:
+            reg["items"].popitem(last=False)
+
+
 def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]], Any], *,
-             max_items: int = 32) -> Any:
-    """``fn(progress)`` computed once per ``key`` (shared by all sessions), with a progress bar while it runs."""
+             max_items: int = 32, persist: Persist | None = None) -> Any:
+    """``fn(progress)`` computed once per ``key`` (shared by all sessions), with a progress bar while it runs;
+    with ``persist`` also kept in (and first looked up in) the store."""
     reg = _registry()
     found, value, other = _claim(reg, key)
     if found:
+        CACHE_STATS["memory"] += 1
         return value
     if other is not None:   # another session computes the same thing: wait for it, then look again
         with st.spinner(f"{label} (started by another session)…"):
             other.wait()
-        return computed(key, label, fn, max_items=max_items)
+        return computed(key, label, fn, max_items=max_items, persist=persist)
+    stored = _from_store(persist, key)
+    if stored is not None:
+        with reg["lock"]:
+            reg["running"].pop(key).set()
+        CACHE_STATS["store"] += 1
+        _remember(reg, key, stored, max_items)
+        return stored
+    CACHE_STATS["computed"] += 1
     bar = st.progress(0.0, text=label)
     t0 = time.perf_counter()
 
@@ -101,10 +155,14 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
             reg["running"].pop(key).set()
     bar.empty()
     log.info("%s took %.2f s", label, time.perf_counter() - t0)
-    with reg["lock"]:
-        reg["items"][key] = value
-        while len(reg["items"]) > max_items:
-            reg["items"].popitem(last=False)
+    _remember(reg, key, value, max_items)
+    if persist is not None:
+        try:
+            raw = persist.dump(value)
+            if raw is not None:
+                persist.store.put_result(_key_text(key), persist.kind, raw)
+        except Exception as e:   # the store is busy or read-only: the result stays in memory
+            log.warning("could not keep the %s result in the store: %s", persist.kind, e)
     return value
 
 
@@ -125,7 +183,7 @@ def labeled_positions(ws: Workspace) -> np.ndarray:
 
 #: the evaluation runs in parts, cheapest first, so the Calibration page draws early and fills in
 EVAL_PARTS = ("baselines", "full", "reduced")
-PART_METHODS = {"baselines": [*[m for b in RAW_BASELINES for m in (b, b + "+Temp")], "Verbalized"],
+PART_METHODS = {"baselines": [m for m in METHODS if not m.startswith("HTC")],
                 "full": ["HTC-Full"], "reduced": ["HTC-Reduced"]}
 #: what each part is called where the pages list the parts still running
 PART_NAMES = {"baselines": "baselines", "full": "HTC-Full", "reduced": "HTC-Reduced"}
@@ -151,7 +209,28 @@ def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
             return Evaluated(result=None, positions=pos, error=str(e))
         return Evaluated(result=res, positions=pos)
 
-    return computed(_part_key(part), _PART_LABELS[part], run)
+    return computed(_part_key(part), _PART_LABELS[part], run, persist=_evaluation_persist(pos))
+
+
+def _stored_part(ws: Workspace, part: str) -> Evaluated | None:
+    """The part kept in the store by an earlier process (then also in memory), or None."""
+    key = _part_key(part)
+    hit = _from_store(_evaluation_persist(labeled_positions(ws)), key)
+    if hit is not None:
+        CACHE_STATS["store"] += 1
+        _remember(_registry(), key, hit, 32)
+    return hit
+
+
+def _evaluation_persist(pos: np.ndarray) -> Persist:
+    """An evaluation part kept in the store as bytes (no pickle); positions come from the workspace whose
+    content the key hashes, so they are the same on reload."""
+    from ..calibration.results import result_from_bytes, result_to_bytes
+    from .session import store
+
+    return Persist(store=store(), kind="evaluation",
+                   dump=lambda ev: None if ev.result is None else result_to_bytes(ev.result),
+                   load=lambda raw: Evaluated(result=result_from_bytes(raw), positions=pos))
 
 
 def merge_evaluations(parts: list) -> Evaluated:
@@ -171,6 +250,8 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     parts = []
     for part in EVAL_PARTS:
         hit = cached_result(_part_key(part))
+        if hit is None:
+            hit = _stored_part(ws, part)
         if hit is None and (wait or not any(p is not None and p.result is not None for p in parts)):
             hit = _evaluation_part(ws, part)
         parts.append(hit)

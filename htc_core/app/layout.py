@@ -1,5 +1,6 @@
 """What every page shares on screen: the hand-over from a deep link, the guard every page starts with,
-the error boundary around page bodies, the sidebar, the jump to the inspector, and inert markdown."""
+the error boundary around page bodies, the sidebar, the view state in the URL, the jump to the inspector,
+and inert markdown."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def require_app(page: str) -> None:
     app.py ever ran; hand over to app.py (its st.navigation then rules for good) and come back."""
     if DATA_DIR not in st.session_state:
         st.session_state[DEEP_LINK] = PAGES[page]
+        st.session_state[URL_STASH] = {k: st.query_params.get_all(k) for k in st.query_params}
         st.switch_page("app.py")
 
 
@@ -37,6 +39,54 @@ def follow_deep_link() -> None:
     target = st.session_state.pop(DEEP_LINK, None)
     if target:
         st.switch_page(target)
+
+
+#: session-state flag: this session's view was already restored from its URL
+URL_RESTORED = "htc_url_restored"
+#: the query parameters of a first request that :func:`require_app` handed over to app.py
+URL_STASH = "htc_url_stash"
+#: query parameters of the view: sidebar filters (repeated parameters) and the inspected trajectory
+URL_LISTS = {"datasets": DATASETS, "models": MODELS}
+URL_ID = "id"
+
+
+def restore_from_url() -> None:
+    """Once per session (a new tab, a reload, a pasted link), before the sidebar's widgets exist: take the
+    filters (``?datasets=a&datasets=b&models=m``) and the trajectory (``?id=<trajectory id or run-set:id>``)
+    from the URL. The page itself is in the URL's path (``/inspector``). Later runs write the URL instead
+    (:func:`write_url`), so the widgets stay in charge."""
+    if st.session_state.get(URL_RESTORED):
+        return
+    st.session_state[URL_RESTORED] = True
+    stash = st.session_state.pop(URL_STASH, None)     # the hand-over of require_app switched pages without them
+    params = stash if stash is not None else {k: st.query_params.get_all(k) for k in st.query_params}
+    for param, key in URL_LISTS.items():
+        values = [v for v in params.get(param, []) if v]
+        if values:
+            st.session_state[key] = values
+    ids = [v for v in params.get(URL_ID, []) if v]
+    if ids:
+        st.session_state[INSPECT] = ids[0]
+
+
+def write_url() -> None:
+    """The sidebar's filters into the URL (after the first run of a session), so a reload or a shared link
+    opens the same view."""
+    if not st.session_state.get(URL_RESTORED):
+        return
+    for param, key in URL_LISTS.items():
+        values = [str(v) for v in st.session_state.get(key) or []]
+        if values:
+            if st.query_params.get_all(param) != values:
+                st.query_params[param] = values
+        elif param in st.query_params:
+            del st.query_params[param]
+
+
+def set_url_id(trajectory_id: str | None) -> None:
+    """The inspected trajectory into the URL (``?id=``)."""
+    if trajectory_id and st.query_params.get(URL_ID) != trajectory_id:
+        st.query_params[URL_ID] = trajectory_id
 
 
 def open_in_inspector(key: str) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..features import FAMILIES
+from ..features import FAMILIES, REGISTRY
 
 __all__ = [
     "esc", "short", "FAMILY_COLORS", "METHOD_COLORS", "reliability_figure", "reliability_facets",
@@ -29,9 +29,11 @@ __all__ = [
 FAMILY_COLORS = {"Dynamics": "#4C78A8", "Position": "#F58518", "Stability": "#54A24B", "Structure": "#B279A2"}
 _PALETTE = ["#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#EECA3B", "#9D755D", "#FF9DA6",
             "#BAB0AC", "#2E86AB", "#A23B72"]
-METHOD_COLORS = {"HTC-Reduced": "#E45756", "HTC-Full": "#4C78A8", "LastStep-TP+Temp": "#F58518",
-                 "GlobalTrace-TP+Temp": "#54A24B", "Bottom10+Temp": "#B279A2", "LowestGroup+Temp": "#72B7B2",
-                 "Tail+Temp": "#9D755D", "Verbalized": "#EECA3B"}
+_SIGNAL_COLORS = {"LastStep-TP": "#F58518", "GlobalTrace-TP": "#54A24B", "Bottom10": "#B279A2",
+                  "LowestGroup": "#72B7B2", "Tail": "#9D755D", "Verbalized": "#EECA3B"}
+#: one colour per signal, whatever its rescaling (raw, +Temp, +Platt, +Iso): a diagram rarely shows two of them
+METHOD_COLORS = {"HTC-Reduced": "#E45756", "HTC-Full": "#4C78A8",
+                 **{f"{b}{s}": c for b, c in _SIGNAL_COLORS.items() for s in ("", "+Temp", "+Platt", "+Iso")}}
 
 
 def esc(value, limit: int | None = None) -> str:
@@ -65,9 +67,11 @@ def _layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subp
 
 
 # ------------------------------------------------------------ calibration
-def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520) -> go.Figure:
+def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
+                       ece: Mapping[str, float] | None = None) -> go.Figure:
     """Overlaid reliability diagrams (accuracy vs mean confidence per bin, Wilson intervals) with the
-    per-bin counts below. ``curves``: name -> ``metrics.ReliabilityCurve``."""
+    per-bin counts below. ``curves``: name -> ``metrics.ReliabilityCurve``. ``ece``: the ECE each legend
+    entry shows (an evaluation's table value, so legend and table agree); default the curve's own."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
                              name="perfect calibration", hoverinfo="skip"), row=1, col=1)
@@ -82,7 +86,8 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
         edges = np.asarray(c.edges)
         bins = [f"({edges[j]:.1f}, {edges[j + 1]:.1f}]" for j in np.flatnonzero(nz)]
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=f"{esc(name)} (ECE {c.ece:.3f})", line=dict(color=col),
+            x=x, y=y, mode="lines+markers", name=f"{esc(name)} (ECE {(ece or {}).get(name, c.ece):.3f})",
+            line=dict(color=col),
             error_y=dict(type="data", symmetric=False, array=hi - y, arrayminus=y - lo, thickness=1, width=3),
             customdata=np.column_stack([cnt, lo, hi, np.array(bins, dtype=object)]),
             hovertemplate=(f"<b>{esc(name)}</b><br>bin %{{customdata[3]}}<br>mean confidence %{{x:.3f}}<br>"
@@ -146,8 +151,7 @@ def confidence_histogram(confidence, success, *, title: str | None = None, nbins
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(range=[0, 1], title_text="confidence")
     fig.update_yaxes(title_text="trajectories")
-    return _layout(fig, title, height).update_layout(
-        legend=dict(orientation="v", yanchor="top", y=0.98, xanchor="left", x=0.01, bgcolor="rgba(255,255,255,0.7)"))
+    return _layout(fig, title, height)     # legend above the plot: inside it covered the first bars
 
 
 def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
@@ -170,7 +174,11 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
     with each feature's formula on hover. Several models are drawn as grouped bars."""
     fig = go.Figure()
     models = list(dict.fromkeys(frame["model"]))
-    order = list(dict.fromkeys(frame["code"]))
+    # bars by size (|weight| of the first model, largest first), not in the paper's order
+    first = frame[frame["model"] == models[0]] if models else frame
+    ranked = first.assign(_abs=first["weight"].abs()).sort_values(["_abs", "code"], ascending=[False, True])
+    category = [f"{c} {f}" for c, f in zip(ranked["code"], ranked["feature"])]
+    category += [f"{c} {f}" for c, f in zip(frame["code"], frame["feature"]) if f"{c} {f}" not in set(category)]
     for fam in FAMILIES:
         for mi, mdl in enumerate(models):
             sub = frame[(frame["family"] == fam) & (frame["model"] == mdl)]
@@ -184,11 +192,9 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
                 customdata=np.column_stack([sub["display_name"], sub["formula"], sub["model"]]),
                 hovertemplate=("<b>%{x}</b><br>%{customdata[0]}<br>formula: %{customdata[1]}<br>"
                                "model: %{customdata[2]}<br>weight %{y:.3f}<extra></extra>")))
-    fig.update_layout(barmode="group", xaxis=dict(categoryorder="array",
-                                                  categoryarray=[f"{c} {f}" for c, f in zip(frame["code"], frame["feature"])]))
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    fig.update_layout(barmode="group", xaxis=dict(categoryorder="array", categoryarray=category))
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)   # the 48 rotated labels are not clipped
     fig.update_yaxes(title_text="weight on the standardized feature")
-    _ = order
     return _layout(fig, title, height)
 
 
@@ -213,11 +219,14 @@ def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: 
     """Heatmap of weights, rows = groups (e.g. datasets), columns = features."""
     z = weights.to_numpy(dtype=np.float64)
     lim = float(np.nanmax(np.abs(z))) if z.size else 1.0
-    fig = go.Figure(go.Heatmap(z=z, x=list(weights.columns), y=[esc(v, 40) for v in weights.index],
+    # columns named by their F-codes, as the weight bars name them (the feature name on hover)
+    cols = [str(c) for c in weights.columns]
+    x = [f"{REGISTRY[c].code} {c}" if c in REGISTRY else c for c in cols]
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=[esc(v, 40) for v in weights.index],
                                colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
                                hovertemplate="%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
                                colorbar=dict(title="weight")))
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)
     return _layout(fig, title, max(height, 120 + 28 * len(weights.index)))
 
 
@@ -301,11 +310,15 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.55, 0.45], vertical_spacing=0.08,
                         specs=[[{}], [{"secondary_y": True}]])
     names = timeline["name"].map(lambda v: esc(v, 40))
-    for col, label, c in (("top1_confidence", "top-1 confidence", "#4C78A8"),
-                          ("topk_confidence", "top-k confidence", "#F58518"),
-                          ("mean_confidence", "mean token probability", "#54A24B")):
+    # top-1 drawn last, dashed and with larger markers: it often equals the mean token probability and
+    # would otherwise hide under it
+    for col, label, c, dash, size in (("mean_confidence", "mean token probability", "#54A24B", "solid", 6),
+                                      ("topk_confidence", "top-k confidence", "#F58518", "solid", 6),
+                                      ("top1_confidence", "top-1 confidence", "#4C78A8", "dash", 9)):
         fig.add_trace(go.Scatter(x=timeline["step"], y=timeline[col], mode="lines+markers", name=label,
-                                 line=dict(color=c), customdata=names,
+                                 line=dict(color=c, dash=dash, width=2.5 if dash == "dash" else 2),
+                                 marker=dict(size=size, symbol="diamond-open" if dash == "dash" else "circle"),
+                                 customdata=names,
                                  hovertemplate="step %{x} (%{customdata})<br>" + label + " %{y:.3f}<extra></extra>"),
                       row=1, col=1)
     for col, label, c in (("entropy", "entropy", "#B279A2"), ("concentration", "concentration", "#72B7B2"),
@@ -317,7 +330,8 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
                          hovertemplate="step %{x}<br>%{y} tokens<extra></extra>"), row=2, col=1, secondary_y=True)
     fig.update_yaxes(range=[0, 1.02], title_text="confidence", row=1, col=1)
     fig.update_yaxes(title_text="statistic", row=2, col=1)
-    fig.update_yaxes(title_text="tokens", row=2, col=1, secondary_y=True)
+    fig.update_yaxes(title_text="tokens", row=2, col=1, secondary_y=True, rangemode="tozero", tick0=0,
+                     tickformat=",d", showgrid=False)           # whole token counts from 0, not 0.9 / 8.1 / 15.3
     fig.update_xaxes(title_text="step", dtick=1, row=2, col=1)
     return _layout(fig, None, height)
 

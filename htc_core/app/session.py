@@ -142,6 +142,8 @@ def workspace_for_profile(profile: str, top_k: int) -> Workspace:
 
 
 def cache_key(*extra) -> tuple:
-    """The key of a long computation on the selection: data, revision, settings, selection and ``extra``."""
+    """The key of a long computation on the selection: the selection's content (run keys, labels, tokens,
+    features: :meth:`Workspace.content_digest`), the settings and ``extra``. Not the store's revision: saving
+    a model or uploading runs outside the selection leaves the key, and every result under it, unchanged."""
     s = settings()
-    return (data_dir(), store().revision(), s["profile"], s["top_k"], *selection(), *extra)
+    return ("content", workspace().content_digest(), s["profile"], s["top_k"], *extra)

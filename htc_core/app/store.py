@@ -91,6 +91,8 @@ _SCHEMA = [
         run_set VARCHAR, profile VARCHAR, top_k INTEGER, n BIGINT, d INTEGER, names VARCHAR, data BLOB)""",
     """CREATE TABLE IF NOT EXISTS models (
         id VARCHAR PRIMARY KEY, name VARCHAR, created TIMESTAMP, variant VARCHAR, body VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS results (
+        key VARCHAR PRIMARY KEY, kind VARCHAR, created TIMESTAMP, data BLOB)""",
 ]
 
 
@@ -326,6 +328,22 @@ class Store:
         if row is None:
             return None
         return np.load(io.BytesIO(row[1]), allow_pickle=False), json.loads(row[0])
+
+    # -------------------------------------------------------------- results
+    def put_result(self, key: str, kind: str, data: bytes) -> None:
+        """Keep a computed result (bytes) under its content key. Does not change :meth:`revision`: a result
+        is derived from stored runs, and nothing keyed by the revision needs to be rebuilt for it."""
+        with self._transaction(bump=False) as con:
+            con.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", [str(key), str(kind), _now(), data])
+
+    def get_result(self, key: str) -> bytes | None:
+        with self._connect() as con:
+            row = _one(con, "SELECT data FROM results WHERE key = ?", [str(key)])
+        return None if row is None else bytes(row[0])
+
+    def count_results(self) -> int:
+        with self._connect() as con:
+            return int(_one(con, "SELECT count(*) FROM results")[0])
 
     # -------------------------------------------------------------- models
     def save_model(self, model: dict | str, *, name: str) -> str:

@@ -21,7 +21,7 @@ from .workspace import Workspace, browse
 
 __all__ = [
     "feature_table", "weights_frame", "selection_frequency", "SelectionView", "selection_view", "split_methods",
-    "metrics_frame", "metrics_long", "overall_metrics", "oof_predictions", "CalibrationChoices",
+    "metrics_frame", "metrics_long", "overall_metrics", "oof_predictions", "table_ece", "example_baselines", "SelectiveViews", "selective_views", "CalibrationChoices",
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
     "browse_confidences", "problem_table", "trajectory_choices", "trajectory_label", "oof_confidence",
@@ -29,10 +29,13 @@ __all__ = [
 ]
 
 HTC_METHODS = ("HTC-Reduced", "HTC-Full")
-#: baselines shown next to HTC in the reliability diagram when present
-DIAGRAM_BASELINES = ("Bottom10+Temp", "GlobalTrace-TP+Temp")
-#: the baseline the Examples page starts on (the first one present), a temperature-scaled one first
-EXAMPLE_BASELINES = ("GlobalTrace-TP+Temp", "LastStep-TP+Temp", "GlobalTrace-TP")
+#: baselines shown next to HTC in the reliability diagram when the evaluation names no strongest baseline
+DIAGRAM_BASELINES = ("Bottom10+Platt", "GlobalTrace-TP+Platt")
+#: the baseline the Examples page starts on when no evaluation says which is strongest (the first present)
+EXAMPLE_BASELINES = ("GlobalTrace-TP+Platt", "LastStep-TP+Platt", "GlobalTrace-TP+Temp", "LastStep-TP+Temp",
+                     "GlobalTrace-TP")
+#: what marks the best value of a metric column in the metrics table
+BEST_MARK = "★ "
 #: raw confidences the Runs page can filter on (those present in the workspace frame)
 BROWSE_CONFIDENCES = ("GlobalTrace-TP", "LastStep-TP", "Bottom10", "LowestGroup", "Tail", "Verbalized")
 #: at most this many trajectories are offered in the inspector's picker
@@ -109,11 +112,17 @@ def _mean_std(a: float, b: float, digits: int) -> str:
 
 def metrics_frame(result) -> pd.DataFrame:
     """The evaluation's headline table: one row per method with ECE, Brier, AUROC as mean and std over
-    repeats (pooled out-of-fold predictions), the features kept, and 'mean ± std' display strings."""
+    repeats (pooled out-of-fold predictions), the features kept, the trajectories evaluated (``n``: fewer for
+    a signal only some runs carry), and 'mean ± std' display strings; the best value of each metric column
+    among the methods evaluated on all runs (``result.best``) starts with :data:`BEST_MARK` and is True in
+    ``best_<metric>``."""
     rows = []
+    best = {k: result.best(k) for k in ("ece", "brier", "auroc")}
     for m in result.methods:
         s = result.summary[m]
-        row = {"method": m}
+        row = {"method": m, "n": result.n_of(m)}
+        for k in best:
+            row[f"best_{k}"] = best[k] == m
         for k in ("ece", "brier", "auroc"):
             row[f"{k}_mean"] = s[k]["mean"]
             row[f"{k}_std"] = s[k]["std"]
@@ -127,6 +136,8 @@ def metrics_frame(result) -> pd.DataFrame:
     for k, label in (("ece", "ECE ↓"), ("brier", "Brier ↓"), ("auroc", "AUROC ↑"), ("features", "features")):
         digits = 1 if k == "features" else 3
         df[label] = [_mean_std(a, b, digits) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
+        if k != "features":
+            df[label] = [BEST_MARK + v if b else v for v, b in zip(df[label], df[f"best_{k}"])]
     return df
 
 
@@ -150,8 +161,38 @@ def overall_metrics(labels, predictions: Mapping[str, np.ndarray]) -> pd.DataFra
 
 
 def oof_predictions(result, methods: Sequence[str]) -> dict[str, np.ndarray]:
-    """The out-of-fold predictions (first repeat) of ``methods``."""
+    """The out-of-fold predictions (first repeat) of ``methods`` (NaN where a method was not evaluated,
+    e.g. Verbalized on runs without a stated confidence)."""
     return {m: result.oof[m] for m in methods}
+
+
+@dataclass
+class SelectiveViews:
+    """Risk-coverage (``calibration.selective.RiskCoverage``) and ROC frames of each method, on the runs
+    the method was evaluated on (first-repeat out-of-fold confidences), and the table's AUROC."""
+
+    risk_coverage: dict
+    roc: dict
+    auroc: dict
+
+
+def selective_views(result, methods: Sequence[str]) -> SelectiveViews:
+    from ..calibration.selective import risk_coverage_curve, roc_curve
+
+    rc, roc = {}, {}
+    for m in methods:
+        p = np.asarray(result.oof[m], dtype=np.float64)
+        ok = np.isfinite(p)
+        if ok.sum() >= 2:
+            rc[m] = risk_coverage_curve(result.labels[ok], p[ok])
+            roc[m] = roc_curve(result.labels[ok], p[ok])
+    return SelectiveViews(risk_coverage=rc, roc=roc,
+                          auroc={m: float(result.summary[m]["auroc"]["mean"]) for m in rc})
+
+
+def table_ece(result, methods: Sequence[str]) -> dict[str, float]:
+    """The ECE the metrics table shows for each method (mean over repeats): the one ECE every legend uses."""
+    return {m: float(result.summary[m]["ece"]["mean"]) for m in methods if m in result.summary}
 
 
 # ------------------------------------------------------------ calibration page
@@ -166,9 +207,14 @@ class CalibrationChoices:
     histogram_index: int
 
 
-def calibration_choices(methods: Sequence[str]) -> CalibrationChoices:
+def calibration_choices(methods: Sequence[str], strongest: str | None = None) -> CalibrationChoices:
+    """``strongest``: the evaluation's strongest baseline (``EvaluationResult.strongest_baseline()``), drawn
+    next to HTC by default; without it the first of :data:`DIAGRAM_BASELINES` present."""
     htc, baselines = split_methods(methods)
-    diagram = [*htc, *[m for m in DIAGRAM_BASELINES if m in baselines]]
+    if strongest in baselines:
+        diagram = [*htc, strongest]
+    else:
+        diagram = [*htc, *[m for m in DIAGRAM_BASELINES if m in baselines][:1]]
     return CalibrationChoices(htc=htc, baselines=baselines, diagram=diagram,
                               histogram_index=list(methods).index(htc[0]) if htc else 0)
 
@@ -224,10 +270,21 @@ def feature_values(X, groups, labels, feature: str) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------ examples page
-def preferred_baseline(baselines: Sequence[str]) -> int:
-    """Index of the baseline the Examples page starts on."""
+def preferred_baseline(baselines: Sequence[str], strongest: str | None = None) -> int:
+    """Index of the baseline the Examples page starts on: the evaluation's strongest baseline by Brier
+    (``EvaluationResult.strongest_baseline()``) when given and offered, else the first of
+    :data:`EXAMPLE_BASELINES` present."""
+    if strongest in baselines:
+        return list(baselines).index(strongest)
     pref = next((m for m in EXAMPLE_BASELINES if m in baselines), baselines[0])
     return list(baselines).index(pref)
+
+
+def example_baselines(result) -> list[str]:
+    """The baselines the Examples page offers: those evaluated on every run (a subset-only signal such as
+    Verbalized has no confidence for some runs, so it cannot be compared run by run)."""
+    _, base = split_methods(result.methods)
+    return [m for m in base if result.n_of(m) == result.n]
 
 
 def examples_for(ws: Workspace, evaluated, *, baseline: str, htc: str, n: int) -> ExampleSet:

@@ -61,11 +61,43 @@ class Workspace:
         ids = self.ts.ids
         return np.array([f"{r}:{i}" for r, i in zip(self.run_set, ids)], dtype=object)
 
+    def content_digest(self) -> str:
+        """A hash of what every computation on this workspace reads: run keys, labels, tokens and their
+        offsets, the 48 features, the grouping columns, the verbalized confidence and the profile. Results are
+        cached under it (not under the store's revision), so saving a model or uploading runs outside this
+        selection never invalidates them. Computed once per workspace."""
+        cached = self.__dict__.get("_digest")
+        if cached is not None:
+            return cached
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=20)
+        for part in (self.profile, str(self.top_k), "\x1f".join(self.keys.tolist())):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\x1e")
+        meta = self.ts.meta
+        for col in ("dataset", "model", "framework"):
+            h.update("\x1f".join("\x00" if v is None else str(v) for v in meta[col]).encode("utf-8", "surrogatepass"))
+        for arr in (self.labels, meta["verbalized_confidence"].to_numpy(dtype=np.float64), self.features.values,
+                    self.ts.logprob, self.ts.top_logprobs, self.ts.step_offsets, self.ts.traj_offsets):
+            a = np.ascontiguousarray(arr)
+            h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())
+        self.__dict__["_digest"] = digest = h.hexdigest()
+        return digest
+
     def position_of(self, key: str | None) -> int | None:
+        """The row of ``key`` (``<run set>:<trajectory id>``), or of the first trajectory whose plain id is
+        ``key`` (a shared ``?id=`` link), or None."""
         if key is None:
             return None
         hits = np.flatnonzero(self.keys == key)
+        if not hits.size:
+            hits = np.flatnonzero(self.ts.ids.astype(str) == str(key))
         return int(hits[0]) if hits.size else None
+
+    def url_id(self, position: int) -> str:
+        """How a link names row ``position``: its trajectory id when unique here, else its key."""
+        tid = str(self.ts.ids[position])
+        return tid if int(np.count_nonzero(self.ts.ids.astype(str) == tid)) == 1 else str(self.keys[position])
 
     def take(self, indices) -> "Workspace":
         idx = np.asarray(indices, dtype=np.int64)

@@ -14,7 +14,12 @@ logprob)``), with segment reductions over the step and trajectory offsets:
 - ``Verbalized``: the stated confidence, when the traces carry it.
 
 ``TemperatureScaling`` rescales a confidence as ``sigmoid(logit(c) / T)`` with
-one T fitted by minimizing the log loss on training data only.
+one T fitted by minimizing the log loss on training data only. It has no
+intercept, so it cannot move a signal whose mean sits far above the success
+rate down to that rate: the fit flattens it toward 0.5 instead (the collapsed
+"+Temp" baselines). ``PlattScaling`` (``sigmoid(a logit(c) + b)``, slope and
+intercept fitted by log loss on training data only) can, and is the fair
+single-signal baseline.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from ..traces import TraceSet
 __all__ = [
     "RAW_BASELINES", "BASELINE_COLUMNS", "token_probabilities", "last_step_tp", "global_trace_tp", "bottom10",
     "lowest_group", "tail", "verbalized", "baseline_confidences", "TemperatureScaling",
+    "PlattScaling",
 ]
 
 RAW_BASELINES = ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail")
@@ -213,3 +219,51 @@ class TemperatureScaling:
     def predict_proba(self, confidence) -> np.ndarray:
         p = self.transform(confidence)
         return np.column_stack([1 - p, p])
+
+
+class PlattScaling(TemperatureScaling):
+    """``sigmoid(a * logit(c) + b)`` (Platt scaling on the signal's logit), ``a`` and ``b`` fitted by
+    minimizing the log loss plus ``ridge * (a**2 + b**2) / 2`` with Newton steps.
+
+    The tiny ridge keeps the fit finite when the training rows are separable by the signal or hold one
+    outcome only (then the confidences go to the success rate of those rows, not to 0 or 1 exactly).
+    ``slope_`` and ``intercept_`` hold the fit; ``temperature_`` is ``1 / slope_`` (for the per-fold table).
+    """
+
+    def __init__(self, *, eps: float = 1e-6, ridge: float = 1e-4, max_iter: int = 100, tol: float = 1e-10):
+        if not (ridge > 0 and np.isfinite(ridge)):
+            raise ValueError(f"ridge must be a positive number, got {ridge!r}")
+        self.eps = eps
+        self.ridge = ridge
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def fit(self, confidence, y) -> "PlattScaling":
+        z = self._logit(confidence)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape != z.shape:
+            raise ValueError(f"y must have one label per confidence ({len(z)}), got {len(y)}")
+        if not np.all((y == 0) | (y == 1)):
+            raise ValueError("y must contain only 0 and 1")
+        A = np.column_stack([z, np.ones_like(z)])
+        w = np.zeros(2)
+        lam = self.ridge * max(len(z), 1)
+        for _ in range(self.max_iter):
+            p = 1.0 / (1.0 + np.exp(-(A @ w)))
+            g = A.T @ (p - y) + lam * w
+            H = (A * (p * (1 - p))[:, None]).T @ A + lam * np.eye(2)
+            step = np.linalg.solve(H, g)
+            w = w - step
+            if np.max(np.abs(step)) <= self.tol * max(1.0, float(np.max(np.abs(w)))):
+                break
+        self.slope_, self.intercept_ = float(w[0]), float(w[1])
+        self.beta_ = self.slope_
+        self.temperature_ = 1.0 / self.slope_ if self.slope_ != 0 else float("inf")
+        return self
+
+    def transform(self, confidence) -> np.ndarray:
+        """The rescaled confidences, 1-D."""
+        if not hasattr(self, "slope_"):
+            raise ValueError("this PlattScaling is not fitted yet; call fit(confidence, y)")
+        z = self._logit(confidence)
+        return 1.0 / (1.0 + np.exp(-(self.slope_ * z + self.intercept_)))

@@ -33,6 +33,11 @@ class EvalInputs:
     feature_names: list
     profile: str
     top_k: int
+    partial: dict = None    # input key -> number of trajectories that carry it (only inputs some lack)
+
+    def __post_init__(self):
+        if self.partial is None:
+            self.partial = {}
 
     @property
     def n(self) -> int:
@@ -96,6 +101,11 @@ def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], 
 
 def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, cv: CVRun, r: int, f: int) -> None:
     x, y = inputs.columns[m.input], inputs.y
+    if m.input in inputs.partial:                      # a signal some trajectories lack: fit and test on the rest
+        ok = np.isfinite(x)
+        tr, te = tr[ok[tr]], te[ok[te]]
+        if len(te) == 0:
+            return
     fitted = m.fit(x[tr], y[tr], ctx)
     p = fitted.predict(x[te])
     cv.oof[m.name][r, te] = p
@@ -114,15 +124,19 @@ def _mean_std(values) -> dict:
     return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0}
 
 
-def summarize(run: list[Method], inputs: EvalInputs, cv: CVRun) -> tuple[dict, pd.DataFrame, dict]:
-    """Headline metrics on the pooled OOF predictions of each repeat (mean and std over repeats)."""
+def summarize(run: list[Method], inputs: EvalInputs, cv: CVRun) -> tuple[dict, pd.DataFrame, dict, dict]:
+    """Headline metrics on the pooled OOF predictions of each repeat (mean and std over repeats), and the
+    number of trajectories each method was evaluated on (fewer for a signal some trajectories lack)."""
     per_fold = pd.DataFrame(cv.rows)
     summary: dict = {}
+    n_by_method: dict = {}
     for m in run:
-        pooled = [fold_metrics(inputs.y, oof) for oof in cv.oof[m.name]]
+        ok = np.isfinite(cv.oof[m.name]).all(axis=0)
+        n_by_method[m.name] = int(ok.sum())
+        pooled = [fold_metrics(inputs.y[ok], oof[ok]) for oof in cv.oof[m.name]]
         summary[m.name] = {k: _mean_std([p[k] for p in pooled]) for k in METRICS}
         if m.selects_features:
             summary[m.name]["n_features"] = _mean_std(per_fold.loc[per_fold.method == m.name, "n_features"])
     selected = {m: pd.Series(v, index=inputs.feature_names, name="times_selected").sort_values(ascending=False)
                 for m, v in cv.selected.items()}
-    return summary, per_fold, selected
+    return summary, per_fold, selected, n_by_method

@@ -104,7 +104,7 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
     return dataclasses.replace(
         first, methods=order, summary=merged("summary"), oof_all=merged("oof_all"),
         per_fold=pd.concat([r.per_fold for r in results], ignore_index=True),
-        selected_counts=merged("selected_counts"), weights=merged("weights"),
+        selected_counts=merged("selected_counts"), weights=merged("weights"), n_by_method=merged("n_by_method"),
         notes=list(dict.fromkeys(n for r in results for n in r.notes)),
         skipped={k: v for k, v in merged("skipped").items() if k not in order})
 
@@ -163,21 +163,27 @@ def _from_traces(ts, labels, needed, profile, top_k, fail) -> EvalInputs:
         base = baseline_confidences(ts, profile=profile, top_k=top_k)
         for key in signals:
             values = base[key].to_numpy() if key in base else None
-            why = _signal_problem(key, values, len(y))
+            why = _signal_problem(key, values, y)
             if why:
                 out.missing[key] = why
             else:
                 out.columns[key] = values
+                finite = int(np.isfinite(values).sum())
+                if finite < len(y):
+                    out.partial[key] = finite
     return out
 
 
-def _signal_problem(key: str, values, n: int) -> str | None:
-    """Why a single-signal confidence cannot be evaluated (absent, or missing for some trajectories)."""
+def _signal_problem(key: str, values, y: np.ndarray) -> str | None:
+    """Why a single-signal confidence cannot be evaluated (absent, or missing for some trajectories). The
+    verbalized confidence is evaluated on the subset that carries it when that subset is evaluable."""
+    n = len(y)
     finite = 0 if values is None else int(np.isfinite(values).sum())
     if key == "Verbalized":
-        if values is None:
+        if values is None or finite == 0:
             return "no trajectory carries a verbalized confidence"
-        return None if finite == n else f"only {finite} of {n} trajectories carry a verbalized confidence"
+        why = None if finite == n else label_problem(y[np.isfinite(values)])
+        return None if why is None else f"only {finite} of {n} trajectories carry a verbalized confidence: {why}"
     if values is None:
         return f"the traces give no {key} confidence"
     return None if finite == n else "some trajectories have no tokens"
@@ -242,13 +248,18 @@ def _outer_folds(y: np.ndarray, n_splits: int, notes: list) -> int:
     return n_splits
 
 
-def _runnable(chosen: list[Method], inputs: EvalInputs, notes: list) -> tuple[list[Method], dict]:
+def _runnable(chosen: list[Method], inputs: EvalInputs, n_splits: int, notes: list) -> tuple[list[Method], dict]:
     """The methods that can run, and the reason of each one that cannot (also written to ``notes``)."""
     skipped: dict[str, str] = {}
     for m in chosen:
         why = m.unavailable(inputs.missing)
         if why is None and m.input not in inputs.columns:
             why = f"its input {m.input!r} is not available"
+        rows = inputs.partial.get(m.input, inputs.n)
+        smallest_train = rows - -(-rows // n_splits)
+        if why is None and smallest_train < m.min_train:
+            why = (f"it needs at least {m.min_train} runs in every training fold, the smallest has "
+                   f"{smallest_train}")
         if why:
             skipped[m.name] = why
             notes.append(f"{m.name}: not evaluated, {why}")
@@ -281,16 +292,21 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     inputs = prepare_inputs(data, labels, {m.input for m in chosen}, profile=profile, top_k=top_k, fail=fail)
     notes: list[str] = []
     n_splits = _outer_folds(inputs.y, n_splits, notes)
-    run, skipped = _runnable(chosen, inputs, notes)
+    run, skipped = _runnable(chosen, inputs, n_splits, notes)
+    for key, k in inputs.partial.items():
+        names = [m.name for m in run if m.input == key]
+        if names:
+            notes.append(f"{', '.join(names)}: evaluated on the {k} of {inputs.n} trajectories that carry "
+                         f"{key} (same folds, the others left out); the other methods on all {inputs.n}")
     if not run:
         fail("; ".join(f"{m}: {w}" for m, w in skipped.items()) or "no method selected")
     settings = dict(alphas=alphas, inner_folds=inner_folds, max_iter=max_iter, profile=inputs.profile,
                     top_k=inputs.top_k)
     cv = cross_validate(run, inputs, seed_list, n_splits, settings, progress)
-    summary, per_fold, selected = summarize(run, inputs, cv)
+    summary, per_fold, selected, n_by_method = summarize(run, inputs, cv)
     return EvaluationResult(n=inputs.n, positive_rate=float(inputs.y.mean()), seeds=seed_list, n_splits=n_splits,
                             profile=inputs.profile, top_k=inputs.top_k, methods=[m.name for m in run],
                             summary=summary, per_fold=per_fold, oof_all=cv.oof,
                             ids=np.asarray(inputs.ids, dtype=object), labels=inputs.y, folds=cv.folds,
                             selected_counts=selected, notes=notes, skipped=skipped,
-                            weights={m: np.vstack(w) for m, w in cv.weights.items()})
+                            weights={m: np.vstack(w) for m, w in cv.weights.items()}, n_by_method=n_by_method)

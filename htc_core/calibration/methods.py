@@ -20,11 +20,12 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .baselines import RAW_BASELINES, TemperatureScaling
+from .baselines import RAW_BASELINES, PlattScaling, TemperatureScaling
 from .calibrators import HTCCalibrator
 
-__all__ = ["FEATURES", "FitContext", "Fitted", "Method", "HTCMethod", "GAMMethod", "RawConfidence", "TemperatureScaled",
-           "METHODS", "register_method", "resolve_methods"]
+__all__ = ["FEATURES", "FitContext", "Fitted", "Method", "HTCMethod", "GAMMethod", "RawConfidence",
+           "TemperatureScaled", "PlattScaled", "IsotonicScaled", "MIN_ISOTONIC_TRAIN", "SINGLE_SIGNALS", "METHODS",
+           "register_method", "resolve_methods"]
 
 #: the input key of the HTC feature matrix (every other input key names a single-signal confidence)
 FEATURES = "features"
@@ -76,6 +77,9 @@ class Method(ABC):
     selects_features: bool = False
     #: run by ``evaluate(methods=None)``; False: only when named (opt-in, e.g. the slower HTC-GAM)
     in_default_table: bool = True
+    #: the fewest outer-training rows this method may be fitted on; the evaluation skips it (with the reason)
+    #: when the smallest training fold is smaller
+    min_train: int = 0
 
     @abstractmethod
     def fit(self, X: np.ndarray, y: np.ndarray, ctx: FitContext) -> Fitted:
@@ -190,13 +194,56 @@ class TemperatureScaled(Method):
         return Fitted(predict=t.transform, info={"n_features": 1, "temperature": t.temperature_})
 
 
+class PlattScaled(Method):
+    """A single-signal confidence after Platt scaling (logistic regression on the signal's logit, slope and
+    intercept) fitted on the training rows ("+Platt"). Unlike "+Temp" it can move a signal toward the
+    success rate, so it is the fair version of each baseline."""
+
+    def __init__(self, input: str, name: str | None = None):
+        self.input = input
+        self.name = f"{input}+Platt" if name is None else name
+
+    def fit(self, X, y, ctx):
+        t = PlattScaling().fit(X, y)
+        return Fitted(predict=t.transform, info={"n_features": 1, "temperature": t.temperature_})
+
+
+#: isotonic regression needs this many outer-training rows (below, its steps follow the noise of a few runs)
+MIN_ISOTONIC_TRAIN = 200
+
+
+class IsotonicScaled(Method):
+    """A single-signal confidence after isotonic regression fitted on the training rows ("+Iso"): any
+    monotone map, clipped outside the training range. Only where every outer-training part has at least
+    :data:`MIN_ISOTONIC_TRAIN` rows; below that the evaluation skips it and says why."""
+
+    min_train = MIN_ISOTONIC_TRAIN
+
+    def __init__(self, input: str, name: str | None = None):
+        self.input = input
+        self.name = f"{input}+Iso" if name is None else name
+
+    def fit(self, X, y, ctx):
+        from sklearn.isotonic import IsotonicRegression
+
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True)
+        iso.fit(np.clip(np.asarray(X, dtype=np.float64), 0.0, 1.0), y)
+        return Fitted(predict=lambda c: iso.predict(np.clip(np.asarray(c, dtype=np.float64), 0.0, 1.0)),
+                      info={"n_features": 1})
+
+
+#: every single-signal confidence of the table (the token-probability baselines and the verbalized one)
+SINGLE_SIGNALS = (*RAW_BASELINES, "Verbalized")
+
+
 def _default_methods() -> Iterable[Method]:
     yield HTCMethod("HTC-Full", "full")
     yield HTCMethod("HTC-Reduced", "reduced")
-    for b in RAW_BASELINES:
+    for b in SINGLE_SIGNALS:
         yield RawConfidence(b)
         yield TemperatureScaled(b)
-    yield RawConfidence("Verbalized")
+        yield PlattScaled(b)
+        yield IsotonicScaled(b)
     yield GAMMethod("HTC-GAM")
 
 

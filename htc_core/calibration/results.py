@@ -3,15 +3,21 @@ report only read (summary table, per-fold values, out-of-fold predictions, notes
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["EvaluationResult", "METRICS"]
+__all__ = ["EvaluationResult", "METRICS", "LOWER_IS_BETTER", "ECE_DEFINITION", "result_to_bytes", "result_from_bytes"]
 
 METRICS = ("ece", "brier", "auroc")
+#: metrics where a smaller value is better (AUROC: larger is better)
+LOWER_IS_BETTER = {"ece": True, "brier": True, "auroc": False}
+#: the one ECE every table, legend and page shows for an evaluation
+ECE_DEFINITION = ("ECE: 10 equal-width bins on the pooled out-of-fold predictions of each repeat, "
+                  "mean over repeats")
 
 
 @dataclass
@@ -35,6 +41,39 @@ class EvaluationResult:
     weights: dict = field(default_factory=dict)           # feature-selecting method -> [n_fits, d] weights (seed, fold order)
     notes: list = field(default_factory=list)
     skipped: dict = field(default_factory=dict)           # method -> reason
+    n_by_method: dict = field(default_factory=dict)       # method -> trajectories it was evaluated on (default n)
+
+    def n_of(self, method: str) -> int:
+        """How many trajectories ``method`` was evaluated on (fewer than ``n`` for a signal only some carry,
+        e.g. Verbalized)."""
+        if method not in self.methods:
+            raise ValueError(f"method {method!r} is not in this evaluation; methods: {self.methods}")
+        return int(self.n_by_method.get(method, self.n))
+
+    def best(self, metric: str, methods=None) -> str | None:
+        """The method with the best mean ``metric`` (lowest ECE / Brier, highest AUROC) among ``methods``
+        (default: those evaluated on all ``n`` trajectories, since a subset's numbers are not comparable);
+        ties go to the first in table order. None when no method has a finite value."""
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        if methods is None:
+            methods = [m for m in self.methods if self.n_of(m) == self.n] or self.methods
+        pool = [m for m in methods if m in self.summary]
+        vals = [(self.summary[m][metric]["mean"], m) for m in pool if np.isfinite(self.summary[m][metric]["mean"])]
+        if not vals:
+            return None
+        sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
+        return min(vals, key=lambda t: (sign * t[0], pool.index(t[1])))[1]
+
+    def baselines(self) -> list[str]:
+        """The methods that are not HTC (single-signal baselines, raw or rescaled), in table order."""
+        return [m for m in self.methods if not m.startswith("HTC")]
+
+    def strongest_baseline(self, metric: str = "brier") -> str | None:
+        """The baseline with the best mean ``metric`` (default Brier: calibration and ranking in one number),
+        evaluated on all trajectories (a subset-only signal such as Verbalized is not comparable)."""
+        full = [m for m in self.baselines() if self.n_of(m) == self.n]
+        return self.best(metric, full or self.baselines())
 
     @property
     def oof(self) -> dict:
@@ -54,29 +93,88 @@ class EvaluationResult:
 
         methods = {m: {k: {"mean": num(v["mean"]), "std": num(v["std"])} for k, v in self.summary[m].items()}
                    for m in self.methods}
-        return {"n": int(self.n), "positive_rate": float(self.positive_rate), "methods": methods}
+        for m in self.methods:
+            methods[m]["n"] = self.n_of(m)
+        return {"n": int(self.n), "positive_rate": float(self.positive_rate), "methods": methods,
+                "ece": ECE_DEFINITION}
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
         """Plain-text table: methods x ECE, Brier, AUROC (mean +- std), features kept."""
-        rows = [("method", "ECE", "Brier", "AUROC", "features")]
+        rows = [("method", "ECE", "Brier", "AUROC", "features", "n")]
+        best = {k: self.best(k) for k in METRICS}
         for m in self.methods:
             s = self.summary[m]
             cells = [m]
             for k in METRICS:
-                cells.append(f"{s[k]['mean']:.3f} ± {s[k]['std']:.3f}")
+                cells.append(f"{'*' if best[k] == m else ''}{s[k]['mean']:.3f} ± {s[k]['std']:.3f}")
             nf = s.get("n_features")
             cells.append(f"{nf['mean']:.1f} ± {nf['std']:.1f}" if nf else "1")
+            cells.append(str(self.n_of(m)))
             rows.append(tuple(cells))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                  for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         head = (f"n = {self.n}, success rate = {self.positive_rate:.3f}, {self.n_splits}-fold CV x "
                 f"{len(self.seeds)} repeat(s) (seeds {', '.join(map(str, self.seeds))}); "
-                "metrics on pooled out-of-fold predictions, mean ± std over repeats")
+                "metrics on pooled out-of-fold predictions, mean ± std over repeats; "
+                "ECE with 10 equal-width bins; * = best value of the column among the methods evaluated on all n; n = trajectories evaluated")
         out = [head, *lines]
         out += [f"note: {t}" for t in self.notes]
         return "\n".join(out)
+
+
+# ------------------------------------------------------------ a byte form (never pickle) for persistent caches
+_BYTES_VERSION = 1
+
+
+def _series_dict(d: dict) -> dict:
+    return {m: {"index": [str(i) for i in v.index], "values": [int(x) for x in v.to_numpy()]} for m, v in d.items()}
+
+
+def result_to_bytes(res: EvaluationResult) -> bytes:
+    """``res`` as one ``.npz`` (arrays as plain numeric/str arrays, the rest as one JSON string); read it back
+    with :func:`result_from_bytes`. No pickle anywhere: loading never executes code."""
+    meta = {"version": _BYTES_VERSION, "n": int(res.n), "positive_rate": float(res.positive_rate),
+            "seeds": [int(s) for s in res.seeds], "n_splits": int(res.n_splits), "profile": res.profile,
+            "top_k": int(res.top_k), "methods": list(res.methods), "summary": res.summary,
+            "per_fold": json.loads(res.per_fold.to_json(orient="split", index=False)),
+            "selected_counts": _series_dict(res.selected_counts), "notes": list(res.notes),
+            "skipped": dict(res.skipped), "n_by_method": {k: int(v) for k, v in res.n_by_method.items()},
+            "weights": list(res.weights)}
+    arrays = {"meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
+              "ids": np.asarray([str(i) for i in res.ids], dtype=str), "labels": np.asarray(res.labels, dtype=float),
+              "folds": np.asarray(res.folds, dtype=np.int64)}
+    for i, m in enumerate(res.methods):
+        arrays[f"oof_{i}"] = np.asarray(res.oof_all[m], dtype=np.float64)
+    for i, m in enumerate(meta["weights"]):
+        arrays[f"weights_{i}"] = np.asarray(res.weights[m], dtype=np.float64)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def result_from_bytes(data: bytes) -> EvaluationResult:
+    """The :class:`EvaluationResult` written by :func:`result_to_bytes` (ValueError when it is not one)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            meta = json.loads(z["meta"].tobytes().decode("utf-8"))
+            if meta.get("version") != _BYTES_VERSION:
+                raise ValueError(f"unsupported result version {meta.get('version')!r}")
+            pf = meta["per_fold"]
+            per_fold = pd.DataFrame(pf["data"], columns=pf["columns"]).astype(
+                {c: float for c in ("ece", "brier", "auroc", "n_features", "alpha", "temperature") if c in pf["columns"]})
+            return EvaluationResult(
+                n=meta["n"], positive_rate=meta["positive_rate"], seeds=meta["seeds"], n_splits=meta["n_splits"],
+                profile=meta["profile"], top_k=meta["top_k"], methods=meta["methods"], summary=meta["summary"],
+                per_fold=per_fold, oof_all={m: z[f"oof_{i}"] for i, m in enumerate(meta["methods"])},
+                ids=z["ids"].astype(object), labels=z["labels"], folds=z["folds"],
+                selected_counts={m: pd.Series(v["values"], index=v["index"], name="times_selected")
+                                 for m, v in meta["selected_counts"].items()},
+                weights={m: z[f"weights_{i}"] for i, m in enumerate(meta["weights"])}, notes=meta["notes"],
+                skipped=meta["skipped"], n_by_method=meta["n_by_method"])
+    except (KeyError, OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a stored evaluation result: {e}") from None

@@ -14,7 +14,10 @@ trajectory:
   keys are not overwritten).
 
 Values in the labels file override values from the trace files (a warning
-counts the success labels that changed). Trajectories without a row, and rows
+counts the success labels that changed), except a non-empty ``model`` name
+from the trace: the model that produced the tokens is the trace's to say, so a
+labels row naming another model is ignored for that field and a warning lists
+the conflicts (otherwise one model shows up under two names). Trajectories without a row, and rows
 without a trajectory, are reported as warnings listing the first ids.
 """
 
@@ -57,6 +60,8 @@ class LabelJoin:
     unmatched_label_ids: list[str] = field(default_factory=list)
     success_changed: int = 0
     trajectories: int = 0  #: trajectories the labels were joined to
+    #: (id, model in the trace, model in the labels file) where the two differ; the trace's name is kept
+    model_conflicts: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def parse_success(v: Any) -> tuple[bool | None, bool]:
@@ -262,6 +267,10 @@ def apply_labels(ts: TraceSet, labels: dict[str, dict], info: LabelJoin, used: s
             continue
         used.add(tid)
         info.matched += 1
+        trace_model = cols.text["model"][i]
+        if "model" in row and trace_model not in (None, "") and row["model"] not in (None, "", trace_model):
+            info.model_conflicts.append((tid, str(trace_model), str(row["model"])))
+            row = {k: v for k, v in row.items() if k != "model"}
         if cols.apply(i, row):
             info.success_changed += 1
     cols.write(meta)
@@ -339,6 +348,12 @@ def _report_join(info: LabelJoin, labels: dict[str, dict], n: int, report: LoadR
         first_line = labels[info.unmatched_label_ids[0]].get("_line")
         report.warn(file, first_line, f"{len(info.unmatched_label_ids)} labels row(s) match no trajectory: "
                                       f"{listed(info.unmatched_label_ids)}", field="id")
+    if info.model_conflicts:
+        shown = "; ".join(f"{t!r}: trace {a!r}, labels {b!r}" for t, a, b in info.model_conflicts[:max_listed])
+        more = len(info.model_conflicts) - max_listed
+        report.warn(file, None, f"the labels file names another model than the trace for {len(info.model_conflicts)} "
+                                f"trajectories; the trace's model name is kept: {shown}"
+                                + (f" and {more} more" if more > 0 else ""), field="model")
     if info.success_changed:
         report.warn(file, None, f"the labels file changed the success label of {info.success_changed} "
                                 f"trajectories (the labels file wins)", field="success")

@@ -1,0 +1,96 @@
+"""Results keyed by content: saving a model or a restart never recomputes the evaluation (hit counter)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import htc_core.app.compute as compute
+import htc_core.app.ui as ui
+from htc_core.app.ingest import ingest
+from htc_core.app.store import Store
+from htc_core.app.workspace import build_workspace
+
+from conftest import REPO
+
+pytestmark = pytest.mark.app
+
+APP = str(REPO / "app.py")
+SHIPPED = REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+
+
+@pytest.fixture
+def sample_dir(tmp_path) -> Path:
+    d = tmp_path / "samples"
+    d.mkdir()
+    lines = SHIPPED.read_text(encoding="utf-8").splitlines(True)[:60]
+    (d / "arithmetic-60.jsonl").write_text("".join(lines), encoding="utf-8")
+    return d
+
+
+def fresh_app(tmp_path, sample_dir, monkeypatch) -> AppTest:
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
+    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state[ui.SEEDS] = 1
+    return at
+
+
+def calibration(at: AppTest) -> AppTest:
+    at.switch_page("pages/calibration.py")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.exception] + [e.value for e in at.error]
+    return at
+
+
+def test_saving_a_model_and_a_restart_do_not_recompute_the_evaluation(tmp_path, sample_dir, monkeypatch):
+    compute._registry.clear()                                        # no result of another test in memory
+    at = fresh_app(tmp_path, sample_dir, monkeypatch)
+    at.run()
+    before = compute.CACHE_STATS.copy()
+    calibration(at)
+    first = compute.CACHE_STATS - before
+    assert first["computed"] == len(compute.EVAL_PARTS)             # baselines, HTC-Full, HTC-Reduced
+    assert any("★" in str(v) for v in at.dataframe[0].value["Brier ↓"])
+    store = Store(tmp_path / "data")
+    assert store.count_results() == len(compute.EVAL_PARTS)
+    revision = store.revision()
+
+    # save a model from the page: the store's revision moves, the evaluation is not recomputed
+    at.button(key="fit_button").click().run()
+    assert store.revision() != revision and len(store.list_models()) == 1
+    before = compute.CACHE_STATS.copy()
+    calibration(at)
+    after_save = compute.CACHE_STATS - before
+    assert after_save["computed"] == 0 and after_save["memory"] >= len(compute.EVAL_PARTS)
+
+    # a restart (empty memory, a new session): read back from the store, nothing recomputed, same numbers
+    table = at.dataframe[0].value
+    compute._registry.clear()
+    at2 = fresh_app(tmp_path, sample_dir, monkeypatch)
+    at2.run()
+    before = compute.CACHE_STATS.copy()
+    calibration(at2)
+    restart = compute.CACHE_STATS - before
+    assert restart["computed"] == 0 and restart["store"] == len(compute.EVAL_PARTS)
+    assert at2.dataframe[0].value.equals(table)
+
+
+def test_content_digest_follows_the_content_not_the_revision(tmp_path):
+    store = Store(tmp_path / "store")
+    part = tmp_path / "a.jsonl"
+    part.write_text("".join(SHIPPED.read_text(encoding="utf-8").splitlines(True)[:30]), encoding="utf-8")
+    ingest(store, [part], name="a")
+    ws = build_workspace(store)
+    d = ws.content_digest()
+    store.save_model({"variant": "reduced"}, name="m")              # another revision, same runs
+    assert build_workspace(store).content_digest() == d
+    assert ws.take(np.arange(29)).content_digest() != d             # another selection
+    flipped = ws.take(np.arange(30))
+    flipped.ts.meta.loc[0, "success"] = not bool(flipped.ts.meta.loc[0, "success"])
+    assert flipped.content_digest() != d                            # one label changed
+    assert build_workspace(store, profile="deepconf").content_digest() != d
