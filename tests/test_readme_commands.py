@@ -8,12 +8,14 @@ set-up runs them), a local model server, hours of recording; benchmarks run with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -114,25 +116,35 @@ def run_server(cmd: str, env: dict) -> None:
     else:
         cmd = re.sub(r"--port \d+", f"--port {port}", cmd)
         probe = f"http://127.0.0.1:{port}/v1/models"
-    proc = subprocess.Popen(["bash", "-c", "exec " + cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    log = tempfile.TemporaryFile()   # never a pipe: a chatty server (llama.cpp) would block on a full one
+    proc = subprocess.Popen(["bash", "-c", "exec " + cmd], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+    def output() -> str:
+        log.seek(0)
+        return log.read().decode(errors="replace")[-3000:]
+
     try:
         deadline = time.time() + 180
         while time.time() < deadline:
-            assert proc.poll() is None, proc.stdout.read().decode(errors="replace")[-3000:]
+            assert proc.poll() is None, f"exited with {proc.returncode}:\n{output()}"
             try:
                 with urllib.request.urlopen(probe, timeout=2) as r:
                     if r.status == 200:
                         return
             except OSError:
                 time.sleep(0.5)
-        pytest.fail(f"the server did not answer within 180 s: {cmd}")
+        pytest.fail(f"the server did not answer within 180 s: {cmd}\n{output()}")
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
 
 
 def run_command(kind: str, body: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
