@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, plots, prefix_plots, ui, views
+from htc_core.app import experiments, inspector_plots, plots, prefix_plots, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
@@ -96,7 +96,7 @@ with ui.page_errors("inspector"):
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**Contributions to the logit** (weight × standardized value, largest first)")
-            st.plotly_chart(plots.waterfall(expl), key="insp_waterfall")
+            st.plotly_chart(inspector_plots.waterfall(expl), key="insp_waterfall")
         with right:
             st.markdown(f"**Against its dataset** ({ui.md(row['dataset'])}, {method} confidence)")
             place = explain.group_position(model, X, i, ws.ts.meta["dataset"], labels=ws.labels)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from htc_core import explain
-from htc_core.app import plots, views
+from htc_core.app import inspector_plots, plots, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.features import FEATURE_NAMES
 from htc_core.calibration.metrics import reliability_curve
@@ -86,7 +86,7 @@ def test_inspector_figures():
     y = (X[:, 0] > 0).astype(float)
     model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(X, y)
     e = explain.explain_trajectory(model, X, 3, labels=y)
-    fig = plots.waterfall(e, top=5)
+    fig = inspector_plots.waterfall(e, top=5)
     wf = fig.data[0]
     assert list(wf.measure) == ["absolute"] + ["relative"] * 6 + ["total"]
     assert wf.x[0] == pytest.approx(e.intercept) and wf.x[-1] == pytest.approx(e.logit)

@@ -14,8 +14,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..explain import (ExampleSet, Mistakes, confidence_examples, explain_runs, explain_trajectory, group_curves,
-                       group_metrics, worst_mistakes)
+from ..explain import ExampleSet, confidence_examples, group_curves, group_metrics
+from .explain_views import export_frame, mistakes_for, oof_column, signal_frame, step_texts  # noqa: F401 (pages)
 from ..features import FEATURE_NAMES, REGISTRY
 from .workspace import Workspace, browse
 
@@ -299,29 +299,6 @@ def examples_for(ws: Workspace, evaluated, *, baseline: str, htc: str, n: int) -
     return exs
 
 
-def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, model=None) -> Mistakes:
-    """:func:`htc_core.explain.worst_mistakes` of ``htc`` on the evaluated trajectories (out-of-fold
-    confidences) with their structural flags, workspace ``key`` and, when ``model`` is given, the top reason
-    of each (from that model, fitted on the whole selection)."""
-    res = evaluated.result
-    pos = evaluated.positions
-    meta = ws.ts.meta.iloc[pos].reset_index(drop=True)
-    flags = ws.flags
-    sub = type(flags)(frame=flags.frame.iloc[pos].reset_index(drop=True), available=flags.available)
-    out = worst_mistakes(meta, res.labels, res.oof[htc], method=htc, flags=sub, n=n)
-    for frame in (out.confident_failures, out.doubted_successes):
-        rows = [int(pos[int(p)]) for p in frame["position"]]
-        frame["key"] = [str(ws.keys[r]) for r in rows]
-        if model is not None:
-            frame["reason"] = [_top_reason(model, ws, r) for r in rows]
-    return out
-
-
-def _top_reason(model, ws: Workspace, row: int) -> str:
-    expl = explain_trajectory(model, ws.features, row, labels=ws.labels, groups=ws.ts.meta["dataset"], n_reasons=1)
-    return expl.reasons[0] if expl.reasons else "no feature moves this run far from the model's intercept"
-
-
 # ------------------------------------------------------------ feature space page
 def projection_frame(ws: Workspace, projection, htc_confidence: np.ndarray | None) -> pd.DataFrame:
     """The workspace frame with the 2-D coordinates (x, y) and the colours: baseline_confidence
@@ -377,46 +354,6 @@ def oof_confidence(evaluated, position: int, method: str) -> float | None:
         return None
     hit = np.flatnonzero(evaluated.positions == position)
     return float(evaluated.result.oof[method][hit[0]]) if hit.size else None
-
-
-def oof_column(evaluated, n: int, method: str) -> np.ndarray | None:
-    """Out-of-fold confidences of ``method`` for all ``n`` workspace rows (NaN where a row was not evaluated),
-    or None when the evaluation has no such method yet."""
-    if evaluated is None or method not in evaluated.result.oof:
-        return None
-    out = np.full(n, np.nan)
-    out[evaluated.positions] = evaluated.result.oof[method]
-    return out
-
-
-def export_frame(ws: Workspace, positions, evaluated=None, model=None) -> pd.DataFrame:
-    """The rows ``positions`` of the workspace for download: id, dataset, model, success, the out-of-fold
-    HTC confidences (when evaluated), the structural flags, the three strongest reasons of ``model`` and the
-    48 features."""
-    pos = np.asarray(positions, dtype=np.int64)
-    sub = ws.take(pos)
-    meta = sub.ts.meta
-    out = pd.DataFrame({c: meta[c].to_numpy(dtype=object) for c in ("id", "dataset", "model")})
-    out["success"] = sub.labels
-    for m in ("HTC-Reduced", "HTC-Full"):
-        col = oof_column(evaluated, len(ws), m)
-        if col is not None:
-            out[f"{m} (out-of-fold)"] = col[pos]
-    extra = explain_runs(sub.ts, sub.features, model)
-    return pd.concat([out, extra], axis=1)
-
-
-def step_texts(ts, index: int) -> list[tuple[str, str | None]]:
-    """(name, generated text) of every step of trajectory ``index``, in order."""
-    a, b = int(ts.traj_offsets[index]), int(ts.traj_offsets[index + 1])
-    return [(str(ts.step_name[j] or ""), ts.step_text[j]) for j in range(a, b)]
-
-
-def signal_frame(explanation) -> pd.DataFrame:
-    """The explanation's distinct signals as a table for the page (members joined in words)."""
-    t = explanation.signals.copy()
-    t["related features"] = t["members"].map(lambda m: ", ".join(m))
-    return t[["display_name", "kind", "related features", "value", "success_median", "comparison", "contribution"]]
 
 
 def outcome_word(success) -> str:
