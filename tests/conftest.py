@@ -50,6 +50,9 @@ LOG = math.log
 # Tiers: `python -m pytest` runs everything but `slow`; day to day, the README's fast tier leaves out the marks
 # below. Marks are given here by where a test lives or what it uses.
 _APP_MODULES = {"test_store.py", "test_projection.py"}  # the dashboard side besides the pages (test_app*.py)
+#: whole-protocol runs on real files (nested CV per prefix, experiments, GAM, chunked CLI runs, hostile corpus)
+_HEAVY_MODULES = {"test_chunks.py", "test_early_warning.py", "test_cli_experiments.py", "test_experiments.py",
+                  "test_gam.py", "test_hostile_inputs.py"}
 _MODEL_SERVER_FIXTURES = {"base_url", "client"}
 
 
@@ -62,6 +65,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.app)
         elif module == "test_readme_commands.py":
             item.add_marker(pytest.mark.docs)
+        elif module in _HEAVY_MODULES:
+            item.add_marker(pytest.mark.heavy)
         if module in ("test_collect.py", "test_agents_llm.py", "test_monitor_live.py") and \
                 _MODEL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model_server)
