@@ -18,9 +18,9 @@ Everything else lives in the subpackages: ``formats`` (readers), ``traces``, ``f
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 #: public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -76,14 +76,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
-
-if TYPE_CHECKING:  # static analysers and IDEs see the real objects
-    from .calibration import (EvaluationError, EvaluationResult, HTCCalibrator, auroc, brier_score, evaluate,
-                              expected_calibration_error, label_problem, reliability_curve, wilson_interval)
-    from .collect import Recorder
-    from .explain import explain_trajectory
-    from .monitor import Monitor
-    from .features import FEATURE_NAMES, REGISTRY, FeatureMatrix, extract
-    from .formats import detect, load, load_bytes
-    from .report import LoadReport
-    from .traces import TraceSet, concat

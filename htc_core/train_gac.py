@@ -76,7 +76,7 @@ def _submodel_card(m) -> dict | None:
 
 
 def build_card(name: str, variant: str, ts, sources: list[Path], loo, gac) -> dict:
-    from . import __version__
+    from ._version import __version__
     from .calibration.grouping import has_alternatives
 
     rows = [r for r in loo.to_dict()["rows"] if r["variant"] == variant]

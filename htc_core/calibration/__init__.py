@@ -28,7 +28,7 @@ or :func:`evaluate`.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 #: public name -> submodule that defines it
 _EXPORTS: dict[str, str] = {
@@ -93,21 +93,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
-
-if TYPE_CHECKING:  # static analysers and IDEs see the real objects
-    from .baselines import RAW_BASELINES, TemperatureScaling, baseline_confidences
-    from .calibrators import HTCCalibrator
-    from .evaluation import EvaluationError, evaluate, label_problem, merge_results, small_sample_warning
-    from .methods import METHODS, FitContext, Fitted, Method, register_method
-    from .metrics import (BinnedStats, ReliabilityCurve, UndefinedMetricWarning, auroc, bin_predictions,
-                          brier_score, expected_calibration_error, reliability_curve, wilson_interval)
-    from .prefixes import EarlyWarningResult, early_warning
-    from .ablation import AblationResult, SelectionFrequency, ablation, selection_frequency
-    from .gac import GACResult, gac_leave_one_out
-    from .general import GACScores, GeneralCalibrator
-    from .models import load_model, shipped_models
-    from .results import EvaluationResult
-    from .selective import RiskCoverage, bootstrap_interval, risk_coverage_curve, roc_curve
-    from .solvers import DEFAULT_ALPHAS
-    from .streaming import MetricState
-    from .transfer import TransferResult, transfer

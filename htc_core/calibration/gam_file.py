@@ -30,7 +30,7 @@ REQUIRED = ("kind", "feature_names", "alpha", "intercept", "profile", "top_k")
 
 
 def gam_to_dict(model) -> dict:
-    from .. import __version__
+    from .._version import __version__
 
     return {
         "format": GAM_FORMAT, "format_version": GAM_FORMAT_VERSION, "htc_version": __version__,

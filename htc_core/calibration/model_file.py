@@ -46,7 +46,7 @@ class _Invalid(ValueError):
 
 def model_to_dict(model) -> dict:
     """The JSON object of a fitted model (plain lists and numbers; floats round-trip exactly)."""
-    from .. import __version__
+    from .._version import __version__
 
     return {
         "format": MODEL_FORMAT,

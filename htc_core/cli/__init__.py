@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-from .. import __version__
+from .._version import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``

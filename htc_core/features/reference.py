@@ -91,7 +91,8 @@ def features(steps, k=5, profile="paper"):
         out += [s["H"], s["kappa"], s["rho"], s["rho"], s["skew"], s["x"], s["y"]]
     out += [_mean(Hs), _std(Hs), _mean(ks), _std(ks), _mean(rs), _std(rs), _mean(rs), _std(rs), _mean(sk), _std(sk)]
     out += [len(steps) / 10.0, float(ns[0]), float(ns[-1]), sum(ns) / len(ns), _std(ns)]
-    assert len(out) == 48
+    if len(out) != 48:
+        raise RuntimeError(f"the reference built {len(out)} features, not 48 (a bug in this module)")
     return out
 
 
