@@ -12,6 +12,23 @@ UALA = SHARED / "data" / "uala-hotpotqa"
 PAPER = SHARED / "seed" / "agentic-confidence-calibration.tex"
 
 
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory):
+    """A local llama.cpp server with SmolLM2 (its base URL); skips without one unless HTC_REQUIRE_LLAMA=1."""
+    import os
+
+    from htc_core.collect.local_server import llama_server, llama_server_available
+
+    missing = llama_server_available()
+    if missing:
+        if os.environ.get("HTC_REQUIRE_LLAMA") == "1":
+            pytest.fail(f"HTC_REQUIRE_LLAMA=1 but {missing}")
+        pytest.skip(f"no local llama.cpp server: {missing}")
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with llama_server(n_ctx=2048, log=log) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def uala_dir() -> Path:
     if not UALA.is_dir():

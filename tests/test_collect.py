@@ -8,30 +8,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import threading
 
 import numpy as np
 import pytest
 
 from htc_core.collect import HTTPClient, Recorder, save_smolagents_run
-from htc_core.collect.local_server import llama_server, llama_server_available
 from htc_core.formats import detect, load
 
 MODEL = "SmolLM2-135M-Instruct"
 HAS_OPENAI = importlib.util.find_spec("openai") is not None
-
-
-@pytest.fixture(scope="module")
-def base_url(tmp_path_factory):
-    missing = llama_server_available()
-    if missing:
-        if os.environ.get("HTC_REQUIRE_LLAMA") == "1":
-            pytest.fail(f"HTC_REQUIRE_LLAMA=1 but {missing}")
-        pytest.skip(f"no local llama.cpp server: {missing}")
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with llama_server(n_ctx=2048, log=log) as url:
-        yield url
 
 
 def ask(client, question, **kw):

@@ -8,7 +8,6 @@ What the monitor wrote during the run must equal the batch pipeline on the call 
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ import pytest
 import htc_core as htc
 from htc_core.collect import Recorder
 from htc_core.collect.live import LowConfidence, smolagents_step_callback
-from htc_core.collect.local_server import llama_server, llama_server_available
 from htc_core.monitor import Monitor
 from htc_core.traces.prefix import prefixes
 
@@ -200,18 +198,6 @@ def test_smolagents_callback_stops_a_run_below_the_threshold(model):
 
 
 # ------------------------------------------------------------------ the local model, end to end
-@pytest.fixture(scope="module")
-def base_url(tmp_path_factory):
-    missing = llama_server_available()
-    if missing:
-        if os.environ.get("HTC_REQUIRE_LLAMA") == "1":
-            pytest.fail(f"HTC_REQUIRE_LLAMA=1 but {missing}")
-        pytest.skip(f"no local llama.cpp server: {missing}")
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with llama_server(n_ctx=2048, log=log) as url:
-        yield url
-
-
 def test_local_model_run_is_stopped_by_the_monitor(base_url, model, tmp_path):
     """A real agent loop on SmolLM2: each call recorded, the monitor (threshold 1.0: any confidence is below)
     stops the run at its first call; the call log holds the confidence and equals the batch features."""
