@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, plots, prefix_plots, selective_plots, ui, views
+from htc_core.app import drill, experiments, plots, prefix_plots, selective_plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -49,13 +49,25 @@ with ui.page_errors("calibration"):
                         "per bin; whiskers: 95% Wilson intervals; the legend's ECE is the table's: 10 equal-width "
                         "bins, mean over repeats)")
             curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen))
-            st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)), key="cal_reliability")
+            rel_event = st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)),
+                                        key="cal_reliability", on_select="rerun", selection_mode=("points",))
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,
                                        key=f"cal_hist_{'-'.join(res.methods)}")
-            st.plotly_chart(plots.confidence_histogram(res.oof[hist_method], res.labels, height=400,
-                                                       title=f"{hist_method}: out-of-fold confidence by outcome"),
-                            key="cal_hist")
+            hist_bins = explain.binned_runs(res.oof[hist_method], res.labels, name=hist_method)
+            hist_event = st.plotly_chart(drill.histogram_figure(
+                hist_bins, title=f"{hist_method}: out-of-fold confidence by outcome"), key="cal_hist",
+                on_select="rerun", selection_mode=("points",))
+        # drill-down: the runs behind the bin or bar clicked last
+        members = explain.reliability_members(res.labels, views.oof_predictions(res, chosen), curves)
+        picked = drill.newest("cal_drill_last", {
+            "reliability": drill.selected_runs(rel_event, members, ev.positions),
+            "histogram": drill.selected_runs(hist_event, {hist_method: hist_bins}, ev.positions, kind="outcome")})
+        shown = picked.source if picked is not None else hist_method
+        drill.show_runs(ws, picked, key="cal_drill", confidence=views.workspace_oof(ev, shown, len(ws)),
+                        confidence_name=f"{shown} (out-of-fold)",
+                        hint="Click a point or a count bar of the reliability diagram, or a bar of the "
+                             "histogram, to list the runs in it and open one in the inspector.")
         st.markdown("**Metrics** (pooled out-of-fold predictions, mean ± std over repeats; ↓ lower is better, "
                     f"↑ higher is better; {views.BEST_MARK.strip()} best of the column among the methods evaluated on "
                     "all runs; ECE with 10 equal-width bins; n: runs evaluated; +Temp: temperature scaling, +Platt: "

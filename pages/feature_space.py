@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import experiments, plots, ui, views
+from htc_core.app import drill, experiments, plots, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
@@ -30,17 +30,12 @@ with ui.page_errors("feature_space"):
         htc_conf = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
     frame = views.projection_frame(ws, proj, htc_conf)
     st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
-               f"features ({proj.seconds:.1f} s, cached). Draw a box or lasso around a point to open it in the "
-               "inspector (the first selected point is opened).")
+               f"features ({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the chart's "
+               "toolbar) to list the runs selected, then open one in the inspector.")
     event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
-    points = event.selection.points if event is not None else []
-    if points:
-        pos = int(points[0]["customdata"][0])
-        key = str(frame["key"].iloc[pos])
-        if st.session_state.get("fs_last_selected") != key:
-            st.session_state["fs_last_selected"] = key
-            ui.open_in_inspector(key)
+    drill.show_runs(ws, drill.selected_points(event, len(ws)), key="fs_drill", confidence=htc_conf,
+                    confidence_name="calibrated confidence", hint="No point selected yet.")
     with st.expander("Open a trajectory by id"):
         choice = st.selectbox("Trajectory", frame["key"].head(5000).tolist(), key="fs_pick",
                               format_func=lambda k: k.split(":", 1)[1])

@@ -183,23 +183,30 @@ def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, t
         _assert_clean(page, link)
         _screenshot(page, SHOTS / f"{name}.png")
 
-    # selecting a point in the feature space opens that trajectory in the inspector (box selection; a
-    # plain click does not register as a selection in headless Chromium)
+    # a plain click on a point of the feature space lists it; its button opens it in the inspector
+    # (tests/test_browser_drill.py checks the drill-down of every chart in detail)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Feature space", exact=True).click()
     page.get_by_role("heading", name="Feature space").first.wait_for(timeout=60_000)
     _settle(page)
     page.wait_for_function("document.querySelector('.js-plotly-plot') && "
                            "document.querySelector('.js-plotly-plot')._fullLayout", timeout=60_000)
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
     xy = page.evaluate("""() => {
         const gd = document.querySelector('.js-plotly-plot');
-        const tr = gd._fullData.find(t => t.x && t.x.length);
-        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
-        return [box.left + xa._offset + xa.l2p(tr.x[0]), box.top + ya._offset + ya.l2p(tr.y[0]), tr.customdata[0][1]];
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect(), pts = [];
+        gd._fullData.forEach(t => t.x.forEach((x, j) => pts.push([box.left + xa._offset + xa.l2p(x),
+                                                                box.top + ya._offset + ya.l2p(t.y[j]), t.customdata[j][1]])));
+        pts.forEach(p => p.push(Math.min(...pts.filter(q => q !== p).map(q => Math.hypot(p[0] - q[0], p[1] - q[1])))));
+        pts.sort((a, b) => b[3] - a[3]);      // the most isolated point: a click cannot hit another
+        return pts[0];
     }""")
-    page.mouse.move(xy[0] - 12, xy[1] - 12)          # box-select around the point (dragmode "select")
-    page.mouse.down()
-    page.mouse.move(xy[0] + 12, xy[1] + 12, steps=8)
-    page.mouse.up()
+    page.mouse.move(xy[0], xy[1])
+    page.wait_for_timeout(300)
+    page.mouse.click(xy[0], xy[1])
+    _settle(page)
+    page.get_by_text("1 run: the selected point").first.wait_for(timeout=30_000)
+    page.get_by_role("button", name="Open in the inspector").first.click()
     page.get_by_role("heading", name="Trajectory inspector").first.wait_for(timeout=60_000)
     _settle(page)
     page.get_by_text(f"{xy[2]} · dataset").first.wait_for(timeout=30_000)   # the inspector shows that trajectory

@@ -89,19 +89,22 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
             x=x, y=y, mode="lines+markers", name=f"{esc(name)} (ECE {(ece or {}).get(name, c.ece):.3f})",
             line=dict(color=col),
             error_y=dict(type="data", symmetric=False, array=hi - y, arrayminus=y - lo, thickness=1, width=3),
-            customdata=np.column_stack([cnt, lo, hi, np.array(bins, dtype=object)]),
+            # the last two customdata fields name the bin (method, bin index): a click lists its runs
+            customdata=np.column_stack([cnt, lo, hi, np.array(bins, dtype=object), np.full(len(x), name, dtype=object),
+                                        np.flatnonzero(nz)]),
             hovertemplate=(f"<b>{esc(name)}</b><br>bin %{{customdata[3]}}<br>mean confidence %{{x:.3f}}<br>"
                            "accuracy %{y:.3f} (95% Wilson %{customdata[1]:.2f}-%{customdata[2]:.2f})<br>"
                            "trajectories %{customdata[0]}<extra></extra>")), row=1, col=1)
         fig.add_trace(go.Bar(x=np.asarray(c.centers), y=np.asarray(c.count), name=f"{esc(name)} count",
                              marker_color=col, opacity=0.6, showlegend=False,
+                             customdata=np.column_stack([np.full(c.n_bins, name, dtype=object), np.arange(c.n_bins)]),
                              hovertemplate=f"{esc(name)}<br>bin centre %{{x:.2f}}<br>count %{{y}}<extra></extra>"),
                       row=2, col=1)
     fig.update_xaxes(range=[0, 1], row=1, col=1)
     fig.update_xaxes(range=[0, 1], title_text="predicted confidence", row=2, col=1)
     fig.update_yaxes(range=[0, 1], title_text="observed success rate", row=1, col=1)
     fig.update_yaxes(title_text="count", row=2, col=1)
-    fig.update_layout(barmode="group")
+    fig.update_layout(barmode="group", clickmode="event+select")   # a plain click selects a bin (drill-down)
     return _layout(fig, title, height)
 
 
@@ -267,7 +270,8 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
                                        marker=dict(size=6, color=col, opacity=0.8), hovertemplate=hover))
     fig.update_xaxes(showticklabels=False, title_text="")
     fig.update_yaxes(showticklabels=False, title_text="")
-    fig.update_layout(dragmode="select", hovermode="closest")
+    # zoom, not box select, as the drag: in select mode Streamlit turns a plain click's selection off
+    fig.update_layout(dragmode="zoom", hovermode="closest", clickmode="event+select")
     return _layout(fig, title, height)
 
 

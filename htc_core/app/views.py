@@ -356,5 +356,14 @@ def oof_confidence(evaluated, position: int, method: str) -> float | None:
     return float(evaluated.result.oof[method][hit[0]]) if hit.size else None
 
 
+def workspace_oof(evaluated, method: str, n: int) -> np.ndarray:
+    """The out-of-fold confidence (first repeat) of ``method`` for every workspace row (NaN where the row or
+    the method was not evaluated)."""
+    out = np.full(n, np.nan)
+    if evaluated is not None and evaluated.result is not None and method in evaluated.result.oof:
+        out[evaluated.positions] = evaluated.result.oof[method]
+    return out
+
+
 def outcome_word(success) -> str:
     return {1.0: "success", 0.0: "failure"}.get(success, "unlabeled")

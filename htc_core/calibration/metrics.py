@@ -226,6 +226,13 @@ class ReliabilityCurve:
         nz = self.count > 0
         return float(np.sum(self.count[nz] * np.abs(self.gap[nz])) / self.n)
 
+    def bin_of(self, y_prob) -> np.ndarray:
+        """The bin of each prediction under this curve's edges, by the rule that filled ``count`` (a bin is
+        ``(edge_b, edge_b+1]``, the first one closed); -1 for a prediction that is not finite."""
+        p = np.asarray(y_prob, dtype=np.float64).reshape(-1)
+        ids = np.searchsorted(self.edges[1:-1], p)
+        return np.where(np.isfinite(p), ids, -1)
+
     def to_dict(self) -> dict:
         def lst(a):
             return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float)]

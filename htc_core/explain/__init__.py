@@ -14,6 +14,8 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
   (HTC's own most confident failures and least confident successes)
 - ``steps``:    :func:`step_timeline`, :func:`token_steps`, :func:`confidence_after_steps` (one trajectory,
   step by step)
+- ``drill``:    :func:`reliability_members`, :func:`binned_runs` (the runs behind a bin of a reliability
+  diagram or a confidence histogram)
 - ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
   :func:`dataset_weights` (an evaluation by group; one calibrator per group)
 
@@ -21,6 +23,7 @@ The dashboard's tables (metrics, weights, selection frequency, ...) are view-mod
 ``htc_core.app.views``.
 """
 
+from .drill import BinnedRuns, binned_runs, reliability_members
 from .examples import ExampleSet, Mistakes, confidence_examples, worst_mistakes
 from .export import explain_runs
 from .flags import FLAGS, StructuralFlags, structural_flags
@@ -36,4 +39,5 @@ __all__ = [
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
     "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
     "Mistakes", "worst_mistakes", "confidence_after_steps", "explain_runs",
+    "BinnedRuns", "binned_runs", "reliability_members",
 ]
