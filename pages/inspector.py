@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, inspector_plots, plots, prefix_plots, ui, views
+from htc_core.app import experiments, explain_views, inspector_plots, plots, prefix_plots, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
@@ -23,9 +23,9 @@ with ui.page_errors("inspector"):
                      key=f"insp_pick_{wanted}_{needle}")
     st.session_state[ui.INSPECT] = str(frame["key"].iat[i])
     ui.set_url_id(ws.url_id(i))       # /inspector?id=<trajectory id>: a reload or a shared link opens it
-    variant = c2.radio("Explained by", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}",
-                       horizontal=True, key="insp_variant")
-    method = f"HTC-{variant.capitalize()}"
+    variant = c2.radio("Explained by", ["reduced", "full", "gam"], horizontal=True, key="insp_variant",
+                       format_func=lambda v: "HTC-GAM" if v == "gam" else f"HTC-{v.capitalize()}")
+    method = "HTC-GAM" if variant == "gam" else f"HTC-{variant.capitalize()}"
 
     row = frame.iloc[i]
     st.caption(f"{ui.md(row['id'])} · dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · "
@@ -71,6 +71,9 @@ with ui.page_errors("inspector"):
                 st.markdown("- " + ui.md(r))
             st.caption("Features that carry the same information (exact copies, or correlated beyond |r| 0.95 on "
                        "these runs) are one signal here, with their contributions summed.")
+            if variant == "gam" and cannot_fit is None:   # HTC-GAM: contributions are shape-function values
+                st.caption(f"HTC-GAM: each contribution is the feature's shape function at this run's value "
+                           f"(Feature weights shows the curves); {ui.md(explain_views.gam_choice(model))}.")
     if cannot_fit is not None:
         st.info(f"No calibrator can be fitted on this selection ({ui.md(cannot_fit)}), so this confidence is from "
                 f"{experiments.GAC_NOTE}; this run is scored by its model for runs "
@@ -95,7 +98,8 @@ with ui.page_errors("inspector"):
     if expl is not None:
         left, right = st.columns([3, 2])
         with left:
-            st.markdown("**Contributions to the logit** (weight × standardized value, largest first)")
+            st.markdown("**Contributions to the logit** (" + ("shape function at this run's value" if variant == "gam"
+                        else "weight × standardized value") + ", largest first)")
             st.plotly_chart(inspector_plots.waterfall(expl), key="insp_waterfall")
         with right:
             st.markdown(f"**Against its dataset** ({ui.md(row['dataset'])}, {method} confidence)")

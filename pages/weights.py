@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import experiment_plots, experiments, plots, ui, views
+from htc_core.app import experiment_plots, experiments, explain_views, gam_plots, plots, ui, views
 from htc_core.calibration.ablation import selection_frequency
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
@@ -27,6 +27,33 @@ with ui.page_errors("weights"):
         st.markdown(f"**HTC-{variant.capitalize()}** ({'L1, sparse' if variant == 'reduced' else 'L2'}; alpha "
                     f"{model.alpha_:g}; {model.n_selected_} of {len(frame)} features kept)")
         st.plotly_chart(plots.weights_bar(frame, only_selected=only_kept, height=460), key=f"w_bar_{variant}")
+
+    st.subheader("HTC-GAM: one shape function per feature")
+    gam = ui.fitted_gam(ws, run=False)
+    if gam is None:
+        st.caption("HTC-GAM gives each (de-duplicated) feature a smooth shape function instead of one weight and "
+                   "keeps it only where it beats HTC-Reduced by inner CV. Fitting it takes a little longer than "
+                   "HTC-Reduced (about half a minute on 500 runs).")
+        if st.button(f"Fit HTC-GAM on the {n_lab:,} labeled trajectories", key="w_gam_go"):
+            gam = ui.fitted_gam(ws)
+    if gam is not None:
+        st.caption(f"On this selection {ui.md(explain_views.gam_choice(gam))}.")
+        shown = gam if gam.kind_ == "gam" else ui.fitted_gam(ws, select="gam")
+        if gam.kind_ != "gam":
+            st.caption("Below, the shape functions of the GAM candidate (fitted anyway, for a look).")
+        order = st.radio("Order by", ["mean_abs", "range"], horizontal=True, key="w_gam_order",
+                         format_func={"mean_abs": "mean |contribution| over the runs",
+                                      "range": "range of the curve"}.get)
+        shapes = explain_views.gam_shapes(ws, shown, order)
+        top = (st.slider("Features shown", 1, len(shapes), min(12, len(shapes)), key="w_gam_top")
+               if len(shapes) > 1 else len(shapes))
+        st.markdown(f"**Shape functions** ({len(shapes)} features with a non-zero shape, most important first): "
+                    "contribution to the logit (line) against the feature's value, over the labeled runs' values "
+                    "(grey bars). A flat stretch adds nothing; the curve is flat beyond the training range.")
+        if len(shapes):
+            st.plotly_chart(gam_plots.shape_curves_figure(shapes, top=top), key="w_gam_shapes")
+        with st.expander("Importance of every shape function"):
+            st.dataframe(shapes.to_frame(), hide_index=True, width="stretch")
 
     st.subheader("How often each feature is selected")
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)

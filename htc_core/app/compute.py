@@ -276,8 +276,35 @@ def cached_evaluation() -> Evaluated | None:
 
 
 # ------------------------------------------------------------ fits and views
-def fitted_model(ws: Workspace, variant: str) -> HTCCalibrator:
-    """HTC-Full or HTC-Reduced fitted on every labeled trajectory of the selection (cached)."""
+def fitted_gam(ws: Workspace, *, select: str = "cv", run: bool = True):
+    """HTC-GAM fitted on every labeled trajectory of the selection (cached; None when not computed yet and
+    ``run`` is False). ``select="cv"``: shape functions or HTC-Reduced by inner CV (the model the inspector
+    explains with); ``"gam"``: the shape functions even when HTC-Reduced would win (to look at them)."""
+    from ..calibration.gam import HTCGAM
+    from ..calibration.solvers import DEFAULT_ALPHAS
+
+    key = cache_key("fit", "gam", select, ALPHAS)
+    hit = cached_result(key)
+    if hit is not None or not run:
+        return hit
+    s = settings()
+    pos = labeled_positions(ws)
+    linear = fitted_model(ws, "reduced")     # the cached HTC-Reduced fit is HTC-GAM's linear candidate
+
+    def fn(progress):
+        progress(0.1, f"shape functions vs HTC-Reduced by inner CV over {len(pos):,} labeled trajectories")
+        return HTCGAM(select=select, linear_alphas=ALPHAS or DEFAULT_ALPHAS, profile=s["profile"],
+                      top_k=s["top_k"]).fit(ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos],
+                                            linear=linear)
+
+    return computed(key, "Fitting HTC-GAM", fn)
+
+
+def fitted_model(ws: Workspace, variant: str):
+    """HTC-Full or HTC-Reduced (an ``HTCCalibrator``), or HTC-GAM (``variant="gam"``, an ``HTCGAM`` chosen
+    by inner CV), fitted on every labeled trajectory of the selection (cached)."""
+    if variant == "gam":
+        return fitted_gam(ws)
     s = settings()
     pos = labeled_positions(ws)
 

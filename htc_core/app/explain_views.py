@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..explain import Mistakes, explain_runs, explain_trajectory, worst_mistakes
+from ..explain import Mistakes, explain_runs, explain_trajectory, shape_curves, worst_mistakes
 from .workspace import Workspace
 
 __all__ = ["oof_column", "export_frame", "step_texts", "signal_frame", "mistakes_for"]
@@ -76,3 +76,20 @@ def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, model=None) -> M
 def _top_reason(model, ws: Workspace, row: int) -> str:
     expl = explain_trajectory(model, ws.features, row, labels=ws.labels, groups=ws.ts.meta["dataset"], n_reasons=1)
     return expl.reasons[0] if expl.reasons else "no feature moves this run far from the model's intercept"
+
+
+def gam_shapes(ws: Workspace, model, order_by: str = "mean_abs"):
+    """:func:`htc_core.explain.shape_curves` of an HTC-GAM fitted on the selection's labeled runs, with the
+    density of those same runs under each curve."""
+    return shape_curves(model, ws.features.take(np.flatnonzero(np.isfinite(ws.labels))), order_by=order_by)
+
+
+def gam_choice(model) -> str:
+    """In words, what HTC-GAM's inner CV chose on this selection (criterion: mean AUROC - Brier - ECE)."""
+    cv = model.cv_results_
+    gam, lin = cv.get("gam_criterion"), cv.get("linear_criterion")
+    scores = ("" if gam is None or lin is None else
+              f" (inner-CV criterion AUROC - Brier - ECE: shape functions {gam:.3f}, HTC-Reduced {lin:.3f})")
+    if model.kind_ == "gam":
+        return f"the shape functions won the inner CV{scores}; penalty alpha {model.alpha_:g}"
+    return f"HTC-Reduced won the inner CV{scores}, so HTC-GAM scores as HTC-Reduced on this selection"

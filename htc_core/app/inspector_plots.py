@@ -38,5 +38,6 @@ def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
                                  totals=dict(marker=dict(color="#4C78A8")),
                                  hovertemplate="%{y}<br>%{x:+.3f}<br>%{customdata}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text="contribution to the logit (weight × standardized value)")
+    fig.update_xaxes(title_text="contribution to the logit (" + ("shape function at this run's value)"
+                                 if explanation.variant == "gam" else "weight × standardized value)"))
     return _layout(fig, None, height)

@@ -17,7 +17,8 @@ Pages call these and the rest of ``htc_core``; the numbers they show come from
 from __future__ import annotations
 
 from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_part,
-                      computed, dataset_weights, early_warning, evaluation, evaluation_pending, fitted_model,
+                      computed, dataset_weights, early_warning, evaluation, evaluation_pending, fitted_gam,
+                      fitted_model,
                       labeled_positions, merge_evaluations, projection)
 from .layout import (follow_deep_link, guard, md, open_in_inspector, page_errors, require_app, restore_from_url,
                      set_url_id, sidebar, write_url)
@@ -38,7 +39,8 @@ __all__ = [
     "restore_from_url", "write_url", "set_url_id",
     # compute
     "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_part",
-    "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_model",
+    "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_gam",
+    "fitted_model",
     "labeled_positions",
     "merge_evaluations", "projection",
     # upload

@@ -16,6 +16,7 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
   step by step)
 - ``drill``:    :func:`reliability_members`, :func:`binned_runs` (the runs behind a bin of a reliability
   diagram or a confidence histogram)
+- ``shapes``:   :func:`shape_curves` (HTC-GAM's shape functions with the data density, by importance)
 - ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
   :func:`dataset_weights` (an evaluation by group; one calibrator per group)
 
@@ -30,6 +31,7 @@ from .flags import FLAGS, StructuralFlags, structural_flags
 from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
 from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
                       format_confidence, group_position, percentile_of)
+from .shapes import ShapeCurve, ShapeCurves, shape_curves
 from .signals import Signal, signal_groups
 from .steps import StepTokens, confidence_after_steps, step_timeline, token_steps
 
@@ -39,5 +41,5 @@ __all__ = [
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
     "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
     "Mistakes", "worst_mistakes", "confidence_after_steps", "explain_runs",
-    "BinnedRuns", "binned_runs", "reliability_members",
+    "BinnedRuns", "binned_runs", "reliability_members", "ShapeCurve", "ShapeCurves", "shape_curves",
 ]

@@ -131,9 +131,19 @@ def _reference(y: np.ndarray, groups, index: int) -> tuple[np.ndarray, str]:
     return succ, "successful runs"
 
 
+def _linear_terms(model, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(standardized value, weight) per model feature; NaN for a model without weights (HTC-GAM's shape
+    functions: there the contribution is the shape function's value at the run)."""
+    if getattr(model, "kind_", None) == "linear" and getattr(model, "linear_", None) is not None:
+        model = model.linear_                     # HTC-GAM that fell back to HTC-Reduced
+    if not hasattr(model, "coef_"):
+        nan = np.full(len(model.feature_names_in_), np.nan)
+        return nan, nan
+    return (row - model.mean_) / model.scale_, model.coef_[0]
+
+
 def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, ref: np.ndarray) -> pd.DataFrame:
-    z = (Xv[index] - model.mean_) / model.scale_
-    w = model.coef_[0]
+    z, w = _linear_terms(model, Xv[index][_model_columns(model, Xv)])
     rows = []
     for j, nm in enumerate(model.feature_names_in_):
         spec = REGISTRY.get(nm)
@@ -160,7 +170,8 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
     rows, lead_of = [], {}
     for sig in signals:
         members = [names[j] for j in sig.members]
-        lead = max(members, key=lambda nm: (abs(by_feature.at[nm, "weight"]), -names.index(nm)))
+        size = "weight" if np.isfinite(by_feature.loc[members, "weight"]).all() else "contribution"
+        lead = max(members, key=lambda nm: (abs(by_feature.at[nm, size]), -names.index(nm)))
         r = by_feature.loc[lead]
         for nm in members:
             lead_of[nm] = lead
@@ -209,7 +220,8 @@ def _check_index(index, n: int) -> int:
 def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=None, n_reasons: int = 3,
                        min_abs_contribution: float = 0.05, correlation: float | None = DEFAULT_CORRELATION,
                        signals: list[Signal] | None = None) -> TrajectoryExplanation:
-    """Explain row ``index`` of ``X`` under a fitted ``HTCCalibrator``.
+    """Explain row ``index`` of ``X`` under a fitted ``HTCCalibrator`` or ``HTCGAM`` (whose contributions are
+    its shape functions' values at the run, with NaN weight and standardized value in the table).
 
     ``labels`` (1 success, 0 failure, NaN unknown) and ``groups`` (e.g. the
     dataset of every row) choose the reference: successful runs of the same
@@ -231,7 +243,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     if signals is None:
         signals = signal_groups(Xv[:, _model_columns(model, Xv)], threshold=correlation)
     sig_table = _signal_table(table, model, signals, ref_name, len(ref))
-    intercept = float(model.intercept_[0])
+    intercept = float(np.ravel(model.intercept_)[0])
     logit = float(intercept + contrib.sum())
     reasons = _reasons(sig_table, n_reasons, min_abs_contribution)
     tid = str(ids[index]) if ids is not None else str(index)
