@@ -41,6 +41,7 @@ def shape_curves_figure(shapes, *, top: int = 12, cols: int = 3, panel_height: i
         fig.add_hline(y=0, line=dict(color="#999", dash="dot", width=1), row=r, col=cc, secondary_y=True)
         fig.update_yaxes(range=[0, max(1, int(c.counts.max())) * 3.2], showticklabels=False, showgrid=False,
                          row=r, col=cc, secondary_y=False)
-        fig.update_yaxes(side="left", title_text="logit" if cc == 1 else None, row=r, col=cc, secondary_y=True)
+        fig.update_yaxes(side="left", title_text="logit" if cc == 1 else None, tickmode="auto", nticks=5,
+                         tickformat=".2~f", row=r, col=cc, secondary_y=True)
     fig.update_layout(showlegend=False)
     return _layout(fig, None, panel_height * rows + 40, subplot_titles=True)
