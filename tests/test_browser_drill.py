@@ -10,6 +10,7 @@ behind the Calibration page finishes in seconds. Skips without Chromium/Playwrig
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -94,8 +95,10 @@ def _click(page, chart: int, trace: str, index: int) -> dict:
     return pt
 
 
-def _listed(page) -> tuple[int, str]:
+def _listed(page, timeout: float = 30_000) -> tuple[int, str]:
     """The drill-down heading's count ('**N runs: ...**') and text."""
+    page.locator('[data-testid="stMarkdownContainer"] strong').filter(
+        has_text=re.compile(r"^[0-9,]+ runs?: ")).first.wait_for(timeout=timeout)
     text = page.locator('[data-testid="stMarkdownContainer"] strong').filter(has_text=" run").all_inner_texts()
     text = [t for t in text if ": " in t and t.split(" ")[0].replace(",", "").isdigit()]
     assert text, "no drill-down table heading"
@@ -170,7 +173,11 @@ def test_click_a_feature_space_point_lists_it_and_opens_it(server, browser):
         return pts[0]; }""")
     assert target["gap"] >= 8, target      # a point a click cannot confuse with another
     pt = _click(page, 0, target["trace"], target["j"])
-    n, text = _listed(page)
+    try:
+        n, text = _listed(page, timeout=15_000)
+    except Exception:   # the chart was still re-laying out when clicked: a user would click again
+        pt = _click(page, 0, target["trace"], target["j"])
+        n, text = _listed(page)
     assert n == 1 and text == "1 run: the selected point", text
     tid = _open_first_in_inspector(page)
     assert tid == pt["customdata"][1]
