@@ -151,7 +151,7 @@ def test_click_a_reliability_bin_lists_its_runs_and_opens_one(server, browser):
         const tr = gd._fullData.find(t => t.type === 'bar' && (t.name || '').startsWith('failure'));
         return tr.y.map(Number); }""")
     j = max(range(len(bars)), key=lambda k: bars[k])
-    pt = _click(page, 1, "failure", j)
+    _click(page, 1, "failure", j)
     n, text = _listed(page)
     assert n == bars[j] and text.split(": ", 1)[1].startswith("failures with "), (n, bars[j], text)
     _assert_clean(page, "Calibration after a histogram click")
