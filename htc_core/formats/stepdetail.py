@@ -68,37 +68,45 @@ def detail_lists(rows: list[dict | None]) -> dict[str, list] | None:
 def native_detail(steps: list, report: LoadReport, file: str, line: int | None, tid: str
                   ) -> dict[str, list] | None:
     """The diagnosis fields of the kept (non-empty) steps of an htc-trace line, validated; None when no step
-    has any. Called only on steps that passed validation, so each is a dict with a ``logprobs`` list."""
+    has any. Called only on steps that passed validation, so each is a dict with a ``logprobs`` list.
+
+    Column at a time: text fields that are all strings (the usual case) are taken as they are."""
     keys = set(chain.from_iterable(steps)) & _FIELD_SET
     if not keys:
         return None
-    rows: list[dict | None] = []
-    for i, st in enumerate(steps):
-        if not st["logprobs"]:
-            continue  # an empty step is dropped: so are its fields
-        row: dict[str, Any] = {}
-        for f in keys:
-            v = st.get(f)
-            if v is None:
-                continue
-            if f == "latency_s":
-                lat = latency(v)
-                if lat is None:
-                    report.warn(file, line, "latency_s must be a number of seconds >= 0; field ignored",
-                                field=f"steps[{i}].latency_s", value=v, trajectory_id=tid)
-                    continue
-                row[f] = lat
-            elif f == "tool":
-                t = tool_value(v)
-                if t is None:
-                    report.warn(file, line, "tool must be {\"name\": ..., \"arguments\": ...} or a name; field "
-                                            "ignored", field=f"steps[{i}].tool", value=v, trajectory_id=tid)
-                    continue
-                row[f] = t
-            else:
-                row[f] = as_text(v)
-        rows.append(row or None)
-    return detail_lists(rows)
+    kept = [(i, st) for i, st in enumerate(steps) if st["logprobs"]]  # an empty step is dropped: its fields too
+    out: dict[str, list] = {}
+    for f in STEP_FIELDS:
+        if f not in keys:
+            continue
+        vals = [st.get(f) for _, st in kept]
+        if f in ("input", "observation", "error"):
+            if not set(map(type, vals)) <= _STR_OR_NONE:
+                vals = [as_text(v) for v in vals]
+        else:
+            vals = [_checked(f, v, i, report, file, line, tid) if v is not None else None
+                    for (i, _), v in zip(kept, vals)]
+        if any(v is not None for v in vals):
+            out[f] = vals
+    return out or None
+
+
+_STR_OR_NONE = {str, type(None)}
+
+
+def _checked(f: str, v: Any, i: int, report: LoadReport, file: str, line: int | None, tid: str) -> Any:
+    """A step's ``tool`` (as stored JSON) or ``latency_s``; None with a warning when malformed."""
+    if f == "latency_s":
+        lat = latency(v)
+        if lat is None:
+            report.warn(file, line, "latency_s must be a number of seconds >= 0; field ignored",
+                        field=f"steps[{i}].latency_s", value=v, trajectory_id=tid)
+        return lat
+    t = tool_value(v)
+    if t is None:
+        report.warn(file, line, "tool must be {\"name\": ..., \"arguments\": ...} or a name; field ignored",
+                    field=f"steps[{i}].tool", value=v, trajectory_id=tid)
+    return t
 
 
 # ----------------------------------------------------------------- chat messages (call logs, smolagents)

@@ -14,6 +14,7 @@ import json
 from typing import Any, Iterable, Mapping
 
 import numpy as np
+import orjson
 
 __all__ = ["STEP_FIELDS", "TEXT_FIELDS", "normalize", "take", "concat", "step_dict", "tool_json", "tool_of",
            "Columns"]
@@ -136,7 +137,10 @@ def tool_json(name: Any, arguments: Any = None) -> str | None:
     obj: dict[str, Any] = {"name": str(name)}
     if arguments is not None:
         obj["arguments"] = arguments
-    return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+    try:
+        return orjson.dumps(obj, default=str).decode()
+    except TypeError:  # e.g. an integer beyond 64 bits: the standard encoder takes it
+        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
 def tool_of(stored: str | None) -> dict | None:
