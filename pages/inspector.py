@@ -3,7 +3,8 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, explain_views, inspector_plots, plots, prefix_plots, ui, views
+from htc_core.app import (experiments, explain_views, inspector_plots, plots, prefix_plots, trajectory_panel,
+                          trajectory_view, ui, views)
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
@@ -37,13 +38,8 @@ with ui.page_errors("inspector"):
     else:
         checked = ", ".join(explain.FLAGS[f] for f in ws.flags.available) or "nothing the data can decide"
         st.caption(f"No structural flag raised (checked: {checked}).")
-    st.text(f"Question: {row['question'] or '—'}")
-    st.text(f"Answer:   {row['answer'] or '— (no final answer)'}\nGold:     {row['gold'] or '—'}")
-    with st.container(border=True):
-        st.markdown("**The run, step by step** (the text each LLM call generated, shown as written)")
-        for k, (name, text) in enumerate(views.step_texts(ws.ts, i), 1):
-            st.caption(f"Step {k} · {ui.md(name or 'step')}")
-            st.text(text if text is not None else "(the source kept no text for this step)")
+    s = ui.settings()
+    trajectory_panel.render_answer(trajectory_view.trajectory_view(ws.ts, i, profile=s["profile"], top_k=s["top_k"]))
 
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     X = ws.features
@@ -80,6 +76,7 @@ with ui.page_errors("inspector"):
                 f"{'with' if gac_kind == 'with_alternatives' else 'without'} alternatives. For a calibrator fitted on "
                 f"your runs, {experiments.LABELS_HOWTO}.")
 
+    after = None
     if model is not None:
         st.subheader("Confidence after each step")
         after = explain.confidence_after_steps(model, ws.ts, i)
@@ -88,8 +85,11 @@ with ui.page_errors("inspector"):
                    "point is the run's own confidence). The model is fitted on whole runs; `htc early-warning` and "
                    "the Calibration page show how far earlier prefixes can be trusted.")
 
+    st.subheader("The whole trajectory, step by step")
+    trajectory_panel.render_steps(trajectory_view.trajectory_view(ws.ts, i, after=after, profile=s["profile"],
+                                                                  top_k=s["top_k"]), key="insp_traj")
+
     st.subheader("Step timeline")
-    s = ui.settings()
     timeline = explain.step_timeline(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
     st.plotly_chart(plots.step_timeline_figure(timeline), key="insp_timeline")
     with st.expander("Step statistics"):
@@ -109,15 +109,3 @@ with ui.page_errors("inspector"):
         with st.expander("Distinct signals and all feature contributions"):
             st.dataframe(views.signal_frame(expl), hide_index=True, width="stretch")
             st.dataframe(expl.table, hide_index=True, width="stretch")
-
-    st.subheader("Tokens by probability")
-    st.caption("Each token is coloured by its probability (red low, green high; hover for the value). Text is shown "
-               "escaped, exactly as generated.")
-    steps = explain.token_steps(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
-    for stp in steps:
-        with st.expander(f"Step {stp.step} · {ui.md(stp.name or 'step')} · {len(stp.tokens)} tokens · "
-                         f"lowest p {stp.lowest:.2f}",
-                         expanded=stp.step == len(steps)):
-            st.html(plots.token_html(stp.tokens, stp.probability))
-            if not stp.has_token_text:
-                st.caption("The source has no token strings; squares stand for the tokens.")

@@ -49,3 +49,4 @@ for stem, files in sorted(logs.items()):
             w.writeheader()
             w.writerows(sorted(rows, key=lambda r: r["id"]))
 PY
+python sample_runs/add_step_fields.py   # input / tool / observation / error of every step, replayed with the agent's own tools

@@ -365,3 +365,34 @@ def test_inspector_shows_flags_first_and_the_run_itself(tmp_path, sample_dir, mo
     assert any("no final answer" in t for t in texts)
     shown = [m.value for m in at.metric]
     assert shown and not any(v in ("0.00", "1.00") for v in shown)
+
+
+def test_inspector_shows_a_failed_sample_runs_observations_and_answer_vs_gold(app):
+    """A real failed sample run opened by URL (/inspector?id=...): every step's tool call and observation and the
+    final answer next to the gold answer are on screen without expanding anything."""
+    from htc_core.formats import load
+
+    ts, _ = load(REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl")
+    first50 = ts.take(range(50))
+    fails = [i for i in range(50) if first50.labels[i] == 0 and first50.meta["answer"][i]]
+    i = fails[0]
+    tid = first50.ids[i]
+    app.query_params["id"] = tid
+    app.run()
+    go(app, "inspector")
+    assert not problems(app)
+    a, b = first50.traj_offsets[i], first50.traj_offsets[i + 1]
+    obs = [o for o in first50.step_field("observation")[a:b] if o]
+    assert obs
+    texts = [t.value for t in app.text]
+    for o in obs:
+        assert o in texts                       # the whole observation, as text, in an open step
+    assert first50.meta["answer"][i] in texts and first50.meta["gold"][i] in texts
+    assert any("Gold answer" in m.value and "wrong" in m.value for m in app.markdown)
+    open_md = " ".join(m.value for m in app.markdown)
+    assert "observation:" in open_md and "confidence after it" in open_md
+    assert any(c.value.startswith("Lowest-probability token") for c in app.caption)
+    # nothing of it sits inside a fold: the expanders hold only the long step inputs
+    for e in app.expander:
+        assert e.label.startswith("Input that came in") or e.label.startswith("Step statistics") \
+            or e.label.startswith("Distinct signals"), e.label

@@ -40,6 +40,10 @@ def sample_dir(tmp_path_factory):
     for st_ in evil["steps"]:
         st_["name"] = "step " + PAYLOAD
         st_["text"] = PAYLOAD
+        st_["input"] = "Observation: " + PAYLOAD
+        st_["observation"] = PAYLOAD
+        st_["error"] = "Error: " + PAYLOAD
+        st_["tool"] = {"name": "tool " + PAYLOAD, "arguments": PAYLOAD}
     evil["steps"][0]["tokens"] = ["**bold**", " $$x^2$$", " :smile:"]
     write_jsonl(d / "hostile.jsonl", [evil])
     return d
@@ -82,8 +86,9 @@ def test_every_page_shows_trace_text_inert(sample_dir, tmp_path, monkeypatch):
                 seen_escaped.add((page, kind))
         for chart in at.get("plotly_chart"):
             assert "<b>html</b>" not in chart.proto.spec, page
-    # the walk did meet the trace text: the inspector's caption and its step expanders (the probe's finding)
-    assert ("inspector", "caption") in seen_escaped and ("inspector", "expander") in seen_escaped, seen_escaped
+    # the walk did meet the trace text: the inspector's caption and its per-step summary lines (step name, tool
+    # call, observation; a short failed run has every step open, so no step sits in an expander here)
+    assert ("inspector", "caption") in seen_escaped and ("inspector", "markdown") in seen_escaped, seen_escaped
 
 
 def test_md_neutralises_every_construct():

@@ -68,6 +68,12 @@ def test_recorded_agent_run_reads_back(base_url, tmp_path, kind):
     assert ts.meta["question"][0] == "What is 2+2?" and ts.meta["gold"][1] == "red"
     assert json.loads(ts.meta["metadata"][0]) == {"run": "test"}
     assert rep.skipped_lines == 2 + 4  # tool lines + label lines
+    # the recorder keeps the full request messages, and the reader makes them the steps' inputs
+    assert calls[1]["request"]["messages"] == [{"role": "user", "content": "What is 2+2? Answer in one word."}]
+    assert list(ts.step_field("input")) == ["What is 2+2?", "What is 2+2? Answer in one word.",
+                                            "Name a color.", "Name a color. Answer in one word."]
+    lat = ts.step_field("latency_s")
+    assert np.all(lat > 0) and np.all(lat < 600)
 
 
 @pytest.mark.skipif(not HAS_OPENAI, reason="the openai package is not installed")

@@ -8,6 +8,7 @@ Data side (no Streamlit):
   ``ingest``     uploads and the shipped sample runs into the store
   ``workspace``  the aligned bundle the pages read (trace set, features, baselines) and ``browse``
   ``views``      page view-models: the tables and choices the pages show
+  ``trajectory_view``  the inspector's whole trajectory: each step's input, tokens, tool, observation, error
   ``plots``      Plotly figures drawn from result objects (no maths)
   ``projection`` t-SNE / UMAP of the feature matrix
 
@@ -16,4 +17,5 @@ Streamlit glue (pages import the facade ``ui``):
   ``layout``     the guard, the error boundary, the sidebar, deep links, inert markdown
   ``compute``    long computations run once per input with a progress bar (evaluation, fits, projections)
   ``upload``     upload handling
+  ``trajectory_panel``  draws a ``trajectory_view`` (answer vs gold, the steps, folded long texts)
 """

@@ -1,7 +1,8 @@
 """A trace set as the columnar tables the run store keeps, and back (exact round trip, no pickle).
 
 ``to_arrow`` gives four Arrow tables: one row per trajectory (the metadata
-columns), per step (tokens per step, name, text), per token (chosen logprob,
+columns), per step (tokens per step, name, text, and the diagnosis fields
+``input``/``tool``/``observation``/``error``/``latency_s`` that some step carries), per token (chosen logprob,
 alternatives ``t0..t{k-1}``, token strings as codes into the vocabulary) and
 the vocabulary itself. ``from_arrow`` rebuilds the identical ``TraceSet``.
 """
@@ -13,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..traces import META_COLUMNS, TraceSet
+from ..traces.stepfields import STEP_FIELDS
 
 __all__ = ["to_arrow", "from_arrow"]
 
@@ -61,12 +63,15 @@ def to_arrow(ts: TraceSet) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
             traj[c] = pa.array(m[c].to_numpy(dtype=np.float64), type=pa.float64(), from_pandas=True)
         else:
             traj[c] = _obj_to_arrow(m[c].to_numpy(dtype=object))
-    steps = pa.table({
+    step_cols = {
         "pos": pa.array(np.arange(ts.n_steps, dtype=np.int64)),
         "n_tokens": pa.array(ts.tokens_per_step.astype(np.int64)),
         "name": _obj_to_arrow(np.asarray(ts.step_name, dtype=object)),
         "text": _obj_to_arrow(np.asarray(ts.step_text, dtype=object)),
-    })
+    }
+    for f, arr in ts.step_fields.items():  # the diagnosis fields some step carries: extra columns, named as in JSONL
+        step_cols[f] = pa.array(arr, type=pa.float64(), from_pandas=True) if f == "latency_s" else _obj_to_arrow(arr)
+    steps = pa.table(step_cols)
     tok: dict[str, pa.Array] = {"pos": pa.array(np.arange(ts.n_tokens, dtype=np.int64)),
                                 "logprob": pa.array(ts.logprob, type=pa.float64())}
     for j in range(ts.k):
@@ -139,4 +144,6 @@ def from_arrow(traj: pa.Table, steps: pa.Table, tok: pa.Table, vocab: pa.Table, 
         step_text=_arrow_to_obj(steps.column("text")),
         tokens=tokens,
         top_tokens=top_tokens,
+        step_fields={f: (steps.column(f).to_numpy(zero_copy_only=False).astype(np.float64) if f == "latency_s"
+                         else _arrow_to_obj(steps.column(f))) for f in STEP_FIELDS if f in steps.column_names},
     )

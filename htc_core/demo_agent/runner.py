@@ -52,6 +52,8 @@ EXAMPLES = {
 ACTION = re.compile(r"Action:\s*([A-Za-z_]+)\s*\[(.*?)\]", re.S)
 FINAL = re.compile(r"Final Answer:\s*(.+)", re.I)
 CONF_NUM = re.compile(r"(\d{1,3}(?:\.\d+)?)")
+#: what the agent is told after a step with neither an action nor a final answer
+INVALID_REPLY = "Please reply with 'Action: <tool>[<input>]' or 'Final Answer: <answer>'."
 
 
 def system_prompt(tool: str) -> str:
@@ -139,7 +141,7 @@ def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = 
         if action:
             obs = run_tool(action.group(1), action.group(2))
         else:
-            obs = "Please reply with 'Action: <tool>[<input>]' or 'Final Answer: <answer>'."
+            obs = INVALID_REPLY
         messages.append({"role": "user", "content": f"Observation: {obs}"})
     else:
         run.stop_reason = "step_limit"

@@ -131,8 +131,9 @@ def _tool_error(notes: list) -> object:
 def _step_notes(ts, a: int, b: int) -> list:
     """Observations and error texts of steps a..b-1 when the trace set carries them (else an empty list)."""
     out = []
-    for column in ("step_observation", "step_error"):
-        values = getattr(ts, column, None)
+    fields = getattr(ts, "step_fields", None) or {}
+    for column in ("observation", "error"):
+        values = fields.get(column)
         if values is not None:
             out.extend(values[a:b])
     return out

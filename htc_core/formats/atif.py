@@ -27,7 +27,9 @@ from .inputs import Inputs, read_with
 from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
     read_document_reported
 from .logprobs import StepPart, check_chosen, numbers
+from ..traces import tool_json
 from .records import ID_KEYS, RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
+from .stepdetail import as_text
 
 NAME = "atif"
 
@@ -89,6 +91,9 @@ def _add_step(acc: TrajAcc, st: Any, i: int, report: LoadReport, file: str, line
         if q:
             acc.meta["question"] = q
     if src != "agent":
+        msg = text_of(st.get("message"))
+        if msg:
+            acc.pending_input.append(msg if not isinstance(src, str) else f"[{src}]\n{msg}")
         return True
     if "model" not in acc.meta and isinstance(st.get("model_name"), str):
         acc.meta["model"] = st["model_name"]
@@ -108,8 +113,31 @@ def _add_step(acc: TrajAcc, st: Any, i: int, report: LoadReport, file: str, line
         fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
         return False
     text = text_of(st.get("message")) or text_of(st.get("reasoning_content"))
-    acc.add("agent", StepPart(arr, None, None, text, clipped))
+    acc.add("agent", StepPart(arr, None, None, text, clipped), _detail(acc, st))
     return True
+
+
+def _detail(acc: TrajAcc, st: dict) -> dict:
+    """An agent step's diagnosis fields: the user/system messages since the last agent step, its first tool
+    call, the results of its observation."""
+    d: dict[str, Any] = {}
+    if acc.pending_input:
+        d["input"] = "\n\n".join(acc.pending_input)
+        acc.pending_input = []
+    calls = st.get("tool_calls")
+    if isinstance(calls, list) and calls and isinstance(calls[0], dict):
+        t = tool_json(calls[0].get("function_name") or calls[0].get("name"), calls[0].get("arguments"))
+        if t:
+            d["tool"] = t
+    obs = st.get("observation")
+    results = obs.get("results") if isinstance(obs, dict) else None
+    if isinstance(results, list):
+        texts = [as_text(r.get("content")) for r in results if isinstance(r, dict) and r.get("content") is not None]
+        if texts:
+            d["observation"] = "\n\n".join(texts)
+    elif obs is not None:
+        d["observation"] = as_text(obs)
+    return d
 
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:

@@ -22,6 +22,7 @@ from .inputs import JSONL_SUFFIXES, expand_inputs
 from .jsonio import READ_ERRORS, ParseError, iter_lines, loads
 from .logprobs import alternatives, chosen_logprobs
 from .records import add_record, guarded
+from .stepdetail import native_detail
 
 NAME = "native"
 FORMAT_VERSION = 1
@@ -65,6 +66,7 @@ def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadRepor
     if clipped:
         report.warn(file, line, f"{clipped} tiny positive logprob(s) clipped to 0", trajectory_id=tid)
     _copy_fields(rec, obj, defaults, file=file, line=line, report=report)
+    rec.steps_detail = native_detail(steps, report, file, line, tid)
     return rec
 
 

@@ -44,6 +44,7 @@ from .containers import responses_of
 from .inputs import Inputs, read_with
 from .jsonio import ParseError, iter_reported_lines, loads
 from .logprobs import StepPart, concat_parts, empty_part
+from .stepdetail import as_text, latency, messages_text, new_messages, tool_of_message, tool_results
 from .records import ID_KEYS, RecordSink, TrajAcc, fail, guarded, stem, take_meta
 from .shapes import RESPONSE_KEYS, find_response, is_chunk, parse_chunk, parse_response, response_model
 
@@ -53,7 +54,7 @@ DEFAULT_GROUP_KEYS = ID_KEYS
 
 
 class _Step:
-    __slots__ = ("seq", "line", "name", "order", "parts", "missing")
+    __slots__ = ("seq", "line", "name", "order", "parts", "missing", "new_msgs", "all_msgs", "detail")
 
     def __init__(self, seq: int, line: int, name: str, order: tuple):
         self.seq = seq
@@ -62,6 +63,49 @@ class _Step:
         self.order = order
         self.parts: list[StepPart] = []
         self.missing: MissingLogprobs | None = None
+        self.new_msgs: list = []   # the request messages after the last assistant one (what came in)
+        self.all_msgs: list | None = None  # every request message, kept for a trajectory's first call only
+        self.detail: dict = {}     # tool / error / latency_s of the call
+
+
+def _call_detail(step: _Step, obj: dict, resp: Any, first: bool) -> None:
+    """What a logged call says about its step beyond the logprobs: the request's new messages (all of them
+    for the ``first`` call of its trajectory in the file), the tool call of the response message, the line's
+    ``error`` and ``latency_s``."""
+    req = obj.get("request")
+    msgs = req.get("messages") if isinstance(req, dict) else None
+    if isinstance(msgs, list):
+        step.new_msgs = new_messages(msgs)
+        if first:
+            step.all_msgs = [m for m in msgs if isinstance(m, dict)]
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        t = tool_of_message(choices[0].get("message"))
+        if t:
+            step.detail["tool"] = t
+    if obj.get("error") is not None:
+        step.detail["error"] = as_text(obj["error"])
+    lat = latency(obj.get("latency_s"))
+    if lat is not None:
+        step.detail["latency_s"] = lat
+
+
+def _step_details(steps: list[_Step]) -> list[dict]:
+    """Per call in order: input = its new request messages (the whole prompt for the first call), observation
+    = the tool results (else the new turn) that the next call's request brought, plus the call's own tool /
+    error / latency."""
+    out = []
+    for j, st in enumerate(steps):
+        d = dict(st.detail)
+        inp = messages_text(st.all_msgs if j == 0 and st.all_msgs else st.new_msgs)
+        if inp is not None:
+            d["input"] = inp
+        if j + 1 < len(steps):
+            obs = tool_results(steps[j + 1].new_msgs)
+            if obs is not None:
+                d["observation"] = obs
+        out.append(d)
+    return out
 
 
 class _Group(TrajAcc):
@@ -246,7 +290,10 @@ class _CallLog:
         except FieldError as e:
             fail(g, report, file, no, e.reason, field=e.field, value=e.value, has_value=e.has_value)
             return
+        first = not self.steps[gid]
         step = self._step(no, obj, resp, gid, resp.get("id") if single_chunk else None)
+        if obj is not resp and not step.parts:
+            _call_detail(step, obj, resp, first)
         if isinstance(part, MissingLogprobs):
             if step.missing is None:
                 report.warn(file, no, f"{part.reason}; step dropped", field=part.field, trajectory_id=gid)
@@ -291,14 +338,16 @@ class _CallLog:
         for gid, g in self.groups.items():
             if g.failed:
                 continue
-            for st in _sort_steps(self.steps[gid]):
+            ordered = _sort_steps(self.steps[gid])
+            for st, detail in zip(ordered, _step_details(ordered)):
                 if st.missing is not None:
                     g.missing += 1
                     continue
-                g.add(st.name, concat_parts(st.parts) if st.parts else empty_part())
+                g.add(st.name, concat_parts(st.parts) if st.parts else empty_part(), detail)
             del self.steps[gid]
             sink.finish(g, g.line)
             g.steps = []
+            g.details = []
 
 
 def sniff(sample) -> str | None:

@@ -17,6 +17,7 @@ from ..report import LoadReport, Problem, _short
 from ..traces import TraceSetBuilder, TrajectoryRecord
 from .common import FieldError, optional_text, success_label, verbalized
 from .logprobs import StepPart
+from .stepdetail import detail_lists
 
 #: keys under which a trajectory id is looked for (in this order)
 ID_KEYS = ("trajectory_id", "trace_id", "run_id", "session_id", "conversation_id")
@@ -32,13 +33,18 @@ class TrajAcc:
     file: str
     line: int | None
     steps: list[tuple[str, StepPart]] = field(default_factory=list)
+    #: the diagnosis fields of each step in ``steps`` (``formats.stepdetail``), None where it has none
+    details: list[dict | None] = field(default_factory=list)
+    #: texts that came in since the last step, for formats that log them as records of their own (ATIF)
+    pending_input: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
     failed: bool = False
     missing: int = 0
 
-    def add(self, name: str, part: StepPart) -> None:
+    def add(self, name: str, part: StepPart, detail: dict | None = None) -> None:
         self.steps.append((name, part))
+        self.details.append(detail or None)
 
 
 def take_meta(acc: TrajAcc, obj: dict, report: LoadReport, file: str, line: int | None) -> None:
@@ -100,10 +106,12 @@ def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framew
                            steps_tokens=[])
     dropped = 0
     clipped = 0
-    for name, part in acc.steps:
+    details: list[dict | None] = []
+    for (name, part), detail in zip(acc.steps, acc.details + [None] * (len(acc.steps) - len(acc.details))):
         if len(part.lp) == 0:
             dropped += 1
             continue
+        details.append(detail)
         clipped += part.clipped
         rec.steps_logprob.append(part.lp)
         rec.steps_top.append(part.top)
@@ -129,6 +137,7 @@ def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framew
     rec.success = m.get("success")
     rec.verbalized_confidence = m.get("verbalized_confidence")
     rec.metadata = acc.metadata
+    rec.steps_detail = detail_lists(details)
     rec.source = defaults.get("source", acc.file)
     return rec
 

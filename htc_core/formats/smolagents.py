@@ -34,6 +34,7 @@ from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, it
 from .logprobs import StepPart
 from .records import RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 from .shapes import find_response, parse_response, response_model
+from .stepdetail import as_text, latency, messages_text, new_messages, tool_of_message
 
 NAME = "smolagents"
 FRAMEWORK = "smolagents"
@@ -95,7 +96,7 @@ class _Run:
             m = response_model(resp)
             if m:
                 acc.meta["model"] = m
-        acc.add(kind, part)
+        acc.add(kind, part, _detail(st, first=not acc.steps))
 
     def _task(self, st: dict, i: int, f: str, line: int | None) -> None:
         """The first entry is the task step: its text is the question; later task entries are counted."""
@@ -152,6 +153,32 @@ class _Run:
         except FieldError as e:
             fail(acc, report, file, line, e.reason, field=e.field, value=e.value, has_value=e.has_value)
         return None
+
+
+def _detail(st: dict, *, first: bool) -> dict:
+    """A memory step's diagnosis fields: the new input messages (all of them for the first model call), the
+    first tool call, the observations, the error and the duration."""
+    d: dict[str, Any] = {}
+    msgs = st.get("model_input_messages")
+    if isinstance(msgs, list):
+        inp = messages_text([m for m in msgs if isinstance(m, dict)] if first else new_messages(msgs))
+        if inp:
+            d["input"] = inp
+    t = tool_of_message(st)
+    if t:
+        d["tool"] = t
+    if st.get("observations") is not None:
+        d["observation"] = as_text(st["observations"])
+    err = st.get("error")
+    if isinstance(err, dict) and err.get("message") is not None:
+        d["error"] = f"{err.get('type') or 'Error'}: {as_text(err['message'])}"
+    elif err is not None:
+        d["error"] = as_text(err)
+    timing = st.get("timing")
+    lat = latency(timing.get("duration") if isinstance(timing, dict) else st.get("duration"))
+    if lat is not None:
+        d["latency_s"] = lat
+    return d
 
 
 def _answer_text(v: Any) -> str | None:

@@ -1,6 +1,8 @@
 """The one in-memory form of agent runs: a columnar trace set (``traceset``) and its builder (``builder``)."""
 
 from .builder import TraceSetBuilder, TrajectoryRecord
+from .stepfields import STEP_FIELDS, tool_json, tool_of
 from .traceset import META_COLUMNS, TraceSet, _empty_meta, _ranges, concat
 
-__all__ = ["TraceSet", "TraceSetBuilder", "TrajectoryRecord", "META_COLUMNS", "concat"]
+__all__ = ["TraceSet", "TraceSetBuilder", "TrajectoryRecord", "META_COLUMNS", "concat", "STEP_FIELDS", "tool_json",
+           "tool_of"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .stepfields import Columns
 from .traceset import TraceSet, _meta_frame
 
 
@@ -38,6 +39,9 @@ class TrajectoryRecord:
     flat_logprob: np.ndarray | None = None
     flat_top: np.ndarray | None = None
     step_lengths: np.ndarray | None = None
+    #: the optional diagnosis fields of the steps (``traces.stepfields``): field -> one value per step (None =
+    #: absent; ``tool`` already as its JSON text), or None when no step carries any
+    steps_detail: dict[str, list] | None = None
 
     def flat(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """(logprobs of all steps, [tokens, k] alternatives NaN-padded or None, tokens per step)."""
@@ -75,6 +79,7 @@ class TraceSetBuilder:
         self._names: list[str] = []
         self._texts: list[str | None] = []
         self._meta_rows: list[dict] = []
+        self._detail = Columns()
         self._ids: set[str] = set() if ids is None else ids
         self.n_tokens = 0
 
@@ -113,6 +118,7 @@ class TraceSetBuilder:
         self._tok.append(toks)
         self._names.extend(rec.steps_name)
         self._texts.extend(rec.steps_text)
+        self._detail.extend(len(lens), rec.steps_detail)
         self._meta_rows.append(row)
         self.n_tokens += len(lp)
 
@@ -147,4 +153,5 @@ class TraceSetBuilder:
             step_name=np.array(self._names, dtype=object),
             step_text=np.array(self._texts + [None], dtype=object)[:-1],
             tokens=tokens,
+            step_fields=self._detail.arrays(),
         )

@@ -57,4 +57,5 @@ def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> Trac
         step_text=ts.step_text[step_idx],
         tokens=None if ts.tokens is None else ts.tokens[tok_idx],
         top_tokens=None if ts.top_tokens is None else ts.top_tokens[tok_idx],
+        step_fields={k: v[step_idx] for k, v in ts.step_fields.items()},
     )

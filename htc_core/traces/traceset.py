@@ -14,6 +14,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from . import stepfields as _sf
+
 META_COLUMNS = (
     "id",
     "dataset",
@@ -76,6 +78,9 @@ class TraceSet:
     meta : DataFrame [n_trajectories]
         Columns of ``META_COLUMNS``; ``metadata`` holds a JSON string.
     top_tokens : object [n_tokens, k] or None
+    step_fields : dict of arrays [n_steps]
+        The optional diagnosis fields of the steps (``input``, ``tool``, ``observation``, ``error``,
+        ``latency_s``; see ``traces.stepfields``), only those some step carries; ``{}`` when none.
     """
 
     logprob: np.ndarray
@@ -87,6 +92,7 @@ class TraceSet:
     step_text: np.ndarray | None = None
     tokens: np.ndarray | None = None
     top_tokens: np.ndarray | None = None
+    step_fields: dict | None = None
 
     def __post_init__(self) -> None:
         self.logprob = np.asarray(self.logprob, dtype=np.float64)
@@ -102,6 +108,7 @@ class TraceSet:
         if self.step_text is None:
             self.step_text = np.full(n_steps, None, dtype=object)
         self.meta = self.meta.reset_index(drop=True)
+        self.step_fields = _sf.normalize(self.step_fields, n_steps)
         self._check()
 
     # ------------------------------------------------------------------ checks
@@ -220,7 +227,19 @@ class TraceSet:
             step_text=self.step_text[step_idx],
             tokens=None if self.tokens is None else self.tokens[tok_idx],
             top_tokens=None if self.top_tokens is None else self.top_tokens[tok_idx],
+            step_fields=_sf.take(self.step_fields, step_idx),
         )
+
+    def step_field(self, name: str) -> np.ndarray:
+        """One diagnosis field of every step (None / NaN where absent); ``name`` one of ``STEP_FIELDS``."""
+        if name not in _sf.STEP_FIELDS:
+            raise ValueError(f"name must be one of {', '.join(_sf.STEP_FIELDS)}, got {name!r}")
+        arr = self.step_fields.get(name)
+        if arr is not None:
+            return arr
+        if name == "latency_s":
+            return np.full(self.n_steps, np.nan)
+        return np.full(self.n_steps, None, dtype=object)
 
     def select(self, ids: Iterable[str]) -> "TraceSet":
         """A new trace set holding the trajectories with the given ids (in that order)."""
@@ -250,6 +269,8 @@ class TraceSet:
             step: dict[str, Any] = {"name": self.step_name[s] or "", "logprobs": self.logprob[a:b].tolist()}
             if self.step_text[s] is not None:
                 step["text"] = self.step_text[s]
+            if self.step_fields:
+                step.update(_sf.step_dict(self.step_fields, s))
             if self.tokens is not None:
                 step["tokens"] = list(self.tokens[a:b])
             if self.k:
@@ -359,4 +380,5 @@ def concat(sets: Sequence[TraceSet]) -> TraceSet:
         step_text=np.concatenate([s.step_text for s in sets]),
         tokens=np.concatenate([s.tokens for s in sets]) if have_tokens else None,
         top_tokens=top_tokens,
+        step_fields=_sf.concat([(s.step_fields, s.n_steps) for s in sets]),
     )

@@ -1,0 +1,124 @@
+"""The inspector's "whole trajectory" panel: draws a :class:`~htc_core.app.trajectory_view.TrajectoryView`.
+
+Every trace text is untrusted: it goes through ``st.text``/``st.code`` (shown as is) or ``layout.md`` (escaped
+markdown), and the coloured tokens are HTML-escaped one by one. Long texts show a preview that says how much
+is left, and the whole text in a fold below it.
+"""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from ..explain import format_confidence
+from .layout import md
+from .plots import _prob_color
+from .trajectory_view import StepView, TrajectoryView, preview
+
+__all__ = ["render_answer", "render_steps", "token_html"]
+
+MARK = "outline: 2px solid #b00020; outline-offset: 1px; font-weight: 700;"
+
+
+def token_html(tokens, probability, marked=()) -> str:
+    """Tokens as spans coloured by probability (value on hover); the ``marked`` positions are outlined. Every
+    token is HTML-escaped, so trace text can never become markup."""
+    marked = set(marked)
+    parts = ['<div style="font-family: monospace; font-size: 0.85rem; line-height: 1.9; white-space: pre-wrap; '
+             'word-break: break-word;">']
+    for j, (t, p) in enumerate(zip(tokens, probability)):
+        txt = html.escape(t, quote=True) if t != "" else "␣"
+        txt = txt.replace("\n", "↵\n")
+        extra = MARK if j in marked else ""
+        tip = f"p = {float(p):.3f}" + (" (lowest of this step)" if j in marked else "")
+        parts.append(f'<span title="{tip}" style="background:{_prob_color(p)}; border-radius:3px; '
+                     f'padding:1px 1px; margin:0 1px; {extra}">{txt}</span>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def render_answer(view: TrajectoryView) -> None:
+    """Question, then the final answer next to the gold answer (the plain fact first when there is none)."""
+    st.text(f"Question: {view.question or '—'}")
+    left, right = st.columns(2)
+    with left.container(border=True):
+        st.markdown("**Final answer**")
+        st.text(view.answer if view.answered else "— no final answer (the run ended without one)")
+    with right.container(border=True):
+        st.markdown(f"**Gold answer** · the answer is **{view.verdict}**")
+        st.text(view.gold if view.gold is not None and str(view.gold).strip() else "— (no gold answer recorded)")
+
+
+def _long_text(label: str, text: str | None, key: str) -> None:
+    """``text`` under a caption, whole when short, else a preview plus the whole text in a fold."""
+    if text is None:
+        return
+    head, rest = preview(text)
+    st.caption(label)
+    if not rest:
+        st.text(text)
+        return
+    st.text(head + f"  … ({rest:,} more characters)")
+    with st.expander(f"show all of the {md(label.lower())} ({len(text):,} characters)"):
+        st.text(text)
+
+
+def _summary(s: StepView) -> str:
+    """One line per step, always on screen: confidence after it, the tool call and the observation's start."""
+    bits = [f"**Step {s.step}** · {md(s.name or 'step')}"]
+    if s.confidence is not None:
+        ch = "" if s.change is None else f" ({s.change:+.2f})"
+        bits.append(f"confidence after it {format_confidence(s.confidence)}{ch}")
+    if s.tool_call is not None:
+        bits.append(f"tool {md(s.tool_call)}")
+    if s.observation is not None:
+        head, rest = preview(s.observation, chars=160, lines=1)
+        bits.append(f"observation: {md(head)}" + (f" … (+{rest:,} chars)" if rest else ""))
+    if s.error is not None:
+        bits.append("**error**")
+    if s.latency_s is not None:
+        bits.append(f"{s.latency_s:.2f} s")
+    return " · ".join(bits)
+
+
+def _step_body(s: StepView, key: str) -> None:
+    if s.input is not None:
+        head, rest = preview(s.input, chars=200, lines=3)
+        if rest:
+            with st.expander(f"Input that came in ({len(s.input):,} characters)"):
+                st.text(s.input)
+        else:
+            st.caption("Input that came in")
+            st.text(s.input)
+    st.caption("Model output, tokens coloured by probability (red low, green high; the lowest outlined; hover "
+               "for the value)")
+    st.html(token_html(s.tokens, s.probability, s.marked))
+    if s.lowest:
+        st.caption("Lowest-probability token(s): " + ", ".join(f"{md(repr(t))} p = {p:.3f}" for t, p in s.lowest))
+    if len(s.tokens) < s.n_tokens:
+        st.caption(f"{s.n_tokens - len(s.tokens):,} more tokens of this step are not coloured (the inspector "
+                   "colours the first 4,000 of a run); the whole output text:")
+        st.text(s.output or "")
+    if not s.has_token_text and s.output:
+        _long_text("Output text", s.output, f"{key}_out")
+    if s.tool_call is not None:
+        st.caption("Tool call")
+        st.code(s.tool_call, language=None)
+    _long_text("Observation (tool result)", s.observation, f"{key}_obs")
+    _long_text("Error", s.error, f"{key}_err")
+
+
+def render_steps(view: TrajectoryView, *, key: str = "traj") -> None:
+    """Every step: its summary line, and its body open (the steps that lowered the confidence most, the last
+    one, every step of a short failed run) or in a fold."""
+    if not view.fields:
+        st.caption("This source kept no inputs, tool calls or observations: only each step's generated text.")
+    for s in view.steps:
+        st.markdown(_summary(s))
+        if s.open:
+            with st.container(border=True):
+                _step_body(s, f"{key}_{s.step}")
+        else:
+            with st.expander(f"Step {s.step} · {md(s.name or 'step')} in full"):
+                _step_body(s, f"{key}_{s.step}")
