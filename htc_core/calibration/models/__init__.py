@@ -66,7 +66,8 @@ def model_path(model: str | Path) -> Path:
 
 
 def load_model(model: str | Path):
-    """An HTCCalibrator or GeneralCalibrator from a shipped name (``gac``, ``gac-full``) or a JSON file."""
+    """An HTCCalibrator or GeneralCalibrator from a shipped name (``gac``, ``gac-full``, ``gac-prefix``) or a JSON
+    file."""
     from ..general import load_any_model
 
     return load_any_model(model_path(model))
