@@ -30,6 +30,13 @@ Decisions where the issue is silent:
   scored with its weights folded into the update; any other fitted classifier with ``predict_proba`` on
   the 48 features works too (slower: one ``predict_proba`` call per step). The token-confidence profile
   and top-k are the model's (``profile_``, ``top_k_``).
+- No model of your own (``Monitor()``): the shipped ``gac-prefix``, a General Agent Calibrator fitted on
+  every prefix of every labeled run the project has (``htc models gac-prefix`` shows its card and its
+  leave-one-dataset-out numbers by prefix). A GAC (a shipped name, its file, or a
+  :class:`~htc_core.calibration.general.GeneralCalibrator`) holds two models, for runs with and without
+  top-k alternatives: the monitor updates both and reports the one the GAC would pick for the steps so
+  far (the with-alternatives model from the first token that lists an alternative on), so its value after
+  step k equals the GAC's ``predict_proba`` on the k-step prefix.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ import numpy as np
 
 from .features import FEATURE_NAMES, FeatureMatrix
 from .features import incremental as inc
+from .formats.common import VLLM_NEG_INF
 
 __all__ = ["Monitor", "Alert"]
 
@@ -73,9 +81,14 @@ class Alert:
 
 def _as_model(model: Any):
     from .calibration import HTCCalibrator
+    from .calibration.general import GeneralCalibrator
 
     if isinstance(model, (str, os.PathLike)):
-        return HTCCalibrator.load(model)
+        from .calibration.models import load_model
+
+        model = load_model(model)           # a shipped name (gac-prefix, ...) or a model file
+    if isinstance(model, GeneralCalibrator):
+        return model
     if not callable(getattr(model, "predict_proba", None)):
         raise ValueError(f"model must be a fitted HTCCalibrator, a model file path or a classifier with "
                          f"predict_proba, got {type(model).__name__}")
@@ -92,8 +105,10 @@ class Monitor:
 
     Parameters
     ----------
-    model : a fitted ``HTCCalibrator``, the path of its JSON model file, or a fitted classifier with
-        ``predict_proba`` over the 48 features (``profile_``/``top_k_`` attributes, else "paper"/5).
+    model : a fitted ``HTCCalibrator``, the path of its JSON model file, a shipped model's name, a
+        ``GeneralCalibrator``, or a fitted classifier with ``predict_proba`` over the 48 features
+        (``profile_``/``top_k_`` attributes, else "paper"/5). Default: the shipped ``"gac-prefix"``
+        (no labels of your own needed).
     threshold : alert when the confidence falls below this value (None: no alerts).
     on_alert : called with an :class:`Alert` each time the confidence falls below ``threshold``.
 
@@ -101,7 +116,7 @@ class Monitor:
     each step), ``n_steps``, ``alerts``, ``alerted``, ``features`` (the 48 features so far).
     """
 
-    def __init__(self, model: Any, threshold: float | None = None,
+    def __init__(self, model: Any = "gac-prefix", threshold: float | None = None,
                  on_alert: Callable[[Alert], Any] | None = None):
         self.model = _as_model(model)
         if threshold is not None:
@@ -113,6 +128,11 @@ class Monitor:
             raise ValueError(f"on_alert must be callable or None, got {type(on_alert).__name__}")
         self.threshold = threshold
         self.on_alert = on_alert
+        self._parts = _gac_parts(self.model)
+        if self._parts is not None:       # a GAC: one monitor per sub-model, see the module docstring
+            self.profile, self.top_k = self._parts[-1].profile, self._parts[-1].top_k
+            self.reset()
+            return
         self.profile = str(getattr(self.model, "profile_", "paper"))
         self.top_k = int(getattr(self.model, "top_k_", 5))
         from .confidence import get_profile
@@ -141,7 +161,12 @@ class Monitor:
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """Forget the run: the next step is the first of a new trajectory."""
-        self._state = inc.new_state()
+        if self._parts is not None:
+            for part in self._parts:
+                part.reset()
+            self._alternatives_seen = False
+        else:
+            self._state = inc.new_state()
         self.confidence = math.nan
         self.history: list[float] = []
         self.alerts: list[Alert] = []
@@ -160,6 +185,8 @@ class Monitor:
         """The 48 features of the steps so far (one row), as ``extract`` gives them for this prefix."""
         if not self.history:
             raise ValueError("no step yet: the features of an empty trajectory are undefined")
+        if self._parts is not None:
+            return self._current_part().features
         values = np.zeros((1, len(FEATURE_NAMES)))
         inc.features(self._state, values[0])
         return FeatureMatrix(values, np.array(["monitor"], dtype=object), self.profile, self.top_k)
@@ -168,6 +195,8 @@ class Monitor:
     def add_step(self, logprobs, top_logprobs=None) -> float:
         """Add one step (its chosen-token logprobs and optional alternatives); return the calibrated
         confidence of the trajectory so far."""
+        if self._parts is not None:
+            return self._add_routed(logprobs, top_logprobs)
         lp = logprobs
         if type(lp) is not np.ndarray or lp.dtype != np.float64 or lp.ndim != 1 or not lp.flags.c_contiguous:
             lp = _chosen(logprobs)
@@ -193,6 +222,26 @@ class Monitor:
             p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
         else:
             p = float(self.model.predict_proba(self._feats[None, :].copy())[0, 1])
+        self.confidence = p
+        self.history.append(p)
+        if self.threshold is not None:
+            self._check_alert(p)
+        return p
+
+    def _current_part(self) -> "Monitor":
+        """The sub-monitor of the model a GAC picks for the steps so far (see the module docstring)."""
+        return self._parts[0] if self._alternatives_seen and len(self._parts) == 2 else self._parts[-1]
+
+    def _add_routed(self, logprobs, top_logprobs) -> float:
+        lp = _chosen(logprobs)
+        if lp.shape[0] == 0:
+            return self.confidence
+        top = _NO_TOP if top_logprobs is None else _alternatives(top_logprobs, lp.shape[0])
+        for part in self._parts:   # the first part checks the alternatives too: a bad step changes nothing
+            part.add_step(lp, top)
+        if top.size and not self._alternatives_seen:
+            self._alternatives_seen = bool(np.any(np.isfinite(top) & (top != VLLM_NEG_INF)))
+        p = self._current_part().confidence
         self.confidence = p
         self.history.append(p)
         if self.threshold is not None:
@@ -232,6 +281,15 @@ class Monitor:
     def __repr__(self) -> str:
         return (f"Monitor(steps={self.n_steps}, confidence={self.confidence:.4f}, threshold={self.threshold}, "
                 f"alerts={len(self.alerts)})")
+
+
+def _gac_parts(model) -> list | None:
+    """For a GAC: [with-alternatives monitor (if any), without-alternatives monitor]; else None."""
+    from .calibration.general import GeneralCalibrator
+
+    if not isinstance(model, GeneralCalibrator):
+        return None
+    return [Monitor(m) for m in model.models.values() if m is not None]
 
 
 def _plain(obj: Any) -> Any:

@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import drill, experiments, plots, prefix_plots, selective_plots, ui, views
+from htc_core.app import drill, experiments, plots, prefix_plots, report_download, selective_plots, ui, views
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -77,6 +77,20 @@ with ui.page_errors("calibration"):
                      width="stretch", height=min(520, 38 + 35 * len(table)))
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
+
+        st.markdown("**Report** · one self-contained HTML file of this selection (opens offline, figures "
+                    "interactive): this evaluation and its reliability diagrams, the feature weights and selection "
+                    "frequency, the worst mistakes, and the transfer matrix and ablation once computed on the "
+                    "Compare LLMs / Feature weights pages. `htc report` writes the same file from the command line, "
+                    "with the GAC leave-one-out.")
+        report_key = ("cal_report", ui.cache_key("report", s["seeds"]))
+        if st.button("Build the HTML report", key="cal_report_build"):
+            with st.spinner("Drawing the report"):
+                st.session_state["cal_report"] = (report_key, report_download.report_html(ws, ev))
+        built = st.session_state.get("cal_report")
+        if built is not None and built[0] == report_key:
+            st.download_button("Download the report (HTML)", built[1], file_name="htc-report.html", mime="text/html",
+                               key="cal_report_download")
 
         st.subheader("Selective prediction: trust only the runs above a threshold")
         sel = views.selective_views(res, chosen)

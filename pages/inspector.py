@@ -77,13 +77,20 @@ with ui.page_errors("inspector"):
                 f"your runs, {experiments.LABELS_HOWTO}.")
 
     after = None
-    if model is not None:
+    if model is not None and cannot_fit is None:
         st.subheader("Confidence after each step")
         after = explain.confidence_after_steps(model, ws.ts, i)
         st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
         st.caption(f"What a live `htc_core.Monitor` with this {method} model showed as the run went on (the last "
                    "point is the run's own confidence). The model is fitted on whole runs; `htc early-warning` and "
                    "the Calibration page show how far earlier prefixes can be trusted.")
+    elif model is not None:   # no labels: the live Monitor's default, the shipped prefix-aware GAC
+        st.subheader("Confidence after each step")
+        after = explain.confidence_after_steps("gac-prefix", ws.ts, i)
+        st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
+        st.caption("What a live `htc_core.Monitor()` showed as the run went on, with its default model: the shipped "
+                   "`gac-prefix`, trained on every prefix of the project's labeled runs (zero-shot here; "
+                   "`htc models gac-prefix` shows its leave-one-dataset-out numbers by prefix).")
 
     st.subheader("The whole trajectory, step by step")
     trajectory_panel.render_steps(trajectory_view.trajectory_view(ws.ts, i, after=after, profile=s["profile"],

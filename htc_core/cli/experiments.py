@@ -150,11 +150,11 @@ def register(sub) -> None:
     add_feature_options(p)
     p.set_defaults(func=cmd_ablation)
 
-    p = sub.add_parser("models", help="list the shipped models (gac, gac-full) and their model cards",
+    p = sub.add_parser("models", help="list the shipped models (gac, gac-full, gac-prefix) and their model cards",
                        description="List the models shipped inside the package with their model cards (training "
                                    "data, runs per dataset and model, profile, top-k, leave-one-out results). "
                                    "Score runs with one: htc score gac INPUT --out scores.csv")
-    p.add_argument("name", nargs="?", help="show the full card of one model (gac, gac-full)")
+    p.add_argument("name", nargs="?", help="show the full card of one model (gac, gac-full, gac-prefix)")
     p.add_argument("--json", action="store_true", help="print the models and cards as JSON")
     p.set_defaults(func=cmd_models)
 

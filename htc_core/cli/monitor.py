@@ -87,11 +87,10 @@ def cmd_prefixes(args: argparse.Namespace) -> int:
 def cmd_monitor(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..calibration.calibrators import HTCCalibrator
     from ..monitor import Monitor
 
     try:
-        monitor = Monitor(HTCCalibrator.load(args.model), threshold=args.threshold)
+        monitor = Monitor(args.model, threshold=args.threshold)
     except ValueError as e:
         raise CLIError(str(e)) from None
     ts, _ = load_inputs(args)
@@ -175,9 +174,12 @@ def register(sub) -> None:
                                    "and write id, step, tokens, calibrated confidence after that step and alert "
                                    "(the confidence fell below --threshold at this step) to a CSV. The confidence "
                                    "after step k equals `htc score` on the run's k-step prefix.",
-                       epilog="example: htc monitor out/model.json sample_runs/units/ --threshold 0.2 "
-                              "--out out/steps.csv")
-    p.add_argument("model", metavar="MODEL.json", help="a model written by `htc fit`")
+                       epilog="examples: htc monitor out/model.json sample_runs/units/ --threshold 0.2 "
+                              "--out out/steps.csv\n          htc monitor gac-prefix unlabeled_runs.jsonl --out "
+                              "out/steps.csv   (no labels needed)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL", help="a model written by `htc fit`, or a shipped model: gac-prefix "
+                                                  "(trained on prefixes of runs; no labels of yours needed), gac")
     add_input_options(p)
     p.add_argument("--threshold", type=_threshold, metavar="T", help="alert when the confidence falls below T")
     p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")

@@ -77,7 +77,8 @@ class Recorder:
     force : when True, override ``logprobs``/``top_logprobs`` the caller passed.
     monitor : a ``htc_core.Monitor`` used as a template: each trajectory gets its own copy, updated by every
         recorded call; ``monitor`` / ``confidence`` give the current trajectory's, and each call's line gets
-        a ``monitor`` entry (see :mod:`htc_core.collect.live`).
+        a ``monitor`` entry (see :mod:`htc_core.collect.live`). ``monitor=True``: a ``Monitor()`` of the
+        shipped ``gac-prefix`` model (no labels of your own needed).
     """
 
     def __init__(self, path: str | os.PathLike, *, top_logprobs: int = 5, trajectory_id: str | None = None,
@@ -95,7 +96,11 @@ class Recorder:
         self._steps: dict[str, int] = {}
         self._lock = threading.Lock()
         self._live = None
-        if monitor is not None:
+        if monitor is True:
+            from ..monitor import Monitor
+
+            monitor = Monitor()            # the shipped prefix-aware GAC
+        if monitor is not None and monitor is not False:
             from .live import LiveMonitors
 
             self._live = LiveMonitors(monitor)

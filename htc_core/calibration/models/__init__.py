@@ -3,7 +3,9 @@
 ``gac`` (GAC-Reduced) and ``gac-full`` (GAC-Full): General Agent Calibrators pre-trained on every labeled
 run the project has (``sample_runs/`` and the UALA HotpotQA runs), written by
 ``python -m htc_core.train_gac``. Each file's ``card`` says what it was trained on and how it
-did zero-shot on each held-out dataset.
+did zero-shot on each held-out dataset. ``gac-prefix``: a GAC-Reduced fitted on every prefix (first k steps)
+of those runs, the live :class:`~htc_core.monitor.Monitor`'s default model, written by
+``python -m htc_core.train_gac_prefix``.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["SHIPPED", "DEFAULT_GAC", "ShippedModel", "shipped_models", "model_path", "load_model"]
+__all__ = ["SHIPPED", "DEFAULT_GAC", "DEFAULT_MONITOR", "ShippedModel", "shipped_models", "model_path", "load_model"]
 
 #: shipped name -> file name inside this package
-SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json"}
+SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json", "gac-prefix": "gac-prefix.json"}
 #: the model the dashboard scores unlabeled runs with
 DEFAULT_GAC = "gac"
+#: the model a live Monitor uses when none is given (trained on every prefix of every run)
+DEFAULT_MONITOR = "gac-prefix"
 
 
 @dataclass
@@ -62,7 +66,8 @@ def model_path(model: str | Path) -> Path:
 
 
 def load_model(model: str | Path):
-    """An HTCCalibrator or GeneralCalibrator from a shipped name (``gac``, ``gac-full``) or a JSON file."""
+    """An HTCCalibrator or GeneralCalibrator from a shipped name (``gac``, ``gac-full``, ``gac-prefix``) or a JSON
+    file."""
     from ..general import load_any_model
 
     return load_any_model(model_path(model))

@@ -1,0 +1,79 @@
+"""The report's result objects computed from a TraceSet (what ``htc report`` runs)."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .build import ReportData
+
+__all__ = ["compute_report"]
+
+GROUP_COLUMNS = ("dataset", "model", "framework")
+
+
+def _say(progress, msg: str) -> None:
+    if progress is not None:
+        progress(msg)
+
+
+def compute_report(ts, *, seeds: int | Sequence[int] = 3, by: str = "dataset", ablation: bool = False,
+                   learning_curve=None, profile: str | None = None, top_k: int | None = None,
+                   sources: Sequence[str] = (), n_examples: int = 10, title: str = "HTC calibration report",
+                   progress: Callable[[str], None] | None = None) -> ReportData:
+    """Evaluate, fit HTC-Reduced / HTC-Full on all labeled runs, and when ``ts`` has >= 2 groups of ``by``
+    the transfer matrix and the GAC leave-one-out; the ablation when ``ablation``; ``learning_curve`` is a
+    computed :class:`~htc_core.htmlreport.learning.LearningCurve` (or None). Raises ValueError / EvaluationError
+    when the labeled runs cannot be evaluated."""
+    from ..calibration import HTCCalibrator, evaluate
+    from ..calibration.evaluation import EvaluationError
+    from ..calibration.gac import gac_leave_one_out
+    from ..calibration.grouping import GROUP_KEYS
+    from ..calibration.transfer import transfer
+    from ..explain import worst_mistakes
+    from ..features import extract
+
+    if by not in GROUP_KEYS:
+        raise ValueError(f"by must be one of {tuple(GROUP_KEYS)}, got {by!r}")
+    if not isinstance(ablation, bool):
+        raise ValueError(f"ablation must be True or False, got {ablation!r}")
+    n_all = len(ts)
+    ts = ts.labeled()
+    notes = [] if len(ts) == n_all else [f"{n_all - len(ts)} unlabeled run(s) left out (calibration needs outcomes)"]
+    _say(progress, f"evaluating {len(ts)} labeled runs (nested CV)")
+    ev = evaluate(ts, seeds=seeds, profile=profile, top_k=top_k)
+    fm = extract(ts, profile=ev.profile, top_k=ev.top_k)
+    models = {}
+    for v in ("reduced", "full"):
+        models[f"HTC-{v.capitalize()}"] = HTCCalibrator(v).fit(fm, ts.labels, meta=ts.meta)
+    groups = {c: {str(k): int(n) for k, n in ts.meta[c].astype(str).value_counts(sort=False).sort_index().items()}
+              for c in GROUP_COLUMNS if c in ts.meta.columns and ts.meta[c].notna().any()}
+    skipped: dict = {}
+    tr = gac = abl = None
+    n_groups = len(groups.get(by, {}))
+    if n_groups >= 2:
+        _say(progress, f"transfer matrix across {n_groups} {by}s")
+        try:
+            tr = transfer(ts, by=by, seeds=seeds, profile=ev.profile, top_k=ev.top_k)
+            _say(progress, f"GAC leave one {by} out")
+            gac = gac_leave_one_out(ts, by=by, seeds=seeds)
+        except EvaluationError as e:
+            skipped["transfer"] = skipped["gac"] = str(e)
+    else:
+        skipped["transfer"] = skipped["gac"] = (f"the runs hold {n_groups} {by}(s); transfer and leave-one-out need "
+                                                "at least 2")
+    if ablation:
+        from ..calibration.ablation import ablation as run_ablation
+
+        _say(progress, "feature-family ablation (15 combinations)")
+        abl = run_ablation(ts, seeds=seeds, profile=ev.profile, top_k=ev.top_k)
+    else:
+        skipped["ablation"] = "not asked for (htc report --ablation; it runs 15 more evaluations)"
+    if learning_curve is None:
+        skipped["learning"] = "no computed learning curve given (htc report --learning-curve FILE.json)"
+    method = "HTC-Reduced" if "HTC-Reduced" in ev.oof else ev.methods[0]
+    mistakes = worst_mistakes(ts.meta, ts.labels, np.asarray(ev.oof[method]), method=method, n=n_examples)
+    return ReportData(evaluation=ev, models=models, title=title, sources=list(sources), groups=groups, transfer=tr,
+                      gac=gac, ablation=abl, learning_curve=learning_curve, mistakes=mistakes, skipped=skipped,
+                      notes=notes)

@@ -1,0 +1,185 @@
+"""Train the shipped prefix-aware General Agent Calibrator ``gac-prefix`` (the live Monitor's default model).
+
+    python -m htc_core.train_gac_prefix                 # reads sample_runs/ and ../shared/data/uala-hotpotqa/
+    python -m htc_core.train_gac_prefix --out out/models   # a look elsewhere, without touching the package
+
+The whole-run GAC (``python -m htc_core.train_gac``) sees only finished runs; a live
+:class:`~htc_core.monitor.Monitor` scores a run after each of its steps, i.e. prefixes. ``gac-prefix`` is a
+GAC (same two sub-models and routing as ``gac``: runs that list top-k alternatives -> a ``paper``-profile
+model fitted on the runs that list them; runs without -> a ``chosen``-profile model fitted on all) fitted on
+**every prefix of every labeled run**: the first k steps of each run for k = 1 .. S (its last prefix is the
+whole run), each labeled with the outcome of the whole run, HTC-Reduced (L1).
+
+Decisions where the issue is silent:
+
+- Every prefix is one training row, so a run of S steps counts S times: long runs weigh more, as they do in
+  a monitor's stream of steps. The inner CV that picks alpha splits rows, so prefixes of one run may fall on
+  both sides of an inner fold (alpha only); the card's numbers below are leave-one-dataset-out, where no run
+  of the held-out dataset reaches a fit, so they are honest.
+- Card numbers: for each held-out dataset, ``gac-prefix`` fitted on the prefixes of the other datasets and the
+  whole-run GAC fitted on the whole runs of the other datasets, both scored zero-shot on the held-out runs'
+  prefixes at 25/50/75/100% of their steps and at k = 1, 2, 3 steps (a run shorter than k enters whole).
+  One seed (the fits are deterministic but for the inner folds' shuffling).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, DEFAULT_UALA, _counts, _rel, _submodel_card
+
+NAME = "gac-prefix"
+FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+STEPS = (1, 2, 3)
+
+
+def all_prefixes(ts):
+    """Every prefix (k = 1 .. S steps) of every run of ``ts``, ids ``RUN@k``; label and metadata of the run."""
+    from .traces import concat
+    from .traces.prefix import prefixes
+
+    S = ts.steps_per_trajectory
+    parts = []
+    for k in range(1, int(S.max()) + 1 if len(S) else 1):
+        idx = np.flatnonzero(S >= k)
+        part = prefixes(ts.take(idx), k)
+        part.meta["id"] = [f"{v}@{k}" for v in part.meta["id"]]
+        parts.append(part)
+    return concat(parts)
+
+
+def fit_prefix_gac(ts, *, variant: str = "reduced", seed: int = 42):
+    """A GAC fitted on every prefix of every labeled run of ``ts``."""
+    from .calibration.general import fit_general
+
+    return fit_general(all_prefixes(ts.labeled()), variant=variant, name=NAME, seed=seed)
+
+
+def _cuts():
+    return [(f"{f:.0%} of steps", dict(fraction=f)) for f in FRACTIONS] + [(f"step {k}", dict(steps=k)) for k in STEPS]
+
+
+def prefix_leave_one_out(ts, *, by: str = "dataset", variant: str = "reduced", seed: int = 42,
+                         progress=print) -> list[dict]:
+    """Rows (held-out group, prefix, model, n, ECE, Brier, AUROC): ``gac-prefix`` and the whole-run GAC
+    fitted without the held-out group, scored zero-shot on its prefixes (see the module docstring)."""
+    from .calibration.general import fit_general
+    from .calibration.grouping import score_metrics
+    from .traces.prefix import prefixes
+
+    ts = ts.labeled()
+    groups = ts.meta[by].astype(str).to_numpy()
+    rows = []
+    for g in sorted(set(groups)):
+        train, test = ts.take(np.flatnonzero(groups != g)), ts.take(np.flatnonzero(groups == g))
+        y = test.labels
+        if min(int(y.sum()), int(len(y) - y.sum())) < 1:
+            continue
+        models = {NAME: fit_prefix_gac(train, variant=variant, seed=seed),
+                  "gac (whole runs)": fit_general(train, variant=variant, seed=seed)}
+        for label, cut in _cuts():
+            part = prefixes(test, **cut)
+            for name, m in models.items():
+                p = m.predict_proba(part)[:, 1]
+                rows.append({"heldout": g, "method": f"{name}, {label}", "prefix": label, "model": name,
+                             "n": int(len(y)), **{k: {"mean": round(v, 4), "std": 0.0}
+                                                  for k, v in score_metrics(y, p).items()}})
+        if progress is not None:
+            progress(f"  held out {g}: done")
+    return rows
+
+
+def _means(rows: list[dict]) -> list[dict]:
+    """Mean over held-out groups, per prefix and model."""
+    import pandas as pd
+
+    df = pd.DataFrame([{**r, **{m: r[m]["mean"] for m in ("ece", "brier", "auroc")}} for r in rows])
+    out = df.groupby(["prefix", "model"], sort=False)[["ece", "brier", "auroc"]].mean().round(4).reset_index()
+    return out.to_dict("records")
+
+
+def _decision(rows: list[dict]) -> str:
+    text = ("Trained on every prefix so that a live Monitor's early steps are scored by a model that has seen early "
+            "steps (a whole-run model sees only finished runs). Routing by alternatives as in gac.")
+    if rows:
+        text += " Leave-one-dataset-out, mean over held-out datasets (ECE / Brier / AUROC): " + "; ".join(
+            f"{r['model']} at {r['prefix']}: {r['ece']:.3f} / {r['brier']:.3f} / {r['auroc']:.3f}"
+            for r in _means(rows) if r["prefix"] in ("step 1", "step 2", "100% of steps"))
+    return text
+
+
+def build_card(ts, prefix_ts, sources, gac, loo_rows, variant: str) -> dict:
+    from ._version import __version__
+    from .calibration.grouping import has_alternatives
+
+    alt = has_alternatives(ts)
+    return {
+        "name": NAME,
+        "title": "General Agent Calibrator for prefixes (Reduced, L1): the live Monitor's default model",
+        "htc_version": __version__,
+        "intended_use": "zero-shot calibrated confidence of a run that is still going (after each step), without "
+                        "the user's labels: htc_core.Monitor() with no model, Recorder(monitor=True), htc monitor "
+                        "without MODEL. Fit your own calibrator on labeled prefixes of your task when you have them.",
+        "training_data": {"sources": [_rel(s) for s in sources],
+                          "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
+                                       "uala-hotpotqa": "MIT (see its LICENSE)"},
+                          "n": int(len(ts)), "n_prefixes": int(len(prefix_ts)),
+                          "prefixes": "every prefix k = 1 .. S steps of every run, labeled with the run's outcome",
+                          "positive_rate": round(float(ts.labels.mean()), 4),
+                          "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
+                          "by_dataset_and_model": _counts(ts)},
+        "variant": variant,
+        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
+        "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; runs without "
+                   "-> without_alternatives (a Monitor switches when the first alternative arrives)",
+        "decision": _decision(loo_rows),
+        "leave_one_out": {"by": "dataset", "protocol": "each held-out dataset's runs never reach a fit; gac-prefix "
+                          "fitted on the other datasets' prefixes and the whole-run GAC on their whole runs, both "
+                          "scored on the held-out runs' prefixes", "seeds": [42],
+                          "mean_over_heldout": _means(loo_rows), "rows": loo_rows},
+        "regenerate": "python -m htc_core.train_gac_prefix",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m htc_core.train_gac_prefix", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
+    ap.add_argument("--uala", type=Path, default=DEFAULT_UALA)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder for {NAME}.json")
+    ap.add_argument("--no-leave-one-out", action="store_true", help="skip the card's leave-one-out numbers")
+    args = ap.parse_args(argv)
+
+    from .formats import load
+
+    sources = [p for p in (args.sample_runs, args.uala) if p.exists()]
+    for p in (args.sample_runs, args.uala):
+        if not p.exists():
+            print(f"train_gac_prefix: warning: {p} not found; training without it", file=sys.stderr)
+    if not sources:
+        print("train_gac_prefix: error: no training data found", file=sys.stderr)
+        return 2
+    ts, _ = load([str(p) for p in sources])
+    ts = ts.labeled()
+    prefix_ts = all_prefixes(ts)
+    print(f"training data: {len(ts)} labeled runs, {len(prefix_ts)} prefixes, from "
+          f"{', '.join(map(_rel, sources))}", file=sys.stderr)
+    rows = [] if args.no_leave_one_out else prefix_leave_one_out(
+        ts, progress=lambda m: print(m, file=sys.stderr))
+    if rows:
+        print(f"{'prefix':<14}{'model':<18}{'ECE':>7}{'Brier':>7}{'AUROC':>7}   (mean over held-out datasets)")
+        for r in _means(rows):
+            print(f"{r['prefix']:<14}{r['model']:<18}{r['ece']:7.3f}{r['brier']:7.3f}{r['auroc']:7.3f}")
+    gac = fit_prefix_gac(ts)
+    gac.card = build_card(ts, prefix_ts, sources, gac, rows, "reduced")
+    out = gac.save(args.out / f"{NAME}.json")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
