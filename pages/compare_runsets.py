@@ -76,7 +76,7 @@ with ui.page_errors("compare_runsets"):
                f"\"trust\" (confidence ≥ {threshold:.2f}) matches the outcome.")
 
     st.markdown("**Metrics**")
-    st.dataframe(ab_views.metric_table(cmp), hide_index=True, width="stretch", key="ab_metrics")
+    st.table(ab_views.metric_table(cmp).set_index("metric"))
     left, right = st.columns([3, 2])
     with left:
         st.markdown(f"**Reliability diagrams overlaid** ({'equal-width' if strategy == 'uniform' else 'equal-mass'} "
@@ -89,7 +89,7 @@ with ui.page_errors("compare_runsets"):
     if cmp.shifts is not None:
         st.markdown("**Feature shifts**, ranked by effect size (standardized mean difference: B mean − A mean over "
                     "the pooled standard deviation)")
-        left, right = st.columns([3, 2])
+        left, right = st.columns([1, 1])
         left.plotly_chart(ab_plots.shift_figure(cmp), key="ab_shift")
         right.dataframe(ab_views.shift_table(cmp), hide_index=True, width="stretch", height=460, key="ab_shift_table")
 

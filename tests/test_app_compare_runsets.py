@@ -78,7 +78,7 @@ def test_compare_run_sets_page_defaults_to_the_two_decoding_configurations(app):
     names = dict(zip(store.list_run_sets()["id"], store.list_run_sets()["name"]))
     assert [names[v] for v in a.value] == ["sample: arithmetic_SmolLM2-135M-greedy.jsonl"]
     assert [names[v] for v in b.value] == ["sample: arithmetic_SmolLM2-135M-sampled-t0.7.jsonl"]
-    metric_table = app.dataframe[0].value
+    metric_table = app.table[0].value.reset_index()
     assert list(metric_table["metric"]) == ["ECE ↓", "Brier ↓", "AUROC ↑", "verdict accuracy ↑", "success rate ↑"]
     assert {"B − A", "difference"} <= set(metric_table.columns)
     assert len(app.get("plotly_chart")) == 3          # reliability overlay, differences, feature shifts
@@ -88,7 +88,7 @@ def test_compare_run_sets_page_defaults_to_the_two_decoding_configurations(app):
     ws = build_workspace(store)
     flipped_caption = next(m.value for m in app.markdown if "Runs whose verdict flipped" in m.value)
     shown = int(flipped_caption.split("(")[1].split(" of")[0].replace(",", ""))
-    flipped_rows = app.dataframe[2].value if shown else None
+    flipped_rows = app.dataframe[1].value if shown else None
     if shown:
         assert len(flipped_rows) == shown and {"id A", "id B", "verdict A", "verdict B"} <= set(flipped_rows.columns)
         assert (flipped_rows["verdict A"] != flipped_rows["verdict B"]).all()

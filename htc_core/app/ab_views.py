@@ -161,7 +161,7 @@ def flipped_table(ws: Workspace, cmp: RunSetComparison, inputs: ABInputs) -> pd.
 def shift_table(cmp: RunSetComparison, k: int = 48) -> pd.DataFrame:
     """The feature shifts, largest first: F-code, name, mean A, mean B, standardized mean difference."""
     if cmp.shifts is None:
-        return pd.DataFrame(columns=["feature", "mean A", "mean B", "SMD (B − A)"])
+        return pd.DataFrame(columns=["feature", "SMD (B − A)", "mean A", "mean B"])
     f = cmp.shifts.top(k)
-    return pd.DataFrame({"feature": f["code"] + " " + f["name"], "mean A": f["mean_a"].round(4),
-                         "mean B": f["mean_b"].round(4), "SMD (B − A)": f["smd"].round(3)})
+    return pd.DataFrame({"feature": f["code"] + " " + f["name"], "SMD (B − A)": f["smd"].round(3),
+                         "mean A": f["mean_a"].round(4), "mean B": f["mean_b"].round(4)})
