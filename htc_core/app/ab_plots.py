@@ -39,6 +39,6 @@ def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
                            hovertemplate="%{y}<br>SMD %{x:+.2f}<br>mean A %{customdata[0]:.4g}, "
                                          "mean B %{customdata[1]:.4g}<extra></extra>", showlegend=False))
     fig.add_vline(x=0, line=dict(color="#999"))
-    fig.update_xaxes(title_text="standardized mean difference B − A (0.2 small, 0.5 medium, 0.8 large)")
+    fig.update_xaxes(title_text="SMD, B − A (0.2 small, 0.5 medium, 0.8 large)")
     fig.update_yaxes(automargin=True)
     return _layout(fig, height=height)
