@@ -49,3 +49,20 @@ def test_dataset_weights(uala):
     big = (np.arange(len(ts)) < 150) & np.isfinite(y)
     alone = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm.values[big], y[big])
     assert np.allclose(dw.weights.loc["big"].to_numpy(), alone.coef_[0])
+
+
+def test_reliability_curves_take_the_binning_strategy():
+    """Equal-mass bins (strategy='quantile'): the same counts in every bin and the metrics module's ECE."""
+    from htc_core.calibration.metrics import expected_calibration_error
+    from htc_core.explain import reliability_curves
+
+    rng = np.random.default_rng(0)
+    p = rng.beta(5, 2, size=300)                         # skewed: equal-width bins would be very uneven
+    y = (rng.uniform(size=300) < p).astype(float)
+    mass = reliability_curves(y, {"m": p}, strategy="quantile")["m"]
+    width = reliability_curves(y, {"m": p})["m"]
+    assert mass.strategy == "quantile" and set(mass.count.tolist()) == {30}
+    assert mass.ece == pytest.approx(expected_calibration_error(y, p, strategy="quantile"))
+    assert width.ece == pytest.approx(expected_calibration_error(y, p)) and width.count.max() > 30
+    with pytest.raises(ValueError, match="strategy"):
+        reliability_curves(y, {"m": p}, strategy="kmeans")

@@ -27,8 +27,9 @@ GROUP_METRIC_COLUMNS = ["group", "method", "n", "success_rate", "ece", "brier", 
 
 
 def reliability_curves(labels, predictions: Mapping[str, np.ndarray], *, n_bins: int = 10,
-                       interval: str | None = "wilson") -> dict[str, ReliabilityCurve]:
-    """One reliability curve per method (the metrics module's binning, so it agrees with the ECE)."""
+                       interval: str | None = "wilson", strategy: str = "uniform") -> dict[str, ReliabilityCurve]:
+    """One reliability curve per method (the metrics module's binning, so it agrees with the ECE of the same
+    ``strategy``: "uniform" = equal-width bins on [0, 1], "quantile" = equal-mass bins)."""
     y = np.asarray(labels, dtype=np.float64)
     out = {}
     for name, p in predictions.items():
@@ -36,7 +37,7 @@ def reliability_curves(labels, predictions: Mapping[str, np.ndarray], *, n_bins:
         ok = np.isfinite(p) & np.isfinite(y)
         if ok.sum() == 0:
             continue
-        out[name] = reliability_curve(y[ok], p[ok], n_bins=n_bins, interval=interval)
+        out[name] = reliability_curve(y[ok], p[ok], n_bins=n_bins, interval=interval, strategy=strategy)
     return out
 
 
