@@ -31,7 +31,7 @@ import pandas as pd
 
 from .metrics import _check_n_bins, _check_strategy, ReliabilityCurve, bin_predictions, reliability_curve
 
-__all__ = ["MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
+__all__ = ["metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
            "pairing_keys", "flipped_verdicts", "compare_run_sets", "COMPARED_METRICS"]
 
 #: metric -> (label, True when higher is better)
@@ -84,6 +84,27 @@ def _clean(y, p, name: str) -> tuple[np.ndarray, np.ndarray]:
     if ((p < 0) | (p > 1)).any():
         raise ValueError(f"confidences of side {name} must lie in [0, 1]")
     return y, p
+
+
+def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0, n_bins: int = 10,
+                     strategy: str = "uniform", threshold: float = 0.5) -> dict[str, tuple[float, float, float]]:
+    """metric -> (value, low, high) for every metric of :data:`COMPARED_METRICS` on one set of runs, with
+    the percentile bootstrap interval of ``level`` over ``n_boot`` resamples of the runs (vectorized: all
+    metrics from the same resamples)."""
+    n_bins = _check_n_bins(n_bins)
+    strategy = _check_strategy(strategy)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    y, p = _clean(y_true, y_prob, "y_prob")
+    idx = np.random.default_rng(seed).integers(0, y.size, size=(int(n_boot), y.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point = _metric_rows(y[None], p[None], threshold, n_bins, strategy)
+        boot = _metric_rows(y[idx], p[idx], threshold, n_bins, strategy)
+    q = [(1 - level) / 2, 1 - (1 - level) / 2]
+    return {m: (float(point[m][0]), *_interval(boot[m], q)) for m in COMPARED_METRICS}
 
 
 @dataclass
