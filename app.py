@@ -25,6 +25,7 @@ pages = [
     st.Page(ui.PAGES["feature_space"], title="Feature space", icon=":material/scatter_plot:"),
     st.Page(ui.PAGES["examples"], title="Examples", icon=":material/compare_arrows:"),
     st.Page(ui.PAGES["compare"], title="Compare LLMs", icon=":material/leaderboard:"),
+    st.Page(ui.PAGES["compare_runsets"], title="Compare run sets", icon=":material/difference:"),
     st.Page(ui.PAGES["inspector"], title="Trajectory inspector", icon=":material/troubleshoot:"),
 ]
 nav = st.navigation(pages)

@@ -61,6 +61,11 @@ class LoadReport:
     problems: list[Problem] = field(default_factory=list)
     max_problems: int = 1000
     problems_truncated: int = 0
+    #: file -> the format it was read as (detected with format="auto", else the one asked for)
+    formats: dict = field(default_factory=dict)
+    #: the labels join, when a labels file was given: file, rows, matched (trajectories that got a row),
+    #: unlabeled (trajectories without a row), unmatched_rows (rows that matched no trajectory), model_conflicts
+    labels: dict | None = None
 
     def error(self, file: str, line: int | None, reason: str, *, field: str | None = None,
               value: Any = None, trajectory_id: str | None = None, has_value: bool = False,
@@ -101,6 +106,9 @@ class LoadReport:
         self.empty_steps_dropped += other.empty_steps_dropped
         self.clipped_values += other.clipped_values
         self.skipped_lines += other.skipped_lines
+        self.formats.update(other.formats)
+        if other.labels is not None:
+            self.labels = other.labels
         for p in other.problems:
             self._add(p)
         self.problems_truncated += other.problems_truncated

@@ -45,11 +45,16 @@ with ui.page_errors("calibration"):
                                 key=f"cal_methods_{'-'.join(res.methods)}")
         left, right = st.columns([3, 2])
         with left:
+            binning = st.radio("Bins", ["uniform", "quantile"], horizontal=True, key="cal_binning",
+                               format_func=lambda b: {"uniform": "equal width", "quantile": "equal mass"}[b])
             st.markdown("**Reliability diagram** (out-of-fold predictions of the first repeat; bars: trajectories "
-                        "per bin; whiskers: 95% Wilson intervals; the legend's ECE is the table's: 10 equal-width "
-                        "bins, mean over repeats)")
-            curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen))
-            rel_event = st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)),
+                        "per bin; whiskers: 95% Wilson intervals; " + (
+                            "the legend's ECE is the table's: 10 equal-width bins, mean over repeats)"
+                            if binning == "uniform" else "10 equal-mass bins; the legend's ECE uses them, on the "
+                            "first repeat, so it differs from the table's equal-width ECE)"))
+            curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen), strategy=binning)
+            rel_event = st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)
+                                                                 if binning == "uniform" else None),
                                         key="cal_reliability", on_select="rerun", selection_mode=("points",))
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,

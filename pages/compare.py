@@ -33,8 +33,8 @@ with ui.page_errors("compare"):
     if methods:
         st.markdown("**Reliability per group**")
         st.plotly_chart(plots.reliability_facets(views.group_reliability(res, groups, methods)), key="cmp_rel")
-        gm = explain.group_metrics(res.labels, views.oof_predictions(res, methods), groups)
-        st.markdown("**Metrics per group**")
+        gm = explain.group_metrics(res.labels, views.oof_predictions(res, methods), groups, n_boot=300)
+        st.markdown("**Metrics per group** (whiskers: 95% bootstrap intervals, 300 resamples of the group's runs)")
         st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
         with st.expander("Metrics table"):
             st.dataframe(gm, hide_index=True, width="stretch")

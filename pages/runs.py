@@ -64,9 +64,13 @@ with ui.page_errors("runs"):
         cols[1].metric("rejected", f"{rep['rejected']:,}")
         cols[2].metric("empty steps dropped", f"{rep['empty_steps_dropped']:,}")
         cols[3].metric("values clipped to 0", f"{rep['clipped_values']:,}")
+        for line in views.import_details(rep):
+            st.caption(ui.md(line))
         if len(problem_table):
             st.dataframe(problem_table, hide_index=True, width="stretch",
                          column_config={"reason": st.column_config.TextColumn("reason", width="large")})
+            with st.expander("Every problem in full (reasons are not cut off here)"):
+                st.text(views.problems_text(rep))
         if rep["problems_truncated"]:
             st.caption(f"{rep['problems_truncated']:,} more problems were not listed.")
 

@@ -94,3 +94,35 @@ def test_content_digest_follows_the_content_not_the_revision(tmp_path):
     flipped.ts.meta.loc[0, "success"] = not bool(flipped.ts.meta.loc[0, "success"])
     assert flipped.content_digest() != d                            # one label changed
     assert build_workspace(store, profile="deepconf").content_digest() != d
+
+
+def test_a_rerun_joins_the_running_evaluation_instead_of_restarting_it(tmp_path, sample_dir, monkeypatch):
+    """The evaluation runs in a background job: a page run cut short (what a widget change or a reload does to
+    the script) leaves it running, and the next run, here a new session, joins it (started/joined counters);
+    nothing is computed twice."""
+    from htc_core.app import jobs
+
+    compute._registry.clear()
+    at = fresh_app(tmp_path, sample_dir, monkeypatch)
+    monkeypatch.setattr(compute, "ALPHAS", None)                  # the paper's 15 alphas: a few seconds of work
+    at.session_state[ui.SEEDS] = 3
+    at.run()
+    started, joined = jobs.JOB_STATS["started"], jobs.JOB_STATS["joined"]
+    computed = compute.CACHE_STATS["evaluation parts"]
+    at.switch_page("pages/calibration.py")
+    with pytest.raises(RuntimeError, match="timed out"):
+        at.run(timeout=1.5)                                          # the script is cut off while it waits
+    assert jobs.JOB_STATS["started"] == started + 1
+    running = [j for j in list(jobs._JOBS.values()) if j.is_running]
+    assert running, "the evaluation stopped with the page script"
+
+    again = fresh_app(tmp_path, sample_dir, monkeypatch)
+    monkeypatch.setattr(compute, "ALPHAS", None)                  # the same settings, hence the same key
+    again.session_state[ui.SEEDS] = 3
+    again.run()
+    calibration(again)                                               # waits for the job it joined
+    assert jobs.JOB_STATS["started"] == started + 1                  # not restarted
+    assert jobs.JOB_STATS["joined"] >= joined + 1
+    assert compute.CACHE_STATS["evaluation parts"] - computed == len(compute.EVAL_PARTS)   # each part once
+    assert Store(tmp_path / "data").count_results() == len(compute.EVAL_PARTS)
+    assert "HTC-Reduced" in set(again.dataframe[0].value["method"].str.replace("★ ", ""))

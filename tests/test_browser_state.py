@@ -18,7 +18,7 @@ def _view(page) -> dict:
     """What the page shows: the inspected trajectory's caption, the sidebar's chosen datasets, the title."""
     caption = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="dataset").first.inner_text()
     side = page.locator('[data-testid="stSidebar"]')
-    datasets = side.locator('[data-testid="stMultiSelect"]').first.inner_text().split("\n")
+    datasets = side.locator('[data-testid="stMultiSelect"]').filter(has_text="Datasets").first.inner_text().split("\n")
     chips = [d for d in ("arithmetic", "facts", "strings", "units") if d in datasets]
     selected = [ln for ln in side.inner_text().split("\n") if "trajectories selected" in ln]
     return {"title": page.locator("h1").first.inner_text(), "caption": caption, "chips": chips,

@@ -49,3 +49,42 @@ def test_dataset_weights(uala):
     big = (np.arange(len(ts)) < 150) & np.isfinite(y)
     alone = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm.values[big], y[big])
     assert np.allclose(dw.weights.loc["big"].to_numpy(), alone.coef_[0])
+
+
+def test_reliability_curves_take_the_binning_strategy():
+    """Equal-mass bins (strategy='quantile'): the same counts in every bin and the metrics module's ECE."""
+    from htc_core.calibration.metrics import expected_calibration_error
+    from htc_core.explain import reliability_curves
+
+    rng = np.random.default_rng(0)
+    p = rng.beta(5, 2, size=300)                         # skewed: equal-width bins would be very uneven
+    y = (rng.uniform(size=300) < p).astype(float)
+    mass = reliability_curves(y, {"m": p}, strategy="quantile")["m"]
+    width = reliability_curves(y, {"m": p})["m"]
+    assert mass.strategy == "quantile" and set(mass.count.tolist()) == {30}
+    assert mass.ece == pytest.approx(expected_calibration_error(y, p, strategy="quantile"))
+    assert width.ece == pytest.approx(expected_calibration_error(y, p)) and width.count.max() > 30
+    with pytest.raises(ValueError, match="strategy"):
+        reliability_curves(y, {"m": p}, strategy="kmeans")
+
+
+def test_group_metrics_with_bootstrap_intervals():
+    """n_boot > 0 adds the 95% bootstrap interval of each metric per group, around the group's value, from the
+    same resamples a plain loop draws."""
+    from htc_core.calibration.metrics import brier_score
+
+    rng = np.random.default_rng(1)
+    p = rng.uniform(size=240)
+    y = (rng.uniform(size=240) < p).astype(float)
+    groups = np.where(np.arange(240) < 120, "a", "b")
+    gm = explain.group_metrics(y, {"m": p}, groups, n_boot=200, seed=3)
+    plain = explain.group_metrics(y, {"m": p}, groups)
+    assert {"ece_low", "ece_high", "brier_low", "auroc_high"} <= set(gm.columns)
+    assert gm[["ece", "brier", "auroc"]].equals(plain[["ece", "brier", "auroc"]])
+    for met in ("ece", "brier", "auroc"):
+        assert (gm[f"{met}_low"] < gm[f"{met}_high"]).all()
+    ya, pa = y[:120], p[:120]
+    idx = np.random.default_rng(3).integers(0, 120, size=(200, 120))
+    boots = [brier_score(ya[i], pa[i]) for i in idx]
+    assert gm.loc[0, "brier_low"] == pytest.approx(np.quantile(boots, 0.025))
+    assert gm.loc[0, "brier_high"] == pytest.approx(np.quantile(boots, 0.975))

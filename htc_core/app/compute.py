@@ -1,7 +1,8 @@
 """The long computations of the dashboard, run once per input with a visible progress bar and kept for
 all sessions: the honest evaluation (in parts), fits, projections and per-dataset weights.
 
-Everything goes through :func:`computed`, keyed by :func:`~htc_core.app.session.cache_key` (the selection's
+The evaluation runs in a background job (:mod:`htc_core.app.jobs`: a rerun never restarts it, the same
+key joins it); the rest goes through :func:`computed`, keyed by :func:`~htc_core.app.session.cache_key` (the selection's
 content hash and the settings, never the store's revision) plus what the computation adds; the evaluation's
 parts are also kept in the store under that key, so a restart does not recompute them. :data:`CACHE_STATS`
 counts memory hits, store hits and computations. Nothing here computes a metric itself:
@@ -187,34 +188,88 @@ PART_METHODS = {"baselines": [m for m in METHODS if not m.startswith("HTC")],
                 "full": ["HTC-Full"], "reduced": ["HTC-Reduced"]}
 #: what each part is called where the pages list the parts still running
 PART_NAMES = {"baselines": "baselines", "full": "HTC-Full", "reduced": "HTC-Reduced"}
-_PART_LABELS = {"baselines": "Cross-validated evaluation of the baselines",
-                "full": "Cross-validated evaluation of HTC-Full", "reduced": "Cross-validated evaluation of HTC-Reduced"}
 
 
 def _part_key(part: str) -> tuple:
     return cache_key("evaluation", part, settings()["seeds"], ALPHAS)
 
 
-def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
-    """One part of the honest evaluation (same seeds, hence the same folds, in every part)."""
+def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
+    """Start (or join) the background job that computes the selection's missing evaluation parts, cheapest
+    first, each kept in memory and in the store as soon as it is done; None when nothing is missing. Keys,
+    settings and the store are read here, in the page script: the job itself never touches session state."""
+    from . import jobs
+    from .session import data_dir
+
     s = settings()
+    keys = {p: _part_key(p) for p in EVAL_PARTS}
+    missing = [p for p in EVAL_PARTS if cached_result(keys[p]) is None and _stored_part(ws, p) is None]
+    if not missing:
+        return None
     pos = labeled_positions(ws)
+    persist = _evaluation_persist(pos)
+    reg = _registry()
 
-    def run(progress):
-        try:
-            res = evaluate(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
-                           methods=PART_METHODS[part], **_alpha_options(),
-                           progress=lambda d, t, m: progress(d / max(t, 1), f"{m} ({d}/{t} folds)"))
-        except EvaluationError as e:
-            return Evaluated(result=None, positions=pos, error=str(e))
-        return Evaluated(result=res, positions=pos)
+    def work(job) -> None:
+        for i, part in enumerate(missing):
+            if keys[part] in reg["items"]:
+                continue
+            CACHE_STATS["computed"] += 1
+            CACHE_STATS["evaluation parts"] += 1
+            step = f"part {i + 1} of {len(missing)}"
+            try:
+                res = evaluate(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
+                               methods=PART_METHODS[part], **_alpha_options(),
+                               progress=lambda d, t, m: job.progress(d, t, f"{m} ({d}/{t} folds, {step})"))
+                value = Evaluated(result=res, positions=pos)
+            except EvaluationError as e:
+                value = Evaluated(result=None, positions=pos, error=str(e))
+            _remember(reg, keys[part], value, 32)
+            try:
+                raw = persist.dump(value)
+                if raw is not None:
+                    persist.store.put_result(_key_text(keys[part]), persist.kind, raw)
+            except Exception as e:   # the store is busy or read-only: the result stays in memory
+                log.warning("could not keep the evaluation part %s in the store: %s", part, e)
 
-    return computed(_part_key(part), _PART_LABELS[part], run, persist=_evaluation_persist(pos))
+    key = ("evaluation-job", *(keys[p] for p in EVAL_PARTS))
+    return jobs.submit(data_dir(), key, "Cross-validated evaluation", work)
+
+
+def _wait_for(ws: Workspace, parts: list[str]) -> None:
+    """Show the background evaluation's progress until ``parts`` are ready. A rerun (a widget change, a reload)
+    stops this wait, never the job: the next run joins it where it is."""
+    job = _evaluation_job(ws)
+    if job is None:
+        return
+    bar = st.progress(0.0, text=job.text())
+    while any(cached_result_quiet(_part_key(p)) is None for p in parts):
+        if not job.is_running:
+            if job.error:
+                from . import jobs
+
+                jobs.forget(job.key)
+                raise RuntimeError(f"the evaluation stopped: {job.error}")
+            job = _evaluation_job(ws)        # finished: what it kept is in memory (or a part failed)
+            if job is None:
+                break
+        bar.progress(job.fraction, text=job.text())
+        time.sleep(0.25)
+    bar.empty()
+
+
+def cached_result_quiet(key: tuple) -> Any | None:
+    """Like :func:`cached_result`, not counted (the waiting loop polls it)."""
+    reg = _registry()
+    with reg["lock"]:
+        return reg["items"].get(key)
 
 
 def _stored_part(ws: Workspace, part: str) -> Evaluated | None:
     """The part kept in the store by an earlier process (then also in memory), or None."""
     key = _part_key(part)
+    if cached_result_quiet(key) is not None:
+        return cached_result_quiet(key)
     hit = _from_store(_evaluation_persist(labeled_positions(ws)), key)
     if hit is not None:
         CACHE_STATS["store"] += 1
@@ -243,28 +298,26 @@ def merge_evaluations(parts: list) -> Evaluated:
 
 
 def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
-    """Honest nested-CV evaluation of the labeled part of the selection (cached, with progress bars).
+    """Honest nested-CV evaluation of the labeled part of the selection, computed by a background job
+    (:mod:`htc_core.app.jobs`) and cached by content, with a progress bar while the page waits.
 
-    With ``wait=False`` only the cheapest missing part is computed and the result holds what is ready
-    (the Calibration page draws it, then computes the rest with :func:`evaluation_pending`)."""
-    parts = []
-    for part in EVAL_PARTS:
-        hit = cached_result(_part_key(part))
-        if hit is None:
-            hit = _stored_part(ws, part)
-        if hit is None and (wait or not any(p is not None and p.result is not None for p in parts)):
-            hit = _evaluation_part(ws, part)
-        parts.append(hit)
-    return merge_evaluations(parts)
+    With ``wait=False`` the page waits for the cheapest part only and the result holds what is ready (the
+    Calibration page draws it, then waits for the rest with :func:`compute_evaluation_part`)."""
+    ready = [cached_result(_part_key(p)) or _stored_part(ws, p) for p in EVAL_PARTS]
+    if any(r is None for r in ready):
+        _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]])
+        ready = [r if r is not None else cached_result_quiet(_part_key(p)) for p, r in zip(EVAL_PARTS, ready)]
+    return merge_evaluations(ready)
 
 
 def evaluation_pending() -> list[str]:
     """The parts of the selection's evaluation not computed yet."""
-    return [p for p in EVAL_PARTS if cached_result(_part_key(p)) is None]
+    return [p for p in EVAL_PARTS if cached_result_quiet(_part_key(p)) is None]
 
 
 def compute_evaluation_part(ws: Workspace, part: str) -> None:
-    _evaluation_part(ws, part)
+    """Wait (with the background job's progress) until ``part`` is ready."""
+    _wait_for(ws, [part])
 
 
 def cached_evaluation() -> Evaluated | None:

@@ -12,8 +12,8 @@ import re
 import streamlit as st
 
 from ..confidence import PROFILES
-from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, MODELS, PAGES, PROFILE, SEEDS, TOP_K, data_dir,
-                      full_workspace, workspace)
+from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, MODELS, PAGES, PROFILE, RUNSETS, SEEDS, TOP_K,
+                      data_dir, full_workspace, run_set_names, workspace)
 from .workspace import Workspace
 
 log = logging.getLogger("htc.dashboard")
@@ -46,13 +46,13 @@ URL_RESTORED = "htc_url_restored"
 #: the query parameters of a first request that :func:`require_app` handed over to app.py
 URL_STASH = "htc_url_stash"
 #: query parameters of the view: sidebar filters (repeated parameters) and the inspected trajectory
-URL_LISTS = {"datasets": DATASETS, "models": MODELS}
+URL_LISTS = {"runsets": RUNSETS, "datasets": DATASETS, "models": MODELS}
 URL_ID = "id"
 
 
 def restore_from_url() -> None:
     """Once per session (a new tab, a reload, a pasted link), before the sidebar's widgets exist: take the
-    filters (``?datasets=a&datasets=b&models=m``) and the trajectory (``?id=<trajectory id or run-set:id>``)
+    filters (``?runsets=<run set id or name>&datasets=a&datasets=b&models=m``) and the trajectory (``?id=<trajectory id or run-set:id>``)
     from the URL. The page itself is in the URL's path (``/inspector``). Later runs write the URL instead
     (:func:`write_url`), so the widgets stay in charge."""
     if st.session_state.get(URL_RESTORED):
@@ -103,7 +103,7 @@ def guard() -> Workspace:
                     "chat/call-log, Responses, completions, smolagents or ATIF), or start the app with the shipped "
                     "`sample_runs/`.")
         else:
-            st.info("No trajectory matches the datasets/models chosen in the sidebar.")
+            st.info("No trajectory matches the run sets/datasets/models chosen in the sidebar.")
         st.stop()
     return ws
 
@@ -147,9 +147,16 @@ def sidebar() -> None:
         st.markdown("**Data**")
         if len(full):
             ds_all, ms_all = full.values("dataset"), full.values("model")
+            names = run_set_names()
+            if RUNSETS in st.session_state:
+                st.session_state[RUNSETS] = run_set_ids(st.session_state[RUNSETS], names)
             for key, allowed in ((DATASETS, ds_all), (MODELS, ms_all)):
                 if key in st.session_state:
                     st.session_state[key] = [v for v in st.session_state[key] if v in allowed]
+            st.multiselect("Run sets", list(names), key=RUNSETS, placeholder="all run sets",
+                           format_func=lambda i: names.get(i, i),
+                           help="A run set is what one upload stored together (the shipped samples: one per file). "
+                                "Every page shows the chosen run sets only.")
             st.multiselect("Datasets", ds_all, key=DATASETS, placeholder="all datasets")
             st.multiselect("Models", ms_all, key=MODELS, placeholder="all models")
             st.caption(f"{len(workspace()):,} of {len(full):,} trajectories selected")
@@ -161,6 +168,16 @@ def sidebar() -> None:
             st.number_input("top-k alternatives", min_value=1, max_value=20, step=1, key=TOP_K)
             st.number_input("CV repeats (seeds 42, 43, …)", min_value=1, max_value=5, step=1, key=SEEDS)
         st.caption(f"store: `{data_dir()}`")
+
+
+def run_set_ids(chosen, names: dict) -> list[str]:
+    """The run set ids among ``chosen`` (ids, or names as a shared link may carry them; a name that several
+    run sets share chooses them all); unknown entries are dropped."""
+    out: list[str] = []
+    for v in chosen or []:
+        hits = [v] if v in names else [i for i, n in names.items() if n == v]
+        out.extend(h for h in hits if h not in out)
+    return out
 
 
 def md(text) -> str:

@@ -319,13 +319,19 @@ def position_figure(confidence, success, value: float, *, label: str = "this tra
 # ------------------------------------------------------------ comparisons
 def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "brier", "auroc"),
                       height: int = 360) -> go.Figure:
-    """Grouped bars of per-group metrics (``explain.group_metrics``): one panel per metric."""
+    """Grouped bars of per-group metrics (``explain.group_metrics``): one panel per metric, with whiskers when the
+    frame has bootstrap intervals."""
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m.upper() if m != "brier" else "Brier" for m in metrics])
     methods = list(dict.fromkeys(frame["method"]))
     for j, met in enumerate(metrics):
         for i, meth in enumerate(methods):
             sub = frame[frame["method"] == meth]
+            err = None
+            if f"{met}_low" in sub:   # bootstrap intervals (explain.group_metrics(n_boot=...))
+                err = dict(type="data", symmetric=False, array=(sub[f"{met}_high"] - sub[met]).to_numpy(),
+                           arrayminus=(sub[met] - sub[f"{met}_low"]).to_numpy(), thickness=1.2, width=3)
             fig.add_trace(go.Bar(x=sub["group"].map(lambda v: esc(v, 30)), y=sub[met], name=esc(meth), legendgroup=meth,
+                                 error_y=err,
                                  showlegend=j == 0, marker_color=_color(meth, i), customdata=sub["n"],
                                  hovertemplate="%{x}<br>" + esc(meth) + f"<br>{met} " + "%{y:.3f}<br>n %{customdata}<extra></extra>"),
                           row=1, col=j + 1)

@@ -29,6 +29,7 @@ DATA_DIR = "htc_data_dir"
 SAMPLE_DIR = "htc_sample_dir"
 DATASETS = "htc_datasets"
 MODELS = "htc_models"
+RUNSETS = "htc_runsets"
 PROFILE = "htc_profile"
 TOP_K = "htc_top_k"
 SEEDS = "htc_seeds"
@@ -43,6 +44,7 @@ PAGES = {
     "feature_space": "pages/feature_space.py",
     "examples": "pages/examples.py",
     "compare": "pages/compare.py",
+    "compare_runsets": "pages/compare_runsets.py",
     "inspector": "pages/inspector.py",
 }
 
@@ -110,8 +112,22 @@ def _workspace(data_dir: str, revision: str, profile: str, top_k: int) -> Worksp
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _selected(data_dir: str, revision: str, profile: str, top_k: int, datasets: tuple, models: tuple) -> Workspace:
-    return _workspace(data_dir, revision, profile, top_k).select(datasets=list(datasets), models=list(models))
+def _selected(data_dir: str, revision: str, profile: str, top_k: int, datasets: tuple, models: tuple,
+              run_sets: tuple = ()) -> Workspace:
+    return _workspace(data_dir, revision, profile, top_k).select(datasets=list(datasets), models=list(models),
+                                                                 run_sets=list(run_sets))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _run_set_names(data_dir: str, revision: str) -> dict:
+    listing = get_store(data_dir).list_run_sets()
+    return dict(zip(listing["id"].astype(str), listing["name"].astype(str)))
+
+
+def run_set_names() -> dict:
+    """Run set id -> name, in storage order. A run set is what one upload (or one import) stored together;
+    the shipped sample runs are one run set per file (``sample: facts_SmolLM2-135M-greedy.jsonl``)."""
+    return _run_set_names(data_dir(), store().revision())
 
 
 def settings() -> dict:
@@ -119,8 +135,10 @@ def settings() -> dict:
             "seeds": int(st.session_state.get(SEEDS, 3))}
 
 
-def selection() -> tuple[tuple, tuple]:
-    return tuple(st.session_state.get(DATASETS) or ()), tuple(st.session_state.get(MODELS) or ())
+def selection() -> tuple[tuple, tuple, tuple]:
+    """The sidebar's choice: (datasets, models, run sets); empty means all."""
+    return (tuple(st.session_state.get(DATASETS) or ()), tuple(st.session_state.get(MODELS) or ()),
+            tuple(st.session_state.get(RUNSETS) or ()))
 
 
 def full_workspace() -> Workspace:
@@ -129,16 +147,16 @@ def full_workspace() -> Workspace:
 
 
 def workspace() -> Workspace:
-    """The stored runs restricted to the sidebar's dataset/model choice."""
+    """The stored runs restricted to the sidebar's run set/dataset/model choice."""
     s = settings()
-    ds, ms = selection()
-    return _selected(data_dir(), store().revision(), s["profile"], s["top_k"], ds, ms)
+    ds, ms, rs = selection()
+    return _selected(data_dir(), store().revision(), s["profile"], s["top_k"], ds, ms, rs)
 
 
 def workspace_for_profile(profile: str, top_k: int) -> Workspace:
     """The selection's workspace under another confidence profile (an uploaded model's)."""
-    ds, ms = selection()
-    return _selected(data_dir(), store().revision(), profile, int(top_k), ds, ms)
+    ds, ms, rs = selection()
+    return _selected(data_dir(), store().revision(), profile, int(top_k), ds, ms, rs)
 
 
 def cache_key(*extra) -> tuple:

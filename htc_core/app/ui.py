@@ -21,22 +21,22 @@ from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cach
                       fitted_model,
                       labeled_positions, merge_evaluations, projection)
 from .layout import (follow_deep_link, guard, md, open_in_inspector, page_errors, require_app, restore_from_url,
-                     set_url_id, sidebar, write_url)
-from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, LAST_UPLOAD, MODELS, PAGES, PROFILE, SAMPLE_DIR,
-                      SAMPLE_DIR_NAME, SEEDS, TOP_K, bootstrap, cache_key, configure, data_dir,
-                      full_workspace, get_store, parse_cli, selection, settings, store, workspace,
+                     run_set_ids, set_url_id, sidebar, write_url)
+from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, LAST_UPLOAD, MODELS, PAGES, PROFILE, RUNSETS,
+                      SAMPLE_DIR, SAMPLE_DIR_NAME, SEEDS, TOP_K, bootstrap, cache_key, configure, data_dir,
+                      full_workspace, get_store, parse_cli, run_set_names, selection, settings, store, workspace,
                       workspace_for_profile)
 from .upload import handle_upload
 
 __all__ = [
     # session
-    "DATA_DIR", "DATASETS", "DEEP_LINK", "INSPECT", "LAST_UPLOAD", "MODELS", "PAGES", "PROFILE", "SAMPLE_DIR",
+    "DATA_DIR", "DATASETS", "DEEP_LINK", "INSPECT", "LAST_UPLOAD", "MODELS", "PAGES", "PROFILE", "RUNSETS", "SAMPLE_DIR",
     "SAMPLE_DIR_NAME", "SEEDS", "TOP_K", "bootstrap", "cache_key", "configure", "data_dir",
-    "full_workspace", "get_store", "parse_cli", "selection", "settings", "store", "workspace",
+    "full_workspace", "get_store", "parse_cli", "run_set_names", "selection", "settings", "store", "workspace",
     "workspace_for_profile",
     # layout
     "follow_deep_link", "guard", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
-    "restore_from_url", "write_url", "set_url_id",
+    "restore_from_url", "write_url", "set_url_id", "run_set_ids",
     # compute
     "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_part",
     "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_gam",

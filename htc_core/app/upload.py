@@ -52,6 +52,9 @@ def _summary(name: str, res: AddResult | None, report: LoadReport, display: dict
         "clipped_values": report.clipped_values, "skipped_lines": report.skipped_lines,
         "problems": problems, "problems_truncated": report.problems_truncated,
         "run_set": None if res is None else res.run_set_id,
+        "formats": {display.get(f, Path(f).name): fmt for f, fmt in report.formats.items()},
+        "labels": None if report.labels is None else
+        dict(report.labels, file=display.get(report.labels["file"], Path(report.labels["file"]).name)),
     }
 
 

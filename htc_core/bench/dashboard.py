@@ -2,6 +2,7 @@
 
     python -m htc_core.bench dashboard [--trajectories 10000] [--steps 5] [--tokens 100] [--top-k 0]
                                        [--seeds 1] [--alphas paper|quick] [--skip-browser] [--skip-upload]
+                                       [--calibration-only]
 
 1. Cold start: a fresh ``streamlit run app.py`` process on a store that already holds the sample runs
    (the first run loaded them), until the Runs page is drawn in headless Chromium (Playwright). Without
@@ -12,6 +13,9 @@
    ``--trajectories`` x ``--steps`` calls x ``--tokens`` tokens, uploaded through the Runs page's
    uploader (AppTest), stored, then the Calibration page drawn with the evaluation; stage times printed.
 4. UMAP and t-SNE of the uploaded trajectories' features.
+5. The Calibration page on the sample runs (``calibration_visits``): first visit (all methods, the evaluation
+   computed), a later visit, a reload (new session) and a restart (read back from the store). Targets: first
+   < 5 s on an idle machine, later visits and reloads < 1 s. ``--calibration-only`` runs just this part.
 
 The sample runs are ``sample_runs/`` when it holds files, else the UALA HotpotQA runs in
 ``../shared/data/uala-hotpotqa`` stand in (the output says which).
@@ -266,6 +270,31 @@ def upload_browser(data_dir: Path, calllog: Path, labels: Path, seeds: int, env:
             "progress_calibration": bar_cal, "reduced_still_running": still}
 
 
+def _calibration_only(args, argv: list) -> int:
+    import logging
+
+    from .calibration_visits import calibration_visits
+
+    if "--alphas" in argv and args.alphas == "quick":
+        os.environ["HTC_DASHBOARD_ALPHAS"] = QUICK_ALPHAS
+    logging.disable(logging.WARNING)
+    samples, which = sample_dir()
+    tmp = Path(tempfile.mkdtemp(prefix="htc-bench-"))
+    try:
+        t0 = time.perf_counter()
+        cold_start_apptest(tmp / "store", samples, dict(os.environ))
+        print(f"sample runs: {which}; loaded into an empty store with their features in {time.perf_counter() - t0:.1f} s")
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        v = calibration_visits(tmp / "store", samples, APP)
+        print(f"Calibration, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
+              f"{v['parts_computed']} evaluation parts computed): {v['first_s']:.2f} s (target < 5 s idle)")
+        print(f"Calibration, later visit: {v['later_s']:.2f} s; reload (new session): {v['reload_s']:.2f} s; "
+              f"restart (from the store): {v['restart_s']:.2f} s (target < 1 s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trajectories", type=int, default=10_000)
@@ -277,7 +306,12 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"alpha grid: the paper's 15 values or quick ({QUICK_ALPHAS})")
     ap.add_argument("--skip-browser", action="store_true")
     ap.add_argument("--skip-upload", action="store_true")
+    ap.add_argument("--calibration-only", action="store_true",
+                    help="only part 5: the Calibration page on the sample runs (paper's alphas unless --alphas quick "
+                         "is given, 3 CV repeats)")
     args = ap.parse_args(argv)
+    if args.calibration_only:
+        return _calibration_only(args, argv or [])
     if args.alphas == "quick":
         os.environ["HTC_DASHBOARD_ALPHAS"] = QUICK_ALPHAS
     import logging

@@ -27,8 +27,9 @@ GROUP_METRIC_COLUMNS = ["group", "method", "n", "success_rate", "ece", "brier", 
 
 
 def reliability_curves(labels, predictions: Mapping[str, np.ndarray], *, n_bins: int = 10,
-                       interval: str | None = "wilson") -> dict[str, ReliabilityCurve]:
-    """One reliability curve per method (the metrics module's binning, so it agrees with the ECE)."""
+                       interval: str | None = "wilson", strategy: str = "uniform") -> dict[str, ReliabilityCurve]:
+    """One reliability curve per method (the metrics module's binning, so it agrees with the ECE of the same
+    ``strategy``: "uniform" = equal-width bins on [0, 1], "quantile" = equal-mass bins)."""
     y = np.asarray(labels, dtype=np.float64)
     out = {}
     for name, p in predictions.items():
@@ -36,7 +37,7 @@ def reliability_curves(labels, predictions: Mapping[str, np.ndarray], *, n_bins:
         ok = np.isfinite(p) & np.isfinite(y)
         if ok.sum() == 0:
             continue
-        out[name] = reliability_curve(y[ok], p[ok], n_bins=n_bins, interval=interval)
+        out[name] = reliability_curve(y[ok], p[ok], n_bins=n_bins, interval=interval, strategy=strategy)
     return out
 
 
@@ -49,11 +50,16 @@ def _metric_row(group: str, method: str, y: np.ndarray, p: np.ndarray) -> dict:
     return {"group": group, "method": method, "n": int(len(y)), "success_rate": float(y.mean()), **met, "note": note}
 
 
-def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups) -> pd.DataFrame:
+def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_boot: int = 0,
+                  seed: int = 0) -> pd.DataFrame:
     """ECE, Brier and AUROC of every method inside every group (AUROC NaN with one class).
 
-    Columns: group, method, n, success_rate, ece, brier, auroc, note.
+    Columns: group, method, n, success_rate, ece, brier, auroc, note; with ``n_boot`` > 0 also the 95%
+    percentile bootstrap interval of each metric over ``n_boot`` resamples of the group's runs
+    (``ece_low``, ``ece_high``, ``brier_low``, ... from ``calibration.comparison.metric_intervals``).
     """
+    from ..calibration.comparison import metric_intervals
+
     y = np.asarray(labels, dtype=np.float64)
     g = group_names(groups)
     preds = {name: np.asarray(p, dtype=np.float64) for name, p in predictions.items()}
@@ -63,8 +69,14 @@ def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups) -> pd.D
         for name, p in preds.items():
             mm = m & np.isfinite(p)
             if mm.any():
-                rows.append(_metric_row(grp, name, y[mm], p[mm]))
-    return pd.DataFrame(rows, columns=GROUP_METRIC_COLUMNS)
+                row = _metric_row(grp, name, y[mm], p[mm])
+                if n_boot:
+                    iv = metric_intervals(y[mm], p[mm], n_boot=n_boot, seed=seed)
+                    for met in ("ece", "brier", "auroc"):
+                        row[f"{met}_low"], row[f"{met}_high"] = iv[met][1], iv[met][2]
+                rows.append(row)
+    extra = [f"{m}_{b}" for m in ("ece", "brier", "auroc") for b in ("low", "high")] if n_boot else []
+    return pd.DataFrame(rows, columns=GROUP_METRIC_COLUMNS + extra)
 
 
 def group_curves(labels, prediction, groups, *, n_bins: int = 10) -> dict[str, ReliabilityCurve]:

@@ -114,6 +114,7 @@ def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str
             if fmt is None:
                 report.error(str(path), None, why)
                 return
+        report.formats[str(path)] = fmt
         READERS[fmt].read_file(path, builder=builder, report=report, defaults=defaults, group_by=group_by)
 
     ts, report = read_files(inputs, read_one, report=report, skip=labels)

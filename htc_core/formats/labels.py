@@ -282,6 +282,9 @@ def finish_join(info: LabelJoin, labels: dict[str, dict], used: set[str], report
                 max_listed: int = 5) -> None:
     """After every chunk: the labels rows that matched no trajectory, and the warnings."""
     info.unmatched_label_ids = [t for t in labels if t not in used]
+    report.labels = {"file": info.file, "rows": info.rows, "matched": info.matched,
+                     "unlabeled": len(info.unlabeled_ids), "unmatched_rows": len(info.unmatched_label_ids),
+                     "model_conflicts": len(info.model_conflicts)}
     _report_join(info, labels, info.trajectories, report, max_listed)
 
 

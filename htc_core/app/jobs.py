@@ -1,0 +1,110 @@
+"""Background jobs of the dashboard: long computations that run outside the page script.
+
+A Streamlit rerun (any widget change, a reload, another tab) stops the page script, and a computation run
+inside the script would stop with it and start again from the beginning. A :class:`Job` runs in its own
+daemon thread instead; the script only starts it (or joins the one already running under the same key) and
+then shows its progress. Jobs of one store run one after another (a per-store lock: two evaluations at the
+same time would only share the same CPU cores and both finish late).
+
+:data:`JOB_STATS` counts ``started`` and ``joined`` submissions, so tests can show that a rerun joins the running
+job instead of restarting it. Pure Python (no Streamlit): the keys and the work are given by the caller.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+__all__ = ["Job", "submit", "running", "JOB_STATS", "forget"]
+
+log = logging.getLogger("htc.dashboard")
+
+#: how submissions were answered: "started" (a new thread) or "joined" (the job already running)
+JOB_STATS: collections.Counter = collections.Counter()
+
+_LOCK = threading.Lock()
+_JOBS: dict = {}                 # key -> Job (running, or finished with an error until forgotten)
+_STORE_LOCKS: dict = {}          # store -> lock serializing its jobs
+
+
+@dataclass
+class Job:
+    """One background computation: its progress (``done`` of ``total`` steps, ``message``), and when it ends
+    ``error`` (None when it succeeded). ``started``/``ended``: ``time.time()`` stamps."""
+
+    key: tuple
+    label: str
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+    ended: float | None = None
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        self.done, self.total, self.message = int(done), int(total), str(message)
+
+    @property
+    def fraction(self) -> float:
+        return 0.0 if self.total <= 0 else min(1.0, self.done / self.total)
+
+    @property
+    def is_running(self) -> bool:
+        return not self.finished.is_set()
+
+    def text(self) -> str:
+        """'<label>: <message>' (the message says the steps done, e.g. 'HTC-Reduced (4/15 folds)')."""
+        return f"{self.label}: {self.message}" if self.message else f"{self.label}: starting"
+
+
+def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> Job:
+    """Start ``work(job)`` in a background thread, or join the job already running under ``key``.
+    ``work`` reports with ``job.progress(done, total, message)`` and keeps its results itself (e.g. in a
+    cache); an exception ends the job with ``job.error`` set (and is logged)."""
+    with _LOCK:
+        job = _JOBS.get(key)
+        if job is not None and job.is_running:
+            JOB_STATS["joined"] += 1
+            return job
+        job = Job(key=key, label=label)
+        _JOBS[key] = job
+        store_lock = _STORE_LOCKS.setdefault(str(store), threading.Lock())
+        JOB_STATS["started"] += 1
+
+    def run() -> None:
+        try:
+            with store_lock:
+                work(job)
+        except Exception as e:  # noqa: BLE001 - reported through the job, never lost in a thread
+            log.exception("background job %s failed", label)
+            job.error = f"{type(e).__name__}: {e}"
+        finally:
+            job.ended = time.time()
+            job.finished.set()
+            if job.error is None:
+                with _LOCK:
+                    if _JOBS.get(key) is job:
+                        del _JOBS[key]
+            log.info("%s took %.2f s", label, job.ended - job.started)
+
+    threading.Thread(target=run, name=f"htc-job-{label}", daemon=True).start()
+    return job
+
+
+def running(key: tuple) -> Job | None:
+    """The job under ``key`` (running, or failed and not forgotten yet), or None."""
+    with _LOCK:
+        return _JOBS.get(key)
+
+
+def forget(key: tuple) -> None:
+    """Drop a failed job, so that the next submission starts it again."""
+    with _LOCK:
+        job = _JOBS.get(key)
+        if job is not None and not job.is_running:
+            del _JOBS[key]

@@ -1,0 +1,393 @@
+"""A/B comparison of two run sets (or of two calibrators on the same runs).
+
+:func:`compare_run_sets` answers "is B better calibrated / more accurate than A, and what changed?":
+
+- metrics of each side (ECE, Brier, AUROC, verdict accuracy, success rate) with percentile bootstrap
+  intervals, and the difference B - A with its own interval (resampling both sides independently; when the
+  two sides are the *same runs* scored by two calibrators, ``paired=True`` resamples the runs once, so the
+  interval of the difference is the paired one);
+- one reliability curve per side (same binning as the ECE: ``strategy`` "uniform" = equal width,
+  "quantile" = equal mass);
+- the shift of every one of the 48 features, ranked by the absolute standardized mean difference
+  (B mean - A mean over the pooled standard deviation ``sqrt((var_A + var_B) / 2)``, Cohen's d);
+- the runs whose verdict flipped: a verdict is "trust" when the confidence is at least ``threshold``
+  (default 0.5), else "doubt". Runs are paired by their keys (see :func:`pairing_keys`: the same task, i.e. the
+  same metadata task id or the same trajectory id once the model name is taken out of it, else the same
+  question; for two calibrators, the same run); a key that occurs more than once on a side is ambiguous and
+  left unpaired (counted in the notes).
+
+Everything returns result objects (``to_frame()`` / ``to_dict()``); nothing here draws.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .metrics import _check_n_bins, _check_strategy, ReliabilityCurve, bin_predictions, reliability_curve
+
+__all__ = ["metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
+           "pairing_keys", "flipped_verdicts", "compare_run_sets", "COMPARED_METRICS"]
+
+#: metric -> (label, True when higher is better)
+COMPARED_METRICS = {"ece": ("ECE", False), "brier": ("Brier", False), "auroc": ("AUROC", True),
+                    "accuracy": ("verdict accuracy", True), "success_rate": ("success rate", True)}
+
+
+# --------------------------------------------------------------- metrics
+def _row_auroc(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """AUROC of every row (Mann-Whitney with average ranks for ties); NaN where a row has one outcome."""
+    from scipy.stats import rankdata
+
+    R = rankdata(P, axis=1)
+    n_pos = Y.sum(axis=1)
+    n_neg = Y.shape[1] - n_pos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = ((R * Y).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    out[(n_pos == 0) | (n_neg == 0)] = np.nan
+    return out
+
+
+def _row_ece(Y: np.ndarray, P: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
+    if strategy == "uniform":     # vectorized: the same equal-width bins as metrics._bin
+        m, n = P.shape
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        ids = np.searchsorted(edges[1:-1], P.ravel()).reshape(m, n) + (np.arange(m) * n_bins)[:, None]
+        s = np.bincount(ids.ravel(), weights=(P - Y).ravel(), minlength=m * n_bins).reshape(m, n_bins)
+        return np.abs(s).sum(axis=1) / n
+    return np.array([bin_predictions(y, p, n_bins=n_bins, strategy=strategy).ece() for y, p in zip(Y, P)])
+
+
+def _metric_rows(Y: np.ndarray, P: np.ndarray, threshold: float, n_bins: int, strategy: str) -> dict:
+    """Every compared metric of every row of (Y, P) [m, n]."""
+    return {"ece": _row_ece(Y, P, n_bins, strategy), "brier": ((P - Y) ** 2).mean(axis=1),
+            "auroc": _row_auroc(Y, P), "accuracy": ((P >= threshold) == (Y == 1)).mean(axis=1),
+            "success_rate": Y.mean(axis=1)}
+
+
+def _clean(y, p, name: str) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    if y.shape != p.shape:
+        raise ValueError(f"labels and confidences of side {name} differ in length: {y.size} vs {p.size}")
+    ok = np.isfinite(y) & np.isfinite(p)
+    y, p = y[ok], p[ok]
+    if y.size == 0:
+        raise ValueError(f"side {name} has no run with both a label and a confidence")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError(f"labels of side {name} must be 0/1, got {sorted(set(y.tolist()))[:5]}")
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError(f"confidences of side {name} must lie in [0, 1]")
+    return y, p
+
+
+def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0, n_bins: int = 10,
+                     strategy: str = "uniform", threshold: float = 0.5) -> dict[str, tuple[float, float, float]]:
+    """metric -> (value, low, high) for every metric of :data:`COMPARED_METRICS` on one set of runs, with
+    the percentile bootstrap interval of ``level`` over ``n_boot`` resamples of the runs (vectorized: all
+    metrics from the same resamples)."""
+    n_bins = _check_n_bins(n_bins)
+    strategy = _check_strategy(strategy)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    y, p = _clean(y_true, y_prob, "y_prob")
+    idx = np.random.default_rng(seed).integers(0, y.size, size=(int(n_boot), y.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point = _metric_rows(y[None], p[None], threshold, n_bins, strategy)
+        boot = _metric_rows(y[idx], p[idx], threshold, n_bins, strategy)
+    q = [(1 - level) / 2, 1 - (1 - level) / 2]
+    return {m: (float(point[m][0]), *_interval(boot[m], q)) for m in COMPARED_METRICS}
+
+
+@dataclass
+class MetricComparison:
+    """Metrics of A and B with bootstrap intervals and the difference B - A (``frame``: one row per metric:
+    metric, label, better (higher/lower), a, a_low, a_high, b, b_low, b_high, diff, diff_low, diff_high,
+    n_a, n_b)."""
+
+    frame: pd.DataFrame
+    n_boot: int
+    level: float
+    paired: bool
+    strategy: str
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    def to_dict(self) -> dict:
+        return {"n_boot": self.n_boot, "level": self.level, "paired": self.paired, "strategy": self.strategy,
+                "rows": self.frame.to_dict(orient="records")}
+
+
+def compare_metrics(y_a, p_a, y_b, p_b, *, paired: bool = False, threshold: float = 0.5, n_bins: int = 10,
+                    strategy: str = "uniform", n_boot: int = 1000, level: float = 0.95,
+                    seed: int = 0) -> MetricComparison:
+    """ECE, Brier, AUROC, verdict accuracy (confidence >= ``threshold`` agrees with the outcome) and success
+    rate of A and B, each with its percentile bootstrap interval, and B - A with its interval.
+
+    ``paired=True``: A and B are the same runs (same order) scored twice; one resample of the runs serves
+    both sides. Runs without a label or a confidence are left out (each side on its own)."""
+    n_bins = _check_n_bins(n_bins)
+    strategy = _check_strategy(strategy)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if not 0.0 < float(threshold) < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
+    if paired:
+        ya, pa, yb, pb = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (y_a, p_a, y_b, p_b))
+        if not (ya.shape == pa.shape == yb.shape == pb.shape):
+            raise ValueError("paired=True needs A and B of the same length (the same runs)")
+        ok = np.isfinite(ya) & np.isfinite(pa) & np.isfinite(yb) & np.isfinite(pb)
+        ya, pa = _clean(ya[ok], pa[ok], "A")
+        yb, pb = _clean(yb[ok], pb[ok], "B")
+    else:
+        ya, pa = _clean(y_a, p_a, "A")
+        yb, pb = _clean(y_b, p_b, "B")
+    rng = np.random.default_rng(seed)
+    ia = rng.integers(0, ya.size, size=(int(n_boot), ya.size))
+    ib = ia if paired else rng.integers(0, yb.size, size=(int(n_boot), yb.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point_a = _metric_rows(ya[None], pa[None], threshold, n_bins, strategy)
+        point_b = _metric_rows(yb[None], pb[None], threshold, n_bins, strategy)
+        boot_a = _metric_rows(ya[ia], pa[ia], threshold, n_bins, strategy)
+        boot_b = _metric_rows(yb[ib], pb[ib], threshold, n_bins, strategy)
+    q = [(1 - level) / 2, 1 - (1 - level) / 2]
+    rows = []
+    for m, (label, higher) in COMPARED_METRICS.items():
+        row = {"metric": m, "label": label, "better": "higher" if higher else "lower"}
+        for side, point, boot in (("a", point_a, boot_a), ("b", point_b, boot_b)):
+            row[side], (row[f"{side}_low"], row[f"{side}_high"]) = float(point[m][0]), _interval(boot[m], q)
+        row["diff"] = row["b"] - row["a"]
+        row["diff_low"], row["diff_high"] = _interval(boot_b[m] - boot_a[m], q)
+        row["n_a"], row["n_b"] = int(ya.size), int(yb.size)
+        rows.append(row)
+    return MetricComparison(frame=pd.DataFrame(rows), n_boot=int(n_boot), level=float(level), paired=bool(paired),
+                            strategy=strategy)
+
+
+def _interval(stats: np.ndarray, q: list) -> tuple[float, float]:
+    stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(stats, q)
+    return float(lo), float(hi)
+
+
+# ------------------------------------------------------- feature shifts
+@dataclass
+class FeatureShift:
+    """Per feature: code, feature, name, mean_a, mean_b, sd_a, sd_b, smd (B - A over the pooled sd), abs_smd;
+    sorted by abs_smd, largest first (features constant on both sides last, smd NaN)."""
+
+    frame: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    def to_dict(self) -> dict:
+        return {"rows": self.frame.to_dict(orient="records")}
+
+    def top(self, k: int = 10) -> pd.DataFrame:
+        return self.frame.head(int(k)).copy()
+
+
+def feature_shift(X_a, X_b, names: Sequence[str] | None = None) -> FeatureShift:
+    """The standardized mean difference of every column between two feature matrices (NaNs ignored)."""
+    from ..features import FEATURE_NAMES, REGISTRY
+
+    A = np.asarray(X_a, dtype=np.float64)
+    B = np.asarray(X_b, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
+        raise ValueError(f"X_a and X_b must be 2-D with the same columns, got shapes {A.shape} and {B.shape}")
+    if len(A) < 2 or len(B) < 2:
+        raise ValueError(f"each side needs at least 2 runs to measure a shift, got {len(A)} and {len(B)}")
+    names = list(FEATURE_NAMES if names is None else names)
+    if len(names) != A.shape[1]:
+        raise ValueError(f"names must have one entry per column ({A.shape[1]}), got {len(names)}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ma, mb = np.nanmean(A, axis=0), np.nanmean(B, axis=0)
+        sa, sb = np.nanstd(A, axis=0, ddof=1), np.nanstd(B, axis=0, ddof=1)
+    pooled = np.sqrt((sa ** 2 + sb ** 2) / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        smd = np.where(pooled > 0, (mb - ma) / pooled, np.nan)
+    frame = pd.DataFrame({
+        "code": [REGISTRY[n].code if n in REGISTRY else "" for n in names], "feature": names,
+        "name": [REGISTRY[n].display_name if n in REGISTRY else n for n in names],
+        "mean_a": ma, "mean_b": mb, "sd_a": sa, "sd_b": sb, "smd": smd, "abs_smd": np.abs(smd)})
+    frame = frame.sort_values("abs_smd", ascending=False, na_position="last", kind="mergesort")
+    return FeatureShift(frame=frame.reset_index(drop=True))
+
+
+# ------------------------------------------------------------- pairing
+_SPACE = re.compile(r"\s+")
+
+
+#: metadata fields that name the task a run solved (the first one present wins)
+TASK_FIELDS = ("task_id", "task", "problem_id", "instance_id")
+
+
+def _task_from_metadata(raw) -> str | None:
+    if isinstance(raw, str) and raw.startswith("{"):
+        import json
+
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    if isinstance(raw, dict):
+        for f in TASK_FIELDS:
+            v = raw.get(f)
+            if v not in (None, ""):
+                return str(v)
+    return None
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == ""
+
+
+def pairing_keys(meta: pd.DataFrame) -> np.ndarray:
+    """How runs of two run sets are paired, per run, the first rule that applies:
+
+    1. ``task:<dataset>:<value>`` from a metadata field naming the task (:data:`TASK_FIELDS`);
+    2. ``task:<dataset>:<trajectory id without the model name>`` when the id contains the run's model name
+       (the sample runs: ``facts-0007-SmolLM2-135M-greedy`` and ``facts-0007-SmolLM2-135M-sampled-t0.7`` are
+       task ``facts-0007``); an id without the model name is kept whole, so the same id in two uploads pairs;
+    3. ``question:<dataset>:<question text>`` (case and runs of whitespace ignored) when the run has no id.
+
+    A run with none of these gets None and stays unpaired."""
+    n = len(meta)
+
+    def col(name):
+        return meta[name].to_numpy(dtype=object) if name in meta else np.full(n, None, dtype=object)
+
+    ds, ids, models, qs, md = col("dataset"), col("id"), col("model"), col("question"), col("metadata")
+    out = np.empty(n, dtype=object)
+    for i in range(n):
+        d = "" if _blank(ds[i]) else str(ds[i])
+        task = _task_from_metadata(md[i])
+        if task is None and not _blank(ids[i]):
+            tid, model = str(ids[i]), "" if _blank(models[i]) else str(models[i])
+            task = tid.replace(model, "").strip("-_:/. ") if model and model in tid else tid
+            task = task or tid
+        if task is not None:
+            out[i] = f"task:{d}\x1f{task}"
+        elif not _blank(qs[i]):
+            out[i] = f"question:{d}\x1f{_SPACE.sub(' ', str(qs[i])).strip().lower()}"
+        else:
+            out[i] = None
+    return out
+
+
+def _unique_index(keys: np.ndarray) -> tuple[dict, int]:
+    """key -> row for the keys that occur exactly once, and how many rows had an ambiguous key."""
+    s = pd.Series(keys, dtype=object)
+    s = s[s.notna()]
+    counts = s.value_counts()
+    once = set(counts.index[counts == 1])
+    return {k: i for i, k in s.items() if k in once}, int(counts[counts > 1].sum())
+
+
+def flipped_verdicts(keys_a, p_a, y_a, keys_b, p_b, y_b, *, threshold: float = 0.5) -> tuple[pd.DataFrame, dict]:
+    """(pairs, counts): every pair of runs with the same key on both sides, with both confidences, outcomes and
+    verdicts (``pos_a``/``pos_b`` index the inputs), sorted with the flipped ones first, then by the change
+    of confidence; counts: paired, flipped, ambiguous_a, ambiguous_b, unpaired_a, unpaired_b."""
+    if not 0.0 < float(threshold) < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
+    ka, kb = np.asarray(keys_a, dtype=object), np.asarray(keys_b, dtype=object)
+    pa, pb = np.asarray(p_a, dtype=np.float64), np.asarray(p_b, dtype=np.float64)
+    ya, yb = np.asarray(y_a, dtype=np.float64), np.asarray(y_b, dtype=np.float64)
+    if not (len(ka) == len(pa) == len(ya)) or not (len(kb) == len(pb) == len(yb)):
+        raise ValueError("keys, confidences and labels of a side must have the same length")
+    ua, amb_a = _unique_index(ka)
+    ub, amb_b = _unique_index(kb)
+    common = [k for k in ua if k in ub and np.isfinite(pa[ua[k]]) and np.isfinite(pb[ub[k]])]
+    ia = np.array([ua[k] for k in common], dtype=np.int64)
+    ib = np.array([ub[k] for k in common], dtype=np.int64)
+    va, vb = pa[ia] >= threshold, pb[ib] >= threshold
+    pairs = pd.DataFrame({"pos_a": ia, "pos_b": ib, "confidence_a": pa[ia], "confidence_b": pb[ib],
+                          "verdict_a": np.where(va, "trust", "doubt"), "verdict_b": np.where(vb, "trust", "doubt"),
+                          "success_a": ya[ia], "success_b": yb[ib], "flipped": va != vb})
+    pairs["change"] = pairs["confidence_b"] - pairs["confidence_a"]
+    pairs = pairs.assign(_abs=pairs["change"].abs()).sort_values(["flipped", "_abs"], ascending=[False, False],
+                                                                 kind="mergesort").drop(columns="_abs")
+    counts = {"paired": len(common), "flipped": int(pairs["flipped"].sum()), "ambiguous_a": amb_a,
+              "ambiguous_b": amb_b, "unpaired_a": int(len(ka) - len(common)), "unpaired_b": int(len(kb) - len(common))}
+    return pairs.reset_index(drop=True), counts
+
+
+# ------------------------------------------------------------ together
+@dataclass
+class RunSetComparison:
+    """Everything the "Compare run sets" page shows about A vs B."""
+
+    name_a: str
+    name_b: str
+    metrics: MetricComparison
+    curves: dict                      # side name -> ReliabilityCurve
+    shifts: FeatureShift | None
+    pairs: pd.DataFrame               # see flipped_verdicts
+    counts: dict
+    threshold: float
+    notes: list = field(default_factory=list)
+
+    @property
+    def flipped(self) -> pd.DataFrame:
+        return self.pairs[self.pairs["flipped"]].reset_index(drop=True)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The metric table (one row per metric)."""
+        return self.metrics.to_frame()
+
+    def to_dict(self) -> dict:
+        return {"a": self.name_a, "b": self.name_b, "threshold": self.threshold, "metrics": self.metrics.to_dict(),
+                "curves": {k: c.to_dict() for k, c in self.curves.items()},
+                "shifts": None if self.shifts is None else self.shifts.to_dict(), "counts": dict(self.counts),
+                "flipped": self.flipped.to_dict(orient="records"), "notes": list(self.notes)}
+
+
+def compare_run_sets(y_a, p_a, y_b, p_b, *, name_a: str = "A", name_b: str = "B", X_a=None, X_b=None,
+                     keys_a=None, keys_b=None, paired: bool = False, threshold: float = 0.5, n_bins: int = 10,
+                     strategy: str = "uniform", n_boot: int = 1000, level: float = 0.95,
+                     seed: int = 0) -> RunSetComparison:
+    """Compare side A (labels ``y_a``, confidences ``p_a``, features ``X_a``, pairing keys ``keys_a``) with
+    side B. ``paired=True`` (two calibrators on the same runs) pairs row i with row i and resamples once;
+    otherwise runs are paired by their keys (:func:`pairing_keys`) for the flipped verdicts only."""
+    if not isinstance(name_a, str) or not isinstance(name_b, str) or name_a == name_b:
+        raise ValueError(f"name_a and name_b must be two different strings, got {name_a!r} and {name_b!r}")
+    metrics = compare_metrics(y_a, p_a, y_b, p_b, paired=paired, threshold=threshold, n_bins=n_bins,
+                              strategy=strategy, n_boot=n_boot, level=level, seed=seed)
+    curves: dict[str, ReliabilityCurve] = {}
+    for name, y, p in ((name_a, y_a, p_a), (name_b, y_b, p_b)):
+        yc, pc = _clean(y, p, name)
+        curves[name] = reliability_curve(yc, pc, n_bins=n_bins, strategy=strategy)
+    notes = []
+    shifts = None
+    if X_a is not None and X_b is not None and not paired:
+        shifts = feature_shift(X_a, X_b)
+    if paired:
+        n = len(np.asarray(p_a))
+        keys_a = keys_b = np.arange(n).astype(str).astype(object)
+        notes.append("the same runs on both sides: every run is paired with itself")
+    elif keys_a is None or keys_b is None:
+        keys_a = np.full(len(np.asarray(p_a)), None, dtype=object)
+        keys_b = np.full(len(np.asarray(p_b)), None, dtype=object)
+        notes.append("no pairing keys given: no run could be paired")
+    pairs, counts = flipped_verdicts(keys_a, p_a, y_a, keys_b, p_b, y_b, threshold=threshold)
+    if counts["ambiguous_a"] or counts["ambiguous_b"]:
+        notes.append(f"{counts['ambiguous_a']} run(s) of {name_a} and {counts['ambiguous_b']} of {name_b} share "
+                     "their pairing key with another run of the same side and are left unpaired")
+    return RunSetComparison(name_a=name_a, name_b=name_b, metrics=metrics, curves=curves, shifts=shifts, pairs=pairs,
+                            counts=counts, threshold=float(threshold), notes=notes)

@@ -1,0 +1,118 @@
+"""Compare run sets: A vs B (two run sets, or two calibrators on the same runs): metrics with bootstrap
+intervals and their difference, overlaid reliability diagrams, feature shifts, runs whose verdict flipped."""
+
+import streamlit as st
+
+from htc_core.app import ab_plots, ab_views, plots, ui
+from htc_core.app.compute import ALPHAS
+from htc_core.calibration.evaluation import EvaluationError, label_problem
+
+ui.require_app("compare_runsets")
+st.title("Compare run sets")
+
+with ui.page_errors("compare_runsets"):
+    ws = ui.guard()
+    names = {i: n for i, n in ui.run_set_names().items() if i in set(ws.run_set.tolist())}
+    cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
+    if cannot_evaluate:
+        st.info(f"The comparison needs the cross-validated evaluation, which cannot run on this selection: "
+                f"{ui.md(cannot_evaluate)}.")
+        st.stop()
+    mode = st.radio("Compare", ["runsets", "calibrators"], horizontal=True, key="ab_mode",
+                    format_func=lambda m: {"runsets": "two run sets", "calibrators": "two calibrators on the same runs"}[m])
+    try:
+        ev = ui.evaluation(ws)
+    except EvaluationError as e:
+        st.warning(f"The comparison needs the cross-validated evaluation, which cannot run here: {ui.md(str(e))}")
+        st.stop()
+    methods = ev.result.methods
+    c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
+    if mode == "runsets":
+        if len(names) < 2:
+            st.info("Two run sets are needed: upload another one on **Runs**, or widen the sidebar's choice.")
+            st.stop()
+        da, db = ab_views.default_sides(ws, names)
+        st.session_state.setdefault("ab_a", da)
+        st.session_state.setdefault("ab_b", db)
+        for k in ("ab_a", "ab_b"):
+            st.session_state[k] = [r for r in st.session_state[k] if r in names]
+        a = c1.multiselect("A (one or several run sets)", list(names), key="ab_a", format_func=names.get)
+        b = c2.multiselect("B (one or several run sets)", list(names), key="ab_b", format_func=names.get)
+        method = c3.selectbox("Confidence from", methods, key="ab_method",
+                              index=methods.index("HTC-Reduced") if "HTC-Reduced" in methods else 0)
+        settings_key = ("runsets", tuple(a), tuple(b), method)
+    else:
+        strongest = ev.result.strongest_baseline() or methods[0]
+        ma = c1.selectbox("A (method)", methods, key="ab_method_a", index=methods.index(strongest))
+        mb = c2.selectbox("B (method)", methods, key="ab_method_b",
+                          index=methods.index("HTC-Reduced") if "HTC-Reduced" in methods else 0)
+        rs = st.session_state.get(ui.RUNSETS) or []
+        settings_key = ("calibrators", ma, mb, tuple(rs))
+    strategy = c4.radio("Bins", ["uniform", "quantile"], horizontal=True, key="ab_binning",
+                        format_func=lambda s: {"uniform": "equal width", "quantile": "equal mass"}[s],
+                        help="Binning of the reliability diagram and the ECE: 10 equal-width bins on [0, 1], or "
+                             "10 bins with the same number of runs each.")
+    threshold = c4.slider("Trust threshold", 0.05, 0.95, 0.5, 0.05, key="ab_threshold",
+                          help="A run's verdict is 'trust' when its confidence is at least this, else 'doubt'.")
+    try:
+        inputs = (ab_views.run_set_inputs(ws, ev, method, a, b, names) if mode == "runsets"
+                  else ab_views.calibrator_inputs(ws, ev, ma, mb, rs))
+    except ValueError as e:
+        st.info(ui.md(str(e)))
+        st.stop()
+
+    key = ui.cache_key("ab_compare", ui.settings()["seeds"], ALPHAS, *settings_key, strategy, float(threshold))
+    try:
+        cmp = ui.computed(key, "Bootstrapping the comparison",
+                          lambda progress: ab_views.compare(ws, inputs, strategy=strategy, threshold=threshold))
+    except ValueError as e:
+        st.warning(f"No comparison on these runs: {ui.md(str(e))}")
+        st.stop()
+    st.caption("Every run's confidence is its out-of-fold prediction (first repeat) in the cross-validated evaluation "
+               "of the sidebar's selection, from a calibrator that never saw it. Intervals: 95% percentile bootstrap "
+               f"over the runs ({cmp.metrics.n_boot} resamples; "
+               + ("one resample of the shared runs for both sides, i.e. paired" if cmp.metrics.paired
+                  else "A and B resampled independently") + "). Verdict accuracy: share of runs where "
+               f"\"trust\" (confidence ≥ {threshold:.2f}) matches the outcome.")
+
+    st.markdown("**Metrics**")
+    st.table(ab_views.metric_table(cmp).set_index("metric"))
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"**Reliability diagrams overlaid** ({'equal-width' if strategy == 'uniform' else 'equal-mass'} "
+                    "bins; whiskers: 95% Wilson intervals)")
+        st.plotly_chart(plots.reliability_figure(cmp.curves), key="ab_reliability")
+    with right:
+        st.markdown("**Difference B − A**")
+        st.plotly_chart(ab_plots.difference_figure(cmp), key="ab_diff")
+
+    if cmp.shifts is not None:
+        st.markdown("**Feature shifts**, ranked by effect size (standardized mean difference: B mean − A mean over "
+                    "the pooled standard deviation)")
+        left, right = st.columns([1, 1])
+        left.plotly_chart(ab_plots.shift_figure(cmp), key="ab_shift")
+        right.dataframe(ab_views.shift_table(cmp), hide_index=True, width="stretch", height=460, key="ab_shift_table")
+
+    st.markdown(f"**Runs whose verdict flipped** ({cmp.counts['flipped']:,} of {cmp.counts['paired']:,} paired runs)")
+    st.caption("Pairing: " + ("every run with itself (the same runs under two calibrators)." if cmp.metrics.paired
+               else "the same task on both sides: the same dataset and task id (a metadata task_id, or the "
+                    "trajectory id with the model name taken out: facts-0007-SmolLM2-135M-greedy is task facts-0007), "
+                    "else the same question text; a task present more than once on a side is left unpaired. "
+                    f"Unpaired: {cmp.counts['unpaired_a']:,} of A, {cmp.counts['unpaired_b']:,} of B.") + " Select a row to open its runs in the inspector.")
+    for note in cmp.notes:
+        st.caption(f"note: {ui.md(note)}")
+    flipped = ab_views.flipped_table(ws, cmp, inputs)
+    if flipped.empty:
+        st.info("No paired run changed its verdict.")
+    else:
+        shown = flipped.drop(columns=["key_a", "key_b"])
+        event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                             key="ab_flipped")
+        rows = event.selection.rows if event is not None else []
+        if rows:
+            row = flipped.iloc[rows[0]]
+            o1, o2 = st.columns(2)
+            if o1.button(f"Open A's run {row['id A']} in the inspector", key="ab_open_a"):
+                ui.open_in_inspector(row["key_a"])
+            if o2.button(f"Open B's run {row['id B']} in the inspector", key="ab_open_b"):
+                ui.open_in_inspector(row["key_b"])
