@@ -1,8 +1,9 @@
 """The Spark engine: ``common.map_batches`` inside ``DataFrame.mapInArrow``, one piece per partition.
 
 ``scheduler`` is a Spark master URL (``spark://host:7077``, ``yarn``, ``local[4]``); without it ``local[N]`` with
-``workers`` cores. An existing session (``spark-submit``) is reused. Executors must see the input files at the
-same paths and import ``htc_core`` (installed there, or shipped with ``--py-files``). The driver takes the result
+``workers`` cores. An active session (``spark-submit``, a notebook) is used as it is and left running.
+Executors must see the input files at the same paths and import ``htc_core`` (installed there, or shipped with
+``--py-files``). The driver takes the result
 rows partition by partition in input order (``toLocalIterator``), so it holds about one piece at a time.
 """
 
@@ -23,14 +24,14 @@ def _session(scheduler: str | None, workers: int):
     except ImportError as e:
         raise ImportError(f"--engine spark needs {EXTRA_HINT} ({e})") from None
     active = SparkSession.getActiveSession()
-    if active is not None and scheduler is None:
+    if active is not None:  # spark-submit, a notebook: the caller's session, left running
         return active, False
     builder = SparkSession.builder.appName("htc").master(scheduler or f"local[{workers}]") \
         .config("spark.ui.enabled", "false").config("spark.sql.execution.arrow.pyspark.enabled", "true")
     return builder.getOrCreate(), True
 
 
-def _results(df, schema, pieces):
+def _results(df, schema):
     """One list of Arrow batches per piece, in piece order (each piece's meta row closes it)."""
     import pyarrow as pa
 
@@ -61,7 +62,7 @@ def run_spark(inputs, task: Task, out, *, scheduler: str | None = None, workers:
         df = spark.createDataFrame(rdd, "index long, path string, start long, `end` long, format string")
         res = df.mapInArrow(partial(map_batches, task=task), _to_spark_schema(schema))
         n = spark.sparkContext.defaultParallelism
-        return collect(pieces, _results(res, schema, pieces), out, task, engine="spark", workers=n, report=report)
+        return collect(pieces, _results(res, schema), out, task, engine="spark", workers=n, report=report)
     finally:
         if owned:
             spark.stop()
