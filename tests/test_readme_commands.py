@@ -88,6 +88,18 @@ def why_not_here(kind: str, body: str) -> str | None:
         return f"needs a local llama.cpp server: {missing}" if missing else None
     if kind == "python" and "127.0.0.1:8000" in body:
         return "needs an OpenAI-compatible model server on 127.0.0.1:8000 and your own agent"
+    if re.search(r"--scheduler (tcp|spark)://|^dask (scheduler|worker)|spark-submit", body):
+        return "needs a running Dask scheduler or Spark cluster (the LocalCluster commands run here)"
+    return _missing_engine(body)
+
+
+def _missing_engine(body: str) -> str | None:
+    import importlib.util
+
+    if "--engine dask" in body and importlib.util.find_spec("distributed") is None:
+        return 'needs the [cluster] extra (pip install -e ".[cluster]"; .ci/run installs it)'
+    if "--engine spark" in body and importlib.util.find_spec("pyspark") is None:
+        return 'needs pyspark and Java (pip install -e ".[spark]")'
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .engine_opts import add_engine_options
 from .common import CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, \
     labeled_only, load_inputs, output_path, report_problems, seeds_arg
 
@@ -77,45 +78,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bool = False):
-    """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk). ``verbalized_column``:
-    None writes the Verbalized column when some trajectory has it, True/False always/never. A shipped General
-    Agent Calibrator scores each run with the sub-model of its kind (column gac_model). ``explain`` adds the
-    structural flags, the three strongest reasons (HTC models) and the features."""
-    import numpy as np
-    import pandas as pd
-
-    from ..calibration.baselines import BASELINE_COLUMNS, baseline_confidences
-    from ..calibration.general import GeneralCalibrator
-    from ..features import extract
-
-    gac = isinstance(model, GeneralCalibrator)
-    # ValueError: scores that would not be finite, never written as NaN
-    if gac:
-        profile, top_k = "paper", 5
-        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(ts)[:, 1], "gac_model": model.kinds(ts)})
-    else:
-        # the features of the model's own token-confidence profile and top-k (recorded in the model file)
-        profile, top_k = model.profile_, model.top_k_
-        fm = extract(ts, profile=profile, top_k=top_k)
-        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(fm)[:, 1]})
-    base = baseline_confidences(ts, profile=profile, top_k=top_k)
-    if verbalized_column and "Verbalized" not in base:
-        base["Verbalized"] = np.full(ts.n_trajectories, np.nan)
-    for col in base:
-        if col != "Verbalized" or verbalized_column is not False:
-            df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
-    if explain:
-        from ..explain import explain_runs
-
-        fm = extract(ts, profile=profile, top_k=top_k)
-        from ..calibration.calibrators import HTCCalibrator
-
-        reasons_from = model if isinstance(model, HTCCalibrator) else None   # linear reasons only (not GAC/GAM)
-        df = pd.concat([df, explain_runs(ts, fm, reasons_from)], axis=1)
-    return df
-
-
 def _lookahead(chunks):
     """(chunk, more chunks follow) pairs."""
     it = iter(chunks)
@@ -124,6 +86,26 @@ def _lookahead(chunks):
         nxt = next(it, None)
         yield cur, nxt is not None
         cur = nxt
+
+
+def _score_engine(args: argparse.Namespace, model, out) -> int:
+    """``htc score --engine dask|spark``: the model's JSON text goes to the workers; metrics merge exactly."""
+    from ..engines.common import Task
+    from .engine_opts import check_engine_args, run_engine
+
+    check_engine_args(args)
+    defaults = {k: getattr(args, k) for k in ("dataset",) if getattr(args, k, None)}
+    res = run_engine(args, Task.for_model(args.model, defaults), out)
+    print(f"scored {res.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
+    _print_metrics(res.metrics)
+    return 0
+
+
+def _print_metrics(metrics) -> None:
+    if metrics is not None and metrics.n:
+        m = metrics.to_dict()
+        print(f"on the {m['n']} labeled trajectories (in-sample for the model's own training runs): "
+              f"ECE {m['ece']:.4f}, Brier {m['brier']:.4f}, AUROC {m['auroc']:.4f}")
 
 
 def _model_name(model) -> str:
@@ -139,6 +121,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     from ..calibration.models import load_model
     from ..calibration.streaming import MetricState
+    from ..scoring import score_frame
     from ..tablewriter import TableWriter
 
     out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
@@ -146,6 +129,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         model = load_model(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    if args.engine != "local":
+        return _score_engine(args, model, out)
     reader = chunk_reader(args)
     metrics = MetricState()
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
@@ -164,10 +149,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             w.write(df)
         report_problems(reader)
     print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
-    if metrics.n:
-        m = metrics.to_dict()
-        print(f"on the {m['n']} labeled trajectories (in-sample for the model's own training runs): "
-              f"ECE {m['ece']:.4f}, Brier {m['brier']:.4f}, AUROC {m['auroc']:.4f}")
+    _print_metrics(metrics)
     return 0
 
 
@@ -216,4 +198,5 @@ def register(sub) -> None:
                    help="also write each run's structural flags (no final answer, step limit, repeated action, "
                         "...), its three strongest reasons (HTC models) and its 48 features")
     add_chunk_option(p)
+    add_engine_options(p)
     p.set_defaults(func=cmd_score)

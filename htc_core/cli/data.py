@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .engine_opts import add_engine_options
 from .common import CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, \
     output_path, report_problems
 
@@ -33,6 +34,19 @@ def cmd_features(args: argparse.Namespace) -> int:
     from ..tablewriter import TableWriter
 
     out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
+    if args.engine != "local":
+        from ..engines.common import Task
+        from .engine_opts import check_engine_args, run_engine
+
+        check_engine_args(args)
+        defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
+        try:
+            task = Task("features", args.profile, args.top_k, defaults=tuple(sorted(defaults.items())))
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+        res = run_engine(args, task, out)
+        print(f"wrote {res.rows} trajectories x 48 features to {out}")
+        return 0
     reader = chunk_reader(args)
     with TableWriter(out) as w:  # chunk by chunk into a temporary file, renamed at the end
         for ts in reader:
@@ -104,6 +118,7 @@ def register(sub) -> None:
     add_feature_options(p)
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
     add_chunk_option(p)
+    add_engine_options(p)
     p.set_defaults(func=cmd_features)
 
     p = sub.add_parser("import", help="convert traces of any supported format to htc-trace JSONL",

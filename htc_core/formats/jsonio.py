@@ -17,7 +17,7 @@ import gzip
 import json
 import zlib
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -38,18 +38,24 @@ def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     A UTF-8 BOM at the start is dropped; LF, CRLF and CR-only line endings are all accepted (a CR-only
     file is read by the line iterator as one piece, then split: it is held in memory whole).
     """
-    no = 0
     with open_binary(path) as fh:
-        for raw in fh:
-            if no == 0 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if b"\r" in raw and raw.find(b"\r") < len(raw.rstrip(b"\r\n")) or raw.endswith(b"\r"):
-                for piece in raw.splitlines(keepends=True):
-                    no += 1
-                    yield no, piece
-                continue
-            no += 1
-            yield no, raw
+        yield from iter_lines_of(fh)
+
+
+def iter_lines_of(fh: Iterable[bytes], *, at_start: bool = True) -> Iterator[tuple[int, bytes]]:
+    """``iter_lines`` over an open binary file (or any iterable of LF-terminated byte lines, such as a byte
+    range of a file: ``at_start=False`` when it does not begin at the start of the file, where a BOM can be)."""
+    no = 0
+    for raw in fh:
+        if no == 0 and at_start and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if b"\r" in raw and raw.find(b"\r") < len(raw.rstrip(b"\r\n")) or raw.endswith(b"\r"):
+            for piece in raw.splitlines(keepends=True):
+                no += 1
+                yield no, piece
+            continue
+        no += 1
+        yield no, raw
 
 
 def decode_line(raw: bytes) -> str:

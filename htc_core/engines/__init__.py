@@ -1,0 +1,48 @@
+"""Scale-out engines: the same per-piece function in-process, on Dask and on Spark (issue 17 item 4).
+
+    from htc_core.engines import Task, run
+    result = run(["runs/"], Task("features"), "features.parquet", engine="dask", workers=2)
+
+``common`` holds the function over Arrow record batches (``map_batches``) and the driver (``Collector``);
+``local``, ``dask_engine`` and ``spark_engine`` only schedule it. Dask and Spark are optional extras
+(``pip install -e ".[cluster]"``, ``pip install pyspark``) imported only when their engine is asked for.
+"""
+
+from __future__ import annotations
+
+ENGINES = ("local", "dask", "spark")
+
+
+def run(inputs, task, out, *, engine: str = "local", scheduler: str | None = None, workers: int = 2,
+        format: str = "auto", piece_bytes: int | None = None):
+    """Compute ``task`` over ``inputs`` with ``engine`` and write the table to ``out`` (.csv, .parquet, .jsonl)
+    incrementally; returns an ``EngineResult`` (rows, merged load report, merged metrics)."""
+    from .common import DEFAULT_PIECE_BYTES
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if engine == "local":
+        from .local import run_local as fn
+    elif engine == "dask":
+        from .dask_engine import run_dask as fn
+    else:
+        from .spark_engine import run_spark as fn
+    return fn(inputs, task, out, scheduler=scheduler, workers=workers, format=format,
+              piece_bytes=piece_bytes or DEFAULT_PIECE_BYTES)
+
+
+def __getattr__(name: str):
+    if name in ("Task", "Piece", "map_batches", "split_inputs", "output_schema"):
+        from . import common
+
+        return getattr(common, name)
+    if name == "EngineResult":
+        from .driver import EngineResult
+
+        return EngineResult
+    raise AttributeError(name)
+
+
+__all__ = ["ENGINES", "run", "Task", "Piece", "EngineResult", "map_batches", "split_inputs", "output_schema"]

@@ -1,0 +1,270 @@
+"""The one function every engine runs, and the driver side that puts the pieces back together.
+
+A *piece* is a unit of work: a byte range of an htc-trace JSONL file cut at line boundaries (``split_inputs``),
+or a whole file of another format (a call log groups lines by id anywhere in the file, a JSON document is one
+value). ``map_batches(batches, task)`` takes Arrow record batches of pieces (``PIECE_SCHEMA``: one row per
+piece) and yields Arrow record batches of results (``output_schema(task)``): one row per trajectory (the 48
+features, or the scores of a JSON model) followed by one *meta* row per piece holding that piece's load report,
+line count and metric state as JSON. The same function runs in-process (``engines.local``), on Dask workers
+(``engines.dask_engine``) and inside Spark's ``mapInArrow`` (``engines.spark_engine``).
+
+``engines.driver.Collector`` is the driver: it takes each piece's batches in input order, applies the id rules of
+``formats.load`` across pieces (a repeated id inside one file is an error and the first is kept; an id used
+by an earlier file is kept as ``id@file-stem``), turns piece-relative line numbers into file line numbers,
+writes the rows with ``TableWriter`` (incrementally) and merges the load reports and the ``MetricState``s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import orjson
+
+from ..calibration.streaming import MetricState
+from ..report import LoadReport
+
+#: bytes of htc-trace JSONL per piece (a piece is held in memory by the worker that reads it)
+DEFAULT_PIECE_BYTES = 32 << 20
+KINDS = ("features", "score")
+META = ("_piece", "_line", "_y", "_meta")
+
+
+@dataclass(frozen=True)
+class Task:
+    """What to compute per trajectory: ``features`` (``profile``, ``top_k``) or ``score`` with the JSON model
+    ``model_text`` (shipped to the workers as text; never pickled). ``defaults``: dataset/model names set on
+    trajectories that have none, as ``(key, value)`` pairs."""
+
+    kind: str = "features"
+    profile: str = "paper"
+    top_k: int = 5
+    model_text: str | None = None
+    model_source: str = "model"
+    defaults: tuple = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "score" and not self.model_text:
+            raise ValueError("kind='score' needs model_text (the JSON text of a model file)")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, (int, np.integer)) or self.top_k < 1:
+            raise ValueError(f"top_k must be a positive integer, got {self.top_k!r}")
+
+    @classmethod
+    def for_model(cls, model: str | os.PathLike, defaults: dict | None = None) -> "Task":
+        """A scoring task for a model file written by ``htc fit`` or a shipped model name (``gac``)."""
+        from ..calibration.models import model_path
+
+        path = model_path(model)
+        return cls(kind="score", model_text=path.read_text(encoding="utf-8"), model_source=str(path),
+                   defaults=tuple(sorted((defaults or {}).items())))
+
+
+@dataclass(frozen=True)
+class Piece:
+    """``path`` bytes ``start``..``end`` (htc-trace JSONL cut at line boundaries), or the whole file in
+    ``format`` when ``end`` is -1."""
+
+    index: int
+    path: str
+    start: int
+    end: int
+    format: str
+
+
+PIECE_FIELDS = ("index", "path", "start", "end", "format")
+
+
+def piece_schema():
+    import pyarrow as pa
+
+    return pa.schema([("index", pa.int64()), ("path", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+                      ("format", pa.string())])
+
+
+def pieces_batch(pieces: list[Piece]):
+    """The pieces as one Arrow record batch (``piece_schema``), the input of ``map_batches``."""
+    import pyarrow as pa
+
+    cols = {f: [getattr(p, f) for p in pieces] for f in PIECE_FIELDS}
+    return pa.RecordBatch.from_pydict(cols, schema=piece_schema())
+
+
+def split_inputs(inputs, *, format: str = "auto", piece_bytes: int = DEFAULT_PIECE_BYTES,
+                 report: LoadReport | None = None) -> list[Piece]:
+    """The pieces of ``inputs`` (files or folders) in input order; unreadable or undetectable inputs go to
+    ``report`` as errors. Plain htc-trace JSONL is cut every ``piece_bytes`` at the next line end (the
+    file is scanned only around each cut); gzip files and other formats are one piece each."""
+    from ..formats import READERS, detect
+    from ..formats.inputs import SUFFIXES, expand_inputs
+
+    if format not in ("auto", *READERS):
+        raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(READERS)}")
+    if isinstance(piece_bytes, bool) or not isinstance(piece_bytes, (int, np.integer)) or piece_bytes < 1:
+        raise ValueError(f"piece_bytes must be a positive integer, got {piece_bytes!r}")
+    report = report if report is not None else LoadReport()
+    files, errors = expand_inputs([inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs), SUFFIXES)
+    for e in errors:
+        where, _, why = e.partition(": ")
+        report.error(where, None, why)
+    pieces: list[Piece] = []
+    for f in files:
+        fmt = format
+        if fmt == "auto":
+            fmt, why = detect(f)
+            if fmt is None:
+                report.error(str(f), None, why)
+                continue
+        if fmt != "native" or str(f).endswith(".gz"):
+            pieces.append(Piece(len(pieces), str(f), 0, -1, fmt))
+            continue
+        for start, end in _cuts(f, piece_bytes):
+            pieces.append(Piece(len(pieces), str(f), start, end, fmt))
+    return pieces
+
+
+def _cuts(path: Path, piece_bytes: int) -> list[tuple[int, int]]:
+    size = path.stat().st_size
+    cuts, start = [], 0
+    with open(path, "rb") as fh:
+        while start < size:
+            end = start + piece_bytes
+            if end < size:
+                fh.seek(end - 1)
+                fh.readline()  # to the end of the line that holds byte end-1
+                end = fh.tell()
+            cuts.append((start, min(end, size)))
+            start = min(end, size)
+    return cuts or [(0, 0)]
+
+
+@lru_cache(maxsize=4)
+def _model(text: str, source: str):
+    """The model of a task, parsed once per worker process."""
+    from ..calibration.general import GAC_FORMAT, GeneralCalibrator
+    from ..calibration.model_file import parse_model_text
+
+    obj = parse_model_text(text, source=source)
+    if isinstance(obj, dict) and obj.get("format") == GAC_FORMAT:
+        return GeneralCalibrator.from_dict(obj, source=source)
+    if isinstance(obj, dict) and obj.get("format") == "htc-gam":
+        from ..calibration.gam import HTCGAM
+
+        return HTCGAM.from_dict(obj, source=source)
+    from ..calibration.calibrators import HTCCalibrator
+
+    return HTCCalibrator.from_dict(obj, source=source)
+
+
+def _frame(ts, task: Task):
+    if task.kind == "features":
+        from ..features import extract
+
+        return extract(ts, profile=task.profile, top_k=task.top_k).to_frame(ts.meta)
+    from ..scoring import score_frame
+
+    return score_frame(_model(task.model_text, task.model_source), ts, verbalized_column=True)
+
+
+@lru_cache(maxsize=8)
+def output_schema(task: Task):
+    """The Arrow schema of ``map_batches``'s output: the table of ``task`` (found by running it on one
+    synthetic trajectory) and the meta columns ``_piece``, ``_line`` (in the piece), ``_y`` (the label, for
+    the driver's metrics) and ``_meta``."""
+    import pyarrow as pa
+
+    from ..synthetic import synthetic_trace_set
+
+    df = _frame(synthetic_trace_set(1, 2, 3, 5), task)
+    schema = pa.Schema.from_pandas(df, preserve_index=False)
+    fields = [pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema]
+    fields += [pa.field("_piece", pa.int64()), pa.field("_line", pa.int64()), pa.field("_y", pa.float64()),
+               pa.field("_meta", pa.string())]
+    return pa.schema(fields)
+
+
+def read_piece(piece: Piece, defaults: dict | None = None):
+    """(trace set, line of each trajectory or None, load report, lines read) of one piece."""
+    from ..formats import READERS
+    from ..formats.jsonio import iter_lines_of
+    from ..formats.native import iter_records
+    from ..formats.records import add_record, guarded
+    from ..traces import TraceSetBuilder
+
+    report, builder, lines = LoadReport(), TraceSetBuilder(set()), []
+    file = piece.path
+    if piece.start == 0:
+        report.files.append(file)
+    if piece.end < 0:
+        READERS[piece.format].read_file(Path(file), builder=builder, report=report, defaults=defaults)
+        return builder.build(), None, report, report.lines_read
+    with open(file, "rb") as fh:
+        fh.seek(piece.start)
+        data = fh.read(piece.end - piece.start)
+    seen: set[str] = set()
+    for no, rec in iter_records(iter_lines_of(io.BytesIO(data), at_start=piece.start == 0), file=file,
+                                report=report, defaults=defaults):
+        with guarded(report, file, no, what="line"):
+            n = len(builder)
+            add_record(builder, rec, report, file, no, seen)
+            if len(builder) > n:
+                lines.append(no)
+    if piece.start == 0 and report.lines_read == 0:
+        report.error(file, None, "file is empty")
+    return builder.build(), np.asarray(lines, dtype=np.int64), report, report.lines_read
+
+
+def run_piece(piece: Piece, task: Task) -> list:
+    """The result batches of one piece: its trajectories' rows, then its meta row."""
+    import pyarrow as pa
+
+    schema = output_schema(task)
+    ts, lines, report, n_lines = read_piece(piece, dict(task.defaults))
+    out = []
+    state = None
+    if ts.n_trajectories:
+        df = _frame(ts, task)
+        y = ts.labels
+        if task.kind == "score":
+            lab = ~np.isnan(y)
+            state = MetricState().update(y[lab], df["confidence"].to_numpy()[lab]) if lab.any() else None
+        df["_piece"] = piece.index
+        df["_line"] = lines if lines is not None else None
+        df["_y"] = y
+        df["_meta"] = None
+        out.append(pa.RecordBatch.from_pandas(df, schema=schema, preserve_index=False))
+    meta = {"report": _report_dict(report), "n_lines": n_lines, "metrics": _state_dict(state)}
+    row = {f.name: [None] for f in schema}
+    row.update(_piece=[piece.index], _meta=[orjson.dumps(meta).decode()])
+    out.append(pa.RecordBatch.from_pydict(row, schema=schema))
+    return out
+
+
+def map_batches(batches: Iterable, task: Task) -> Iterator:
+    """Arrow record batches of pieces in (``piece_schema``), Arrow record batches of results out
+    (``output_schema(task)``); see the module docstring. Spark's ``mapInArrow`` calls it as is."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            yield from run_piece(Piece(**{k: row[k] for k in PIECE_FIELDS}), task)
+
+
+def _report_dict(report: LoadReport) -> dict:
+    d = dataclasses.asdict(report)
+    return d
+
+
+def _state_dict(state: MetricState | None) -> dict | None:
+    if state is None:
+        return None
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in dataclasses.asdict(state).items()}
+
+
+__all__ = ["Task", "Piece", "split_inputs", "pieces_batch", "piece_schema", "map_batches", "run_piece",
+           "read_piece", "output_schema", "DEFAULT_PIECE_BYTES", "META", "PIECE_FIELDS"]
