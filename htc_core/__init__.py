@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "transfer": "htc_core.calibration",
     "gac_leave_one_out": "htc_core.calibration",
     "ablation": "htc_core.calibration",
+    "learning_curve": "htc_core.calibration",
     "load_model": "htc_core.calibration",
     # metrics
     "expected_calibration_error": "htc_core.calibration",
