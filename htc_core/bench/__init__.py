@@ -9,12 +9,14 @@
     python -m htc_core.bench experiments   transfer, GAC leave-one-out and ablation vs one evaluate, same runs
     python -m htc_core.bench ingest        htc features end to end vs json.loads; 30k/300k/1M scaling (time, memory)
     python -m htc_core.bench gam           htc evaluate with HTC-GAM on 500 runs vs the default table; GAM vs Reduced
+    python -m htc_core.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
-BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam")
+BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
+              "learning")
 
 
 def shared_data_dir():
