@@ -90,7 +90,7 @@ def learning_curve_lines(curves: pd.DataFrame, *, height: int = 380) -> go.Figur
         for j, metric in enumerate(METRIC_TITLES, start=1):
             x, m, s = c["n_train"].to_numpy(), c[f"{metric}_mean"].to_numpy(), c[f"{metric}_std"].fillna(0).to_numpy()
             fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([m + s, (m - s)[::-1]]),
-                                     fill="toself", fillcolor=_rgba(color, 0.15), line=dict(width=0),
+                                     mode="lines", fill="toself", fillcolor=_rgba(color, 0.10), line=dict(width=0),
                                      hoverinfo="skip", showlegend=False, legendgroup=label), row=1, col=j)
             fig.add_trace(go.Scatter(x=x, y=m, mode="lines+markers", name=label, legendgroup=label,
                                      line=dict(color=color, width=2.5 if name.startswith("HTC") else 1.5),
