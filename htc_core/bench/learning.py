@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 TARGET_S = 600.0
@@ -43,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     with threadpool_limits(limits=1, user_api="blas"):
         learning_curve(ts.take(range(200)), sizes=[20], folds=2, methods=["HTC-Reduced"])   # numba cache load
         t0 = time.perf_counter()
-        res = learning_curve(ts, sizes=sizes, repeats=args.repeats, folds=args.folds, methods=methods)
+        res = learning_curve(ts, sizes=sizes, repeats=args.repeats, folds=args.folds, methods=methods,
+                             progress=lambda d, t, m: print(f"  fit {d}/{t} ({m}) at {time.perf_counter() - t0:.0f} s",
+                                                            file=sys.stderr, flush=True))
         total = time.perf_counter() - t0
     per = res.rows.groupby("method", sort=False)["seconds"].sum()
     ref = float(per.get("HTC-Full", 0.0) + per.get("HTC-Reduced", 0.0))
