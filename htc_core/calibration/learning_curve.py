@@ -20,6 +20,11 @@ of the training runs, ``seed`` the repeat's seed (use it for every random choice
 probability of each test run (float array of ``len(test_ts)`` in [0, 1]). The loop knows nothing else about
 a method; another one (e.g. "GAC zero-shot", whose ``fit_predict`` ignores the training runs) is added with
 ``register_curve_method(CurveMethod("GAC zero-shot", fn, ...))`` or passed in ``methods=[...]``.
+
+The built-in entries: HTC-Full / HTC-Reduced (``HTCCalibrator``, profile ``paper``, top-k 5, alpha by inner CV
+on the training draw), MLP / XGBoost / GP on the same 48 features, LSTM / Transformer on
+:func:`~htc_core.calibration.sequence_models.token_sequences`; every entry computes its inputs from the
+TraceSets it is given, so nothing computed on the test runs can reach a fit.
 """
 
 from __future__ import annotations
