@@ -224,13 +224,13 @@ class LearningCurveResult:
         for metric in (*METRICS, "seconds"):
             label = {"ece": "ECE (lower is better)", "brier": "Brier (lower is better)",
                      "auroc": "AUROC (higher is better)", "seconds": "seconds per fit (fit + predict)"}[metric]
-            out += ["", label, "method".ljust(13) + "".join(f"n={s}".rjust(16) for s in self.sizes)]
+            out += ["", label, "method".ljust(13) + "".join(f"n={s}".rjust(19) for s in self.sizes)]
             for m in self.methods:
                 cells = []
                 for s in self.sizes:
                     r = c[(c.method == m) & (c["size"] == s)]
                     cells.append("-" if r.empty else f"{r[f'{metric}_mean'].iloc[0]:.3f} ± {r[f'{metric}_std'].iloc[0]:.3f}")
-                out.append(m.ljust(13) + "".join(x.rjust(16) for x in cells))
+                out.append(m.ljust(13) + "".join(x.rjust(19) for x in cells))
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
 
