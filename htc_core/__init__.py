@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "gac_leave_one_out": "htc_core.calibration",
     "ablation": "htc_core.calibration",
     "compare_run_sets": "htc_core.calibration",
+    "learning_curve": "htc_core.calibration",
     "load_model": "htc_core.calibration",
     # metrics
     "expected_calibration_error": "htc_core.calibration",

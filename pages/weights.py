@@ -104,3 +104,27 @@ with ui.page_errors("weights"):
         st.plotly_chart(experiment_plots.ablation_bars(abl.rows, a_variant), key="w_ablation")
         st.dataframe(abl.rows[abl.rows.variant == a_variant].drop(columns=["method"]), hide_index=True,
                      width="stretch")
+
+    st.subheader("Learning curves: HTC vs learning baselines")
+    st.caption("For each training size, a stratified draw from the training part of each of 5 outer folds (the "
+               "same draws for every method) fits HTC and the paper's learning baselines (MLP, XGBoost, Gaussian "
+               "process on the 48 features; LSTM, Transformer on the per-token top-k log-probabilities), scored "
+               "on the fold's test runs. Lines: mean over the 5 fits; bands: ± std. The neural baselines take "
+               "minutes. Same as `htc learning-curve`.")
+    runnable, missing = experiments.available_curve_methods()
+    if missing:
+        st.caption(f"Not available here: {', '.join(missing)} (install the extra: `pip install -e \".[learning]\"`).")
+    lc_sizes = experiments.curve_sizes(n_lab)
+    lc_methods = tuple(st.multiselect("Methods", runnable, default=runnable, key="w_lc_methods"))
+    lc = experiments.cached_learning_curve(lc_sizes, lc_methods) if lc_methods else None
+    if lc is None and lc_methods and cannot_evaluate is None and st.button("Compute learning curves",
+                                                                          key="w_lc_go"):
+        try:
+            lc = experiments.learning_curve_result(ws, lc_sizes, lc_methods)
+        except EvaluationError as e:
+            st.warning(f"No learning curves on this selection: {ui.md(str(e))}")
+    if lc is not None:
+        st.plotly_chart(experiment_plots.learning_curve_lines(lc.curves()), key="w_lc")
+        st.dataframe(lc.curves(), hide_index=True, width="stretch")
+        for note in lc.notes:
+            st.caption(ui.md(note))

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from .plots import FAMILY_COLORS, _layout, esc
 
-__all__ = ["transfer_heatmaps", "selection_levels_bar", "ablation_bars"]
+__all__ = ["transfer_heatmaps", "selection_levels_bar", "ablation_bars", "learning_curve_lines"]
 
 METRIC_TITLES = {"ece": "ECE ↓", "brier": "Brier ↓", "auroc": "AUROC ↑"}
 
@@ -66,3 +66,37 @@ def ablation_bars(rows: pd.DataFrame, variant: str, *, metric: str = "auroc", he
     fig.update_layout(xaxis_title=METRIC_TITLES[metric], xaxis_range=[max(0.0, lo - 0.02), None])
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, height=height)
+
+
+CURVE_COLORS = {"HTC-Full": "#1F77B4", "HTC-Reduced": "#D62728", "MLP": "#9467BD", "XGBoost": "#2CA02C",
+                "GP": "#FF7F0E", "LSTM": "#8C564B", "Transformer": "#7F7F7F"}
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def learning_curve_lines(curves: pd.DataFrame, *, height: int = 380) -> go.Figure:
+    """ECE, Brier and AUROC against the training size, one line per method, mean ± std as a band
+    (``LearningCurveResult.curves()``)."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[METRIC_TITLES[m] for m in METRIC_TITLES],
+                        horizontal_spacing=0.07)
+    palette = iter(["#17BECF", "#BCBD22", "#E377C2", "#AEC7E8"])
+    for name in dict.fromkeys(curves["method"]):
+        c = curves[curves.method == name].sort_values("size")
+        color = CURVE_COLORS.get(name) or next(palette, "#333333")
+        label = esc(str(name), 30)
+        for j, metric in enumerate(METRIC_TITLES, start=1):
+            x, m, s = c["n_train"].to_numpy(), c[f"{metric}_mean"].to_numpy(), c[f"{metric}_std"].fillna(0).to_numpy()
+            fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([m + s, (m - s)[::-1]]),
+                                     mode="lines", fill="toself", fillcolor=_rgba(color, 0.10), line=dict(width=0),
+                                     hoverinfo="skip", showlegend=False, legendgroup=label), row=1, col=j)
+            fig.add_trace(go.Scatter(x=x, y=m, mode="lines+markers", name=label, legendgroup=label,
+                                     line=dict(color=color, width=2.5 if name.startswith("HTC") else 1.5),
+                                     customdata=np.stack([s, c["n_fits"].to_numpy()], axis=1),
+                                     hovertemplate=f"{label}<br>n=%{{x:.0f}}: %{{y:.3f}} ± %{{customdata[0]:.3f}} "
+                                                   f"(%{{customdata[1]}} fits)<extra></extra>",
+                                     showlegend=j == 1), row=1, col=j)
+            fig.update_xaxes(title_text="training runs", type="log", row=1, col=j)
+    return _layout(fig, height=height, subplot_titles=True)

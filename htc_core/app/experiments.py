@@ -1,4 +1,4 @@
-"""The dashboard's experiment computations (transfer matrix, ablation) and the shipped GAC's zero-shot
+"""The dashboard's experiment computations (transfer matrix, ablation, learning curves) and the shipped GAC's zero-shot
 scores, each run once per selection through :func:`~htc_core.app.compute.computed` (progress bar, shared
 cache). Nothing is computed here: the work is :mod:`htc_core.calibration`'s."""
 
@@ -14,7 +14,8 @@ from . import compute
 from .session import cache_key, settings
 from .workspace import Workspace
 
-__all__ = ["shipped_gac", "gac_scores", "gac_card", "transfer_matrix", "ablation_result"]
+__all__ = ["shipped_gac", "gac_scores", "gac_card", "transfer_matrix", "ablation_result", "learning_curve_result",
+           "cached_learning_curve", "available_curve_methods"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -69,6 +70,45 @@ def cached_transfer(by: str) -> TransferResult | None:
 
 def cached_ablation() -> AblationResult | None:
     return compute.cached_result(cache_key("ablation", settings()["seeds"], compute.ALPHAS))
+
+
+def available_curve_methods() -> tuple[list[str], list[str]]:
+    """(learning-curve methods runnable here, those skipped because the [learning] extra is missing)."""
+    from ..calibration.learning import MissingExtraError
+    from ..calibration.learning_curve import CURVE_METHODS, resolve_curve_methods
+
+    ok, missing = [], []
+    for name in CURVE_METHODS:
+        try:
+            resolve_curve_methods([name])
+            ok.append(name)
+        except MissingExtraError:
+            missing.append(name)
+    return ok, missing
+
+
+def curve_sizes(n_labeled: int) -> tuple[int, ...]:
+    """The default sizes (50, 100, 200, 400) that fit in a training part of 5 outer folds (4/5 of the runs)."""
+    room = int(0.8 * n_labeled)
+    return tuple(s for s in (50, 100, 200, 400) if s <= room) or (max(10, room),)
+
+
+def learning_curve_result(ws: Workspace, sizes: tuple[int, ...], methods: tuple[str, ...]):
+    """Learning curves of the labeled runs of the selection (one repeat of 5 outer folds; raises
+    EvaluationError)."""
+    from ..calibration.learning_curve import learning_curve
+
+    pos = compute.labeled_positions(ws)
+
+    def run(progress):
+        return learning_curve(ws.ts.take(pos), sizes=sizes, repeats=1, folds=5, methods=list(methods),
+                              progress=lambda d, t, m: progress(d / max(t, 1), m))
+
+    return compute.computed(cache_key("learning_curve", sizes, methods), "Learning curves", run)
+
+
+def cached_learning_curve(sizes: tuple[int, ...], methods: tuple[str, ...]):
+    return compute.cached_result(cache_key("learning_curve", sizes, methods))
 
 
 def gac_model_for(ws: Workspace, position: int):

@@ -10,12 +10,14 @@
     python -m htc_core.bench ingest        htc features end to end vs json.loads; 30k/300k/1M scaling (time, memory)
     python -m htc_core.bench scaling       htc features local vs Dask 1 and 2 workers at 10k/100k/1M runs vs json.loads
     python -m htc_core.bench gam           htc evaluate with HTC-GAM on 500 runs vs the default table; GAM vs Reduced
+    python -m htc_core.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
-BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam", "scaling")
+BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
+              "scaling", "learning")
 
 
 def shared_data_dir():

@@ -12,6 +12,8 @@ Modules (each name below is also importable from here):
   ``solvers`` / ``pathsolver``: the regularized logistic-regression fits.
 - ``transfer``, ``gac``, ``ablation``: the cross-group experiments (transfer matrix, GAC leave-one-group-out)
   and the feature-family ablation with selection frequency, each returning a result object;
+- ``learning_curve``: HTC vs the learning baselines (``learning``, ``sequence_models``; extra ``[learning]``)
+  by training size;
   ``general``: the General Agent Calibrator model (one HTC model per kind of run); ``models``: the shipped
   ``gac`` / ``gac-full`` files and :func:`load_model`; the script that writes them is ``htc_core.train_gac``.
 - ``evaluation``: :func:`evaluate` (nested CV) with ``methods`` (the table's methods behind one
@@ -75,6 +77,10 @@ _EXPORTS: dict[str, str] = {
     "gac_leave_one_out": "gac",
     "GACResult": "gac",
     "ablation": "ablation",
+    "learning_curve": "learning_curve",
+    "LearningCurveResult": "learning_curve",
+    "CurveMethod": "learning_curve",
+    "register_curve_method": "learning_curve",
     "AblationResult": "ablation",
     "selection_frequency": "ablation",
     "SelectionFrequency": "ablation",

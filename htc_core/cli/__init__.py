@@ -14,7 +14,7 @@ from .._version import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
-COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report")
+COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -29,6 +29,7 @@ EPILOG = """examples:
   htc gac sample_runs/ ../shared/data/uala-hotpotqa/ --by dataset
   htc ablation sample_runs/arithmetic/
   htc models
+  htc learning-curve sample_runs/arithmetic/ --sizes 50,100 --methods htc-full,htc-reduced,xgboost
 """
 
 

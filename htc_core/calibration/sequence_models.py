@@ -1,0 +1,216 @@
+"""LSTM and Transformer baselines on the raw per-token top-k log-probabilities (paper appendix
+"Learning-based Baselines"), and the sequence featurization they read.
+
+**Featurization** (:func:`token_sequences`, our decision; the paper says only "each input step corresponds
+to the top-5 token log-probabilities"): one row per generated token of the whole trajectory (all steps
+concatenated, in order), ``1 + top_k`` channels: the chosen token's log-probability, then the top-k
+alternatives' log-probabilities sorted descending. Missing alternatives (runs recorded without top-k, or
+fewer than k listed) are set to ``FLOOR`` = -20 (probability ~2e-9: "nothing else known"), every value is
+clipped to [-20, 0]. **Length**: a trajectory longer than ``max_len`` (default 256) tokens is mean-pooled
+into ``max_len`` contiguous, near-equal bins, so the model still sees it from the first token to the last
+(truncating would drop either the plan or the final answer); shorter ones are NaN-padded at the end
+(padding is masked, never read). ``sample_runs/`` trajectories have 8-192 tokens, so nothing is pooled there.
+Channels are standardized with the training tokens' mean and std inside ``fit``.
+
+Estimators take that 3-D array ``X [n, L, 1 + top_k]`` (NaN rows = padding), follow scikit-learn's
+conventions (``fit`` / ``predict_proba`` / ``get_params``, seeded by ``random_state``) and need PyTorch
+(extra ``[learning]``); this module imports torch only inside ``fit``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .learning import _Baseline, check_binary, require, torch_fit, torch_proba
+
+__all__ = ["token_sequences", "LSTMBaseline", "TransformerBaseline", "FLOOR", "DEFAULT_MAX_LEN"]
+
+FLOOR = -20.0
+DEFAULT_MAX_LEN = 256
+
+
+def token_sequences(ts, *, top_k: int = 5, max_len: int = DEFAULT_MAX_LEN) -> np.ndarray:
+    """float64 ``[n_trajectories, L, 1 + top_k]``, L = min(max_len, longest trajectory); see the module doc."""
+    from ..traces import TraceSet
+
+    if not isinstance(ts, TraceSet):
+        raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
+    for name, v, lo in (("top_k", top_k, 0), ("max_len", max_len, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    n = ts.n_trajectories
+    tok = np.full((ts.n_tokens, 1 + top_k), FLOOR)
+    tok[:, 0] = ts.logprob
+    k = min(top_k, ts.k)
+    if k:
+        alt = ts.top_logprobs[:, :k]
+        tok[:, 1:1 + k] = np.where(np.isnan(alt), FLOOR, alt)
+    tok = np.clip(np.nan_to_num(tok, nan=FLOOR, neginf=FLOOR), FLOOR, 0.0)
+    bounds = ts.step_offsets[ts.traj_offsets]
+    lengths = np.diff(bounds)
+    L = int(min(max_len, max(1, lengths.max(initial=1))))
+    out = np.full((n, L, 1 + top_k), np.nan)
+    for i in range(n):
+        seq = tok[bounds[i]:bounds[i + 1]]
+        if len(seq) > L:
+            edges = np.linspace(0, len(seq), L + 1).round().astype(np.int64)
+            seq = np.add.reduceat(seq, edges[:-1], axis=0) / np.diff(edges)[:, None]
+        out[i, :len(seq)] = seq
+    return out
+
+
+def _check_seq(X, y=None):
+    if y is not None:
+        X, y = check_binary(X, y, allow_nd=True)
+    else:
+        from sklearn.utils.validation import check_array
+        X = check_array(X, ensure_all_finite="allow-nan", allow_nd=True, dtype=np.float64)
+    if X.ndim != 3:
+        raise ValueError(f"X must be a 3-D array [n_runs, n_tokens, channels] (token_sequences), got shape {X.shape}")
+    return X, y
+
+
+class _SequenceBaseline(_Baseline):
+    def _fit_common(self, X, y):
+        X, y = _check_seq(X, y)
+        require("torch", f"the {type(self).__name__.removesuffix('Baseline')} baseline")
+        self.input_shape_ = X.shape[2:]
+        flat = X.reshape(-1, X.shape[2])
+        flat = flat[~np.isnan(flat).any(axis=1)]
+        self.mu_ = flat.mean(axis=0) if len(flat) else np.zeros(X.shape[2])
+        sd = flat.std(axis=0) if len(flat) else np.ones(X.shape[2])
+        self.sd_ = np.where(sd > 1e-9, sd, 1.0)
+        self.classes_ = np.array([0, 1])
+        return X, y
+
+    def _scale(self, X):
+        return (X - self.mu_) / self.sd_   # NaN padding stays NaN (the modules mask it)
+
+    def predict_proba(self, X) -> np.ndarray:
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "classes_")
+        X, _ = _check_seq(X)
+        if X.shape[2:] != self.input_shape_:
+            raise ValueError(f"X must have {self.input_shape_[0]} channels like the training data, got {X.shape[2]}")
+        return torch_proba(self.module_, self._scale(X))
+
+
+class LSTMBaseline(_SequenceBaseline):
+    """Single-layer unidirectional LSTM, hidden size 64; its last hidden state (at each run's true length)
+    goes through a 64 -> 32 -> 32 -> 2 feed-forward classifier with ReLU and dropout 0.4; Adam lr 0.001,
+    early stopping (paper values; the paper gives no batch size: 16)."""
+
+    def __init__(self, hidden_size: int = 64, dropout: float = 0.4, lr: float = 1e-3, batch_size: int = 16,
+                 max_epochs: int = 100, patience: int = 8, random_state: int = 0):
+        self.hidden_size = hidden_size
+        self.dropout = dropout
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X, y = self._fit_common(X, y)
+        import torch
+
+        torch.manual_seed(int(self.random_state))
+        self.module_ = _lstm_module(torch, X.shape[2], int(self.hidden_size), float(self.dropout))
+        self.n_epochs_ = torch_fit(self.module_, self._scale(X), y, lr=self.lr, batch_size=int(self.batch_size),
+                                   max_epochs=int(self.max_epochs), patience=int(self.patience), weight_decay=0.0,
+                                   seed=int(self.random_state))
+        return self
+
+
+class TransformerBaseline(_SequenceBaseline):
+    """One self-attention encoder layer, model dimension 32, 2 heads, feed-forward 64, dropout 0.3, learnable
+    positional embeddings, attention pooling, classifier 32 -> 16 -> 2; Adam lr 0.001, batch size 4, early
+    stopping (paper values). The paper's embeddings go up to length 2000; ours to ``max_positions`` = 256, the
+    length :func:`token_sequences` pools to by default (a longer X is a ValueError)."""
+
+    def __init__(self, d_model: int = 32, n_heads: int = 2, dim_feedforward: int = 64, dropout: float = 0.3,
+                 max_positions: int = DEFAULT_MAX_LEN, lr: float = 1e-3, batch_size: int = 4, max_epochs: int = 100,
+                 patience: int = 8, random_state: int = 0):
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.dim_feedforward = dim_feedforward
+        self.dropout = dropout
+        self.max_positions = max_positions
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X, y = self._fit_common(X, y)
+        if X.shape[1] > int(self.max_positions):
+            raise ValueError(f"X has {X.shape[1]} positions but max_positions is {self.max_positions}; build X with "
+                             f"token_sequences(..., max_len={self.max_positions})")
+        import torch
+
+        torch.manual_seed(int(self.random_state))
+        self.module_ = _transformer_module(torch, X.shape[2], int(self.d_model), int(self.n_heads),
+                                           int(self.dim_feedforward), float(self.dropout), int(self.max_positions))
+        self.n_epochs_ = torch_fit(self.module_, self._scale(X), y, lr=self.lr, batch_size=int(self.batch_size),
+                                   max_epochs=int(self.max_epochs), patience=int(self.patience), weight_decay=0.0,
+                                   seed=int(self.random_state))
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        X, _ = _check_seq(X)
+        if X.shape[1] > int(self.max_positions):
+            raise ValueError(f"X has {X.shape[1]} positions but max_positions is {self.max_positions}")
+        return super().predict_proba(X)
+
+
+# ------------------------------------------------------------------ the torch modules (built lazily)
+def _mask_inputs(x):
+    """(x with padding zeroed, bool [B, L] True at padding)."""
+    pad = x[..., 0].isnan()
+    return x.nan_to_num(0.0), pad
+
+
+def _lstm_module(torch, n_in: int, hidden: int, dropout: float):
+    nn = torch.nn
+
+    class LSTMNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(n_in, hidden, num_layers=1, batch_first=True)
+            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, 32), nn.ReLU(), nn.Dropout(dropout),
+                                      nn.Linear(32, 32), nn.ReLU(), nn.Dropout(dropout), nn.Linear(32, 2))
+
+        def forward(self, x):
+            x, pad = _mask_inputs(x)
+            lengths = (~pad).sum(dim=1).clamp(min=1)
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            _, (h, _) = self.lstm(packed)
+            return self.head(h[-1])
+
+    return LSTMNet()
+
+
+def _transformer_module(torch, n_in: int, d: int, heads: int, ff: int, dropout: float, max_positions: int):
+    nn = torch.nn
+
+    class TransformerNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(n_in, d)
+            self.pos = nn.Parameter(torch.zeros(max_positions, d).normal_(0.0, 0.02))
+            self.encoder = nn.TransformerEncoderLayer(d, heads, dim_feedforward=ff, dropout=dropout, batch_first=True)
+            self.score = nn.Linear(d, 1)
+            self.head = nn.Sequential(nn.Linear(d, 16), nn.ReLU(), nn.Dropout(dropout), nn.Linear(16, 2))
+
+        def forward(self, x):
+            x, pad = _mask_inputs(x)
+            pad = pad.clone()
+            pad[:, 0] &= ~pad.all(dim=1)           # an empty run attends to one zero token, never to nothing
+            h = self.embed(x) + self.pos[: x.shape[1]]
+            h = self.encoder(h, src_key_padding_mask=pad)
+            w = self.score(h).squeeze(-1).masked_fill(pad, float("-inf")).softmax(dim=1)
+            return self.head((w.unsqueeze(-1) * h).sum(dim=1))
+
+    return TransformerNet()

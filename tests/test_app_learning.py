@@ -1,0 +1,53 @@
+"""The dashboard's learning curves (AppTest): the Feature weights page computes them on a button click, draws
+the lines with std bands and caches them for the selection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import htc_core.app.compute as compute
+import htc_core.app.ui as ui
+from htc_core.app.experiments import curve_sizes
+from htc_core.formats import load
+from htc_core.formats.native import write
+
+from conftest import REPO
+
+pytestmark = pytest.mark.app
+
+
+def problems(at) -> list[str]:
+    return [e.value for e in at.exception] + [e.value for e in at.error]
+
+
+def test_curve_sizes_fit_the_outer_training_part():
+    assert curve_sizes(2000) == (50, 100, 200, 400)
+    assert curve_sizes(300) == (50, 100, 200)
+    assert curve_sizes(40) == (32,)
+
+
+def test_learning_curves_on_the_weights_page(tmp_path, monkeypatch):
+    d = tmp_path / "runs"
+    d.mkdir()
+    ts, _ = load([str(REPO / "sample_runs/arithmetic/arithmetic_SmolLM2-135M-greedy.jsonl")])
+    write(ts.take(np.arange(150)), d / "a.jsonl")
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
+    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
+    at.session_state[ui.SEEDS] = 1
+    at.run()
+    at.switch_page("pages/weights.py")
+    at.run()
+    assert not problems(at)
+    at.multiselect(key="w_lc_methods").set_value(["HTC-Full", "HTC-Reduced"]).run()
+    before = len(at.get("plotly_chart"))
+    at.button(key="w_lc_go").click().run()
+    assert not problems(at)
+    assert len(at.get("plotly_chart")) == before + 1
+    table = at.dataframe[-1].value
+    assert list(table.method) == ["HTC-Full"] * 2 + ["HTC-Reduced"] * 2 and list(table["size"][:2]) == [50, 100]
+    at.run()                                                  # cached: drawn again without the button
+    assert len(at.get("plotly_chart")) == before + 1 and not problems(at)
