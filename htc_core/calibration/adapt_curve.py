@@ -37,7 +37,7 @@ from .general import GeneralCalibrator, fit_general
 from .grouping import has_alternatives, mean_std, score_metrics
 from .results import METRICS
 
-__all__ = ["adapt_traces", "adaptation_curve", "AdaptCurveResult", "gac_zero_shot", "gac_adapted",
+__all__ = ["adapt_traces", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison", "gac_zero_shot", "gac_adapted",
            "htc_from_scratch", "DEFAULT_SIZES", "METHODS"]
 
 DEFAULT_SIZES = (10, 20, 50, 100, 200)
@@ -270,3 +270,73 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
     return AdaptCurveResult(group=group, target=str(target), n_target=len(y), positive_rate=float(y.mean()),
                             prior=getattr(gac, "name", str(prior)), sizes=usable, seeds=seed_values,
                             rows=pd.DataFrame(out), choices=choices, seconds=time.perf_counter() - t0, notes=notes)
+
+
+# ------------------------------------------------- the labels a user has
+@dataclass
+class LabelComparison:
+    """Out-of-fold confidences of the three methods on the labeled runs a user has (the dashboard's section)."""
+
+    n: int
+    positive_rate: float
+    prior: str
+    n_folds: int
+    labels: np.ndarray
+    oof: dict                     # method -> out-of-fold confidence [n]
+    metrics: pd.DataFrame         # method, ece, brier, auroc
+    choice: str                   # the adapted model's choice when fitted on all n runs
+    model: dict                   # that adapted model's JSON object
+    trained_on_these: list        # datasets of these runs the prior was trained on (its numbers are optimistic)
+    notes: list = field(default_factory=list)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.metrics.copy()
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "positive_rate": self.positive_rate, "prior": self.prior, "n_folds": self.n_folds,
+                "metrics": self.metrics.to_dict("records"), "choice": self.choice,
+                "trained_on_these": list(self.trained_on_these), "notes": list(self.notes)}
+
+
+def compare_on_labels(ts, prior="gac", *, folds: int = 5, seed: int = 42) -> LabelComparison:
+    """Zero-shot prior, HTC-Reduced from scratch and the adapted prior, each scored by stratified
+    cross-validation on the labeled runs of ``ts`` (folds: at most ``folds``, as many as the smaller outcome
+    allows); then the adapted model fitted on all of them. Needs 2 runs of each outcome."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from ..features import extract
+
+    name = prior if isinstance(prior, str) else getattr(prior, "name", "prior")
+    gac = _load_prior(prior)
+    ts = ts.labeled()
+    y = ts.labels
+    n_pos = int(y.sum())
+    k = int(min(folds, n_pos, len(y) - n_pos))
+    if k < 2:
+        raise ValueError(f"comparing needs at least 2 successes and 2 failures among the labeled runs, got {n_pos} "
+                         f"and {len(y) - n_pos}")
+    profile, top_k = _profile_for(gac, ts)
+    fm = extract(ts, profile=profile, top_k=top_k)
+    oof = {m: np.full(len(y), np.nan) for m in METHODS}
+    oof["GAC zero-shot"] = gac.predict_proba(ts)[:, 1]
+    notes = []
+    for tr, te in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(fm.values, y):
+        try:
+            m = HTCCalibrator(random_state=seed).fit(fm.take(tr), y[tr])
+            oof["HTC from scratch"][te] = m.predict_proba(fm.take(te))[:, 1]
+        except ValueError as e:
+            notes.append(f"HTC from scratch not fitted on a fold: {e}")
+        a = HTCCalibrator(prior=gac, random_state=seed).fit(fm.take(tr), y[tr])
+        oof["GAC adapted"][te] = a.predict_proba(fm.take(te))[:, 1]
+    rows = []
+    for meth, p in oof.items():
+        ok = np.isfinite(p)
+        rows.append({"method": meth, **(score_metrics(y[ok], p[ok]) if ok.all() else
+                                        {"ece": np.nan, "brier": np.nan, "auroc": np.nan})})
+    final = HTCCalibrator(prior=gac, random_state=seed).fit(fm, y, meta=ts.meta)
+    card = getattr(gac, "card", {}) or {}
+    trained = {str(r.get("dataset")) for r in card.get("training_data", {}).get("by_dataset_and_model", [])}
+    mine = set(ts.meta["dataset"].dropna().astype(str)) if "dataset" in ts.meta.columns else set()
+    return LabelComparison(n=len(y), positive_rate=float(y.mean()), prior=str(name), n_folds=k, labels=y, oof=oof,
+                           metrics=pd.DataFrame(rows), choice=final.adaptation_["choice"], model=final.to_dict(),
+                           trained_on_these=sorted(mine & trained), notes=notes)

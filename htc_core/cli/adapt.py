@@ -18,15 +18,16 @@ def _sizes(value: str) -> list[int]:
     return sizes
 
 
+def _show(done: int, total: int, msg: str) -> None:
+    print(f"\r  label budget {done}/{total} ({msg})".ljust(60), end="" if done < total else "\n", file=sys.stderr,
+          flush=True)
+
+
 def cmd_adapt_curve(args: argparse.Namespace) -> int:
     from ..calibration.adapt_curve import adaptation_curve
 
     ts, _ = load_inputs(args, quiet=args.json)
-    progress = None
-    if not args.json and sys.stderr.isatty():
-        def progress(done, total, msg):
-            print(f"\r  label budget {done}/{total} ({msg})".ljust(60), end="" if done < total else "\n",
-                  file=sys.stderr, flush=True)
+    progress = _show if not args.json and sys.stderr.isatty() else None
     try:
         res = adaptation_curve(ts, group=args.group, target=args.target, sizes=args.sizes, seeds=args.seeds,
                                prior=args.prior, progress=progress)
