@@ -48,6 +48,9 @@ _EXPORTS: dict[str, str] = {
     "gac_leave_one_out": "htc_core.calibration",
     "ablation": "htc_core.calibration",
     "load_model": "htc_core.calibration",
+    "adapt_traces": "htc_core.calibration.adapt_curve",
+    "adaptation_curve": "htc_core.calibration.adapt_curve",
+    "shift_check": "htc_core.calibration.shift",
     # metrics
     "expected_calibration_error": "htc_core.calibration",
     "brier_score": "htc_core.calibration",
