@@ -14,10 +14,9 @@ of the input (leave-one-group-out; the shipped GAC was trained on every dataset 
 cannot be the prior for one of them). ``prior=`` a shipped name or file is refused when that model's card
 lists the target among its training datasets.
 
-:func:`gac_zero_shot` and :func:`gac_adapted` have the learning-curve signature
-``fit_predict(train_ts, y_train, test_ts, seed) -> probabilities``: they use the shipped GAC when none of the
-runs' datasets is in its training data, else a GAC refitted on its training sources without those datasets
-(cached per set of excluded datasets).
+:func:`htc_from_scratch` has the learning-curve signature ``fit_predict(train_ts, y_train, test_ts, seed) ->
+probabilities``; ``gac_zero_shot`` and ``gac_adapted`` (same signature) live in :mod:`htc_core.gac_entries`,
+because they read the shipped GAC's training files (the calibration layer reads no files).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -33,18 +31,17 @@ import numpy as np
 import pandas as pd
 
 from .calibrators import HTCCalibrator
-from .general import GeneralCalibrator, fit_general
+from .general import fit_general
 from .grouping import has_alternatives, mean_std, score_metrics
 from .results import METRICS
 
-__all__ = ["adapt_traces", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison", "gac_zero_shot", "gac_adapted",
+__all__ = ["adapt_traces", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison",
            "htc_from_scratch", "DEFAULT_SIZES", "METHODS"]
 
 DEFAULT_SIZES = (10, 20, 50, 100, 200)
 METHODS = ("GAC zero-shot", "HTC from scratch", "GAC adapted")
 #: a budget is measured only when at least this many target runs are left to test on
 MIN_TEST = 30
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _load_prior(prior):
@@ -83,49 +80,6 @@ def adapt_traces(ts, prior="gac", *, y=None, random_state: int | None = 42, **pa
 
 
 # ------------------------------------------------- learning-curve entries
-def _datasets(*sets) -> frozenset:
-    out = set()
-    for ts in sets:
-        if "dataset" in ts.meta.columns:
-            out.update(ts.meta["dataset"].dropna().astype(str))
-    return frozenset(out)
-
-
-@lru_cache(maxsize=8)
-def _gac_without(excluded: frozenset) -> GeneralCalibrator:
-    from ..formats import load
-    from .models import load_model
-
-    gac = load_model("gac")
-    trained = {r["dataset"] for r in gac.card.get("training_data", {}).get("by_dataset_and_model", [])}
-    if not excluded & trained:
-        return gac
-    sources = [REPO / s for s in gac.card["training_data"]["sources"]]
-    missing = [str(s) for s in sources if not s.exists()]
-    if missing:
-        raise ValueError(f"the shipped GAC was trained on {sorted(excluded & trained)}; refitting it without them "
-                         f"needs its training sources, missing here: {missing}")
-    ts, _ = load([str(s) for s in sources])
-    ts = ts.labeled()
-    keep = np.flatnonzero(~ts.meta["dataset"].astype(str).isin(excluded).to_numpy())
-    return fit_general(ts.take(keep), variant="reduced",
-                       name=f"gac without {', '.join(sorted(excluded & trained))}")
-
-
-def gac_zero_shot(train_ts, y_train, test_ts, seed) -> np.ndarray:
-    """Learning-curve entry: the GAC (never trained on these runs' datasets), zero-shot on ``test_ts``."""
-    return _gac_without(_datasets(train_ts, test_ts)).predict_proba(test_ts)[:, 1]
-
-
-def gac_adapted(train_ts, y_train, test_ts, seed) -> np.ndarray:
-    """Learning-curve entry: that GAC adapted to (``train_ts``, ``y_train``), scoring ``test_ts``."""
-    from ..features import extract
-
-    model = adapt_traces(train_ts, _gac_without(_datasets(train_ts, test_ts)), y=np.asarray(y_train, float),
-                         random_state=int(seed))
-    return model.predict_proba(extract(test_ts, profile=model.profile_, top_k=model.top_k_))[:, 1]
-
-
 def htc_from_scratch(train_ts, y_train, test_ts, seed) -> np.ndarray:
     """Learning-curve entry: HTC-Reduced fitted on (``train_ts``, ``y_train``) alone."""
     from ..features import extract
