@@ -50,6 +50,9 @@ _EXPORTS: dict[str, str] = {
     "compare_run_sets": "htc_core.calibration",
     "learning_curve": "htc_core.calibration",
     "load_model": "htc_core.calibration",
+    "adapt_traces": "htc_core.calibration.adapt_curve",
+    "adaptation_curve": "htc_core.calibration.adapt_curve",
+    "shift_check": "htc_core.calibration.shift",
     # metrics
     "expected_calibration_error": "htc_core.calibration",
     "brier_score": "htc_core.calibration",

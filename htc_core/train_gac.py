@@ -75,11 +75,16 @@ def _submodel_card(m) -> dict | None:
             "n_selected": int(m.n_selected_), "selected_features": m.selected_features_}
 
 
-def build_card(name: str, variant: str, ts, sources: list[Path], loo, gac) -> dict:
+def loo_section(loo, variant: str) -> dict:
+    rows = [r for r in loo.to_dict()["rows"] if r["variant"] == variant]
+    return {"by": loo.by, "seeds": loo.seeds, "strategies": loo.strategies,
+            "mean_by_kind_of_heldout": _mean_by_kind(loo, variant), "rows": rows, "notes": loo.notes}
+
+
+def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac) -> dict:
     from ._version import __version__
     from .calibration.grouping import has_alternatives
 
-    rows = [r for r in loo.to_dict()["rows"] if r["variant"] == variant]
     alt = has_alternatives(ts)
     return {
         "name": name,
@@ -98,8 +103,10 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo, gac) -> di
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; "
                    "runs without -> without_alternatives",
         "decision": DECISION,
-        "leave_one_out": {"by": loo.by, "seeds": loo.seeds, "strategies": loo.strategies,
-                          "mean_by_kind_of_heldout": _mean_by_kind(loo, variant), "rows": rows, "notes": loo.notes},
+        "leave_one_out": loo,
+        "applicability": "each sub-model's training.feature_stats holds the per-feature mean and std of its "
+                         "training runs; htc score warns when the scored runs' mean of a used feature moves by 2 "
+                         "or more training standard deviations (htc_core.calibration.shift)",
         "regenerate": "python -m htc_core.train_gac",
     }
 
@@ -111,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uala", type=Path, default=DEFAULT_UALA)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for gac.json and gac-full.json")
     ap.add_argument("--seeds", type=int, default=3, help="seeds of the leave-one-out experiment (default 3)")
+    ap.add_argument("--reuse-leave-one-out", action="store_true",
+                    help="take the card's leave-one-out section from the model files already in --out instead of "
+                         "recomputing it (minutes); for changes that do not touch the fits or the data")
     args = ap.parse_args(argv)
 
     from .calibration.gac import STRATEGIES, gac_leave_one_out
@@ -127,15 +137,32 @@ def main(argv: list[str] | None = None) -> int:
     ts, report = load([str(p) for p in sources])
     ts = ts.labeled()
     print(f"training data: {len(ts)} labeled runs from {', '.join(map(_rel, sources))}", file=sys.stderr)
-    loo = gac_leave_one_out(ts, by="dataset", seeds=args.seeds, strategies=STRATEGIES,
-                            progress=lambda d, t, m: print(f"  leave-one-out {d}/{t} ({m})", file=sys.stderr))
-    print(loo.table())
+    sections = _reused_sections(args.out) if args.reuse_leave_one_out else None
+    if sections is None:
+        loo = gac_leave_one_out(ts, by="dataset", seeds=args.seeds, strategies=STRATEGIES,
+                                progress=lambda d, t, m: print(f"  leave-one-out {d}/{t} ({m})", file=sys.stderr))
+        print(loo.table())
+        sections = {v: loo_section(loo, v) for v in NAMES}
     for variant, name in NAMES.items():
         gac = fit_general(ts, variant=variant, name=name)
-        gac.card = build_card(name, variant, ts, sources, loo, gac)
+        gac.card = build_card(name, variant, ts, sources, sections[variant], gac)
         out = gac.save(args.out / f"{name}.json")
         print(f"wrote {out}")
     return 0
+
+
+def _reused_sections(folder: Path) -> dict | None:
+    import json
+
+    out = {}
+    for variant, name in NAMES.items():
+        try:
+            out[variant] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))["card"]["leave_one_out"]
+        except (OSError, ValueError, KeyError, TypeError):
+            print(f"train_gac: no leave-one-out section in {folder / (name + '.json')}; recomputing", file=sys.stderr)
+            return None
+    print("train_gac: leave-one-out sections reused from the existing model files", file=sys.stderr)
+    return out
 
 
 if __name__ == "__main__":

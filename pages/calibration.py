@@ -5,7 +5,8 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import drill, experiments, plots, prefix_plots, report_download, selective_plots, ui, views
+from htc_core.app import (adapt_views, drill, experiments, plots, prefix_plots, report_download, selective_plots, ui,
+                         views)
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -137,6 +138,35 @@ with ui.page_errors("calibration"):
             with st.expander("Every prefix length and method"):
                 st.dataframe(ew.curve, hide_index=True, width="stretch")
             for note in ew.notes:
+                st.caption(f"note: {ui.md(note)}")
+
+    # --------------------------------------------------------- adapt the GAC (issue 14)
+    st.subheader("Adapt the shipped GAC with these labels")
+    lab = ui.labeled_positions(ws)
+    av = adapt_views.adapt_view(ws, len(lab), int(ws.labels[lab].sum()))
+    if not av.offered:
+        st.caption(f"Not offered on this selection: {ui.md(av.reason)}.")
+    else:
+        st.caption("Compares, out of fold on the labeled runs, the shipped GAC zero-shot, HTC-Reduced fitted from "
+                   "scratch, and the GAC adapted to the labels (`htc fit --prior gac`: its logit recalibrated and its "
+                   "weights shrunk toward the GAC's, the strength chosen by inner CV); then adapts it on all of them.")
+        if st.button(f"Adapt the GAC with these {av.n_labels:,} labels", key="adapt_button"):
+            st.session_state["adapt_shown"] = True
+        if st.session_state.get("adapt_shown"):
+            cmp = adapt_views.adapt_comparison(ws, lab)
+            if cmp.trained_on_these:
+                st.caption(f"The shipped GAC was trained on runs of {ui.md(', '.join(cmp.trained_on_these))}: its "
+                           "zero-shot numbers here are in-sample (optimistic); `htc adapt-curve` measures it honestly.")
+            left, right = st.columns([2, 3])
+            left.dataframe(adapt_views.metrics_table(cmp), hide_index=True)
+            left.markdown(f"Adapted model's inner-CV choice on all {cmp.n} runs: **{ui.md(cmp.choice)}** "
+                          f"({cmp.n_folds} outer folds).")
+            left.download_button("Download the adapted model (JSON)", json.dumps(cmp.model, indent=1),
+                                 file_name="htc-adapted-gac.json", mime="application/json", key="adapt_download")
+            curves = explain.reliability_curves(cmp.labels, cmp.oof)
+            right.plotly_chart(plots.reliability_figure(curves, height=420, ece=dict(zip(cmp.metrics.method,
+                               cmp.metrics.ece))), key="adapt_reliability")
+            for note in cmp.notes:
                 st.caption(f"note: {ui.md(note)}")
 
     # --------------------------------------------------------- fit and download

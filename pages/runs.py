@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, ui, views
+from htc_core.app import adapt_views, experiments, ui, views
 from htc_core.app.workspace import browse
 from htc_core.calibration.evaluation import label_problem
 
@@ -105,6 +105,11 @@ with ui.page_errors("runs"):
         st.info(f"{n_unlabeled:,} of {len(ws):,} selected runs have no outcome label. They are scored by "
                 f"{experiments.GAC_NOTE}. Calibration and the honest evaluation need labels: "
                 f"{experiments.LABELS_HOWTO}.")
+        shift = adapt_views.gac_shift(ws)
+        if shift.shifted:
+            st.warning(ui.md(shift.message(prior="gac")))
+            with st.expander("Features that moved (standardized mean shift vs the GAC's training data)"):
+                st.dataframe(adapt_views.shift_table(shift), hide_index=True)
     c1, c2, c3 = st.columns([2, 2, 1])
     f_ds = c1.multiselect("Dataset", ws.values("dataset"), key="browse_ds", placeholder="any")
     f_ms = c2.multiselect("Model", ws.values("model"), key="browse_ms", placeholder="any")

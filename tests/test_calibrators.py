@@ -115,7 +115,9 @@ def test_json_round_trip_gives_identical_predictions(tmp_path):
     path = c.save(tmp_path / "m.json")
     obj = json.loads(path.read_text())
     assert obj["format"] == "htc-calibrator" and obj["htc_version"] == __version__
+    stats = obj["training"].pop("feature_stats")
     assert obj["training"] == {"n": 200, "positive_rate": float(y.mean()), "datasets": ["A", "B"], "models": ["m"]}
+    assert np.allclose(stats["mean"], X.mean(axis=0)) and np.allclose(stats["std"], X.std(axis=0))
     assert obj["profile"] == "paper" and obj["top_k"] == 5 and obj["alpha"] == c.alpha_
     assert b"pickle" not in path.read_bytes()
     d = HTCCalibrator.load(path)

@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
-from ..features import FeatureMatrix
+from .inputs import _check_positive_int, _check_X, _check_y, _default_names, _unpack_features  # noqa: F401
+from .shift import feature_stats
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
                          parse_model_text, read_model_file)
@@ -51,56 +51,6 @@ from .solvers import (DEFAULT_ALPHAS, PENALTIES, SOLVERS, VARIANTS, fit_path, si
                       standardize_params)
 
 __all__ = ["HTCCalibrator", "DEFAULT_ALPHAS", "MODEL_FORMAT", "fit_path", "standardize_params"]
-
-
-# ---------------------------------------------------------------- validation
-def _check_X(X, name: str = "X") -> np.ndarray:
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 2-D array of numbers, got {type(X).__name__}") from None
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D [n_samples, n_features], got an array of shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        i, j = np.argwhere(~np.isfinite(arr))[0]
-        raise ValueError(f"{name} must be finite, got {float(arr[i, j])!r} at row {i}, column {j}")
-    return arr
-
-
-def _check_y(y, n: int) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise ValueError(f"y must be a 1-D array of 0/1 labels, got {type(y).__name__}") from None
-    if arr.shape[0] != n:
-        raise ValueError(f"y must have one label per row of X ({n}), got {arr.shape[0]}")
-    bad = ~((arr == 0) | (arr == 1))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"y must contain only 0 and 1 (unlabeled rows removed), got {float(arr[i])!r} at index {i}")
-    return arr
-
-
-def _unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
-    """Accept an array, a DataFrame or a FeatureMatrix; return (values, feature names or None,
-    (profile, top_k) or None). Only a FeatureMatrix knows the token-confidence profile it was computed with."""
-    if isinstance(X, FeatureMatrix):
-        return X.values, list(X.names), (str(X.profile), int(X.top_k))
-    if isinstance(X, pd.DataFrame):
-        return X.to_numpy(dtype=np.float64), [str(c) for c in X.columns], None
-    return X, None, None
-
-
-def _default_names(d: int) -> list[str]:
-    from ..features import FEATURE_NAMES
-
-    return list(FEATURE_NAMES) if d == len(FEATURE_NAMES) else [f"x{i}" for i in range(d)]
-
-
-def _check_positive_int(value, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 # ------------------------------------------------------------------ model
@@ -136,7 +86,7 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
 
     def __init__(self, variant: str = "reduced", alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
                  random_state: int | None = 42, max_iter: int = 1000, tol: float = 1e-4, profile: str | None = None,
-                 top_k: int | None = None, solver: str = "path"):
+                 top_k: int | None = None, solver: str = "path", prior=None):
         self.variant = variant
         self.alphas = alphas
         self.inner_folds = inner_folds
@@ -146,6 +96,18 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         self.profile = profile
         self.top_k = top_k
         self.solver = solver
+        self.prior = prior
+
+    def __sklearn_clone__(self):
+        from sklearn.base import _clone_parametrized
+
+        prior, self.prior = self.prior, None   # a fitted prior is shared, never cloned into an unfitted copy
+        try:
+            new = _clone_parametrized(self)
+        finally:
+            self.prior = prior
+        new.prior = prior
+        return new
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -204,6 +166,10 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         datasets and models.
         """
         penalty, alphas = self._check_params()
+        if self.prior is not None:
+            from .adapt import fit_with_prior
+
+            return fit_with_prior(self, X, y, meta=meta)
         values, names, of_matrix = _unpack_features(X)
         profile, top_k = self._fit_profile(of_matrix)
         X = _check_X(values)
@@ -230,7 +196,7 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self.classes_ = np.array([0, 1])
         self.profile_, self.top_k_ = profile, top_k
-        self.training_summary_ = self._summary(y, meta)
+        self.training_summary_ = self._summary(y, meta) | {"feature_stats": feature_stats(X)}
         return self
 
     @staticmethod

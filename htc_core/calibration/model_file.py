@@ -7,7 +7,9 @@ problem is a ``ValueError`` that says ``<source> is not a valid HTC model file: 
 Fields: format, format_version, htc_version, variant, penalty, solver, alpha, alphas, inner_folds,
 random_state, max_iter, tol, profile, top_k (the token-confidence definitions of the features the model
 was fitted on; files written before they were recorded load as "paper" / 5), feature_names, coef,
-intercept, scaler {mean, scale}, selected_features, training (data summary), cv_results.
+intercept, scaler {mean, scale}, selected_features, training (data summary, with feature_stats: the
+per-feature mean and std of the training data, for the applicability check), cv_results, adaptation (for
+a model fitted with a prior: the prior, the choice and the inner-CV grid; null otherwise).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def model_to_dict(model) -> dict:
         "selected_features": model.selected_features_,
         "training": model.training_summary_,
         "cv_results": model.cv_results_,
+        "adaptation": getattr(model, "adaptation_", None),
     }
 
 
@@ -144,6 +147,8 @@ def _parse(obj: Any) -> tuple[dict, dict]:
                  feature_names_in_=np.array(names, dtype=object), n_features_in_=d, classes_=np.array([0, 1]),
                  profile_=profile, top_k_=top_k, training_summary_=obj.get("training") or {},
                  cv_results_=obj.get("cv_results"), htc_version_=obj.get("htc_version"))
+    if isinstance(obj.get("adaptation"), dict):
+        state["adaptation_"] = obj["adaptation"]
     return params, state
 
 

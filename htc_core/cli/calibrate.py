@@ -60,6 +60,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if problem:
         raise CLIError(problem)
     _warn_small("fit", y)
+    if args.prior:
+        return _fit_with_prior(args, ts, out)
     fm = extract(ts, profile=args.profile, top_k=args.top_k)
     # records fm's profile and top-k (profile_, top_k_)
     model = HTCGAM() if args.variant == "gam" else HTCCalibrator(variant=args.variant)
@@ -116,6 +118,29 @@ def _model_name(model) -> str:
     return getattr(model, "display_name", f"HTC-{model.variant.capitalize()}")
 
 
+def _fit_with_prior(args: argparse.Namespace, ts, out) -> int:
+    from ..calibration.adapt_curve import adapt_traces
+    from ..calibration.models import load_model
+
+    if args.variant == "gam":
+        raise CLIError("--prior adapts a linear model; it cannot be combined with --variant gam")
+    try:
+        model = adapt_traces(ts, load_model(args.prior), variant=args.variant)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    out = model.save(out)
+    a = model.adaptation_
+    print(f"adapted {a['prior']} to {len(ts)} labeled trajectories (success rate {ts.labels.mean():.3f}); features: "
+          f"profile {model.profile_!r}, top-k {model.top_k_} (the prior's). Inner-CV choice: {a['choice']}")
+    for r in a["grid"]:
+        score = f"{r['log_loss']:.4f}" if r["available"] else "not available"
+        print(f"  {'*' if r['name'] == a['choice'] else ' '} {r['name']:<38} log loss {score}")
+    for n in a["notes"]:
+        print(f"note: {n}")
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -133,6 +158,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         return _score_engine(args, model, out)
     reader = chunk_reader(args)
     metrics = MetricState()
+    shift = _shift_accumulator(model, args.model)
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
     with TableWriter(out) as w:
         for i, (ts, more) in enumerate(_lookahead(reader)):
@@ -147,10 +173,31 @@ def cmd_score(args: argparse.Namespace) -> int:
             if lab.any():
                 metrics.update(y[lab], df["confidence"].to_numpy()[lab])
             w.write(df)
+            if shift is not None:
+                shift.update(ts)
         report_problems(reader)
     print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
     _print_metrics(metrics)
+    if shift is not None:
+        _report_shift(shift.report(), args.model)
     return 0
+
+
+def _shift_accumulator(model, name: str):
+    """Feature sums for the applicability check (HTC models and GACs; not HTC-GAM)."""
+    from ..calibration.shift import ShiftAccumulator
+
+    if not hasattr(model, "models") and not hasattr(model, "coef_"):
+        return None
+    return ShiftAccumulator(model, name=name)
+
+
+def _report_shift(rep, name: str) -> None:
+    prior = name if not name.endswith(".json") else "MODEL.json"
+    if rep.shifted:
+        print(f"htc score: warning: {rep.message(prior=prior)}", file=sys.stderr)
+    else:
+        print(f"applicability: {rep.message(prior=prior)}")
 
 
 def register(sub) -> None:
@@ -181,6 +228,12 @@ def register(sub) -> None:
                    help="reduced = L1 (default), full = L2, gam = HTC-GAM (spline shape functions per feature, "
                         "kept only when they beat HTC-Reduced in the inner CV, else the file holds HTC-Reduced)")
     p.add_argument("--out", required=True, metavar="MODEL.json", help="where to write the model")
+    p.add_argument("--prior", metavar="MODEL",
+                   help="adapt this model to the labeled runs instead of fitting from scratch: a shipped name (gac, "
+                        "gac-full) or a model file. The fit uses the prior's features (its profile and top-k; for "
+                        "a GAC the sub-model for the runs' kind) and chooses by inner CV among the prior, its "
+                        "recalibrated logit, weights shrunk toward the prior's (several strengths) and a plain "
+                        "HTC fit; the choice and the scores are written to the model file ('adaptation')")
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("score", help="score runs with a saved or shipped model (labels not needed)",
@@ -189,7 +242,9 @@ def register(sub) -> None:
                                    "present) per trajectory. Features use the model's confidence profile and top-k. "
                                    "MODEL may be a shipped General Agent Calibrator (gac, gac-full; see `htc "
                                    "models`): each run is then scored by its sub-model for runs with or without "
-                                   "top-k alternatives (column gac_model).")
+                                   "top-k alternatives (column gac_model). After scoring, the runs' features are compared with "
+                                   "the model's training statistics: a warning names the features whose mean moved "
+                                   "by 2 or more training standard deviations (htc_core.calibration.shift).")
     p.add_argument("model", metavar="MODEL", help="a model file written by `htc fit`, or a shipped model name "
                                                   "(gac, gac-full)")
     add_input_options(p)

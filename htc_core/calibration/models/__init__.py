@@ -11,13 +11,12 @@ of those runs, the live :class:`~htc_core.monitor.Monitor`'s default model, writ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+
+from .files import SHIPPED, _file, model_path  # noqa: F401 (re-exported)
 
 __all__ = ["SHIPPED", "DEFAULT_GAC", "DEFAULT_MONITOR", "ShippedModel", "shipped_models", "model_path", "load_model"]
 
-#: shipped name -> file name inside this package
-SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json", "gac-prefix": "gac-prefix.json"}
 #: the model the dashboard scores unlabeled runs with
 DEFAULT_GAC = "gac"
 #: the model a live Monitor uses when none is given (trained on every prefix of every run)
@@ -34,10 +33,6 @@ class ShippedModel:
         return {"name": self.name, "path": str(self.path), "card": self.card}
 
 
-def _file(name: str) -> Path:
-    return Path(str(resources.files(__name__).joinpath(SHIPPED[name])))
-
-
 def shipped_models() -> list[ShippedModel]:
     """Every shipped model present in this installation, with its card."""
     import json
@@ -49,20 +44,6 @@ def shipped_models() -> list[ShippedModel]:
             card = json.loads(path.read_text(encoding="utf-8")).get("card") or {}
             out.append(ShippedModel(name, path, card))
     return out
-
-
-def model_path(model: str | Path) -> Path:
-    """A shipped model's file for its name, else ``model`` as a path (a missing file raises ValueError)."""
-    if isinstance(model, str) and model in SHIPPED:
-        path = _file(model)
-        if not path.is_file():
-            raise ValueError(f"the shipped model {model!r} is missing from this installation ({path}); "
-                             "regenerate it with: python -m htc_core.train_gac")
-        return path
-    path = Path(model)
-    if not path.is_file():
-        raise ValueError(f"model {str(model)!r} is neither a shipped model ({', '.join(SHIPPED)}) nor an existing file")
-    return path
 
 
 def load_model(model: str | Path):

@@ -1,0 +1,241 @@
+"""Label-efficient adaptation: fit a calibrator on a few labeled runs of a new task, starting from a prior.
+
+``HTCCalibrator(prior=...)`` (a fitted HTC model, a General Agent Calibrator, a shipped name such as
+``"gac"`` or a model file) fits in the prior's feature space, token-confidence profile and standardization
+``z = (x - mean_prior) / scale_prior``. With ``s = w_prior . z + b_prior`` the prior's logit, the candidates are:
+
+- ``prior``: the prior unchanged (zero-shot);
+- ``recalibrated prior``: ``a * s + c``, a logistic fit of slope and intercept on the prior's logit (both
+  shrunk toward the identity, ``RECAL_PENALTY / 2 * ((a - 1)^2 + c^2)``, so 10 labels cannot swing them wildly);
+- ``shrunk toward prior (lambda)``: ``w . z + b`` minimizing ``sum logloss + lambda / 2 * |w - a * w_prior|^2``
+  with a free intercept ``b``; the target is the *recalibrated* prior's weights (``a`` from the step above),
+  because between domains both the base rate and the feature scales move (a free intercept alone does not
+  fix a slope that is off); large lambda -> the recalibrated prior, small lambda -> a free logistic fit;
+- ``no prior``: plain HTC (the estimator's own variant and alpha selection) on the prior's features.
+
+The choice is made by inner cross-validation on the training runs only: stratified folds (as many as the
+smaller class allows, at most ``inner_folds``, so every test fold holds both outcomes), repeated 3 times
+below 100 runs, scored by the log loss of the pooled out-of-fold predictions (a proper score that rewards
+calibration and ranking, and is defined on folds of 2-4 runs where AUROC and ECE are not). The winner is
+refitted on all runs. Fallbacks, each written to ``adaptation_["notes"]``: labels of one outcome only -> the
+prior unchanged; a single run of one outcome -> the recalibrated prior without a CV; "no prior" is left out
+of the CV where an inner training fold has fewer than 2 runs of an outcome (plain HTC cannot be fitted there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .inputs import _check_y, _unpack_features
+from .metrics import _fast_auroc, _fast_brier, _fast_ece
+from .model_file import read_model_file
+from .shift import feature_stats
+from .solvers import sigmoid
+
+__all__ = ["fit_with_prior", "resolve_prior", "DEFAULT_STRENGTHS", "RECAL_PENALTY", "CRITERION"]
+
+DEFAULT_STRENGTHS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
+RECAL_PENALTY = 1.0
+CRITERION = "log loss of the pooled out-of-fold predictions (lower is better)"
+KINDS = ("with_alternatives", "without_alternatives")
+
+
+# ------------------------------------------------------------------ prior
+def _load_named(prior, cls):
+    from .models.files import model_path
+
+    path = model_path(prior)
+    obj = read_model_file(path)
+    fmt = obj.get("format") if isinstance(obj, dict) else None
+    if fmt == "htc-gac":
+        subs = obj.get("models") if isinstance(obj.get("models"), dict) else {}
+        return {k: cls.from_dict(v, source=f"{path} (models.{k})") for k, v in subs.items()
+                if k in KINDS and v is not None}, str(prior)
+    if fmt == "htc-gam":
+        raise ValueError(f"prior {str(prior)!r} is an HTC-GAM; a prior must be a linear HTC model or a GAC")
+    return cls.from_dict(obj, source=str(path)), str(prior)
+
+
+def resolve_prior(prior, cls, of_matrix: tuple[str, int] | None) -> tuple[object, str, list]:
+    """(the linear HTC model to adapt from, its name, notes). A GAC gives the sub-model for the runs' kind:
+    ``of_matrix`` (the FeatureMatrix's profile and top-k) picks the one fitted on that profile."""
+    notes: list = []
+    name = getattr(prior, "name", None) or type(prior).__name__
+    if isinstance(prior, (str, bytes)) or hasattr(prior, "__fspath__"):
+        prior, name = _load_named(prior if not isinstance(prior, bytes) else prior.decode(), cls)
+    subs = getattr(prior, "models", prior) if not isinstance(prior, cls) else None
+    if isinstance(subs, dict):
+        prior, kind = _pick_submodel(subs, of_matrix, name)
+        notes.append(f"prior {name}: its {kind} model ({prior.profile_!r} profile, top-k {prior.top_k_})")
+        name = f"{name}/{kind}"
+    if not isinstance(prior, cls) or not hasattr(prior, "coef_"):
+        raise ValueError(f"prior must be a fitted HTCCalibrator, a General Agent Calibrator, a shipped model name "
+                         f"or a model file, got {type(prior).__name__}")
+    return prior, str(name), notes
+
+
+def _pick_submodel(subs: dict, of_matrix, name: str):
+    have = {k: m for k, m in subs.items() if m is not None}
+    if of_matrix is None:
+        if "without_alternatives" not in have:
+            raise ValueError(f"prior {name} has no without_alternatives model")
+        return have["without_alternatives"], "without_alternatives"
+    for kind in KINDS:
+        m = have.get(kind)
+        if m is not None and (m.profile_, m.top_k_) == tuple(of_matrix):
+            return m, kind
+    offered = ", ".join(f"{k}: profile {m.profile_!r}, top_k {m.top_k_}" for k, m in have.items())
+    raise ValueError(f"X is a FeatureMatrix of profile {of_matrix[0]!r} and top_k {of_matrix[1]}, but no model of "
+                     f"the prior {name} uses those features ({offered}); extract the features with one of these")
+
+
+# ------------------------------------------------------------ the fits
+def _newton(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray, start: np.ndarray,
+            max_iter: int = 100, tol: float = 1e-8) -> np.ndarray:
+    """argmin sum logloss(A theta) + 1/2 sum pen * (theta - theta0)^2 (damped Newton; strictly convex when
+    every penalty is positive or both outcomes are present)."""
+    theta = start.astype(np.float64).copy()
+
+    def objective(t):
+        z = A @ t
+        return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * np.sum(pen * (t - theta0) ** 2))
+
+    f = objective(theta)
+    for _ in range(max_iter):
+        p = sigmoid(A @ theta)
+        g = A.T @ (p - y) + pen * (theta - theta0)
+        if np.max(np.abs(g)) < tol * max(1.0, len(y)):
+            break
+        H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(pen) + 1e-10 * np.eye(len(theta))
+        step = np.linalg.solve(H, g)
+        t = 1.0
+        while t > 1e-8:
+            cand = theta - t * step
+            fc = objective(cand)
+            if fc <= f - 1e-4 * t * float(g @ step):
+                break
+            t *= 0.5
+        if t <= 1e-8:
+            break
+        theta, f = cand, fc
+    return theta
+
+
+def _recalibrate(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    A = np.column_stack([s, np.ones_like(s)])
+    a, c = _newton(A, y, np.array([1.0, 0.0]), np.full(2, RECAL_PENALTY), np.array([1.0, 0.0]))
+    return float(a), float(c)
+
+
+def _fit_candidate(cand: tuple, est, prior, Z, X, y):
+    """(weights, intercept, mean, scale, details) of one candidate fitted on (Z or X, y)."""
+    kind, lam = cand
+    w0, b0 = prior.coef_[0], float(prior.intercept_[0])
+    if kind == "prior":
+        return w0, b0, prior.mean_, prior.scale_, {}
+    if kind == "none":
+        m = type(est)(variant=est.variant, alphas=est.alphas, inner_folds=est.inner_folds,
+                      random_state=est.random_state, max_iter=est.max_iter, tol=est.tol, solver=est.solver,
+                      profile=prior.profile_, top_k=prior.top_k_).fit(X, y)
+        return m.coef_[0], float(m.intercept_[0]), m.mean_, m.scale_, {"alpha": m.alpha_}
+    a, c = _recalibrate(Z @ w0 + b0, y)
+    if kind == "recal":
+        return a * w0, a * b0 + c, prior.mean_, prior.scale_, {"slope": a, "intercept_shift": c}
+    d = Z.shape[1]
+    A = np.column_stack([Z, np.ones(len(y))])
+    theta0 = np.append(a * w0, a * b0 + c)
+    theta = _newton(A, y, theta0, np.append(np.full(d, lam), 0.0), theta0)
+    return theta[:d], float(theta[d]), prior.mean_, prior.scale_, {"slope": a, "intercept_shift": c}
+
+
+def _grid(strengths) -> list[tuple[str, tuple]]:
+    return ([("prior", ("prior", None)), ("recalibrated prior", ("recal", None))]
+            + [(f"shrunk toward prior (lambda={lam:g})", ("shrink", float(lam))) for lam in sorted(strengths, reverse=True)]
+            + [("no prior", ("none", None))])
+
+
+def _predict(fit, X) -> np.ndarray:
+    w, b, mean, scale, _ = fit
+    return sigmoid(((X - mean) / scale) @ w + b)
+
+
+def _inner_cv(est, prior, X, y, grid, notes) -> list[dict]:
+    """Each candidate's pooled out-of-fold scores (mean over repeats); see the module docstring."""
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
+    n_pos = int(y.sum())
+    k = int(min(est.inner_folds, n_pos, len(y) - n_pos))
+    reps = 3 if len(y) < 100 else 1
+    cv = RepeatedStratifiedKFold(n_splits=k, n_repeats=reps, random_state=est.random_state)
+    oof = np.full((reps, len(grid), len(y)), np.nan)
+    for i, (tr, te) in enumerate(cv.split(X, y)):
+        Ztr = (X[tr] - prior.mean_) / prior.scale_
+        for j, (_, cand) in enumerate(grid):
+            try:
+                oof[i // k, j, te] = _predict(_fit_candidate(cand, est, prior, Ztr, X[tr], y[tr]), X[te])
+            except ValueError:   # plain HTC needs 2 runs of each outcome in the fold
+                pass
+    rows = []
+    for j, (name, (kind, lam)) in enumerate(grid):
+        P = oof[:, j, :]
+        row = {"name": name, "kind": kind, "lambda": lam, "available": bool(np.isfinite(P).all())}
+        if row["available"]:
+            Pc = np.clip(P, 1e-6, 1 - 1e-6)
+            row["log_loss"] = float(np.mean(-(y * np.log(Pc) + (1 - y) * np.log(1 - Pc))))
+            row.update(brier=float(_fast_brier(y, P).mean()), ece=float(_fast_ece(y, P).mean()),
+                       auroc=float(np.nanmean(_fast_auroc(y, P))))
+        else:
+            notes.append(f"'{name}' left out of the choice: some inner training fold has fewer than 2 runs of an "
+                         "outcome")
+        rows.append(row)
+    notes.append(f"inner CV: {k} stratified folds x {reps} repeat(s) on {len(y)} runs")
+    return rows
+
+
+# --------------------------------------------------------------- entry
+def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS):
+    """``est.fit(X, y)`` for ``est.prior`` set: choose and fit the adapted model (module docstring); returns est."""
+    values, names, of_matrix = _unpack_features(X)
+    prior, prior_name, notes = resolve_prior(est.prior, type(est), of_matrix)
+    for param, mine, theirs in (("profile", est.profile, prior.profile_), ("top_k", est.top_k, prior.top_k_)):
+        if mine is not None and mine != theirs:
+            raise ValueError(f"{param}={mine!r} was given, but the prior {prior_name} uses {param} {theirs!r}; "
+                             f"an adapted model works in the prior's features (leave {param}=None)")
+    Xp = prior._checked(X)              # the prior's columns, by name; a FeatureMatrix of another profile fails
+    y = _check_y(y, Xp.shape[0])
+    n_pos = int(y.sum())
+    grid = _grid(strengths)
+    if min(n_pos, len(y) - n_pos) == 0:
+        choice, rows = "prior", []
+        notes.append(f"the labels hold only {'successes' if n_pos else 'failures'}: the prior is kept unchanged")
+    elif min(n_pos, len(y) - n_pos) == 1:
+        choice, rows = "recalibrated prior", []
+        notes.append("a single run of one outcome: no inner CV is possible; the recalibrated prior is used "
+                     "(slope and intercept shrunk toward the prior's)")
+    else:
+        rows = _inner_cv(est, prior, Xp, y, grid, notes)
+        ok = [r for r in rows if r["available"]]
+        choice = min(ok, key=lambda r: r["log_loss"])["name"]   # ties: the earlier (more prior-like) candidate
+    cand = dict(grid)[choice]
+    Z = (Xp - prior.mean_) / prior.scale_
+    fit = _fit_candidate(cand, est, prior, Z, Xp, y)
+    _set_state(est, prior, fit, cand, y, Xp, meta)
+    est.adaptation_ = {"prior": prior_name, "prior_variant": prior.variant, "choice": choice,
+                       "lambda": cand[1], **fit[4], "criterion": CRITERION, "grid": rows,
+                       "recalibration_penalty": RECAL_PENALTY, "notes": notes}
+    return est
+
+
+def _set_state(est, prior, fit, cand, y, Xp, meta) -> None:
+    w, b, mean, scale, details = fit
+    est.coef_ = np.asarray(w, dtype=np.float64)[None, :].copy()
+    est.intercept_ = np.array([float(b)])
+    est.mean_, est.scale_ = np.asarray(mean, dtype=np.float64), np.asarray(scale, dtype=np.float64)
+    est.feature_names_in_ = np.array([str(n) for n in prior.feature_names_in_], dtype=object)
+    est.n_features_in_ = len(est.feature_names_in_)
+    est.classes_ = np.array([0, 1])
+    est.profile_, est.top_k_ = prior.profile_, prior.top_k_
+    est.alpha_ = float(cand[1] if cand[0] == "shrink" else details.get("alpha", prior.alpha_))
+    est.alpha_candidates_ = np.asarray(est.alphas, dtype=np.float64).reshape(-1)
+    est.cv_results_ = None
+    est.training_summary_ = est._summary(y, meta) | {"feature_stats": feature_stats(Xp)}

@@ -1,0 +1,30 @@
+"""Where the shipped model files are (a leaf module: no calibrator import, so the adaptation code can find a
+shipped prior without an import cycle)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["SHIPPED", "model_path"]
+
+#: shipped name -> file name inside this package
+SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json", "gac-prefix": "gac-prefix.json"}
+
+
+def _file(name: str) -> Path:
+    return Path(str(resources.files(__package__).joinpath(SHIPPED[name])))
+
+
+def model_path(model: str | Path) -> Path:
+    """A shipped model's file for its name, else ``model`` as a path (a missing file raises ValueError)."""
+    if isinstance(model, str) and model in SHIPPED:
+        path = _file(model)
+        if not path.is_file():
+            raise ValueError(f"the shipped model {model!r} is missing from this installation ({path}); "
+                             "regenerate it with: python -m htc_core.train_gac")
+        return path
+    path = Path(model)
+    if not path.is_file():
+        raise ValueError(f"model {str(model)!r} is neither a shipped model ({', '.join(SHIPPED)}) nor an existing file")
+    return path

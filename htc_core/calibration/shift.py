@@ -1,0 +1,220 @@
+"""Applicability check: how far scored runs lie from the data a model was trained on.
+
+Every fitted model stores, in its training summary, the mean and standard deviation of each feature on its
+training runs (``training.feature_stats``; :func:`feature_stats`). :func:`shift_check` compares the scored
+runs with them: the standardized mean shift of feature j is
+
+    d_j = (mean of the scored runs - training mean) / training std
+
+A feature *moved* when ``|d_j| >= SHIFT_THRESHOLD`` (2.0) and the shift is beyond the sampling noise of the
+scored mean (``|d_j| >= 3 / sqrt(n)``, which only matters below ~3 runs). The verdict counts only the features
+the model uses (non-zero weight; all features for a model without weights), because only they move the score.
+
+Why 2 training standard deviations: a group that makes up a fraction f of the training data can lie at most
+``sqrt((1 - f) / f)`` training standard deviations from the training mean (the between-group variance is part
+of the total), so any group of at least 20% of the training runs stays under 2, and the repository's own task
+families (each 19% of the shipped GAC's runs) are not flagged; the UALA HotpotQA runs scored by a GAC trained on
+``sample_runs/`` alone move by far more (see tests/test_shift.py and the README). It is a screening rule, not a
+test: a shifted mean does not prove the calibration is off, and an unshifted one does not prove it is right.
+
+A General Agent Calibrator is checked per sub-model, on the runs each one scores. A leaf module (no import of
+the calibrators): models are used through their attributes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SHIFT_THRESHOLD", "ShiftReport", "ShiftAccumulator", "feature_stats", "shift_check"]
+
+SHIFT_THRESHOLD = 2.0
+#: how many labeled runs the warning suggests (the issue's aim: adapting with 50 labels)
+SUGGESTED_LABELS = 50
+COLUMNS = ("part", "feature", "used", "train_mean", "train_std", "scored_mean", "shift", "moved")
+
+
+def feature_stats(X: np.ndarray) -> dict:
+    """Per-feature mean and standard deviation (ddof 0) of the training matrix, for the model file."""
+    X = np.asarray(X, dtype=np.float64)
+    return {"mean": [float(v) for v in X.mean(axis=0)], "std": [float(v) for v in X.std(axis=0)]}
+
+
+def _parts(model) -> dict:
+    """part name -> sub-model: one part for an HTC model, one per sub-model of a GAC."""
+    subs = getattr(model, "models", None)
+    if isinstance(subs, dict):
+        return {k: m for k, m in subs.items() if m is not None}
+    return {"model": model}
+
+
+def _train_stats(m) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """(mean, std, where from) of a sub-model's training features, or None when the file has none."""
+    d = len(m.feature_names_in_)
+    fs = (getattr(m, "training_summary_", None) or {}).get("feature_stats")
+    if isinstance(fs, dict):
+        try:
+            mean, std = np.asarray(fs["mean"], dtype=np.float64), np.asarray(fs["std"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError):
+            mean = std = np.empty(0)
+        if mean.shape == (d,) and std.shape == (d,) and np.isfinite(mean).all() and np.isfinite(std).all():
+            return mean, std, "training.feature_stats"
+    if getattr(m, "adaptation_", None) is None and hasattr(m, "mean_") and hasattr(m, "scale_"):
+        # files written before feature_stats: a plain HTC model's scaler is its training mean and std
+        return np.asarray(m.mean_, float), np.where(np.asarray(m.scale_) == 1.0, 0.0, m.scale_), "scaler"
+    return None
+
+
+def _used(m) -> np.ndarray:
+    coef = getattr(m, "coef_", None)
+    d = len(m.feature_names_in_)
+    if coef is not None and np.asarray(coef).reshape(-1).shape == (d,):
+        return np.asarray(coef).reshape(-1) != 0
+    return np.ones(d, dtype=bool)
+
+
+def _columns(m, fm) -> np.ndarray:
+    """The feature matrix's columns in the model's order (found by name)."""
+    names = [str(n) for n in m.feature_names_in_]
+    if hasattr(fm, "names"):
+        index = {n: j for j, n in enumerate(fm.names)}
+        missing = [n for n in names if n not in index]
+        if missing:
+            raise ValueError(f"the features lack {len(missing)} the model uses: {missing[:5]}")
+        return np.asarray(fm.values, dtype=np.float64)[:, [index[n] for n in names]]
+    return np.asarray(fm, dtype=np.float64)
+
+
+@dataclass
+class ShiftReport:
+    """Standardized mean shift of each feature, scored runs vs training data (see the module docstring)."""
+
+    model: str
+    n_runs: int
+    threshold: float
+    frame: pd.DataFrame                       # one row per (part, feature); COLUMNS
+    n_by_part: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def known(self) -> bool:
+        """False when the model file holds no training statistics (nothing to compare with)."""
+        return len(self.frame) > 0
+
+    @property
+    def shifted(self) -> bool:
+        return bool(self.frame["moved"].any()) if self.known else False
+
+    @property
+    def verdict(self) -> str:
+        if not self.known:
+            return "unknown"
+        return "outside the training data" if self.shifted else "within the training data"
+
+    @property
+    def max_shift(self) -> float:
+        used = self.frame[self.frame.used]
+        return float(used["shift"].abs().max()) if len(used) else float("nan")
+
+    def worst(self, k: int = 3) -> pd.DataFrame:
+        """The ``k`` used features that moved most (moved ones first), largest |shift| first."""
+        used = self.frame[self.frame.used].copy()
+        used["_abs"] = used["shift"].abs()
+        return used.sort_values(["moved", "_abs"], ascending=False).head(k).drop(columns="_abs")
+
+    def moved_features(self) -> list[str]:
+        w = self.worst(len(self.frame))
+        return list(dict.fromkeys(w.feature[w.moved]))
+
+    def message(self, prior: str = "gac", n_labels: int = SUGGESTED_LABELS) -> str:
+        """One line for a user: the verdict and, when shifted, what moved and what to do."""
+        if not self.known:
+            return f"{self.model}: no training statistics in the model file; the applicability check is skipped"
+        if not self.shifted:
+            return (f"{self.n_runs} runs within the data {self.model} was trained on (largest standardized mean "
+                    f"shift of a used feature {self.max_shift:.2f} < {self.threshold:g})")
+        w = self.worst(3)
+        moved = ", ".join(f"{r.feature} {r.shift:+.1f} sd" for r in w.itertuples() if r.moved)
+        return (f"these {self.n_runs} runs are outside the data {self.model} was trained on ({moved}: mean shift "
+                f"in training standard deviations, threshold {self.threshold:g}); its confidences may be off. "
+                f"Label {n_labels} runs and run `htc fit RUNS --prior {prior} --out model.json` to adapt it")
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "n_runs": int(self.n_runs), "threshold": self.threshold,
+                "verdict": self.verdict, "shifted": self.shifted,
+                "max_shift": None if math.isnan(self.max_shift) else self.max_shift,
+                "moved_features": self.moved_features(), "n_by_part": dict(self.n_by_part),
+                "features": [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+                             for r in self.frame.to_dict("records")], "notes": list(self.notes)}
+
+
+class ShiftAccumulator:
+    """Running feature sums of scored runs (chunk by chunk, as ``htc score`` reads), per sub-model."""
+
+    def __init__(self, model, *, name: str | None = None, threshold: float = SHIFT_THRESHOLD):
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 0:
+            raise ValueError(f"threshold must be a positive number, got {threshold!r}")
+        self.model, self.threshold = model, float(threshold)
+        self.name = name or str(getattr(model, "name", type(model).__name__))
+        self.parts = _parts(model)
+        self._n = {p: 0 for p in self.parts}
+        self._sum = {p: np.zeros(len(m.feature_names_in_)) for p, m in self.parts.items()}
+
+    def update(self, data) -> "ShiftAccumulator":
+        """Add a TraceSet (any model) or a FeatureMatrix / array (an HTC model's own features)."""
+        from ..features import extract
+        from ..traces import TraceSet
+
+        if not isinstance(data, TraceSet):
+            if len(self.parts) != 1:
+                raise ValueError("data must be a TraceSet for a General Agent Calibrator (it routes runs by kind)")
+            (p, m), = self.parts.items()
+            self._add(p, _columns(m, data))
+            return self
+        kinds = self.model.kinds(data) if hasattr(self.model, "models") else None
+        for p, m in self.parts.items():
+            rows = np.arange(len(data)) if kinds is None else np.flatnonzero(kinds == p)
+            if len(rows):
+                sub = data if len(rows) == len(data) else data.take(rows)
+                self._add(p, _columns(m, extract(sub, profile=m.profile_, top_k=m.top_k_)))
+        return self
+
+    def _add(self, part: str, X: np.ndarray) -> None:
+        self._n[part] += X.shape[0]
+        self._sum[part] += X.sum(axis=0)
+
+    def report(self) -> ShiftReport:
+        rows, notes = [], []
+        for p, m in self.parts.items():
+            n = self._n[p]
+            stats = _train_stats(m)
+            if n == 0:
+                continue
+            if stats is None:
+                notes.append(f"{p}: the model file holds no training statistics")
+                continue
+            mean, std, source = stats
+            if source == "scaler":
+                notes.append(f"{p}: training statistics taken from the scaler (file written before feature_stats)")
+            scored = self._sum[p] / n
+            ok = std > 1e-12 * np.maximum(1.0, np.abs(mean))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = np.where(ok, (scored - mean) / np.where(ok, std, 1.0), 0.0)
+            moved = ok & (np.abs(d) >= self.threshold) & (np.abs(d) >= 3.0 / math.sqrt(n)) & _used(m)
+            for j, f in enumerate(m.feature_names_in_):
+                rows.append((p, str(f), bool(_used(m)[j] and ok[j]), float(mean[j]), float(std[j]),
+                             float(scored[j]), float(d[j]), bool(moved[j])))
+        return ShiftReport(model=self.name, n_runs=int(sum(self._n.values())), threshold=self.threshold,
+                           frame=pd.DataFrame(rows, columns=list(COLUMNS)),
+                           n_by_part={p: int(n) for p, n in self._n.items() if n}, notes=notes)
+
+
+def shift_check(model, data, *, name: str | None = None, threshold: float = SHIFT_THRESHOLD) -> ShiftReport:
+    """How far ``data`` (a TraceSet, or an HTC model's FeatureMatrix) lies from ``model``'s training data."""
+    return ShiftAccumulator(model, name=name, threshold=threshold).update(data).report()
