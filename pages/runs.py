@@ -3,7 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import adapt_views, experiments, ui, views
+from htc_core.app import adapt_views, experiments, import_views, ui, views
 from htc_core.app.workspace import browse
 from htc_core.calibration.evaluation import label_problem
 
@@ -47,7 +47,7 @@ with ui.page_errors("runs"):
     rep = st.session_state.get(ui.LAST_UPLOAD)
     if rep:
         st.subheader("Load report of the last upload")
-        problem_table = views.problem_table(rep)
+        problem_table = import_views.problem_table(rep)
         if rep["kept"]:
             st.success(f"Stored {rep['kept']:,} trajectories from {len(rep['files'])} file(s) as run set "
                        f"“{ui.md(rep['name'])}”.")
@@ -64,13 +64,13 @@ with ui.page_errors("runs"):
         cols[1].metric("rejected", f"{rep['rejected']:,}")
         cols[2].metric("empty steps dropped", f"{rep['empty_steps_dropped']:,}")
         cols[3].metric("values clipped to 0", f"{rep['clipped_values']:,}")
-        for line in views.import_details(rep):
+        for line in import_views.import_details(rep):
             st.caption(ui.md(line))
         if len(problem_table):
             st.dataframe(problem_table, hide_index=True, width="stretch",
                          column_config={"reason": st.column_config.TextColumn("reason", width="large")})
             with st.expander("Every problem in full (reasons are not cut off here)"):
-                st.text(views.problems_text(rep))
+                st.text(import_views.problems_text(rep))
         if rep["problems_truncated"]:
             st.caption(f"{rep['problems_truncated']:,} more problems were not listed.")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from htc_core.app import views
+from htc_core.app import import_views, views
 from htc_core.app.ingest import ingest
 from htc_core.app.store import Store
 from htc_core.app.workspace import build_workspace
@@ -179,8 +179,8 @@ def test_runs_page_tables(ws):
     assert views.browse_confidences(frame[["id"]]) == []
     rep = {"problems": [{"severity": "warning", "reason": "w"}, {"severity": "error", "reason": "e"},
                         {"severity": "info", "reason": "i"}]}
-    assert list(views.problem_table(rep)["reason"]) == ["e", "w"]
-    assert views.problem_table({"problems": []}).empty
+    assert list(import_views.problem_table(rep)["reason"]) == ["e", "w"]
+    assert import_views.problem_table({"problems": []}).empty
 
 
 def test_inspector_choices(ws, evaluated):

@@ -3,7 +3,7 @@ joined; the upload summary the Runs page shows carries it (real files: the shipp
 
 from __future__ import annotations
 
-from htc_core.app import views
+from htc_core.app import import_views
 from htc_core.app.ingest import ingest
 from htc_core.app.store import Store
 from htc_core.app.upload import _summary
@@ -30,12 +30,12 @@ def test_upload_summary_lines(tmp_path):
     labels.write_text("id,success,model\nx-1,true,other-model\nghost,false,\n", encoding="utf-8")
     res, rep = ingest(Store(tmp_path / "store"), [CALLLOG, extra], name="u", labels=labels)
     summary = _summary("u", res, rep, {str(labels): "labels.csv"})
-    lines = views.import_details(summary)
+    lines = import_views.import_details(summary)
     assert any(line.startswith("format: ") and "openai-calllog" in line and "native (more.jsonl)" in line for line in lines)
     assert any("lines skipped" in line for line in lines)
     lab = next(line for line in lines if line.startswith("labels file labels.csv"))
     assert "2 rows; 1 trajectories got a label" in lab and "1 rows matched no trajectory" in lab
     assert "1 model name(s) differed" in lab
-    text = views.problems_text(summary)
+    text = import_views.problems_text(summary)
     assert "ghost" in text or "matched no trajectory" in text
     assert " line nan" not in text

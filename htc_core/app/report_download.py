@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..calibration.grouping import GROUP_KEYS
 from ..htmlreport import ReportData, build_report
-from . import compute, experiments
+from . import experiments, fits
 from .explain_views import mistakes_for
 from .workspace import Workspace
 
@@ -17,7 +17,7 @@ def report_data(ws: Workspace, evaluated, *, title: str = "HTC calibration repor
     the transfer matrix and ablation when already computed on the Compare / Feature weights pages, the worst
     mistakes (out-of-fold). The GAC leave-one-out is not part of the dashboard (``htc report`` has it)."""
     res = evaluated.result
-    models = {f"HTC-{v.capitalize()}": compute.fitted_model(ws, v) for v in ("reduced", "full")}
+    models = {f"HTC-{v.capitalize()}": fits.fitted_model(ws, v) for v in ("reduced", "full")}
     transfer = next((t for t in (experiments.cached_transfer(by) for by in GROUP_KEYS) if t is not None), None)
     ablation = experiments.cached_ablation()
     skipped = {"gac": "the GAC leave-one-out runs on the command line: htc report INPUT... --out report.html"}

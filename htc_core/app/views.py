@@ -24,7 +24,7 @@ __all__ = [
     "metrics_frame", "metrics_long", "overall_metrics", "oof_predictions", "table_ece", "example_baselines", "SelectiveViews", "selective_views", "CalibrationChoices",
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
-    "browse_confidences", "problem_table", "import_details", "problems_text", "trajectory_choices", "trajectory_label", "oof_confidence",
+    "browse_confidences", "trajectory_choices", "trajectory_label", "oof_confidence",
     "outcome_word",
 ]
 
@@ -315,45 +315,6 @@ def projection_frame(ws: Workspace, projection, htc_confidence: np.ndarray | Non
 def browse_confidences(frame: pd.DataFrame) -> list[str]:
     """The raw confidences of ``frame`` the Runs page can filter on."""
     return [c for c in BROWSE_CONFIDENCES if c in frame.columns]
-
-
-def import_details(summary: dict) -> list[str]:
-    """What an upload summary says beyond the counts, one plain sentence each: the format each file was read
-    as, the lines skipped as not LLM calls/trajectories, and the labels join."""
-    out = []
-    formats = summary.get("formats") or {}
-    if formats:
-        by_fmt: dict[str, list[str]] = {}
-        for f, fmt in formats.items():
-            by_fmt.setdefault(fmt, []).append(f)
-        out.append("format: " + "; ".join(f"{fmt} ({', '.join(fs[:3])}{' …' if len(fs) > 3 else ''})"
-                                          for fmt, fs in by_fmt.items()))
-    skipped = summary.get("skipped_lines") or 0
-    out.append(f"lines skipped as not LLM calls or trajectories (events, other requests): {skipped:,}")
-    lab = summary.get("labels")
-    if lab:
-        out.append(f"labels file {lab['file']}: {lab['rows']:,} rows; {lab['matched']:,} trajectories got a label, "
-                   f"{lab['unlabeled']:,} did not; {lab['unmatched_rows']:,} rows matched no trajectory"
-                   + (f"; {lab['model_conflicts']:,} model name(s) differed from the trace's (the trace's kept)"
-                      if lab.get("model_conflicts") else ""))
-    return out
-
-
-def problems_text(summary: dict) -> str:
-    """Every problem of an upload summary on its own line, reason in full (errors first)."""
-    lines = []
-    for p in problem_table(summary).to_dict(orient="records"):
-        where = "".join(f" {k} {p[k]}" for k in ("line", "field", "value") if p.get(k) is not None and not
-                        (isinstance(p[k], float) and np.isnan(p[k])))
-        lines.append(f"[{p['severity']}] {p['file']}{where}: {p['reason']}")
-    return "\n".join(lines)
-
-
-def problem_table(summary: dict) -> pd.DataFrame:
-    """The problems of an upload summary (``ui.handle_upload``), errors first, then warnings."""
-    problems = summary.get("problems") or []
-    rows = [p for p in problems if p["severity"] == "error"] + [p for p in problems if p["severity"] == "warning"]
-    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------ inspector page

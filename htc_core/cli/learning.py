@@ -35,12 +35,39 @@ def _progress(quiet: bool):
     return show
 
 
+def _gac_entries() -> dict:
+    """The GAC rows (issue 14): zero-shot and adapted from a GAC that never saw the runs' datasets. Opt-in
+    (--with-gac or by name in --methods): they refit a GAC on the shipped one's training sources when the
+    input's datasets are among them, which takes minutes."""
+    from ..calibration.learning_curve import CurveMethod
+    from ..gac_entries import gac_adapted, gac_zero_shot
+
+    return {"gac zero-shot": CurveMethod("GAC zero-shot", gac_zero_shot, kind="zero-shot",
+                                         description="the GAC without the runs' datasets, applied unchanged"),
+            "gac adapted": CurveMethod("GAC adapted", gac_adapted, kind="htc",
+                                       description="HTC fitted with that GAC as its prior (htc fit --prior)")}
+
+
+def _with_gac_entries(methods, with_gac: bool):
+    """Replace the GAC rows' names in ``methods`` by their entries; ``with_gac`` adds both to the default list."""
+    from ..calibration.learning_curve import CURVE_METHODS
+
+    extra = _gac_entries()
+    if methods is None:
+        return list(CURVE_METHODS.values()) + list(extra.values()) if with_gac else None
+    out = [extra.get(m.strip().lower().replace("-", " "), m) for m in methods]
+    if with_gac:
+        out += [e for e in extra.values() if e not in out]
+    return out
+
+
 def cmd_learning_curve(args: argparse.Namespace) -> int:
     from ..calibration.evaluation import EvaluationError
     from ..calibration.learning import MissingExtraError
     from ..calibration.learning_curve import learning_curve, resolve_curve_methods
 
     methods = None if args.methods is None else [m for m in args.methods.split(",") if m.strip()]
+    methods = _with_gac_entries(methods, args.with_gac)
     try:
         resolve_curve_methods(methods)     # unknown names and a missing extra fail before reading the inputs
     except (ValueError, MissingExtraError) as e:
@@ -77,7 +104,11 @@ def register(sub) -> None:
     p.add_argument("--folds", type=int, choices=range(2, 11), default=5, metavar="K",
                    help="outer stratified folds (default: 5)")
     p.add_argument("--methods", metavar="NAME,...",
-                   help=f"comma-separated, case-insensitive (default: all): {', '.join(CURVE_METHODS)}")
+                   help=f"comma-separated, case-insensitive (default: all but the GAC rows): {', '.join(CURVE_METHODS)}, "
+                        "gac-zero-shot, gac-adapted")
+    p.add_argument("--with-gac", action="store_true",
+                   help="add 'GAC zero-shot' and 'GAC adapted' (a GAC that never saw the runs' datasets, used "
+                        "unchanged and as the prior of htc fit --prior; also selectable by name in --methods)")
     p.add_argument("--json", action="store_true", help="print one JSON object (fields: README, 'JSON outputs')")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=cmd_learning_curve)

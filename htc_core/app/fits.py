@@ -1,0 +1,89 @@
+"""The dashboard's cached fits and views of the selection: HTC-Full/-Reduced, HTC-GAM, the early-warning
+prefix evaluation, projections and per-dataset weights, each computed once through
+:func:`htc_core.app.compute.computed` (keyed by the selection's content and the settings)."""
+
+from __future__ import annotations
+
+from ..calibration.calibrators import HTCCalibrator
+from ..explain import DatasetWeights
+from ..explain import dataset_weights as _dataset_weights
+from .compute import ALPHAS, _alpha_options, cached_result, computed, labeled_positions
+from .projection import Projection, project
+from .session import cache_key, settings
+from .workspace import Workspace
+
+
+def fitted_gam(ws: Workspace, *, select: str = "cv", run: bool = True):
+    """HTC-GAM fitted on every labeled trajectory of the selection (cached; None when not computed yet and
+    ``run`` is False). ``select="cv"``: shape functions or HTC-Reduced by inner CV (the model the inspector
+    explains with); ``"gam"``: the shape functions even when HTC-Reduced would win (to look at them)."""
+    from ..calibration.gam import HTCGAM
+    from ..calibration.solvers import DEFAULT_ALPHAS
+
+    key = cache_key("fit", "gam", select, ALPHAS)
+    hit = cached_result(key)
+    if hit is not None or not run:
+        return hit
+    s = settings()
+    pos = labeled_positions(ws)
+    linear = fitted_model(ws, "reduced")     # the cached HTC-Reduced fit is HTC-GAM's linear candidate
+
+    def fn(progress):
+        progress(0.1, f"shape functions vs HTC-Reduced by inner CV over {len(pos):,} labeled trajectories")
+        return HTCGAM(select=select, linear_alphas=ALPHAS or DEFAULT_ALPHAS, profile=s["profile"],
+                      top_k=s["top_k"]).fit(ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos],
+                                            linear=linear)
+
+    return computed(key, "Fitting HTC-GAM", fn)
+
+
+def fitted_model(ws: Workspace, variant: str):
+    """HTC-Full or HTC-Reduced (an ``HTCCalibrator``), or HTC-GAM (``variant="gam"``, an ``HTCGAM`` chosen
+    by inner CV), fitted on every labeled trajectory of the selection (cached)."""
+    if variant == "gam":
+        return fitted_gam(ws)
+    s = settings()
+    pos = labeled_positions(ws)
+
+    def run(progress):
+        progress(0.1, f"alpha selection over {len(pos):,} labeled trajectories")
+        return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **_alpha_options()).fit(
+            ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
+
+    return computed(cache_key("fit", variant, ALPHAS), f"Fitting HTC-{variant.capitalize()}", run)
+
+
+def early_warning(ws: Workspace, *, run: bool = True):
+    """The prefix evaluation of the labeled part of the selection (cached; None when not computed yet and
+    ``run`` is False): ``htc_core.calibration.prefixes.early_warning`` with the dashboard's settings."""
+    from ..calibration.prefixes import early_warning as _early_warning
+
+    s = settings()
+    key = cache_key("early_warning", s["seeds"], ALPHAS)
+    hit = cached_result(key)
+    if hit is not None or not run:
+        return hit
+    pos = labeled_positions(ws)
+
+    def fn(progress):
+        return _early_warning(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
+                              progress=lambda done, total, msg: progress(done / total, msg), **_alpha_options())
+
+    return computed(key, "Early warning: evaluating every prefix length", fn)
+
+
+def projection(ws: Workspace, method: str) -> Projection:
+    return computed(cache_key("projection", method), "UMAP" if method == "umap" else "t-SNE",
+                    lambda progress: project(ws.features, method=method, progress=progress))
+
+
+def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:
+    """One calibrator per dataset of the selection, their weights (cached)."""
+    pos = labeled_positions(ws)
+
+    def run(progress):
+        progress(0.1, "one calibrator per dataset")
+        return _dataset_weights(ws.features.values[pos], ws.labels[pos],
+                                ws.ts.meta["dataset"].to_numpy(dtype=object)[pos], variant=variant, alphas=ALPHAS)
+
+    return computed(cache_key("dataset_weights", variant, ALPHAS), "Per-dataset weights", run)
