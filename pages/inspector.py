@@ -39,9 +39,10 @@ with ui.page_errors("inspector"):
         st.caption(f"No structural flag raised (checked: {checked}).")
     st.text(f"Question: {row['question'] or '—'}")
     st.text(f"Answer:   {row['answer'] or '— (no final answer)'}\nGold:     {row['gold'] or '—'}")
+    one, j = ws.trajectory(i)     # this run's tokens only (the workspace keeps them in the store)
     with st.container(border=True):
         st.markdown("**The run, step by step** (the text each LLM call generated, shown as written)")
-        for k, (name, text) in enumerate(views.step_texts(ws.ts, i), 1):
+        for k, (name, text) in enumerate(views.step_texts(one, j), 1):
             st.caption(f"Step {k} · {ui.md(name or 'step')}")
             st.text(text if text is not None else "(the source kept no text for this step)")
 
@@ -79,7 +80,7 @@ with ui.page_errors("inspector"):
 
     if model is not None:
         st.subheader("Confidence after each step")
-        after = explain.confidence_after_steps(model, ws.ts, i)
+        after = explain.confidence_after_steps(model, one, j)
         st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
         st.caption(f"What a live `htc_core.Monitor` with this {method} model showed as the run went on (the last "
                    "point is the run's own confidence). The model is fitted on whole runs; `htc early-warning` and "
@@ -87,7 +88,7 @@ with ui.page_errors("inspector"):
 
     st.subheader("Step timeline")
     s = ui.settings()
-    timeline = explain.step_timeline(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
+    timeline = explain.step_timeline(one, j, profile=s["profile"], top_k=s["top_k"])
     st.plotly_chart(plots.step_timeline_figure(timeline), key="insp_timeline")
     with st.expander("Step statistics"):
         st.dataframe(timeline, hide_index=True, width="stretch")
@@ -109,7 +110,7 @@ with ui.page_errors("inspector"):
     st.subheader("Tokens by probability")
     st.caption("Each token is coloured by its probability (red low, green high; hover for the value). Text is shown "
                "escaped, exactly as generated.")
-    steps = explain.token_steps(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
+    steps = explain.token_steps(one, j, profile=s["profile"], top_k=s["top_k"])
     for stp in steps:
         with st.expander(f"Step {stp.step} · {ui.md(stp.name or 'step')} · {len(stp.tokens)} tokens · "
                          f"lowest p {stp.lowest:.2f}",
