@@ -184,10 +184,41 @@ def read_columns(store: Store, run_set_ids: Sequence[str], *, profile: str = "pa
             if not meta:
                 raise KeyError(f"no stored columns for run set {rs!r} (profile {profile!r}, top_k {top_k})")
             digests[rs], gac_model = meta[0]
-            parts.append(con.sql(f"SELECT {', '.join(cols)} FROM run_columns WHERE run_set = ? AND profile = ? "
-                                 "AND top_k = ? ORDER BY pos", params=[rs, profile, int(top_k)]).to_arrow_table())
+            # rows come back in insertion order (pos order: written so); checked, and sorted only when not
+            part = con.sql(f"SELECT pos, {', '.join(cols)} FROM run_columns WHERE run_set = ? AND profile = ? "
+                           "AND top_k = ?", params=[rs, profile, int(top_k)]).to_arrow_table()
+            parts.append(in_pos_order(part).drop_columns(["pos"]))
     tbl = pa.concat_tables(parts) if parts else pa.table({c: pa.array([], type=pa.float64()) for c in cols})
     return _from_table(tbl, digests, gac_model or "")
+
+
+def in_pos_order(tbl: pa.Table) -> pa.Table:
+    """``tbl`` sorted by its ``pos`` column (no copy when it already is)."""
+    pos = tbl.column("pos").to_numpy()
+    if len(pos) and not (pos[0] == 0 and np.all(np.diff(pos) == 1)):
+        tbl = tbl.take(pa.array(np.argsort(pos, kind="stable")))
+    return tbl
+
+
+def _nullable_bool(col) -> pd.Series:
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    values = col.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+    mask = col.is_null().to_numpy(zero_copy_only=False).astype(bool)
+    return pd.Series(pd.arrays.BooleanArray(values, mask))
+
+
+def strings_to_object(col) -> np.ndarray:
+    """An Arrow string column as an object array of str / None, building one Python string per distinct value
+    (dictionary-encoded first: a dataset or model column of a million rows costs a handful of strings)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(col) == 0:
+        return np.zeros(0, dtype=object)
+    enc = col.dictionary_encode() if not pa.types.is_dictionary(col.type) else col
+    words = np.empty(len(enc.dictionary) + 1, dtype=object)
+    words[:-1] = enc.dictionary.to_pylist()
+    words[-1] = None
+    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return words[idx]
 
 
 def _from_table(tbl: pa.Table, digests: dict, gac_model: str) -> StoredColumns:
@@ -204,11 +235,9 @@ def _from_table(tbl: pa.Table, digests: dict, gac_model: str) -> StoredColumns:
         v = f64(c)
         if name != "Verbalized" or np.isfinite(v).any():
             base[name] = v
-    flag_frame = pd.DataFrame({f: pd.Series(tbl.column(c).to_pylist() if n else [], dtype="boolean")
-                               for f, c in zip(FLAGS, _FLAG_COLS)})
+    flag_frame = pd.DataFrame({f: _nullable_bool(tbl.column(c)) for f, c in zip(FLAGS, _FLAG_COLS)})
     available = [f for f in FLAGS if flag_frame[f].notna().any()]
-    kind = np.empty(n, dtype=object)
-    kind[:] = tbl.column("gac_kind").to_pylist() if n else []
+    kind = strings_to_object(tbl.column("gac_kind"))
     ints = {c: (tbl.column(c).to_numpy().astype(np.int64) if n else np.zeros(0, np.int64)) for c in ("steps", "tokens")}
     return StoredColumns(features=feats, baselines=pd.DataFrame(base), gac=f64("gac"), gac_kind=kind,
                          flags=StructuralFlags(frame=flag_frame, available=available), steps=ints["steps"],

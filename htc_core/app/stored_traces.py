@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..traces import META_COLUMNS, TraceSet, concat
+from .features_store import _nullable_bool, strings_to_object
 
 __all__ = ["StoredTraces", "meta_from_arrow"]
 
@@ -29,13 +30,11 @@ def meta_from_arrow(tbl) -> pd.DataFrame:
     for c in META_COLUMNS:
         col = tbl.column(c)
         if c == "success":
-            cols[c] = pd.Series(col.to_pandas(), dtype="boolean").reset_index(drop=True)
+            cols[c] = _nullable_bool(col)
         elif c == "verbalized_confidence":
             cols[c] = pd.Series(col.to_numpy(zero_copy_only=False).astype(np.float64), dtype="float64")
         else:
-            arr = np.empty(tbl.num_rows, dtype=object)
-            arr[:] = col.to_pylist()
-            cols[c] = pd.Series(arr, dtype=object)
+            cols[c] = pd.Series(strings_to_object(col), dtype=object)
     return pd.DataFrame(cols)
 
 

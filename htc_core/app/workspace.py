@@ -18,7 +18,7 @@ import pandas as pd
 from ..explain.flags import FLAGS, StructuralFlags, structural_flags
 from ..features import FEATURE_NAMES, FeatureMatrix
 from ..traces import TraceSet, concat
-from .features_store import StoredColumns, has_columns, read_columns, write_columns
+from .features_store import StoredColumns, has_columns, in_pos_order, read_columns, write_columns
 from .store import Store
 from .stored_traces import StoredTraces, meta_from_arrow
 
@@ -223,7 +223,7 @@ def _read_meta(store: Store, run_set_ids: Sequence[str]) -> pd.DataFrame:
     import pyarrow as pa
 
     with store._connect() as con:
-        parts = [con.sql("SELECT * FROM trajectories WHERE run_set = ? ORDER BY pos", params=[rs]).to_arrow_table()
+        parts = [in_pos_order(con.sql("SELECT * FROM trajectories WHERE run_set = ?", params=[rs]).to_arrow_table())
                  for rs in run_set_ids]
     return meta_from_arrow(pa.concat_tables(parts))
 
