@@ -218,13 +218,12 @@ def _take_stored(stored: StoredColumns, idx: np.ndarray) -> StoredColumns:
                          tokens=stored.tokens[idx], digests=stored.digests, gac_model=stored.gac_model)
 
 
-def _read_meta(store: Store, run_set_ids: Sequence[str]) -> pd.DataFrame:
+def _read_meta(con, run_set_ids: Sequence[str]) -> pd.DataFrame:
     """The metadata rows of the run sets, in that order (each in storage order): no token is read."""
     import pyarrow as pa
 
-    with store._connect() as con:
-        parts = [in_pos_order(con.sql("SELECT * FROM trajectories WHERE run_set = ?", params=[rs]).to_arrow_table())
-                 for rs in run_set_ids]
+    parts = [in_pos_order(con.sql("SELECT * FROM trajectories WHERE run_set = ?", params=[rs]).to_arrow_table())
+             for rs in run_set_ids]
     return meta_from_arrow(pa.concat_tables(parts))
 
 
@@ -240,22 +239,19 @@ def build_workspace(store: Store, *, profile: str = "paper", top_k: int = 5,
         return Workspace(ts=ts, run_set=np.zeros(0, dtype=object),
                          features=FeatureMatrix(values=np.zeros((0, len(FEATURE_NAMES))), ids=ts.ids, profile=profile,
                                                 top_k=top_k), baselines=pd.DataFrame(), profile=profile, top_k=top_k)
-    for rs in ids:
-        if not has_columns(store, rs, profile, top_k):
-            write_columns(store, rs, lambda rs=rs: store.load_run_set(rs), profile=profile, top_k=top_k)
-    cols = read_columns(store, ids, profile=profile, top_k=top_k)
-    meta = _read_meta(store, ids)
-    sizes = _sizes(store, ids)
-    if sum(sizes) != len(cols):
+    with store._connect() as con:
+        missing = [rs for rs in ids if not has_columns(store, rs, profile, top_k, con=con)]
+    for rs in missing:     # stored before the columns existed (or under another profile): computed once, kept
+        write_columns(store, rs, lambda rs=rs: store.load_run_set(rs), profile=profile, top_k=top_k)
+    with store._connect() as con:
+        cols = read_columns(store, ids, profile=profile, top_k=top_k, con=con)
+        meta = _read_meta(con, ids)
+        n = dict(con.execute("SELECT id, n_trajectories FROM run_sets").fetchall())
+    sizes = [int(n[i]) for i in ids]
+    if sum(sizes) != len(cols) or len(meta) != len(cols):
         raise ValueError(f"the stored columns have {len(cols)} rows for {sum(sizes)} stored trajectories")
     owner = np.repeat(np.array(ids, dtype=object), sizes)
     ts = StoredTraces.from_store(store.load_run_set, ids, meta, sizes, cols.steps, cols.tokens)
     fm = FeatureMatrix(values=cols.features, ids=ts.ids, profile=profile, top_k=top_k)
     return Workspace(ts=ts, run_set=owner, features=fm, baselines=cols.baselines, profile=profile, top_k=top_k,
                      stored=cols)
-
-
-def _sizes(store: Store, ids: Sequence[str]) -> list[int]:
-    with store._connect() as con:
-        n = dict(con.execute("SELECT id, n_trajectories FROM run_sets").fetchall())
-    return [int(n[i]) for i in ids]
