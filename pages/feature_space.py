@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import experiments, plots, ui, views
+from htc_core.app import experiments, plots, scale, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
@@ -28,16 +28,21 @@ with ui.page_errors("feature_space"):
                     f"confidence is from {experiments.GAC_NOTE}.")
     else:
         htc_conf = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
-    frame = views.projection_frame(ws, proj, htc_conf)
-    st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
-               f"features ({proj.seconds:.1f} s, cached). Draw a box or lasso around a point to open it in the "
-               "inspector (the first selected point is opened).")
+    frame = views.projection_frame(ws, proj, htc_conf, cap=scale.SCATTER_CAP)
+    fitted_on = proj.params.get("fitted_on")
+    how = (f"fitted on a random sample of {fitted_on:,} runs, the other {proj.params['placed']:,} placed at the "
+           "weighted mean of their 5 nearest fitted runs" if fitted_on else f"fitted on all {len(ws):,} runs")
+    shown = (f"showing a random sample of {len(frame):,} of the {len(ws):,} runs (WebGL, at most "
+             f"{scale.SCATTER_CAP:,} points)" if len(frame) < len(ws) else f"showing all {len(ws):,} runs")
+    st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of the standardized 48 features: {how}; {shown} "
+               f"({proj.seconds:.1f} s, cached). Draw a box or lasso around a point to open it in the inspector "
+               "(the first selected point is opened).")
     event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
     points = event.selection.points if event is not None else []
     if points:
-        pos = int(points[0]["customdata"][0])
-        key = str(frame["key"].iloc[pos])
+        pos = int(points[0]["customdata"][0])      # the run's workspace row
+        key = str(ws.keys[pos])
         if st.session_state.get("fs_last_selected") != key:
             st.session_state["fs_last_selected"] = key
             ui.open_in_inspector(key)

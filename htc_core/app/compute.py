@@ -26,7 +26,7 @@ from ..calibration.calibrators import HTCCalibrator
 from ..calibration.evaluation import EvaluationError, evaluate, merge_results
 from ..explain import DatasetWeights
 from ..explain import dataset_weights as _dataset_weights
-from .projection import Projection, project
+from .projection import PROJECTION_FIT_CAP, Projection, project
 from .session import cache_key, settings
 from .workspace import Workspace
 
@@ -309,8 +309,9 @@ def early_warning(ws: Workspace, *, run: bool = True):
 
 
 def projection(ws: Workspace, method: str) -> Projection:
-    return computed(cache_key("projection", method), "UMAP" if method == "umap" else "t-SNE",
-                    lambda progress: project(ws.features, method=method, progress=progress))
+    return computed(cache_key("projection", method, PROJECTION_FIT_CAP), "UMAP" if method == "umap" else "t-SNE",
+                    lambda progress: project(ws.features, method=method, progress=progress,
+                                             fit_cap=PROJECTION_FIT_CAP))
 
 
 def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:

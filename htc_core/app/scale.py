@@ -5,16 +5,13 @@ sample caps the pages state on screen."""
 from __future__ import annotations
 
 from . import compute
+from .projection import PROJECTION_FIT_CAP, SCATTER_CAP
 from .session import cache_key
 from .sql_views import RunsTable
 from .workspace import Workspace
 
 __all__ = ["runs_table", "SCATTER_CAP", "PROJECTION_FIT_CAP"]
 
-#: most points a scatter plot draws (WebGL); a larger selection is shown as a uniform random sample of this size
-SCATTER_CAP = 20_000
-#: most runs a projection is fitted on; the other runs are placed by the fitted map (``projection.project``)
-PROJECTION_FIT_CAP = 10_000
 
 
 def runs_table(ws: Workspace) -> RunsTable:
