@@ -70,3 +70,17 @@ def test_fit_on_a_sample_places_the_rest_next_to_their_neighbours():
     assert "fitted_on" not in project(X[:50], method="tsne", fit_cap=120).params   # small input: fitted on all
     with pytest.raises(ValueError, match="fit_cap"):
         project(X, fit_cap=1)
+
+
+def test_stratified_sample_keeps_the_success_rate_and_is_seeded():
+    from htc_core.app.sampling import stratified_sample
+
+    pos = np.arange(10_000) * 3
+    y = (np.random.default_rng(0).random(10_000) < 0.3).astype(float)
+    s = stratified_sample(pos, y, 1000)
+    assert len(s) == 1000 and len(np.unique(s)) == 1000 and np.isin(s, pos).all()
+    assert abs(y[s // 3].mean() - y.mean()) < 0.001
+    assert np.array_equal(s, stratified_sample(pos, y, 1000))          # same rows every time
+    assert np.array_equal(stratified_sample(pos[:10], y[:10], 1000), pos[:10])
+    with pytest.raises(ValueError, match="cap"):
+        stratified_sample(pos, y, 1)

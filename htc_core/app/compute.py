@@ -27,6 +27,7 @@ from ..calibration.evaluation import EvaluationError, evaluate, merge_results
 from ..explain import DatasetWeights
 from ..explain import dataset_weights as _dataset_weights
 from .projection import PROJECTION_FIT_CAP, Projection, project
+from .sampling import EVAL_CAP, FIT_CAP, stratified_sample
 from .session import cache_key, settings
 from .workspace import Workspace
 
@@ -181,6 +182,19 @@ def labeled_positions(ws: Workspace) -> np.ndarray:
     return np.flatnonzero(np.isfinite(ws.labels))
 
 
+def evaluation_positions(ws: Workspace) -> np.ndarray:
+    """The labeled runs the cross-validated evaluation uses: all of them, or a stratified sample of
+    ``sampling.EVAL_CAP`` above that (see :mod:`~htc_core.app.sampling`)."""
+    pos = labeled_positions(ws)
+    return stratified_sample(pos, ws.labels[pos], EVAL_CAP)
+
+
+def fit_positions(ws: Workspace) -> np.ndarray:
+    """The labeled runs a dashboard calibrator is fitted on (at most ``sampling.FIT_CAP``, stratified)."""
+    pos = labeled_positions(ws)
+    return stratified_sample(pos, ws.labels[pos], FIT_CAP)
+
+
 #: the evaluation runs in parts, cheapest first, so the Calibration page draws early and fills in
 EVAL_PARTS = ("baselines", "full", "reduced")
 PART_METHODS = {"baselines": [m for m in METHODS if not m.startswith("HTC")],
@@ -192,13 +206,13 @@ _PART_LABELS = {"baselines": "Cross-validated evaluation of the baselines",
 
 
 def _part_key(part: str) -> tuple:
-    return cache_key("evaluation", part, settings()["seeds"], ALPHAS)
+    return cache_key("evaluation", part, settings()["seeds"], ALPHAS, EVAL_CAP)
 
 
 def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
     """One part of the honest evaluation (same seeds, hence the same folds, in every part)."""
     s = settings()
-    pos = labeled_positions(ws)
+    pos = evaluation_positions(ws)
 
     def run(progress):
         try:
@@ -215,7 +229,7 @@ def _evaluation_part(ws: Workspace, part: str) -> Evaluated:
 def _stored_part(ws: Workspace, part: str) -> Evaluated | None:
     """The part kept in the store by an earlier process (then also in memory), or None."""
     key = _part_key(part)
-    hit = _from_store(_evaluation_persist(labeled_positions(ws)), key)
+    hit = _from_store(_evaluation_persist(evaluation_positions(ws)), key)
     if hit is not None:
         CACHE_STATS["store"] += 1
         _remember(_registry(), key, hit, 32)
@@ -279,14 +293,14 @@ def cached_evaluation() -> Evaluated | None:
 def fitted_model(ws: Workspace, variant: str) -> HTCCalibrator:
     """HTC-Full or HTC-Reduced fitted on every labeled trajectory of the selection (cached)."""
     s = settings()
-    pos = labeled_positions(ws)
+    pos = fit_positions(ws)
 
     def run(progress):
         progress(0.1, f"alpha selection over {len(pos):,} labeled trajectories")
         return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **_alpha_options()).fit(
             ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
 
-    return computed(cache_key("fit", variant, ALPHAS), f"Fitting HTC-{variant.capitalize()}", run)
+    return computed(cache_key("fit", variant, ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run)
 
 
 def early_warning(ws: Workspace, *, run: bool = True):
@@ -295,11 +309,11 @@ def early_warning(ws: Workspace, *, run: bool = True):
     from ..calibration.prefixes import early_warning as _early_warning
 
     s = settings()
-    key = cache_key("early_warning", s["seeds"], ALPHAS)
+    key = cache_key("early_warning", s["seeds"], ALPHAS, EVAL_CAP)
     hit = cached_result(key)
     if hit is not None or not run:
         return hit
-    pos = labeled_positions(ws)
+    pos = evaluation_positions(ws)
 
     def fn(progress):
         return _early_warning(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
