@@ -239,14 +239,18 @@ def build_workspace(store: Store, *, profile: str = "paper", top_k: int = 5,
         return Workspace(ts=ts, run_set=np.zeros(0, dtype=object),
                          features=FeatureMatrix(values=np.zeros((0, len(FEATURE_NAMES))), ids=ts.ids, profile=profile,
                                                 top_k=top_k), baselines=pd.DataFrame(), profile=profile, top_k=top_k)
-    with store._connect() as con:
-        missing = [rs for rs in ids if not has_columns(store, rs, profile, top_k, con=con)]
-    for rs in missing:     # stored before the columns existed (or under another profile): computed once, kept
-        write_columns(store, rs, lambda rs=rs: store.load_run_set(rs), profile=profile, top_k=top_k)
-    with store._connect() as con:
-        cols = read_columns(store, ids, profile=profile, top_k=top_k, con=con)
-        meta = _read_meta(con, ids)
-        n = dict(con.execute("SELECT id, n_trajectories FROM run_sets").fetchall())
+    for attempt in range(2):   # one connection when every run set has its columns (the usual case)
+        with store._connect() as con:
+            missing = [rs for rs in ids if not has_columns(store, rs, profile, top_k, con=con)]
+            if not missing:
+                cols = read_columns(store, ids, profile=profile, top_k=top_k, con=con)
+                meta = _read_meta(con, ids)
+                n = dict(con.execute("SELECT id, n_trajectories FROM run_sets").fetchall())
+                break
+        for rs in missing:   # stored before the columns existed (or under another profile): computed once, kept
+            write_columns(store, rs, lambda rs=rs: store.load_run_set(rs), profile=profile, top_k=top_k)
+    else:
+        raise ValueError(f"the per-run columns of run sets {missing} could not be stored")
     sizes = [int(n[i]) for i in ids]
     if sum(sizes) != len(cols) or len(meta) != len(cols):
         raise ValueError(f"the stored columns have {len(cols)} rows for {sum(sizes)} stored trajectories")
