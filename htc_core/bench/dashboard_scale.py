@@ -1,6 +1,7 @@
 """The dashboard at 10k / 100k / 1M runs: ingest, workspace, and each page's data and compute time.
 
-    python -m htc_core.bench dashboard_scale [--runs 10000,100000,1000000] [--reference-max 100000] [--skip-projection]
+    python -m htc_core.bench dashboard_scale [--runs 10000,100000,1000000] [--reference-max 100000]
+                                             [--skip-projection] [--skip-cv]
 
 For each N, in a fresh process (so the peak memory is that size's own): a synthetic trace set of N small runs
 (5 steps x 20 tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), then, timed (wall seconds):
@@ -56,7 +57,7 @@ class _Timer:
         return out
 
 
-def one_size(n: int, *, reference: bool, projection: bool) -> dict:
+def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> dict:
     from ..app import sql_views
     from ..app.features_store import write_columns
     from ..app.projection import PROJECTION_FIT_CAP, SCATTER_CAP, project
@@ -106,11 +107,12 @@ def one_size(n: int, *, reference: bool, projection: bool) -> dict:
         pos = np.flatnonzero(np.isfinite(ws.labels))
         pos = t("calibration: stratified sample", lambda: stratified_sample(pos, ws.labels[pos], EVAL_CAP))
         sub = t(f"calibration: tokens of {len(pos):,} runs from the store", lambda: ws.ts.take(pos))
-        ev = t("calibration: nested CV (baselines + HTC-Reduced)",
-               lambda: evaluate(sub, seeds=1, alphas=(0.01, 0.1, 1, 10),
-                                methods=["GlobalTrace-TP", "LastStep-TP", "HTC-Reduced"]))
-        t("calibration: reliability bins (DuckDB)", lambda: sql_views.reliability_bins(ev.oof["HTC-Reduced"],
-                                                                                        ev.labels))
+        if cv:
+            ev = t("calibration: nested CV (baselines + HTC-Reduced)",
+                   lambda: evaluate(sub, seeds=1, alphas=(0.01, 0.1, 1, 10),
+                                    methods=["GlobalTrace-TP", "LastStep-TP", "HTC-Reduced"]))
+            t("calibration: reliability bins (DuckDB)", lambda: sql_views.reliability_bins(ev.oof["HTC-Reduced"],
+                                                                                            ev.labels))
         return {"n": n, "times": t.rows, "peak_mib": _peak_mib()}
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -123,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reference-max", type=int, default=100_000,
                    help="largest size at which the old workspace path is also timed (default 100,000)")
     p.add_argument("--skip-projection", action="store_true", help="leave the Feature space projection out")
+    p.add_argument("--skip-cv", action="store_true",
+                   help="leave the nested CV out (it runs on the same capped sample at every size)")
     p.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)   # the child process of one size
     args = p.parse_args(argv)
     if args.one is not None:
-        out = one_size(args.one, reference=args.one <= args.reference_max, projection=not args.skip_projection)
+        out = one_size(args.one, reference=args.one <= args.reference_max, projection=not args.skip_projection,
+                       cv=not args.skip_cv)
         print("HTC_SCALE " + json.dumps(out))
         return 0
     sizes = [int(s) for s in args.runs.split(",") if s.strip()]
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         print(f"== {n:,} runs (5 steps x 20 tokens, no alternatives), fresh process ==", flush=True)
         cmd = [sys.executable, "-m", "htc_core.bench", "dashboard_scale", "--one", str(n),
-               "--reference-max", str(args.reference_max)] + (["--skip-projection"] if args.skip_projection else [])
+               "--reference-max", str(args.reference_max)] + (["--skip-projection"] if args.skip_projection else []) \
+            + (["--skip-cv"] if args.skip_cv else [])
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
         line = [x for x in proc.stdout.splitlines() if x.startswith("HTC_SCALE ")]
         if proc.returncode or not line:
