@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
 from ..confidence import token_confidence
 from ..features.segments import seg_mean, seg_min, seg_sum
@@ -94,11 +93,22 @@ def bottom10(ts: TraceSet, r: np.ndarray | None = None, *, fraction: float = BOT
     k = np.maximum(1, np.floor(fraction * lens + 1e-9).astype(np.int64))
     # per trajectory: sort its own tokens and sum the k lowest in ascending order (compiled: a global lexsort
     # by (trajectory, r) cost seconds per million tokens)
-    s = _lowest_sums(np.ascontiguousarray(r, dtype=np.float64), off.astype(np.int64), k)
+    s = _lowest_sums_compiled()(np.ascontiguousarray(r, dtype=np.float64), off.astype(np.int64), k)
     return _nan_if_empty(s / np.maximum(np.minimum(k, lens), 1), lens)
 
 
-@njit(cache=True)
+_COMPILED: dict = {}
+
+
+def _lowest_sums_compiled():
+    """:func:`_lowest_sums` compiled by numba on first use (importing the metrics stays light)."""
+    if "f" not in _COMPILED:
+        from numba import njit
+
+        _COMPILED["f"] = njit(cache=True)(_lowest_sums)
+    return _COMPILED["f"]
+
+
 def _lowest_sums(r, off, k):  # pragma: no cover - compiled
     out = np.zeros(len(off) - 1)
     for i in range(len(off) - 1):
