@@ -160,7 +160,8 @@ class RunsTable:
             order = f'"{sort_col}" {"DESC" if descending else "ASC"} NULLS LAST, position'
             rows = self._con.execute(f"SELECT * FROM {source} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
                                      params + [int(limit), int(offset)]).df()
-        if values is not None:
+        if values is not None:   # the given values replace a stored column of that name (e.g. GAC)
+            rows = rows.drop(columns=[c for c in (confidence,) if c in rows.columns])
             rows = rows.rename(columns={"confidence_value": confidence})
         for c in _TEXT:   # missing text stays None (never NaN), as in Workspace.frame
             if c in rows:
