@@ -5,8 +5,8 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import (adapt_views, drill, experiments, plots, prefix_plots, report_download, selective_plots, ui,
-                         views)
+from htc_core.app import (adapt_views, drill, experiments, plots, prefix_plots, report_download, sampling,
+                         selective_plots, ui, views)
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -21,6 +21,11 @@ with ui.page_errors("calibration"):
                f"top-k {s['top_k']} · outer 5-fold stratified CV with alpha chosen by an inner CV on the training "
                f"folds only, {s['seeds']} repeat(s). Choose datasets and models in the sidebar.")
 
+    if n_lab > sampling.EVAL_CAP:
+        st.info(f"{n_lab:,} labeled runs: the cross-validated evaluation below runs on a stratified random sample of "
+                f"{sampling.EVAL_CAP:,} of them (same success rate, the same rows in every session), and the fitted "
+                f"models on at most {sampling.FIT_CAP:,}; a fitted model then scores every run. A nested CV of all "
+                "of them would take hours here and move the metrics by less than their standard error.")
     unstable = small_sample_warning(ws.labels)
     if unstable:
         st.warning(f"Small sample: {ui.md(unstable)}.")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import drill, experiments, plots, ui, views
+from htc_core.app import drill, experiments, plots, scale, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
@@ -28,10 +28,15 @@ with ui.page_errors("feature_space"):
                     f"confidence is from {experiments.GAC_NOTE}.")
     else:
         htc_conf = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
-    frame = views.projection_frame(ws, proj, htc_conf)
-    st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of {len(ws):,} trajectories on the standardized 48 "
-               f"features ({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the chart's "
-               "toolbar) to list the runs selected, then open one in the inspector.")
+    frame = views.projection_frame(ws, proj, htc_conf, cap=scale.SCATTER_CAP)
+    fitted_on = proj.params.get("fitted_on")
+    how = (f"fitted on a random sample of {fitted_on:,} runs, the other {proj.params['placed']:,} placed at the "
+           "weighted mean of their 5 nearest fitted runs" if fitted_on else f"fitted on all {len(ws):,} runs")
+    shown = (f"showing a random sample of {len(frame):,} of the {len(ws):,} runs (WebGL above 3,000 points, at most "
+             f"{scale.SCATTER_CAP:,})" if len(frame) < len(ws) else f"showing all {len(ws):,} runs")
+    st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of the standardized 48 features: {how}; {shown} "
+               f"({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the chart's toolbar) "
+               "to list the runs selected, then open one in the inspector.")
     event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
     drill.show_runs(ws, drill.selected_points(event, len(ws)), key="fs_drill", confidence=htc_conf,

@@ -39,7 +39,8 @@ with ui.page_errors("inspector"):
         checked = ", ".join(explain.FLAGS[f] for f in ws.flags.available) or "nothing the data can decide"
         st.caption(f"No structural flag raised (checked: {checked}).")
     s = ui.settings()
-    trajectory_panel.render_answer(trajectory_view.trajectory_view(ws.ts, i, profile=s["profile"], top_k=s["top_k"]))
+    one, j = ws.trajectory(i)     # this run's tokens only (the workspace keeps them in the store)
+    trajectory_panel.render_answer(trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"]))
 
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     X = ws.features
@@ -79,25 +80,25 @@ with ui.page_errors("inspector"):
     after = None
     if model is not None and cannot_fit is None:
         st.subheader("Confidence after each step")
-        after = explain.confidence_after_steps(model, ws.ts, i)
+        after = explain.confidence_after_steps(model, one, j)
         st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
         st.caption(f"What a live `htc_core.Monitor` with this {method} model showed as the run went on (the last "
                    "point is the run's own confidence). The model is fitted on whole runs; `htc early-warning` and "
                    "the Calibration page show how far earlier prefixes can be trusted.")
     elif model is not None:   # no labels: the live Monitor's default, the shipped prefix-aware GAC
         st.subheader("Confidence after each step")
-        after = explain.confidence_after_steps("gac-prefix", ws.ts, i)
+        after = explain.confidence_after_steps("gac-prefix", one, j)
         st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
         st.caption("What a live `htc_core.Monitor()` showed as the run went on, with its default model: the shipped "
                    "`gac-prefix`, trained on every prefix of the project's labeled runs (zero-shot here; "
                    "`htc models gac-prefix` shows its leave-one-dataset-out numbers by prefix).")
 
     st.subheader("The whole trajectory, step by step")
-    trajectory_panel.render_steps(trajectory_view.trajectory_view(ws.ts, i, after=after, profile=s["profile"],
+    trajectory_panel.render_steps(trajectory_view.trajectory_view(one, j, after=after, profile=s["profile"],
                                                                   top_k=s["top_k"]), key="insp_traj")
 
     st.subheader("Step timeline")
-    timeline = explain.step_timeline(ws.ts, i, profile=s["profile"], top_k=s["top_k"])
+    timeline = explain.step_timeline(one, j, profile=s["profile"], top_k=s["top_k"])
     st.plotly_chart(plots.step_timeline_figure(timeline), key="insp_timeline")
     with st.expander("Step statistics"):
         st.dataframe(timeline, hide_index=True, width="stretch")

@@ -3,8 +3,7 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import adapt_views, experiments, import_views, ui, views
-from htc_core.app.workspace import browse
+from htc_core.app import adapt_views, experiments, import_views, scale, sql_views, ui, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("runs")
@@ -93,12 +92,13 @@ with ui.page_errors("runs"):
 
     # ------------------------------------------------------------- browse
     st.subheader("Browse trajectories")
-    frame = ws.frame()
+    table = scale.runs_table(ws)
     gac_option = "GAC (shipped, zero-shot)"
     evaluated = ui.cached_evaluation()
     oof_options = [f"{m} (out-of-fold)" for m in ("HTC-Reduced", "HTC-Full")
                    if views.oof_column(evaluated, len(ws), m) is not None]
-    conf_options = oof_options + views.browse_confidences(frame) + ["HTC-Full (fitted on the selection)", gac_option]
+    conf_options = oof_options + views.browse_confidences(ws.baselines) + ["HTC-Full (fitted on the selection)",
+                                                                            gac_option]
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     n_unlabeled = len(ws) - len(ui.labeled_positions(ws))
     if n_unlabeled:
@@ -121,39 +121,49 @@ with ui.page_errors("runs"):
     f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
     f_flags = st.multiselect("Structural flags (all must be raised)", list(explain.FLAGS), key="browse_flags",
                              format_func=explain.FLAGS.get, placeholder="any")
-    conf_col = f_conf
+    conf_col, values = f_conf, None
     if f_conf.endswith("(out-of-fold)"):
         conf_col = f_conf.removesuffix(" (out-of-fold)") + " (OOF)"
-        frame[conf_col] = views.oof_column(evaluated, len(ws), f_conf.removesuffix(" (out-of-fold)"))
+        values = views.oof_column(evaluated, len(ws), f_conf.removesuffix(" (out-of-fold)"))
     if f_conf.startswith("HTC-Full") and cannot_fit is not None:
         st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); showing the shipped GAC's "
                 "zero-shot confidence instead.")
         f_conf = gac_option
     if f_conf.startswith("HTC-Full"):
-        frame["HTC-Full"] = views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
-        conf_col = "HTC-Full"
+        conf_col, values = "HTC-Full", views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
     elif f_conf == gac_option:
         scores = experiments.gac_scores(ws)
-        frame["GAC"] = scores.confidence
-        conf_col = "GAC"
+        conf_col, values = "GAC", scores.confidence
         counts = scores.counts()
         st.caption(f"GAC: {experiments.GAC_NOTE}. {counts['with_alternatives']:,} runs scored by its model for runs "
                    f"with alternatives, {counts['without_alternatives']:,} by the one without.")
-    shown = browse(frame, datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col,
+    filters = dict(datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col, values=values,
                    confidence_range=f_range, text=f_text, flags=f_flags)
-    st.caption(f"{len(shown):,} of {len(frame):,} trajectories match. Select a row to open it in the inspector.")
-    view = shown[["key", "id", "dataset", "model", "success", conf_col, "flags", "steps", "tokens", "question",
-                  "answer", "gold"]]
-    event = st.dataframe(view.head(5000), hide_index=True, width="stretch", on_select="rerun",
+    c7, c8, c9, c10 = st.columns([2, 1, 1, 1])
+    f_sort = c7.selectbox("Sort by", ["confidence", *sql_views.SORTABLE], key="browse_sort",
+                          format_func=lambda c: f"confidence ({conf_col})" if c == "confidence" else c)
+    f_sort = conf_col if f_sort == "confidence" else f_sort
+    f_desc = c8.toggle("Descending", key="browse_desc")
+    f_size = c9.selectbox("Rows per page", sql_views.PAGE_SIZES, index=1, key="browse_page_size")
+    first = table.page(**filters, sort=f_sort, descending=f_desc, limit=f_size, offset=0)
+    f_page = c10.number_input(f"Page (of {first.pages:,})", 1, first.pages, 1, key="browse_page")
+    shown = first if f_page == 1 else table.page(**filters, sort=f_sort, descending=f_desc, limit=f_size,
+                                                 offset=(int(f_page) - 1) * f_size)
+    st.caption(f"{shown.total:,} of {len(ws):,} trajectories match; rows {shown.offset + 1:,}–"
+               f"{min(shown.total, shown.offset + shown.limit):,} shown (filtered, sorted and paged in DuckDB). "
+               "Select a row to open it in the inspector.")
+    view = shown.rows[["key", "id", "dataset", "model", "success", conf_col, "flags", "steps", "tokens", "question",
+                       "answer", "gold"]]
+    event = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key="browse_table",
                          column_config={"key": None, conf_col: st.column_config.NumberColumn(format="%.3f"),
                                         "flags": st.column_config.TextColumn(width="medium"),
                                         "question": st.column_config.TextColumn(width="large")})
-    if len(shown) and st.toggle("Prepare a CSV of these runs (out-of-fold confidences, flags, reasons, features)",
-                                key="browse_export"):
+    if shown.total and st.toggle("Prepare a CSV of these runs (out-of-fold confidences, flags, reasons, features)",
+                                 key="browse_export"):
         fitted = None if cannot_fit else ui.fitted_model(ws, "reduced")
-        csv = views.export_frame(ws, shown["position"].to_numpy(), evaluated, fitted).to_csv(index=False)
-        st.download_button(f"Download {len(shown):,} runs as CSV", csv, file_name="htc-runs.csv", mime="text/csv",
+        csv = views.export_frame(ws, table.positions(**filters), evaluated, fitted).to_csv(index=False)
+        st.download_button(f"Download {shown.total:,} runs as CSV", csv, file_name="htc-runs.csv", mime="text/csv",
                            key="browse_download")
     rows = event.selection.rows if event is not None else []
     if rows:

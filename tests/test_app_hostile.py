@@ -134,12 +134,11 @@ def test_hostile_upload_keeps_the_good_part(app, name):
                                      ("9" * 400, "does not fit a float64")])
 def test_calibration_page_refuses_a_hostile_model(app, raw, why):
     from htc_core.calibration import HTCCalibrator
-    from htc_core.features import extract
 
     app.run()
     ws = build_workspace(ui.get_store(app.session_state[ui.DATA_DIR]))
     lab = ws.labels == ws.labels
-    model = HTCCalibrator(alphas=(1.0,)).fit(extract(ws.ts).values[lab], ws.labels[lab])
+    model = HTCCalibrator(alphas=(1.0,)).fit(ws.features.values[lab], ws.labels[lab])   # the stored features
     body = _mutate(model.to_dict(), raw)
     app.switch_page("pages/calibration.py")
     app.run()

@@ -55,3 +55,32 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="non-empty 2-D"):
         project(np.ones(5), method="tsne")
     assert expected_seconds(10_000, "umap") > expected_seconds(100, "umap")
+
+
+def test_fit_on_a_sample_places_the_rest_next_to_their_neighbours():
+    rng = np.random.default_rng(1)
+    # two far-apart clusters: every placed run must land with the fitted runs of its own cluster
+    X = np.vstack([rng.normal(0, 1, (300, 48)), rng.normal(8, 1, (300, 48))])
+    p = project(X, method="tsne", fit_cap=120, random_state=0)
+    assert p.coords.shape == (600, 2) and np.isfinite(p.coords).all()
+    assert p.params["fitted_on"] == 120 and p.params["placed"] == 480
+    a, b = p.coords[:300].mean(axis=0), p.coords[300:].mean(axis=0)
+    near_a = np.linalg.norm(p.coords - a, axis=1) < np.linalg.norm(p.coords - b, axis=1)
+    assert near_a[:300].all() and not near_a[300:].any()
+    assert "fitted_on" not in project(X[:50], method="tsne", fit_cap=120).params   # small input: fitted on all
+    with pytest.raises(ValueError, match="fit_cap"):
+        project(X, fit_cap=1)
+
+
+def test_stratified_sample_keeps_the_success_rate_and_is_seeded():
+    from htc_core.app.sampling import stratified_sample
+
+    pos = np.arange(10_000) * 3
+    y = (np.random.default_rng(0).random(10_000) < 0.3).astype(float)
+    s = stratified_sample(pos, y, 1000)
+    assert len(s) == 1000 and len(np.unique(s)) == 1000 and np.isin(s, pos).all()
+    assert abs(y[s // 3].mean() - y.mean()) < 0.001
+    assert np.array_equal(s, stratified_sample(pos, y, 1000))          # same rows every time
+    assert np.array_equal(stratified_sample(pos[:10], y[:10], 1000), pos[:10])
+    with pytest.raises(ValueError, match="cap"):
+        stratified_sample(pos, y, 1)

@@ -279,7 +279,9 @@ def test_ingest_workspace_and_browse(tmp_path):
     res, report = ingest(s, [good], name="up", fields={"dataset": "Geo", "model": "", "framework": "F"})
     assert res.kept == 6 and report.rejected == 1
     assert report.errors[0].line == 7
-    assert s.get_features(res.run_set_id, "paper", 5)[0].shape == (6, 48)
+    from htc_core.app.features_store import has_columns, read_columns
+
+    assert has_columns(s, res.run_set_id, "paper", 5) and read_columns(s, [res.run_set_id]).features.shape == (6, 48)
     ws = build_workspace(s)
     assert len(ws) == 6 and ws.values("dataset") == ["Geo"] and ws.values("framework") == ["F"]
     assert ws.features.values.shape == (6, 48)

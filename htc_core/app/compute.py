@@ -25,6 +25,7 @@ import streamlit as st
 
 from ..calibration.methods import METHODS
 from ..calibration.evaluation import EvaluationError, evaluate, merge_results
+from .sampling import EVAL_CAP, FIT_CAP, stratified_sample
 from .session import cache_key, settings
 from .workspace import Workspace
 
@@ -179,6 +180,19 @@ def labeled_positions(ws: Workspace) -> np.ndarray:
     return np.flatnonzero(np.isfinite(ws.labels))
 
 
+def evaluation_positions(ws: Workspace) -> np.ndarray:
+    """The labeled runs the cross-validated evaluation uses: all of them, or a stratified sample of
+    ``sampling.EVAL_CAP`` above that (see :mod:`~htc_core.app.sampling`)."""
+    pos = labeled_positions(ws)
+    return stratified_sample(pos, ws.labels[pos], EVAL_CAP)
+
+
+def fit_positions(ws: Workspace) -> np.ndarray:
+    """The labeled runs a dashboard calibrator is fitted on (at most ``sampling.FIT_CAP``, stratified)."""
+    pos = labeled_positions(ws)
+    return stratified_sample(pos, ws.labels[pos], FIT_CAP)
+
+
 #: the evaluation runs in parts, cheapest first, so the Calibration page draws early and fills in
 EVAL_PARTS = ("baselines", "full", "reduced")
 PART_METHODS = {"baselines": [m for m in METHODS if not m.startswith("HTC")],
@@ -188,7 +202,7 @@ PART_NAMES = {"baselines": "baselines", "full": "HTC-Full", "reduced": "HTC-Redu
 
 
 def _part_key(part: str) -> tuple:
-    return cache_key("evaluation", part, settings()["seeds"], ALPHAS)
+    return cache_key("evaluation", part, settings()["seeds"], ALPHAS, EVAL_CAP)
 
 
 def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
@@ -203,7 +217,7 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     missing = [p for p in EVAL_PARTS if cached_result(keys[p]) is None and _stored_part(ws, p) is None]
     if not missing:
         return None
-    pos = labeled_positions(ws)
+    pos = evaluation_positions(ws)
     persist = _evaluation_persist(pos)
     reg = _registry()
 
@@ -267,7 +281,7 @@ def _stored_part(ws: Workspace, part: str) -> Evaluated | None:
     key = _part_key(part)
     if cached_result_quiet(key) is not None:
         return cached_result_quiet(key)
-    hit = _from_store(_evaluation_persist(labeled_positions(ws)), key)
+    hit = _from_store(_evaluation_persist(evaluation_positions(ws)), key)
     if hit is not None:
         CACHE_STATS["store"] += 1
         _remember(_registry(), key, hit, 32)

@@ -29,6 +29,10 @@ def gac_card(name: str = DEFAULT_GAC) -> dict:
 
 def gac_scores(ws: Workspace, name: str = DEFAULT_GAC) -> GACScores:
     """The shipped GAC's zero-shot confidence for every run of the selection (labels not needed)."""
+    if ws.stored is not None and ws.stored.gac_model == name:   # scored when the runs were stored
+        return GACScores(name=name, variant=shipped_gac(name).variant, ids=ws.ts.ids, confidence=ws.stored.gac,
+                         kind=ws.stored.gac_kind)
+
     def run(progress):
         progress(0.2, f"scoring {len(ws):,} runs")
         return shipped_gac(name).score(ws.ts)
@@ -117,7 +121,7 @@ def gac_model_for(ws: Workspace, position: int):
     from . import session
 
     gac = shipped_gac()
-    kind = str(gac.kinds(ws.ts.take([position]))[0])
+    kind = str(ws.stored.gac_kind[position]) if ws.stored is not None else str(gac.kinds(ws.ts.take([position]))[0])
     model = gac.models[kind]
     return model, session.workspace_for_profile(model.profile_, model.top_k_).features, kind
 

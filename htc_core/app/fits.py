@@ -7,8 +7,10 @@ from __future__ import annotations
 from ..calibration.calibrators import HTCCalibrator
 from ..explain import DatasetWeights
 from ..explain import dataset_weights as _dataset_weights
-from .compute import ALPHAS, _alpha_options, cached_result, computed, labeled_positions
-from .projection import Projection, project
+from .compute import (ALPHAS, _alpha_options, cached_result, computed, evaluation_positions, fit_positions,
+                      labeled_positions)
+from .projection import PROJECTION_FIT_CAP, Projection, project
+from .sampling import EVAL_CAP, FIT_CAP
 from .session import cache_key, settings
 from .workspace import Workspace
 
@@ -20,12 +22,12 @@ def fitted_gam(ws: Workspace, *, select: str = "cv", run: bool = True):
     from ..calibration.gam import HTCGAM
     from ..calibration.solvers import DEFAULT_ALPHAS
 
-    key = cache_key("fit", "gam", select, ALPHAS)
+    key = cache_key("fit", "gam", select, ALPHAS, FIT_CAP)
     hit = cached_result(key)
     if hit is not None or not run:
         return hit
     s = settings()
-    pos = labeled_positions(ws)
+    pos = fit_positions(ws)
     linear = fitted_model(ws, "reduced")     # the cached HTC-Reduced fit is HTC-GAM's linear candidate
 
     def fn(progress):
@@ -43,14 +45,14 @@ def fitted_model(ws: Workspace, variant: str):
     if variant == "gam":
         return fitted_gam(ws)
     s = settings()
-    pos = labeled_positions(ws)
+    pos = fit_positions(ws)
 
     def run(progress):
         progress(0.1, f"alpha selection over {len(pos):,} labeled trajectories")
         return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **_alpha_options()).fit(
             ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
 
-    return computed(cache_key("fit", variant, ALPHAS), f"Fitting HTC-{variant.capitalize()}", run)
+    return computed(cache_key("fit", variant, ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run)
 
 
 def early_warning(ws: Workspace, *, run: bool = True):
@@ -59,11 +61,11 @@ def early_warning(ws: Workspace, *, run: bool = True):
     from ..calibration.prefixes import early_warning as _early_warning
 
     s = settings()
-    key = cache_key("early_warning", s["seeds"], ALPHAS)
+    key = cache_key("early_warning", s["seeds"], ALPHAS, EVAL_CAP)
     hit = cached_result(key)
     if hit is not None or not run:
         return hit
-    pos = labeled_positions(ws)
+    pos = evaluation_positions(ws)
 
     def fn(progress):
         return _early_warning(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
@@ -73,8 +75,9 @@ def early_warning(ws: Workspace, *, run: bool = True):
 
 
 def projection(ws: Workspace, method: str) -> Projection:
-    return computed(cache_key("projection", method), "UMAP" if method == "umap" else "t-SNE",
-                    lambda progress: project(ws.features, method=method, progress=progress))
+    return computed(cache_key("projection", method, PROJECTION_FIT_CAP), "UMAP" if method == "umap" else "t-SNE",
+                    lambda progress: project(ws.features, method=method, progress=progress,
+                                             fit_cap=PROJECTION_FIT_CAP))
 
 
 def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:

@@ -14,9 +14,9 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from ..features import extract
 from ..formats import SUFFIXES, load
 from ..report import LoadReport
+from .features_store import write_columns
 from .store import AddResult, Store
 
 __all__ = ["ingest", "ensure_samples", "sample_files"]
@@ -27,8 +27,8 @@ SAMPLES_LOADED = "samples_loaded"      # settings key: the sample runs were load
 def ingest(store: Store, paths: Sequence[str | os.PathLike], *, name: str, labels: str | os.PathLike | None = None,
            fields: dict | None = None, format: str = "auto", profile: str = "paper", top_k: int = 5,
            progress: Callable[[float, str], None] | None = None) -> tuple[AddResult | None, LoadReport]:
-    """Read files (any supported format, optional labels file), store them as one run set and cache
-    their features. ``fields`` (dataset/model/framework) fill what the files leave empty.
+    """Read files (any supported format, optional labels file), store them as one run set and keep its per-run
+    columns (48 features, baselines, GAC scores, flags; computed chunk by chunk: ``features_store``). ``fields`` (dataset/model/framework) fill what the files leave empty.
     ``progress(fraction, message)`` is called between the stages."""
 
     def tick(f: float, msg: str) -> None:
@@ -46,8 +46,9 @@ def ingest(store: Store, paths: Sequence[str | os.PathLike], *, name: str, label
     tick(0.85, "computing features")
     if res.kept:
         kept = ts if not res.duplicates else ts.filter(~pd.Series(ts.ids).duplicated(keep="first").to_numpy())
-        fm = extract(kept, profile=profile, top_k=top_k)
-        store.put_features(res.run_set_id, profile, top_k, fm.values, fm.names)
+        del ts
+        write_columns(store, res.run_set_id, kept, profile=profile, top_k=top_k,
+                      progress=lambda f, m: tick(0.85 + 0.15 * f, m))
     tick(1.0, f"stored {res.kept:,} trajectories")
     return res, report
 

@@ -18,9 +18,14 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Projection", "project", "METHODS", "expected_seconds"]
+__all__ = ["Projection", "project", "place", "METHODS", "expected_seconds"]
 
 METHODS = ("umap", "tsne")
+#: most runs the dashboard fits a projection on; the other runs are placed by :func:`place`
+PROJECTION_FIT_CAP = 10_000
+#: most points a scatter plot of the dashboard draws (WebGL); a larger selection is shown as a uniform random
+#: sample of this size (stated on the page)
+SCATTER_CAP = 20_000
 Progress = Callable[[float, str], None]
 
 
@@ -96,11 +101,34 @@ def _fit(X: np.ndarray, method: str, random_state: int | None, params: dict) -> 
         return model.fit_transform(X)
 
 
+def place(Z_fit: np.ndarray, coords_fit: np.ndarray, Z_new: np.ndarray, *, k: int = 5,
+          batch: int = 50_000) -> np.ndarray:
+    """Coordinates for new rows: the inverse-distance-weighted mean of the coordinates of their ``k`` nearest
+    fitted rows (standardized feature space). The transform of a projection fitted on a sample; t-SNE has
+    none of its own, and one rule for both methods keeps the two comparable."""
+    from sklearn.neighbors import NearestNeighbors
+
+    k = int(min(k, len(Z_fit)))
+    nn = NearestNeighbors(n_neighbors=k).fit(Z_fit)
+    out = np.empty((len(Z_new), 2))
+    for a in range(0, len(Z_new), batch):
+        dist, idx = nn.kneighbors(Z_new[a:a + batch])
+        w = 1.0 / np.maximum(dist, 1e-12)
+        out[a:a + batch] = (coords_fit[idx] * w[..., None]).sum(axis=1) / w.sum(axis=1, keepdims=True)
+    return out
+
+
 def project(X, *, method: str = "umap", random_state: int | None = 42, progress: Progress | None = None,
-            tick: float = 0.25, **params) -> Projection:
-    """Project the rows of ``X`` (a feature matrix) to 2-D with ``method`` ('umap' or 'tsne')."""
+            tick: float = 0.25, fit_cap: int | None = None, **params) -> Projection:
+    """Project the rows of ``X`` (a feature matrix) to 2-D with ``method`` ('umap' or 'tsne').
+
+    ``fit_cap``: with more rows than this, the projection is fitted on a uniform random sample of ``fit_cap``
+    rows (seeded by ``random_state``) and every other row is placed by :func:`place`; ``params`` then record
+    ``fitted_on`` and ``placed``."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if fit_cap is not None and (not isinstance(fit_cap, int) or fit_cap < 3):
+        raise ValueError(f"fit_cap must be an integer of at least 3 or None, got {fit_cap!r}")
     values = X.values if hasattr(X, "values") and hasattr(X, "profile") else X
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[0] == 0:
@@ -110,10 +138,23 @@ def project(X, *, method: str = "umap", random_state: int | None = 42, progress:
     Z = _standardize(arr)
     t0 = time.perf_counter()
     box: dict = {}
+    sample = None
+    if fit_cap is not None and arr.shape[0] > fit_cap:
+        sample = np.sort(np.random.default_rng(random_state).choice(arr.shape[0], fit_cap, replace=False))
+        params.update(fitted_on=int(fit_cap), placed=int(arr.shape[0] - fit_cap),
+                      placement="inverse-distance-weighted mean of the 5 nearest fitted runs")
 
     def work() -> None:
         try:
-            box["coords"] = _fit(Z, method, random_state, params)
+            if sample is None:
+                box["coords"] = _fit(Z, method, random_state, params)
+                return
+            fitted = _fit(Z[sample], method, random_state, params)
+            coords = np.empty((Z.shape[0], 2))
+            coords[sample] = fitted
+            rest = np.setdiff1d(np.arange(Z.shape[0]), sample)
+            coords[rest] = place(Z[sample], fitted, Z[rest])
+            box["coords"] = coords
         except BaseException as e:  # re-raised in the calling thread
             box["error"] = e
 
@@ -121,7 +162,8 @@ def project(X, *, method: str = "umap", random_state: int | None = 42, progress:
     if progress is None:
         work()
     else:
-        est = expected_seconds(arr.shape[0], method)
+        est = expected_seconds(arr.shape[0] if sample is None else len(sample), method) + (
+            0.0 if sample is None else arr.shape[0] / 20_000.0)
         worker = threading.Thread(target=work, name=f"htc-{method}", daemon=True)
         progress(0.0, f"{label} of {arr.shape[0]:,} trajectories: starting")
         worker.start()

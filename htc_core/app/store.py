@@ -259,6 +259,8 @@ class Store:
             con.execute("DELETE FROM run_sets WHERE id = ?", [run_set_id])
             con.execute("DELETE FROM trajectories WHERE run_set = ?", [run_set_id])
             con.execute("DELETE FROM features WHERE run_set = ?", [run_set_id])
+            for t in _derived_tables(con):   # the per-run columns of features_store, when present
+                con.execute(f"DELETE FROM {t} WHERE run_set = ?", [run_set_id])
             for t in ("steps", "tokens", "vocab"):
                 con.execute(f"DROP TABLE IF EXISTS {t}_{run_set_id}")
         return True
@@ -378,6 +380,11 @@ def _one(con, sql: str, params: list | None = None):
     """First row of a query, or None (fetches everything, so the connection is free afterwards)."""
     rows = con.execute(sql, params or []).fetchall()
     return rows[0] if rows else None
+
+
+def _derived_tables(con) -> list[str]:
+    names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    return [t for t in ("run_columns", "run_feature_blocks", "run_column_sets") if t in names]
 
 
 def _check_id(run_set_id: str) -> None:

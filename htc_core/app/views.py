@@ -300,14 +300,20 @@ def examples_for(ws: Workspace, evaluated, *, baseline: str, htc: str, n: int) -
 
 
 # ------------------------------------------------------------ feature space page
-def projection_frame(ws: Workspace, projection, htc_confidence: np.ndarray | None) -> pd.DataFrame:
+def projection_frame(ws: Workspace, projection, htc_confidence: np.ndarray | None, *,
+                     cap: int | None = None, seed: int = 0) -> pd.DataFrame:
     """The workspace frame with the 2-D coordinates (x, y) and the colours: baseline_confidence
-    (GlobalTrace-TP) and htc_confidence (NaN when no model could be fitted)."""
-    frame = ws.frame()
-    frame["x"] = projection.coords[:, 0]
-    frame["y"] = projection.coords[:, 1]
+    (GlobalTrace-TP) and htc_confidence (NaN when no model could be fitted). With more than ``cap`` runs,
+    a uniform random sample of ``cap`` of them (seeded; ``position`` keeps each run's workspace row)."""
+    idx = np.arange(len(ws))
+    if cap is not None and len(ws) > cap:
+        idx = np.sort(np.random.default_rng(seed).choice(len(ws), cap, replace=False))
+    frame = ws.take(idx).frame() if len(idx) < len(ws) else ws.frame()
+    frame["position"] = idx
+    frame["x"] = projection.coords[idx, 0]
+    frame["y"] = projection.coords[idx, 1]
     frame["baseline_confidence"] = frame["GlobalTrace-TP"]
-    frame["htc_confidence"] = np.nan if htc_confidence is None else htc_confidence
+    frame["htc_confidence"] = np.nan if htc_confidence is None else np.asarray(htc_confidence)[idx]
     return frame
 
 

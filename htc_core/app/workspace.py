@@ -15,11 +15,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..calibration.baselines import baseline_confidences
 from ..explain.flags import FLAGS, StructuralFlags, structural_flags
-from ..features import FEATURE_NAMES, FeatureMatrix, extract
+from ..features import FEATURE_NAMES, FeatureMatrix
 from ..traces import TraceSet, concat
+from .features_store import StoredColumns, has_columns, in_pos_order, read_columns, write_columns
 from .store import Store
+from .stored_traces import StoredTraces, meta_from_arrow
 
 __all__ = ["Workspace", "build_workspace", "browse"]
 
@@ -39,6 +40,8 @@ class Workspace:
     baselines: pd.DataFrame
     profile: str
     top_k: int
+    #: the per-run columns read from the store (flags, GAC scores, counts); None for a workspace built in memory
+    stored: StoredColumns | None = None
 
     def __len__(self) -> int:
         return self.ts.n_trajectories
@@ -48,8 +51,16 @@ class Workspace:
         """The structural flags of every trajectory (computed once per workspace)."""
         cached = self.__dict__.get("_flags")
         if cached is None:
-            cached = self.__dict__["_flags"] = structural_flags(self.ts)
+            cached = self.__dict__["_flags"] = self.stored.flags if self.stored is not None \
+                else structural_flags(self.ts)
         return cached
+
+    def trajectory(self, position: int) -> tuple[TraceSet, int]:
+        """(trace set, row) holding trajectory ``position``: only that run read from the store when the
+        workspace's tokens were not loaded, else the whole trace set."""
+        if isinstance(self.ts, StoredTraces) and not self.ts.loaded:
+            return self.ts.one(position), 0
+        return self.ts, int(position)
 
     @property
     def labels(self) -> np.ndarray:
@@ -58,8 +69,11 @@ class Workspace:
     @property
     def keys(self) -> np.ndarray:
         """A key unique across run sets: ``<run set>:<trajectory id>``."""
-        ids = self.ts.ids
-        return np.array([f"{r}:{i}" for r, i in zip(self.run_set, ids)], dtype=object)
+        cached = self.__dict__.get("_keys")
+        if cached is None:
+            keys = pd.Series(self.run_set, dtype=object).astype(str) + ":" + pd.Series(self.ts.ids, dtype=object).astype(str)
+            cached = self.__dict__["_keys"] = keys.to_numpy(dtype=object)
+        return cached
 
     def content_digest(self) -> str:
         """A hash of what every computation on this workspace reads: run keys, labels, tokens and their
@@ -77,8 +91,15 @@ class Workspace:
         meta = self.ts.meta
         for col in ("dataset", "model", "framework"):
             h.update("\x1f".join("\x00" if v is None else str(v) for v in meta[col]).encode("utf-8", "surrogatepass"))
+        if isinstance(self.ts, StoredTraces):
+            # the tokens as stored: each run set's token digest (written with its columns) and the rows taken
+            digests = self.stored.digests if self.stored is not None else {}
+            h.update("\x1f".join(f"{r}={digests.get(r, r)}" for r in dict.fromkeys(self.run_set.tolist())).encode())
+            tokens = (self.ts._rows,)
+        else:
+            tokens = (self.ts.logprob, self.ts.top_logprobs, self.ts.step_offsets, self.ts.traj_offsets)
         for arr in (self.labels, meta["verbalized_confidence"].to_numpy(dtype=np.float64), self.features.values,
-                    self.ts.logprob, self.ts.top_logprobs, self.ts.step_offsets, self.ts.traj_offsets):
+                    *tokens):
             a = np.ascontiguousarray(arr)
             h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())
         self.__dict__["_digest"] = digest = h.hexdigest()
@@ -101,9 +122,10 @@ class Workspace:
 
     def take(self, indices) -> "Workspace":
         idx = np.asarray(indices, dtype=np.int64)
-        return Workspace(ts=self.ts.take(idx), run_set=self.run_set[idx], features=self.features.take(idx),
+        ts = self.ts.subset(idx) if isinstance(self.ts, StoredTraces) else self.ts.take(idx)
+        return Workspace(ts=ts, run_set=self.run_set[idx], features=self.features.take(idx),
                          baselines=self.baselines.iloc[idx].reset_index(drop=True), profile=self.profile,
-                         top_k=self.top_k)
+                         top_k=self.top_k, stored=None if self.stored is None else _take_stored(self.stored, idx))
 
     def values(self, column: str) -> list[str]:
         """Sorted distinct values of a metadata column (missing shown as '(none)')."""
@@ -139,9 +161,12 @@ class Workspace:
         for c in self.baselines.columns:
             df[c] = self.baselines[c].to_numpy()
         fl = self.flags
-        df["flags"] = [", ".join(fl.of(i)) for i in range(len(self))]
+        words = np.full(len(self), "", dtype=object)
         for f in FLAGS:
-            df[f"flag_{f}"] = fl.frame[f].fillna(False).to_numpy(dtype=bool)
+            raised = fl.frame[f].fillna(False).to_numpy(dtype=bool)
+            df[f"flag_{f}"] = raised
+            words[raised] = np.where(words[raised] == "", FLAGS[f], words[raised] + ", " + FLAGS[f])
+        df["flags"] = words
         return df
 
 
@@ -186,30 +211,51 @@ def browse(frame: pd.DataFrame, *, datasets: Sequence[str] | None = None, models
     return frame[m]
 
 
-def _features_for(store: Store, run_set_id: str, ts: TraceSet, profile: str, top_k: int) -> FeatureMatrix:
-    """The run set's features from the store's cache (a stale or missing entry is computed and cached)."""
-    hit = store.get_features(run_set_id, profile, top_k)
-    if hit is not None and hit[0].shape == (ts.n_trajectories, len(FEATURE_NAMES)) and list(hit[1]) == list(FEATURE_NAMES):
-        return FeatureMatrix(values=hit[0], ids=ts.ids, profile=profile, top_k=top_k)
-    fm = extract(ts, profile=profile, top_k=top_k)
-    store.put_features(run_set_id, profile, top_k, fm.values, fm.names)
-    return fm
+def _take_stored(stored: StoredColumns, idx: np.ndarray) -> StoredColumns:
+    fl = StructuralFlags(frame=stored.flags.frame.iloc[idx].reset_index(drop=True), available=stored.flags.available)
+    return StoredColumns(features=stored.features[idx], baselines=stored.baselines.iloc[idx].reset_index(drop=True),
+                         gac=stored.gac[idx], gac_kind=stored.gac_kind[idx], flags=fl, steps=stored.steps[idx],
+                         tokens=stored.tokens[idx], digests=stored.digests, gac_model=stored.gac_model)
+
+
+def _read_meta(con, run_set_ids: Sequence[str]) -> pd.DataFrame:
+    """The metadata rows of the run sets, in that order (each in storage order): no token is read."""
+    import pyarrow as pa
+
+    parts = [in_pos_order(con.sql("SELECT * FROM trajectories WHERE run_set = ?", params=[rs]).to_arrow_table())
+             for rs in run_set_ids]
+    return meta_from_arrow(pa.concat_tables(parts))
 
 
 def build_workspace(store: Store, *, profile: str = "paper", top_k: int = 5,
                     run_set_ids: Sequence[str] | None = None) -> Workspace:
-    """Load run sets (all by default) with their features (from the store's cache, computed and cached
-    when missing) and raw baseline confidences."""
+    """Load run sets (all by default): their metadata and the per-run columns kept in the store (48 features,
+    baseline confidences, GAC scores, flags: :mod:`~htc_core.app.features_store`). Columns missing for a run
+    set (stored by an older version) are computed chunk by chunk and kept. The token arrays stay in the store
+    until a computation asks for them (:class:`~htc_core.app.stored_traces.StoredTraces`)."""
     ids = store.run_set_ids() if run_set_ids is None else list(run_set_ids)
-    sets, fms, owners = [], [], []
-    for rs in ids:
-        ts = store.load_run_set(rs)
-        sets.append(ts)
-        fms.append(_features_for(store, rs, ts, profile, top_k).values)
-        owners.append(np.full(ts.n_trajectories, rs, dtype=object))
-    ts = concat(sets)
-    values = np.vstack(fms) if fms else np.zeros((0, len(FEATURE_NAMES)))
-    fm = FeatureMatrix(values=values, ids=ts.ids, profile=profile, top_k=top_k)
-    base = baseline_confidences(ts, profile=profile, top_k=top_k) if len(ts) else pd.DataFrame()
-    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=object)
-    return Workspace(ts=ts, run_set=owner, features=fm, baselines=base, profile=profile, top_k=top_k)
+    if not ids:
+        ts = concat([])
+        return Workspace(ts=ts, run_set=np.zeros(0, dtype=object),
+                         features=FeatureMatrix(values=np.zeros((0, len(FEATURE_NAMES))), ids=ts.ids, profile=profile,
+                                                top_k=top_k), baselines=pd.DataFrame(), profile=profile, top_k=top_k)
+    for attempt in range(2):   # one connection when every run set has its columns (the usual case)
+        with store._connect() as con:
+            missing = [rs for rs in ids if not has_columns(store, rs, profile, top_k, con=con)]
+            if not missing:
+                cols = read_columns(store, ids, profile=profile, top_k=top_k, con=con)
+                meta = _read_meta(con, ids)
+                n = dict(con.execute("SELECT id, n_trajectories FROM run_sets").fetchall())
+                break
+        for rs in missing:   # stored before the columns existed (or under another profile): computed once, kept
+            write_columns(store, rs, lambda rs=rs: store.load_run_set(rs), profile=profile, top_k=top_k)
+    else:
+        raise ValueError(f"the per-run columns of run sets {missing} could not be stored")
+    sizes = [int(n[i]) for i in ids]
+    if sum(sizes) != len(cols) or len(meta) != len(cols):
+        raise ValueError(f"the stored columns have {len(cols)} rows for {sum(sizes)} stored trajectories")
+    owner = np.repeat(np.array(ids, dtype=object), sizes)
+    ts = StoredTraces.from_store(store.load_run_set, ids, meta, sizes, cols.steps, cols.tokens)
+    fm = FeatureMatrix(values=cols.features, ids=ts.ids, profile=profile, top_k=top_k)
+    return Workspace(ts=ts, run_set=owner, features=fm, baselines=cols.baselines, profile=profile, top_k=top_k,
+                     stored=cols)

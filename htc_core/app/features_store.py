@@ -1,0 +1,265 @@
+"""Per-run columns kept in the store: the 48 features, the raw baseline confidences, the shipped GAC's zero-shot
+confidence, the structural flags and the step/token counts of every stored trajectory.
+
+They are computed once, chunk by chunk (``chunk`` trajectories at a time, so memory is bounded by a chunk), when
+a run set is stored (:func:`write_columns`, called by ``ingest``), and read back by the workspace
+(:func:`read_columns`) so opening the dashboard never recomputes them: at a million runs this is the difference
+between seconds and minutes (``python -m htc_core.bench dashboard_scale``).
+
+Layout (DuckDB, columnar, no pickle):
+
+``run_columns``       one row per (run set, profile, top_k, trajectory): ``pos``, ``steps``, ``tokens``,
+                      ``f00..f47`` (the features in ``FEATURE_NAMES`` order), ``b0..b5`` (the baselines of
+                      :data:`BASELINES`), ``gac`` and ``gac_kind`` (the shipped GAC), ``flag_<name>`` (nullable)
+``run_feature_blocks`` the same 48 features as one float64 block per chunk (``np.save`` bytes, no pickle): the
+                      workspace reads these (a memory copy) instead of 48 SQL columns (4 s at a million runs)
+``run_column_sets``   one row per computed (run set, profile, top_k): the feature names (JSON) and a digest of
+                      the run set's token arrays (the workspace's content key uses it instead of hashing
+                      every token again)
+
+Rows of a run set are written in one transaction: a run set has either all its columns or none (then the
+workspace computes and writes them, chunk by chunk, on first use).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..calibration.baselines import baseline_confidences
+from ..explain.flags import FLAGS, StructuralFlags, structural_flags
+from ..features import FEATURE_NAMES, extract
+from ..traces import TraceSet
+from .store import Store
+
+__all__ = ["StoredColumns", "write_columns", "read_columns", "has_columns", "BASELINES", "DEFAULT_CHUNK",
+           "token_digest"]
+
+#: the raw baselines kept per run (``Verbalized`` is NaN where a run does not state one)
+BASELINES = ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail", "Verbalized")
+#: trajectories per chunk when the columns are computed
+DEFAULT_CHUNK = 50_000
+_F = [f"f{j:02d}" for j in range(len(FEATURE_NAMES))]
+_B = [f"b{j}" for j in range(len(BASELINES))]
+_FLAG_COLS = [f"flag_{f}" for f in FLAGS]
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS run_columns (run_set VARCHAR, profile VARCHAR, top_k INTEGER, pos BIGINT, "
+    "steps BIGINT, tokens BIGINT, " + ", ".join(f"{c} DOUBLE" for c in _F + _B)
+    + ", gac DOUBLE, gac_kind VARCHAR, " + ", ".join(f"{c} BOOLEAN" for c in _FLAG_COLS) + ")",
+    "CREATE TABLE IF NOT EXISTS run_feature_blocks (run_set VARCHAR, profile VARCHAR, top_k INTEGER, start BIGINT, "
+    "n BIGINT, data BLOB)",
+    "CREATE TABLE IF NOT EXISTS run_column_sets (run_set VARCHAR, profile VARCHAR, top_k INTEGER, n BIGINT, "
+    "names VARCHAR, token_digest VARCHAR, gac_model VARCHAR)",
+]
+
+
+@dataclass
+class StoredColumns:
+    """The stored columns of some run sets, concatenated in the order asked (row i = trajectory i)."""
+
+    features: np.ndarray            # float64 [n, 48]
+    baselines: pd.DataFrame         # the raw baseline confidences (``Verbalized`` only when some run has one)
+    gac: np.ndarray                 # float64 [n]: the shipped GAC's zero-shot confidence
+    gac_kind: np.ndarray            # object [n]
+    flags: StructuralFlags
+    steps: np.ndarray               # int64 [n]
+    tokens: np.ndarray              # int64 [n]
+    digests: dict                   # run set id -> digest of its token arrays
+    gac_model: str = ""
+
+    def __len__(self) -> int:
+        return self.features.shape[0]
+
+    def to_frame(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.features, columns=list(FEATURE_NAMES))
+        for c in self.baselines.columns:
+            df[c] = self.baselines[c].to_numpy()
+        df["gac"], df["gac_kind"], df["steps"], df["tokens"] = self.gac, self.gac_kind, self.steps, self.tokens
+        return pd.concat([df, self.flags.frame.add_prefix("flag_")], axis=1)
+
+    def to_dict(self) -> dict:
+        return {"n": len(self), "baselines": list(self.baselines.columns), "gac_model": self.gac_model,
+                "flags_available": list(self.flags.available), "digests": dict(self.digests)}
+
+
+def _ensure_schema(con) -> None:
+    for stmt in _SCHEMA:
+        con.execute(stmt)
+
+
+def token_digest(ts: TraceSet, h=None):
+    """Update (or start) a blake2b hash with the token-level arrays of ``ts``: what the features read."""
+    h = h if h is not None else hashlib.blake2b(digest_size=20)
+    for arr in (ts.logprob, ts.top_logprobs, ts.step_offsets, ts.traj_offsets):
+        a = np.ascontiguousarray(arr)
+        h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())
+    return h
+
+
+def _chunk_table(ts: TraceSet, start: int, profile: str, top_k: int, gac) -> pa.Table:
+    """The column rows of one chunk (trajectories ``start..start+len(ts)`` of the run set)."""
+    n = ts.n_trajectories
+    fm = extract(ts, profile=profile, top_k=top_k)
+    base = baseline_confidences(ts, profile=profile, top_k=top_k)
+    cols: dict = {"pos": np.arange(start, start + n, dtype=np.int64),
+                  "steps": ts.steps_per_trajectory.astype(np.int64),
+                  "tokens": ts.tokens_per_trajectory.astype(np.int64)}
+    for j, c in enumerate(_F):
+        cols[c] = fm.values[:, j]
+    for j, name in enumerate(BASELINES):
+        cols[_B[j]] = base[name].to_numpy(dtype=np.float64) if name in base else np.full(n, np.nan)
+    scores = gac.score(ts)
+    cols["gac"] = np.asarray(scores.confidence, dtype=np.float64)
+    cols["gac_kind"] = pa.array(np.asarray(scores.kind, dtype=object).tolist(), type=pa.string())
+    fl = structural_flags(ts).frame
+    for f, c in zip(FLAGS, _FLAG_COLS):
+        cols[c] = pa.array(fl[f].astype(object).where(fl[f].notna(), None).tolist(), type=pa.bool_())
+    return pa.table(cols)
+
+
+def write_columns(store: Store, run_set_id: str, ts: TraceSet | Callable[[], TraceSet], *, profile: str = "paper",
+                  top_k: int = 5, chunk: int = DEFAULT_CHUNK,
+                  progress: Callable[[float, str], None] | None = None) -> int:
+    """Compute the per-run columns of a stored run set chunk by chunk and store them in one transaction
+    (replacing any earlier ones for this profile and top_k). ``ts`` is the run set as stored (or a function
+    returning it). Returns the number of rows written."""
+    if not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    from ..calibration.models import DEFAULT_GAC, load_model
+
+    ts = ts() if callable(ts) else ts
+    if not isinstance(ts, TraceSet):
+        raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
+    gac = load_model(DEFAULT_GAC)
+    n = ts.n_trajectories
+    digest = hashlib.blake2b(digest_size=20)
+    tables = []
+    for start in range(0, n, chunk):
+        part = ts.take(np.arange(start, min(n, start + chunk)))
+        token_digest(part, digest)
+        tables.append(_chunk_table(part, start, profile, top_k, gac))
+        del part
+        if progress is not None:
+            progress(min(n, start + chunk) / max(n, 1), f"features of {min(n, start + chunk):,} of {n:,} runs")
+    with store._transaction(bump=False) as con:
+        _ensure_schema(con)
+        key = [run_set_id, profile, int(top_k)]
+        con.execute("DELETE FROM run_columns WHERE run_set = ? AND profile = ? AND top_k = ?", key)
+        con.execute("DELETE FROM run_column_sets WHERE run_set = ? AND profile = ? AND top_k = ?", key)
+        con.execute("DELETE FROM run_feature_blocks WHERE run_set = ? AND profile = ? AND top_k = ?", key)
+        for tbl in tables:
+            con.register("_htc_cols", tbl)
+            con.execute("INSERT INTO run_columns SELECT ? AS run_set, ? AS profile, ? AS top_k, * FROM _htc_cols",
+                        key)
+            con.unregister("_htc_cols")
+            block = np.column_stack([tbl.column(c).to_numpy() for c in _F]).astype(np.float64) \
+                if tbl.num_rows else np.zeros((0, len(_F)))
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(block), allow_pickle=False)
+            con.execute("INSERT INTO run_feature_blocks VALUES (?, ?, ?, ?, ?, ?)",
+                        key + [int(tbl.column("pos")[0].as_py()) if tbl.num_rows else 0, tbl.num_rows, buf.getvalue()])
+        con.execute("INSERT INTO run_column_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    key + [n, json.dumps(list(FEATURE_NAMES)), digest.hexdigest(), DEFAULT_GAC])
+    return n
+
+
+def has_columns(store: Store, run_set_id: str, profile: str, top_k: int, *, con=None) -> bool:
+    """Whether the run set's columns for this profile and top_k are stored (and complete)."""
+    if con is None:
+        with store._connect() as con:
+            return has_columns(store, run_set_id, profile, top_k, con=con)
+    _ensure_schema(con)
+    rows = con.execute("SELECT n, names FROM run_column_sets WHERE run_set = ? AND profile = ? AND top_k = ?",
+                       [run_set_id, profile, int(top_k)]).fetchall()
+    if not rows or json.loads(rows[0][1]) != list(FEATURE_NAMES):
+        return False
+    n_traj = con.execute("SELECT n_trajectories FROM run_sets WHERE id = ?", [run_set_id]).fetchall()
+    return bool(n_traj) and int(n_traj[0][0]) == int(rows[0][0])
+
+
+def read_columns(store: Store, run_set_ids: Sequence[str], *, profile: str = "paper", top_k: int = 5,
+                 con=None) -> StoredColumns:
+    """The stored columns of ``run_set_ids`` (in that order, each in storage order). Raises KeyError naming a
+    run set whose columns are not stored (see :func:`has_columns`)."""
+    if con is None:
+        with store._connect() as con:
+            return read_columns(store, run_set_ids, profile=profile, top_k=top_k, con=con)
+    ids = list(run_set_ids)
+    cols = ["steps", "tokens", *_B, "gac", "gac_kind", *_FLAG_COLS]
+    parts, blocks, digests, gac_model = [], [], {}, ""
+    _ensure_schema(con)
+    for rs in ids:
+        meta = con.execute("SELECT token_digest, gac_model FROM run_column_sets WHERE run_set = ? AND "
+                           "profile = ? AND top_k = ?", [rs, profile, int(top_k)]).fetchall()
+        if not meta:
+            raise KeyError(f"no stored columns for run set {rs!r} (profile {profile!r}, top_k {top_k})")
+        digests[rs], gac_model = meta[0]
+        # rows come back in insertion order (pos order: written so); checked, and sorted only when not
+        part = con.sql(f"SELECT pos, {', '.join(cols)} FROM run_columns WHERE run_set = ? AND profile = ? "
+                       "AND top_k = ?", params=[rs, profile, int(top_k)]).to_arrow_table()
+        parts.append(in_pos_order(part).drop_columns(["pos"]))
+        rows = con.execute("SELECT start, n, data FROM run_feature_blocks WHERE run_set = ? AND profile = ? AND "
+                           "top_k = ? ORDER BY start", [rs, profile, int(top_k)]).fetchall()
+        blocks.extend(np.load(io.BytesIO(r[2]), allow_pickle=False) for r in rows)
+    tbl = pa.concat_tables(parts) if parts else pa.table({c: pa.array([], type=pa.float64()) for c in cols})
+    feats = np.concatenate(blocks) if blocks else np.zeros((0, len(_F)))
+    if feats.shape != (tbl.num_rows, len(_F)):
+        raise ValueError(f"stored feature blocks have shape {feats.shape} for {tbl.num_rows} runs")
+    return _from_table(tbl, feats, digests, gac_model or "")
+
+
+def in_pos_order(tbl: pa.Table) -> pa.Table:
+    """``tbl`` sorted by its ``pos`` column (no copy when it already is)."""
+    pos = tbl.column("pos").to_numpy()
+    if len(pos) and not (pos[0] == 0 and np.all(np.diff(pos) == 1)):
+        tbl = tbl.take(pa.array(np.argsort(pos, kind="stable")))
+    return tbl
+
+
+def _nullable_bool(col) -> pd.Series:
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    values = col.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+    mask = col.is_null().to_numpy(zero_copy_only=False).astype(bool)
+    return pd.Series(pd.arrays.BooleanArray(values, mask))
+
+
+def strings_to_object(col) -> np.ndarray:
+    """An Arrow string column as an object array of str / None, building one Python string per distinct value
+    (dictionary-encoded first: a dataset or model column of a million rows costs a handful of strings)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(col) == 0:
+        return np.zeros(0, dtype=object)
+    enc = col.dictionary_encode() if not pa.types.is_dictionary(col.type) else col
+    words = np.empty(len(enc.dictionary) + 1, dtype=object)
+    words[:-1] = enc.dictionary.to_pylist()
+    words[-1] = None
+    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return words[idx]
+
+
+def _from_table(tbl: pa.Table, feats: np.ndarray, digests: dict, gac_model: str) -> StoredColumns:
+    n = tbl.num_rows
+
+    def f64(c: str) -> np.ndarray:
+        return tbl.column(c).to_numpy().astype(np.float64, copy=False) if n else np.zeros(0)
+
+    base = {}
+    for name, c in zip(BASELINES, _B):
+        v = f64(c)
+        if name != "Verbalized" or np.isfinite(v).any():
+            base[name] = v
+    flag_frame = pd.DataFrame({f: _nullable_bool(tbl.column(c)) for f, c in zip(FLAGS, _FLAG_COLS)})
+    available = [f for f in FLAGS if flag_frame[f].notna().any()]
+    kind = strings_to_object(tbl.column("gac_kind"))
+    ints = {c: (tbl.column(c).to_numpy().astype(np.int64) if n else np.zeros(0, np.int64)) for c in ("steps", "tokens")}
+    return StoredColumns(features=feats, baselines=pd.DataFrame(base), gac=f64("gac"), gac_kind=kind,
+                         flags=StructuralFlags(frame=flag_frame, available=available), steps=ints["steps"],
+                         tokens=ints["tokens"], digests=digests, gac_model=gac_model)

@@ -1,0 +1,170 @@
+"""The dashboard at 10k / 100k / 1M runs: ingest, workspace, and each page's data and compute time.
+
+    python -m htc_core.bench dashboard_scale [--runs 10000,100000,1000000] [--reference-max 100000]
+                                             [--skip-projection] [--skip-cv]
+
+For each N, in a fresh process (so the peak memory is that size's own): a synthetic trace set of N small runs
+(5 steps x 20 tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), then, timed (wall seconds):
+
+- ingest: ``Store.add_run_set`` (tokens, steps, metadata) and ``features_store.write_columns`` (48 features,
+  baselines, GAC score, flags, 50,000 runs per chunk);
+- workspace: ``build_workspace`` (what opening the app costs), against the plain reference in the same process
+  (what it cost before the columns were stored: the run set's tokens read back, then features and baselines
+  recomputed), run up to ``--reference-max`` runs;
+- Runs page: its DuckDB table (``sql_views.RunsTable``), the first page of 100 rows sorted by a confidence,
+  a text search, counts per dataset/model, a histogram;
+- Feature space: UMAP fitted on ``PROJECTION_FIT_CAP`` runs with the rest placed, the sampled frame and the
+  WebGL figure (``--skip-projection`` leaves it out);
+- Calibration: the stratified sample (``sampling.EVAL_CAP``), its tokens read from the store, the cross-validated
+  evaluation of the baselines and HTC-Reduced on it (1 seed, alphas 0.01,0.1,1,10), reliability bins in DuckDB;
+- peak resident memory of the process (VmHWM).
+
+The synthetic labels are random, so the metrics mean nothing; the times are the point. Stores are written
+under the temporary folder and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _peak_mib() -> float:
+    s = Path("/proc/self/status").read_text()
+    m = re.search(r"VmHWM:\s+(\d+)", s)
+    return int(m.group(1)) / 1024.0 if m else float("nan")
+
+
+class _Timer:
+    def __init__(self):
+        self.rows: dict[str, float] = {}
+
+    def __call__(self, name: str, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        self.rows[name] = time.perf_counter() - t0
+        print(f"  {name:48s} {self.rows[name]:8.2f} s", file=sys.stderr, flush=True)
+        return out
+
+
+def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> dict:
+    from ..app import sql_views
+    from ..app.features_store import write_columns
+    from ..app.projection import PROJECTION_FIT_CAP, SCATTER_CAP, project
+    from ..app.sampling import EVAL_CAP, stratified_sample
+    from ..app.store import Store
+    from ..app.views import projection_frame
+    from ..app.workspace import build_workspace
+    from ..calibration.baselines import baseline_confidences
+    from ..calibration.evaluation import evaluate
+    from ..features import extract
+    from ..synthetic import synthetic_trace_set
+
+    t = _Timer()
+    root = Path(tempfile.mkdtemp(prefix="htc-bench-scale-"))
+    try:
+        ts = t("generate synthetic runs", lambda: synthetic_trace_set(n, 5, 20, k=0, seed=1))
+        ts.meta["dataset"] = np.array(["alpha", "beta", "gamma"], dtype=object)[np.arange(n) % 3]
+        ts.meta["model"] = np.array(["m1", "m2"], dtype=object)[np.arange(n) % 2]
+        ts.meta["question"] = np.array([f"question {i} about item {i % 97}" for i in range(n)], dtype=object)
+        store = Store(root / "store")
+        res = t("ingest: store tokens + metadata", lambda: store.add_run_set(ts, name="bench"))
+        t("ingest: per-run columns (chunked)", lambda: write_columns(store, res.run_set_id, ts))
+        del ts
+        ws = t("workspace: build_workspace (stored columns)", lambda: build_workspace(store))
+        if reference:
+            def old():
+                full = store.load_run_set(res.run_set_id)
+                return extract(full), baseline_confidences(full)
+
+            t("workspace: reference (tokens read, recomputed)", old)
+        table = t("runs: DuckDB table", lambda: sql_views.RunsTable(ws))
+        t("runs: page 1 sorted by GlobalTrace-TP", lambda: table.page(sort="GlobalTrace-TP", descending=True,
+                                                                       confidence="GlobalTrace-TP", limit=100))
+        t("runs: text search + label + flag filter", lambda: table.page(text="item 42", label="success", limit=100))
+        t("runs: page 500 of the GAC confidence", lambda: table.page(confidence="GAC", sort="GAC", limit=100,
+                                                                      offset=min(49_900, max(0, n - 100))))
+        t("runs: counts per dataset and model", lambda: table.counts())
+        t("runs: histogram (20 bins)", lambda: table.histogram("GlobalTrace-TP"))
+        if projection:
+            proj = t(f"feature space: UMAP fit on {min(n, PROJECTION_FIT_CAP):,} + place",
+                     lambda: project(ws.features, method="umap", fit_cap=PROJECTION_FIT_CAP))
+            from ..app.plots import projection_scatter
+
+            frame = t(f"feature space: frame of <= {SCATTER_CAP:,} points",
+                      lambda: projection_frame(ws, proj, None, cap=SCATTER_CAP))
+            t("feature space: WebGL figure", lambda: projection_scatter(frame, color="dataset").to_dict())
+        pos = np.flatnonzero(np.isfinite(ws.labels))
+        pos = t("calibration: stratified sample", lambda: stratified_sample(pos, ws.labels[pos], EVAL_CAP))
+        sub = t(f"calibration: tokens of {len(pos):,} runs from the store", lambda: ws.ts.take(pos))
+        if cv:
+            ev = t("calibration: nested CV (baselines + HTC-Reduced)",
+                   lambda: evaluate(sub, seeds=1, alphas=(0.01, 0.1, 1, 10),
+                                    methods=["GlobalTrace-TP", "LastStep-TP", "HTC-Reduced"]))
+            t("calibration: reliability bins (DuckDB)", lambda: sql_views.reliability_bins(ev.oof["HTC-Reduced"],
+                                                                                            ev.labels))
+        return {"n": n, "times": t.rows, "peak_mib": _peak_mib()}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m htc_core.bench dashboard_scale", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", default="10000,100000,1000000", help="sizes (default 10000,100000,1000000)")
+    p.add_argument("--reference-max", type=int, default=100_000,
+                   help="largest size at which the old workspace path is also timed (default 100,000)")
+    p.add_argument("--skip-projection", action="store_true", help="leave the Feature space projection out")
+    p.add_argument("--skip-cv", action="store_true",
+                   help="leave the nested CV out (it runs on the same capped sample at every size)")
+    p.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)   # the child process of one size
+    args = p.parse_args(argv)
+    if args.one is not None:
+        out = one_size(args.one, reference=args.one <= args.reference_max, projection=not args.skip_projection,
+                       cv=not args.skip_cv)
+        print("HTC_SCALE " + json.dumps(out))
+        return 0
+    sizes = [int(s) for s in args.runs.split(",") if s.strip()]
+    if not sizes or min(sizes) < 10:
+        raise SystemExit(f"--runs must list sizes of at least 10, got {args.runs!r}")
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    results = []
+    for n in sizes:
+        print(f"== {n:,} runs (5 steps x 20 tokens, no alternatives), fresh process ==", flush=True)
+        cmd = [sys.executable, "-m", "htc_core.bench", "dashboard_scale", "--one", str(n),
+               "--reference-max", str(args.reference_max)] + (["--skip-projection"] if args.skip_projection else []) \
+            + (["--skip-cv"] if args.skip_cv else [])
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        line = [x for x in proc.stdout.splitlines() if x.startswith("HTC_SCALE ")]
+        if proc.returncode or not line:
+            print(f"  failed (exit {proc.returncode})")
+            continue
+        results.append(json.loads(line[-1][len("HTC_SCALE "):]))
+    if not results:
+        return 1
+    names = list(dict.fromkeys(k for r in results for k in r["times"]))
+    print("\n" + f"{'wall seconds':50s}" + "".join(f"{r['n']:>12,d}" for r in results))
+    for k in names:
+        print(f"{k:50s}" + "".join(f"{r['times'][k]:12.2f}" if k in r["times"] else f"{'-':>12s}" for r in results))
+    print(f"{'peak resident memory (MiB)':50s}" + "".join(f"{r['peak_mib']:12.0f}" for r in results))
+    for r in results:
+        ref = r["times"].get("workspace: reference (tokens read, recomputed)")
+        if ref:
+            print(f"workspace at {r['n']:,}: {r['times']['workspace: build_workspace (stored columns)']:.2f} s "
+                  f"vs {ref:.2f} s recomputed ({ref / r['times']['workspace: build_workspace (stored columns)']:.0f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
