@@ -42,7 +42,7 @@ def _gac_entries() -> dict:
     from ..calibration.learning_curve import CurveMethod
     from ..gac_entries import gac_adapted, gac_zero_shot
 
-    return {"gac zero-shot": CurveMethod("GAC zero-shot", gac_zero_shot, kind="zero-shot",
+    return {"gac zero shot": CurveMethod("GAC zero-shot", gac_zero_shot, kind="zero-shot",
                                          description="the GAC without the runs' datasets, applied unchanged"),
             "gac adapted": CurveMethod("GAC adapted", gac_adapted, kind="htc",
                                        description="HTC fitted with that GAC as its prior (htc fit --prior)")}
