@@ -396,3 +396,21 @@ def test_inspector_shows_a_failed_sample_runs_observations_and_answer_vs_gold(ap
     for e in app.expander:
         assert e.label.startswith("Input that came in") or e.label.startswith("Step statistics") \
             or e.label.startswith("Distinct signals"), e.label
+
+
+def test_inspector_method_lives_in_the_url(app):
+    """?method= picks the calibrator that explains the run (a pasted link opens the same view), an unknown name
+    is ignored, and the choice is written back to the URL."""
+    from htc_core.formats import load
+
+    ts, _ = load(REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl")
+    app.query_params["id"] = ts.ids[3]
+    app.query_params["method"] = "htc-full"
+    app.run()
+    go(app, "inspector")
+    assert not problems(app)
+    radio = next(r for r in app.radio if r.label == "Explained by")
+    assert radio.value == "full"
+    assert any("HTC-Full confidence" in m.label for m in app.metric)
+    app.run()
+    assert app.query_params["method"] in ("HTC-Full", ["HTC-Full"])

@@ -7,8 +7,8 @@ from __future__ import annotations
 from ..calibration.calibrators import HTCCalibrator
 from ..explain import DatasetWeights
 from ..explain import dataset_weights as _dataset_weights
-from .compute import (ALPHAS, _alpha_options, cached_result, computed, evaluation_positions, fit_positions,
-                      labeled_positions)
+from . import compute
+from .compute import _alpha_options, cached_result, computed, evaluation_positions, fit_positions, labeled_positions
 from .projection import PROJECTION_FIT_CAP, Projection, project
 from .sampling import EVAL_CAP, FIT_CAP
 from .session import cache_key, settings
@@ -22,7 +22,7 @@ def fitted_gam(ws: Workspace, *, select: str = "cv", run: bool = True):
     from ..calibration.gam import HTCGAM
     from ..calibration.solvers import DEFAULT_ALPHAS
 
-    key = cache_key("fit", "gam", select, ALPHAS, FIT_CAP)
+    key = cache_key("fit", "gam", select, compute.ALPHAS, FIT_CAP)
     hit = cached_result(key)
     if hit is not None or not run:
         return hit
@@ -32,7 +32,7 @@ def fitted_gam(ws: Workspace, *, select: str = "cv", run: bool = True):
 
     def fn(progress):
         progress(0.1, f"shape functions vs HTC-Reduced by inner CV over {len(pos):,} labeled trajectories")
-        return HTCGAM(select=select, linear_alphas=ALPHAS or DEFAULT_ALPHAS, profile=s["profile"],
+        return HTCGAM(select=select, linear_alphas=compute.ALPHAS or DEFAULT_ALPHAS, profile=s["profile"],
                       top_k=s["top_k"]).fit(ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos],
                                             linear=linear)
 
@@ -52,7 +52,7 @@ def fitted_model(ws: Workspace, variant: str):
         return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **_alpha_options()).fit(
             ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
 
-    return computed(cache_key("fit", variant, ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run)
+    return computed(cache_key("fit", variant, compute.ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run)
 
 
 def early_warning(ws: Workspace, *, run: bool = True):
@@ -61,7 +61,7 @@ def early_warning(ws: Workspace, *, run: bool = True):
     from ..calibration.prefixes import early_warning as _early_warning
 
     s = settings()
-    key = cache_key("early_warning", s["seeds"], ALPHAS, EVAL_CAP)
+    key = cache_key("early_warning", s["seeds"], compute.ALPHAS, EVAL_CAP)
     hit = cached_result(key)
     if hit is not None or not run:
         return hit
@@ -87,6 +87,7 @@ def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:
     def run(progress):
         progress(0.1, "one calibrator per dataset")
         return _dataset_weights(ws.features.values[pos], ws.labels[pos],
-                                ws.ts.meta["dataset"].to_numpy(dtype=object)[pos], variant=variant, alphas=ALPHAS)
+                                ws.ts.meta["dataset"].to_numpy(dtype=object)[pos], variant=variant,
+                                alphas=compute.ALPHAS)
 
-    return computed(cache_key("dataset_weights", variant, ALPHAS), "Per-dataset weights", run)
+    return computed(cache_key("dataset_weights", variant, compute.ALPHAS), "Per-dataset weights", run)

@@ -48,13 +48,18 @@ URL_STASH = "htc_url_stash"
 #: query parameters of the view: sidebar filters (repeated parameters) and the inspected trajectory
 URL_LISTS = {"runsets": RUNSETS, "datasets": DATASETS, "models": MODELS}
 URL_ID = "id"
+#: ``?method=`` names the calibrator that explains a run (the inspector's "Explained by" choice)
+URL_METHOD = "method"
+METHOD_KEY = "insp_variant"
+METHOD_NAMES = {"HTC-Reduced": "reduced", "HTC-Full": "full", "HTC-GAM": "gam"}
 
 
 def restore_from_url() -> None:
     """Once per session (a new tab, a reload, a pasted link), before the sidebar's widgets exist: take the
-    filters (``?runsets=<run set id or name>&datasets=a&datasets=b&models=m``) and the trajectory (``?id=<trajectory id or run-set:id>``)
-    from the URL. The page itself is in the URL's path (``/inspector``). Later runs write the URL instead
-    (:func:`write_url`), so the widgets stay in charge."""
+    filters (``?runsets=<run set id or name>&datasets=a&datasets=b&models=m``), the trajectory
+    (``?id=<trajectory id or run-set:id>``) and the explaining calibrator (``?method=HTC-Full``) from the URL.
+    The page itself is in the URL's path (``/inspector``). Later runs write the URL instead (:func:`write_url`),
+    so the widgets stay in charge."""
     if st.session_state.get(URL_RESTORED):
         return
     st.session_state[URL_RESTORED] = True
@@ -67,6 +72,10 @@ def restore_from_url() -> None:
     ids = [v for v in params.get(URL_ID, []) if v]
     if ids:
         st.session_state[INSPECT] = ids[0]
+    wanted = {k.lower(): v for k, v in METHOD_NAMES.items()}
+    methods = [wanted[v.lower()] for v in params.get(URL_METHOD, []) if v and v.lower() in wanted]
+    if methods:     # an unknown name is ignored: the page's default applies
+        st.session_state[METHOD_KEY] = methods[0]
 
 
 def write_url() -> None:
@@ -81,6 +90,12 @@ def write_url() -> None:
                 st.query_params[param] = values
         elif param in st.query_params:
             del st.query_params[param]
+    variant = st.session_state.get(METHOD_KEY)
+    method = next((k for k, v in METHOD_NAMES.items() if v == variant), None)
+    if method and st.query_params.get(URL_METHOD) != method:
+        st.query_params[URL_METHOD] = method
+    elif method is None and URL_METHOD in st.query_params:
+        del st.query_params[URL_METHOD]
 
 
 def set_url_id(trajectory_id: str | None) -> None:
