@@ -323,7 +323,8 @@ def test_too_few_labels_to_fit(tmp_path, monkeypatch):
     at = _labeled_only(tmp_path, monkeypatch, outcomes)
     at.selectbox(key="browse_conf").set_value("HTC-Full (fitted on the selection)").run()
     assert not problems(at) and why in _notes(at)
-    assert "GAC" in at.dataframe[1].value.columns                 # the shipped GAC's zero-shot confidence instead
+    # the runs table shows the shipped GAC's zero-shot confidence instead (other tables: load report, shift check)
+    assert any("GAC" in d.value.columns for d in at.dataframe)
     assert "zero-shot" in _notes(at) and "labels file" in _notes(at)
     # unlabeled runs: the inspector explains the GAC's confidence (after each step, timeline, waterfall, position)
     for page, charts in (("weights", 0), ("calibration", 0), ("inspector", 4), ("feature_space", 1)):
