@@ -96,7 +96,13 @@ def _click(page, chart: int, trace: str, index: int) -> dict:
 
 
 def _listed(page, timeout: float = 30_000) -> tuple[int, str]:
-    """The drill-down heading's count ('**N runs: ...**') and text."""
+    """The drill-down heading's count ('**N runs: ...**') and text. The page is first shown whole (the viewport
+    grown to its height, as a user scrolls to the list below the charts): on the long Calibration page the
+    list can otherwise sit below the fold and never count as visible."""
+    h = page.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]')
+                                 || document.scrollingElement; return m.scrollHeight; }""")
+    page.set_viewport_size({"width": 1440, "height": int(min(max(h, 1000), 4200))})
+    page.wait_for_timeout(800)
     page.locator('[data-testid="stMarkdownContainer"] strong').filter(
         has_text=re.compile(r"^[0-9,]+ runs?: ")).first.wait_for(timeout=timeout)
     text = page.locator('[data-testid="stMarkdownContainer"] strong').filter(has_text=" run").all_inner_texts()
