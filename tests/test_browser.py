@@ -10,6 +10,7 @@ turns the skip into a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import socket
@@ -60,11 +61,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    _require_browser()
-    root = tmp_path_factory.mktemp("browser")
-    samples = REPO / "sample_runs"  # the shipped, project-recorded runs (always in the repo)
+@contextlib.contextmanager
+def start_dashboard(root: Path, samples: Path):
+    """The dashboard (app.py) on a free local port with its store under ``root`` and ``samples`` as the sample
+    runs; yields its URL and stops it afterwards. Short alpha grid so evaluations finish quickly."""
     port = _free_port()
     env = dict(os.environ, HTC_DASHBOARD_ALPHAS="0.1,1,10", PYTHONUNBUFFERED="1")
     log = open(root / "streamlit.log", "w")
@@ -74,23 +74,32 @@ def server(tmp_path_factory):
          "--", "--data-dir", str(root / "data"), "--sample-dir", str(samples)],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (root / "streamlit.log").read_text()[-2000:])
-    yield {"url": url, "root": root, "proc": proc}
-    proc.terminate()
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("streamlit did not start: " + (root / "streamlit.log").read_text()[-2000:])
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    _require_browser()
+    root = tmp_path_factory.mktemp("browser")
+    with start_dashboard(root, REPO / "sample_runs") as url:   # the shipped, project-recorded runs
+        yield {"url": url, "root": root}
 
 
 @pytest.fixture(scope="module")

@@ -9,17 +9,13 @@ behind the Calibration page finishes in seconds. Skips without Chromium/Playwrig
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from conftest import REPO
-from test_browser import SHOTS, _assert_clean, _free_port, _require_browser, _screenshot, _settle, browser  # noqa: F401
+from test_browser import (SHOTS, _assert_clean, _require_browser, _screenshot, _settle, browser,  # noqa: F401
+                          start_dashboard)
 
 pytestmark = pytest.mark.browser
 
@@ -33,32 +29,8 @@ def server(tmp_path_factory):
     shipped = REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
     lines = shipped.read_text(encoding="utf-8").splitlines(True)[:160]
     (samples / "arithmetic-160.jsonl").write_text("".join(lines), encoding="utf-8")
-    port = _free_port()
-    env = dict(os.environ, HTC_DASHBOARD_ALPHAS="0.1,1,10", PYTHONUNBUFFERED="1")
-    log = open(root / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--", "--data-dir", str(root / "data"), "--sample-dir", str(samples)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (root / "streamlit.log").read_text()[-2000:])
-    yield {"url": url}
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with start_dashboard(root, samples) as url:
+        yield {"url": url}
 
 
 # pixel position of point `index` of the first trace whose name starts with `trace` (of chart `chart`), and
