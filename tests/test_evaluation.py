@@ -221,3 +221,23 @@ def test_real_run_a_htc_reduced_beats_baselines():
     for b in ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail"):
         assert r.summary[b + "+Platt"]["brier"]["mean"] < r.summary[b + "+Temp"]["brier"]["mean"], b
     assert r.strongest_baseline() in {m for m in BASE if "+Platt" in m}
+
+
+def test_folds_in_threads_give_the_serial_result_exactly():
+    """``n_jobs`` only runs outer folds at once: predictions, fold rows, weights and selection counts are the
+    serial loop's, in the same order (real sample runs, both HTC variants and the single-signal baselines)."""
+    from htc_core.formats import load
+
+    from conftest import REPO
+
+    ts, _ = load(str(REPO / "sample_runs" / "units" / "units_SmolLM2-135M-greedy.jsonl"))
+    kw = dict(seeds=2, n_splits=3, alphas=FAST, methods=["HTC-Full", "HTC-Reduced", "LastStep-TP+Platt"])
+    serial, threaded = evaluate(ts, **kw), evaluate(ts, n_jobs=2, **kw)
+    for m in serial.methods:
+        np.testing.assert_array_equal(serial.oof_all[m], threaded.oof_all[m])
+    pd.testing.assert_frame_equal(serial.per_fold, threaded.per_fold)
+    for m in serial.weights:
+        np.testing.assert_array_equal(serial.weights[m], threaded.weights[m])
+        pd.testing.assert_series_equal(serial.selected_counts[m], threaded.selected_counts[m])
+    with pytest.raises(ValueError, match="n_jobs"):
+        evaluate(ts, n_jobs=0, **kw)

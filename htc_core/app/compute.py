@@ -229,7 +229,7 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
             CACHE_STATS["evaluation parts"] += 1
             step = f"part {i + 1} of {len(missing)}"
             try:
-                res = evaluate(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
+                res = evaluate(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], n_jobs=-1,
                                methods=PART_METHODS[part], **_alpha_options(),
                                progress=lambda d, t, m: job.progress(d, t, f"{m} ({d}/{t} folds, {step})"))
                 value = Evaluated(result=res, positions=pos)

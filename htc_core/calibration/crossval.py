@@ -77,45 +77,88 @@ def fold_metrics(y: np.ndarray, p: np.ndarray) -> dict:
 
 
 def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], n_splits: int, settings: dict,
-                   progress) -> CVRun:
-    """Outer stratified K-fold x seeds; every method is fitted on the same training rows of every fold."""
+                   progress, n_jobs: int | None = None) -> CVRun:
+    """Outer stratified K-fold x seeds; every method is fitted on the same training rows of every fold.
+
+    ``n_jobs`` (scikit-learn's convention: None = 1, -1 = every core) outer folds run at once in threads; the
+    path solver releases the GIL, so they run in parallel. The folds' results are gathered in the order of
+    the serial loop, so the result is the same for every ``n_jobs``."""
     from sklearn.model_selection import StratifiedKFold
 
     n, y = inputs.n, inputs.y
     cv = CVRun(oof={m.name: np.full((len(seed_list), n), np.nan) for m in run},
                folds=np.full((len(seed_list), n), -1, dtype=np.int64), rows=[], selected={}, weights={})
-    total, done = len(seed_list) * n_splits, 0
+    jobs = []
+    for r, seed in enumerate(seed_list):
+        ctx = FitContext(seed=seed, feature_names=inputs.feature_names, **settings)
+        skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        for f, (tr, te) in enumerate(skf.split(np.zeros((n, 1)), y.astype(int))):
+            cv.folds[r, te] = f
+            jobs.append((r, f, tr, te, ctx))
+    total = len(jobs)
+
+    def one(job):
+        r, f, tr, te, ctx = job
+        return [_fit_fold(m, inputs, tr, te, ctx, f) for m in run]
+
     with _one_blas_thread():
-        for r, seed in enumerate(seed_list):
-            ctx = FitContext(seed=seed, feature_names=inputs.feature_names, **settings)
-            skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-            for f, (tr, te) in enumerate(skf.split(np.zeros((n, 1)), y.astype(int))):
-                cv.folds[r, te] = f
-                for m in run:
-                    _fit_fold(m, inputs, tr, te, ctx, cv, r, f)
-                done += 1
-                if progress is not None:
-                    progress(done, total, f"seed {seed}, fold {f + 1}/{n_splits}")
+        for done, (job, fits) in enumerate(zip(jobs, _map_in_threads(one, jobs, _workers(n_jobs, total))), 1):
+            for fit in fits:
+                if fit is not None:
+                    _keep(cv, job[0], *fit)
+            if progress is not None:
+                progress(done, total, f"seed {job[4].seed}, fold {job[1] + 1}/{n_splits}")
     return cv
 
 
-def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, cv: CVRun, r: int, f: int) -> None:
+def _workers(n_jobs: int | None, total: int) -> int:
+    import os
+
+    if n_jobs is None:
+        return 1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
+    cores = os.cpu_count() or 1
+    want = int(n_jobs) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
+    return max(1, min(want, total))
+
+
+def _map_in_threads(fn, items: list, workers: int):
+    """``map(fn, items)`` in order; with ``workers`` > 1 on a thread pool (results yielded as they come in
+    order, so progress moves while later folds still run)."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="htc-cv") as pool:
+        yield from pool.map(fn, items)
+
+
+def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, f: int):
+    """(method, test rows, predictions, fitted, fold row) of one method on one outer fold; None when no test
+    row carries the method's input. Touches nothing shared: the caller keeps it."""
     x, y = inputs.columns[m.input], inputs.y
     if m.input in inputs.partial:                      # a signal some trajectories lack: fit and test on the rest
         ok = np.isfinite(x)
         tr, te = tr[ok[tr]], te[ok[te]]
         if len(te) == 0:
-            return
+            return None
     fitted = m.fit(x[tr], y[tr], ctx)
     p = fitted.predict(x[te])
+    row = {"method": m.name, "seed": ctx.seed, "fold": f, "n_test": len(te), **fold_metrics(y[te], p),
+           "n_features": np.nan, "alpha": np.nan, "temperature": np.nan, **fitted.info}
+    return m, te, p, fitted, row
+
+
+def _keep(cv: CVRun, r: int, m: Method, te, p, fitted, row: dict) -> None:
     cv.oof[m.name][r, te] = p
     if fitted.selected is not None:
         counts = cv.selected.setdefault(m.name, np.zeros(len(fitted.selected), dtype=np.int64))
         counts += fitted.selected
     if fitted.weights is not None:
         cv.weights.setdefault(m.name, []).append(np.asarray(fitted.weights, dtype=np.float64))
-    cv.rows.append({"method": m.name, "seed": ctx.seed, "fold": f, "n_test": len(te), **fold_metrics(y[te], p),
-                    "n_features": np.nan, "alpha": np.nan, "temperature": np.nan, **fitted.info})
+    cv.rows.append(row)
 
 
 # ------------------------------------------------------------------ the summary

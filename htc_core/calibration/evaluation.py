@@ -270,7 +270,7 @@ def _runnable(chosen: list[Method], inputs: EvalInputs, n_splits: int, notes: li
 def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int = 5, profile: str | None = None,
              top_k: int | None = None, alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
              methods: Sequence[str | Method] | None = None, max_iter: int = 1000,
-             progress: Callable[[int, int, str], None] | None = None) -> EvaluationResult:
+             progress: Callable[[int, int, str], None] | None = None, n_jobs: int | None = None) -> EvaluationResult:
     """Run the DESIGN.md section 4 protocol.
 
     ``data`` is a ``TraceSet`` (features and baselines are computed here with ``profile`` / ``top_k``,
@@ -278,7 +278,8 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     features run, HTC-Full and HTC-Reduced; a FeatureMatrix brings its own profile and top-k).
     ``labels`` default to the trace set's success labels. ``methods``: names of registered methods
     (:data:`htc_core.calibration.methods.METHODS`, default all) and/or ``Method`` objects.
-    ``progress(done, total, message)`` is called after every outer fold.
+    ``progress(done, total, message)`` is called after every outer fold. ``n_jobs``: outer folds fitted at
+    once in threads (scikit-learn's convention: None = 1, -1 = every core); the result does not depend on it.
     Raises :class:`EvaluationError` with a readable message on unusable input.
     """
     seed_list = _seed_list(seeds)
@@ -302,7 +303,7 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
         fail("; ".join(f"{m}: {w}" for m, w in skipped.items()) or "no method selected")
     settings = dict(alphas=alphas, inner_folds=inner_folds, max_iter=max_iter, profile=inputs.profile,
                     top_k=inputs.top_k)
-    cv = cross_validate(run, inputs, seed_list, n_splits, settings, progress)
+    cv = cross_validate(run, inputs, seed_list, n_splits, settings, progress, n_jobs=n_jobs)
     summary, per_fold, selected, n_by_method = summarize(run, inputs, cv)
     return EvaluationResult(n=inputs.n, positive_rate=float(inputs.y.mean()), seeds=seed_list, n_splits=n_splits,
                             profile=inputs.profile, top_k=inputs.top_k, methods=[m.name for m in run],

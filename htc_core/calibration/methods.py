@@ -14,6 +14,7 @@ or passing the object in ``evaluate(..., methods=[..., MyMethod(...)])`` without
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
@@ -96,7 +97,9 @@ class Method(ABC):
 # The last few HTC-Reduced fits of the evaluation loop, keyed by their exact training rows and settings: HTC-GAM
 # competes with HTC-Reduced on the same inner folds, so in one outer fold it reuses the very fit HTC-Reduced made
 # (same rows, labels, alphas, seed, folds: the same model) instead of fitting it twice.
+# (up to 32 kept, behind a lock: the outer folds may run in threads, see ``cross_validate(n_jobs=...)``).
 _REDUCED_FITS: dict = {}
+_REDUCED_LOCK = threading.Lock()
 
 
 def _fit_key(X: np.ndarray, y: np.ndarray, ctx: FitContext) -> tuple:
@@ -109,9 +112,15 @@ def _fit_key(X: np.ndarray, y: np.ndarray, ctx: FitContext) -> tuple:
 
 
 def _remember(key: tuple, model: HTCCalibrator) -> None:
-    while len(_REDUCED_FITS) >= 4:
-        _REDUCED_FITS.pop(next(iter(_REDUCED_FITS)))
-    _REDUCED_FITS[key] = model
+    with _REDUCED_LOCK:
+        while len(_REDUCED_FITS) >= 32:
+            _REDUCED_FITS.pop(next(iter(_REDUCED_FITS)))
+        _REDUCED_FITS[key] = model
+
+
+def _recall(key: tuple) -> HTCCalibrator | None:
+    with _REDUCED_LOCK:
+        return _REDUCED_FITS.get(key)
 
 
 class HTCMethod(Method):
@@ -163,7 +172,7 @@ class GAMMethod(Method):
 
         m = HTCGAM(linear_alphas=ctx.alphas, inner_folds=ctx.inner_folds, random_state=ctx.seed,
                    profile=ctx.profile, top_k=ctx.top_k)
-        m.fit(X, y, feature_names=list(ctx.feature_names), linear=_REDUCED_FITS.get(_fit_key(X, y, ctx)))
+        m.fit(X, y, feature_names=list(ctx.feature_names), linear=_recall(_fit_key(X, y, ctx)))
         names = list(ctx.feature_names)
         sel = np.isin(names, m.selected_features_)
         return Fitted(predict=lambda Xt: m.predict_proba(Xt)[:, 1],

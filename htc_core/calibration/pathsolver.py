@@ -9,7 +9,9 @@ intercept appended as a constant column and penalized like a weight)::
 with ``z = X w`` and ``s = 2 y - 1``. The method is a proximal Newton iteration
 (the quadratic model of the loss at ``w`` plus the exact penalty), as in
 liblinear's own newGLMNET for L1: the subproblem is solved by cyclic coordinate
-descent on the Hessian (L1) or by one linear solve (L2), followed by an Armijo
+descent on the Hessian with Anderson extrapolation every 5 sweeps (L1; near alpha = 0 the
+~45 correlated HTC columns make plain sweeps stall, and the extrapolation halves the path's
+time on the sample runs) or by one linear solve (L2), followed by an Armijo
 backtracking line search on the full objective. The alphas are visited from
 largest to smallest and each fit starts from the previous solution, which is
 what makes the many small-alpha fits of the nested cross-validation cheap (the
@@ -96,49 +98,110 @@ def _hessian(X, p, XD):
 
 
 @njit(cache=True)
-def _l1_step(H, g, w, alpha, inner_tol, max_sweeps):
-    """Newton direction of the L1 subproblem by cyclic coordinate descent on the quadratic model.
-
-    The update of ``Hd`` after a coordinate change reads column ``j`` of ``H``; it reads it as a contiguous
-    row of a transposed copy (the same numbers in the same order, so the same result to the last bit): the
-    loop then runs on consecutive memory and vectorizes, 3-4x faster than the strided column read at ~45
-    columns. This loop is most of the time of a nested-CV fit (``python -m htc_core.bench experiments``).
-    The thresholds ``alpha / H[j, j]`` are the same in every sweep and computed once (the same division,
-    so the same bits)."""
-    d = w.shape[0]
+def _l1_setup(H, alpha):
+    """(H transposed and contiguous, its diagonal, the thresholds ``alpha / H[j, j]``) for :func:`_cd_sweep`."""
+    d = H.shape[0]
     Ht = np.ascontiguousarray(H.T)
     diag = np.empty(d)
     thresholds = np.empty(d)
     for j in range(d):
         diag[j] = Ht[j, j]
         thresholds[j] = alpha / diag[j] if diag[j] > 1e-10 else 0.0
+    return Ht, diag, thresholds
+
+
+@njit(cache=True)
+def _cd_sweep(Ht, diag, thresholds, g, w, step, Hd):
+    """One cyclic coordinate-descent sweep on the L1 subproblem from ``step`` (and ``Hd`` = H step), both
+    updated in place; returns the largest coordinate move times its curvature.
+
+    The update of ``Hd`` after a coordinate change reads column ``j`` of ``H``; it reads it as a contiguous
+    row of a transposed copy (the same numbers in the same order, so the same result to the last bit): the
+    loop then runs on consecutive memory and vectorizes, 3-4x faster than the strided column read at ~45
+    columns. The thresholds ``alpha / H[j, j]`` are the same in every sweep and computed once (the same
+    division, so the same bits)."""
+    d = w.shape[0]
+    biggest = 0.0
+    for j in range(d):
+        a = diag[j]
+        if a <= 1e-10:
+            continue
+        c = g[j] + Hd[j] - a * step[j]
+        u = w[j] - c / a
+        thr = thresholds[j]
+        if u > thr:
+            u -= thr
+        elif u < -thr:
+            u += thr
+        else:
+            u = 0.0
+        change = (u - w[j]) - step[j]
+        if change != 0.0:
+            step[j] += change
+            col = Ht[j]
+            for m in range(d):
+                Hd[m] += change * col[m]
+            if abs(change) * a > biggest:
+                biggest = abs(change) * a
+    return biggest
+
+
+@njit(cache=True)
+def _l1_step(H, g, w, alpha, inner_tol, max_sweeps):
+    """Newton direction of the L1 subproblem by plain cyclic coordinate descent (the reference
+    :func:`_l1_direction` accelerates)."""
+    d = w.shape[0]
+    Ht, diag, thresholds = _l1_setup(H, alpha)
     step = np.zeros(d)
     Hd = np.zeros(d)
     for sweep in range(max_sweeps):
-        biggest = 0.0
-        for j in range(d):
-            a = diag[j]
-            if a <= 1e-10:
-                continue
-            c = g[j] + Hd[j] - a * step[j]
-            u = w[j] - c / a
-            thr = thresholds[j]
-            if u > thr:
-                u -= thr
-            elif u < -thr:
-                u += thr
-            else:
-                u = 0.0
-            change = (u - w[j]) - step[j]
-            if change != 0.0:
-                step[j] += change
-                col = Ht[j]
-                for m in range(d):
-                    Hd[m] += change * col[m]
-                if abs(change) * a > biggest:
-                    biggest = abs(change) * a
-        if biggest <= inner_tol:
+        if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
             break
+    return step
+
+
+@njit(cache=True)
+def _model(H, g, w, alpha, step):
+    """The L1 subproblem's objective ``g's + s'Hs / 2 + alpha |w + s|_1`` at ``s = step``."""
+    return g @ step + 0.5 * (step @ (H @ step)) + alpha * np.abs(w + step).sum()
+
+
+@njit(cache=True)
+def _l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
+    """Newton direction of the L1 subproblem: coordinate descent with Anderson extrapolation (Bertrand and
+    Massias, "Anderson acceleration of coordinate descent", AISTATS 2021). Every ``depth`` sweeps the last
+    ``depth + 1`` iterates are combined (weights summing to one that minimize the norm of the combined
+    differences) and the combination replaces the iterate when it lowers the subproblem's objective; the
+    sweeps then go on from it, and they alone decide convergence (same fixed point, same stopping rule as
+    plain coordinate descent). With ~45 correlated columns near alpha = 0 plain coordinate descent stalls at
+    ``max_sweeps`` in every Newton iteration."""
+    d = w.shape[0]
+    Ht, diag, thresholds = _l1_setup(H, alpha)
+    step = np.zeros(d)
+    Hd = np.zeros(d)
+    hist = np.empty((depth + 1, d))
+    k = 0
+    for sweep in range(max_sweeps):
+        if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
+            break
+        hist[k] = step
+        k += 1
+        if k == depth + 1:
+            k = 0
+            U = hist[1:] - hist[:-1]
+            G = U @ U.T
+            scale = max(np.trace(G), 1e-300)
+            for i in range(depth):
+                G[i, i] += 1e-10 * scale
+            c = np.linalg.solve(G, np.ones(depth))
+            tot = c.sum()
+            if not np.isfinite(tot) or abs(tot) < 1e-300:
+                continue
+            c /= tot
+            cand = c @ hist[1:]
+            if _model(H, g, w, alpha, cand) < _model(H, g, w, alpha, step):
+                step[:] = cand
+                Hd[:] = H @ step
     return step
 
 
@@ -199,7 +262,7 @@ def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
         it += 1
         H = _hessian(X, p, XD)
         if l1:
-            step = _l1_step(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps)
+            step = _l1_direction(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps)
         else:
             step = _l2_step(H, g, w, alpha)
         fnew = _line_search(X, s, z, w, g, step, f, alpha, l1, Xd, wnew, znew)
@@ -211,7 +274,7 @@ def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
     return it
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def path(X, y, alphas, l1, tol, max_newton, max_sweeps, W_out, n_iter_out):
     n, d = X.shape
     s = 2.0 * y - 1.0
