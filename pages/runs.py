@@ -75,6 +75,7 @@ with ui.page_errors("runs"):
 
     # ------------------------------------------------------- stored run sets
     ws = ui.guard()
+    ui.start_evaluation(ws)   # in the background: Calibration joins it instead of starting from nothing
     st.subheader("Stored run sets")
     sets = ui.store().list_run_sets()
     st.dataframe(sets.rename(columns={"success_rate": "success rate"}), hide_index=True, width="stretch",
