@@ -18,6 +18,7 @@ with ui.page_errors("compare_runsets"):
         st.info(f"The comparison needs the cross-validated evaluation, which cannot run on this selection: "
                 f"{ui.md(cannot_evaluate)}.")
         st.stop()
+    ui.apply_ab_url(names)                      # the choices a shared link carries (checked against what exists)
     mode = st.radio("Compare", ["runsets", "calibrators"], horizontal=True, key="ab_mode",
                     format_func=lambda m: {"runsets": "two run sets", "calibrators": "two calibrators on the same runs"}[m])
     try:
@@ -26,34 +27,38 @@ with ui.page_errors("compare_runsets"):
         st.warning(f"The comparison needs the cross-validated evaluation, which cannot run here: {ui.md(str(e))}")
         st.stop()
     methods = ev.result.methods
+    reduced = "HTC-Reduced" if "HTC-Reduced" in methods else methods[0]
     c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
     if mode == "runsets":
         if len(names) < 2:
             st.info("Two run sets are needed: upload another one on **Runs**, or widen the sidebar's choice.")
             st.stop()
         da, db = ab_views.default_sides(ws, names)
-        st.session_state.setdefault("ab_a", da)
-        st.session_state.setdefault("ab_b", db)
-        for k in ("ab_a", "ab_b"):
-            st.session_state[k] = [r for r in st.session_state[k] if r in names]
+        for k, default in (("ab_a", da), ("ab_b", db)):
+            kept = [r for r in st.session_state.get(k) or [] if r in names]
+            st.session_state[k] = kept or default
         a = c1.multiselect("A (one or several run sets)", list(names), key="ab_a", format_func=names.get)
         b = c2.multiselect("B (one or several run sets)", list(names), key="ab_b", format_func=names.get)
-        method = c3.selectbox("Confidence from", methods, key="ab_method",
-                              index=methods.index("HTC-Reduced") if "HTC-Reduced" in methods else 0)
+        ui.valid_choice("ab_method", methods, reduced)
+        method = c3.selectbox("Confidence from", methods, key="ab_method")
         settings_key = ("runsets", tuple(a), tuple(b), method)
+        choices = {"a": a, "b": b, "conf": method}
     else:
-        strongest = ev.result.strongest_baseline() or methods[0]
-        ma = c1.selectbox("A (method)", methods, key="ab_method_a", index=methods.index(strongest))
-        mb = c2.selectbox("B (method)", methods, key="ab_method_b",
-                          index=methods.index("HTC-Reduced") if "HTC-Reduced" in methods else 0)
+        ui.valid_choice("ab_method_a", methods, ev.result.strongest_baseline() or methods[0])
+        ui.valid_choice("ab_method_b", methods, reduced)
+        ma = c1.selectbox("A (method)", methods, key="ab_method_a")
+        mb = c2.selectbox("B (method)", methods, key="ab_method_b")
         rs = st.session_state.get(ui.RUNSETS) or []
         settings_key = ("calibrators", ma, mb, tuple(rs))
+        choices = {"ma": ma, "mb": mb}
+    st.session_state.setdefault("ab_threshold", 0.5)
     strategy = c4.radio("Bins", ["uniform", "quantile"], horizontal=True, key="ab_binning",
                         format_func=lambda s: {"uniform": "equal width", "quantile": "equal mass"}[s],
                         help="Binning of the reliability diagram and the ECE: 10 equal-width bins on [0, 1], or "
                              "10 bins with the same number of runs each.")
-    threshold = c4.slider("Trust threshold", 0.05, 0.95, 0.5, 0.05, key="ab_threshold",
+    threshold = c4.slider("Trust threshold", 0.05, 0.95, step=0.05, key="ab_threshold",
                           help="A run's verdict is 'trust' when its confidence is at least this, else 'doubt'.")
+    ui.write_ab_url(mode, {**choices, "bins": strategy, "trust": f"{threshold:.2f}"})
     try:
         inputs = (ab_views.run_set_inputs(ws, ev, method, a, b, names) if mode == "runsets"
                   else ab_views.calibrator_inputs(ws, ev, ma, mb, rs))

@@ -119,3 +119,46 @@ def test_default_sides_and_inputs_on_real_runs(tmp_path, sample_dir):
     with pytest.raises(ValueError, match="at least one run set"):
         ab_views.run_set_inputs(ws, None, "x", [], b, names)
     assert np.isin(ws.run_set[ab_views.side_positions(ws, a)], a).all()
+
+
+def test_the_comparison_lives_in_the_url_and_a_link_restores_it(app, tmp_path, sample_dir, monkeypatch):
+    """The page writes its choices into the URL (run sets by id, method, binning, threshold); a new session
+    opened on that URL (a reload, a pasted link) shows the same comparison. A link may name a run set; an
+    unknown method falls back to the page's default."""
+    app.run()
+    app.switch_page("pages/compare_runsets.py").run()
+    assert not problems(app), problems(app)
+    app.selectbox(key="ab_method").set_value("HTC-Full")
+    app.radio(key="ab_binning").set_value("quantile")
+    app.slider(key="ab_threshold").set_value(0.7).run()
+    assert not problems(app), problems(app)
+    url = {k: app.query_params[k] for k in ("ab", "a", "b", "conf", "bins", "trust")}   # (AppTest: last values)
+    store = Store(app.session_state[ui.DATA_DIR])
+    names = dict(zip(store.list_run_sets()["id"], store.list_run_sets()["name"]))
+    assert url["ab"] == "runsets" and url["conf"] == "HTC-Full" and url["bins"] == "quantile"
+    assert url["trust"] == "0.70" and names[url["a"]].endswith("greedy.jsonl")
+    table = app.table[0].value
+
+    # a new session on the swapped link (B named by its run set name): the same view, sides swapped
+    fresh = AppTest.from_file(APP, default_timeout=240)
+    fresh.session_state[ui.SEEDS] = 1
+    fresh.query_params.update({"ab": "runsets", "a": url["b"], "b": names[url["a"]], "conf": "htc-full",
+                               "bins": "quantile", "trust": "0.7"})
+    fresh.switch_page("pages/compare_runsets.py").run()
+    assert not problems(fresh), problems(fresh)
+    assert fresh.multiselect(key="ab_a").value == [url["b"]] and fresh.multiselect(key="ab_b").value == [url["a"]]
+    assert fresh.selectbox(key="ab_method").value == "HTC-Full"
+    assert fresh.radio(key="ab_binning").value == "quantile" and fresh.slider(key="ab_threshold").value == 0.7
+    swapped = fresh.table[0].value
+    assert list(swapped.index) == list(table.index)
+
+    # the calibrator mode from a link, one method unknown
+    other = AppTest.from_file(APP, default_timeout=240)
+    other.session_state[ui.SEEDS] = 1
+    other.query_params.update({"ab": "calibrators", "ma": "Tail+Platt", "mb": "no-such-method"})
+    other.switch_page("pages/compare_runsets.py").run()
+    assert not problems(other), problems(other)
+    assert other.radio(key="ab_mode").value == "calibrators"
+    assert other.selectbox(key="ab_method_a").value == "Tail+Platt"
+    assert other.selectbox(key="ab_method_b").value == "HTC-Reduced"
+    assert "a" not in other.query_params and other.query_params["mb"] == "HTC-Reduced"

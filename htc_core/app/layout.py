@@ -52,6 +52,13 @@ URL_ID = "id"
 URL_METHOD = "method"
 METHOD_KEY = "insp_variant"
 METHOD_NAMES = {"HTC-Reduced": "reduced", "HTC-Full": "full", "HTC-GAM": "gam"}
+#: the Compare run sets page's choices: URL parameter -> widget key. Only that page writes them (other pages
+#: start from a clean URL); a link restores them: ``/compare_runsets?ab=runsets&a=<id>&b=<id>&conf=HTC-Full``,
+#: ``?ab=calibrators&ma=Tail%2BPlatt&mb=HTC-Reduced``, ``&bins=quantile&trust=0.7``. Run sets by id or name.
+URL_AB = {"ab": "ab_mode", "a": "ab_a", "b": "ab_b", "conf": "ab_method", "ma": "ab_method_a",
+          "mb": "ab_method_b", "bins": "ab_binning", "trust": "ab_threshold"}
+#: the Compare page's parameters of a first request, kept until that page applies them (:func:`apply_ab_url`)
+AB_STASH = "htc_url_ab"
 
 
 def restore_from_url() -> None:
@@ -76,6 +83,55 @@ def restore_from_url() -> None:
     methods = [wanted[v.lower()] for v in params.get(URL_METHOD, []) if v and v.lower() in wanted]
     if methods:     # an unknown name is ignored: the page's default applies
         st.session_state[METHOD_KEY] = methods[0]
+    ab = {p: [v for v in params.get(p, []) if v] for p in URL_AB}
+    st.session_state[AB_STASH] = {p: v for p, v in ab.items() if v}
+
+
+def apply_ab_url(names: dict) -> None:
+    """On the Compare run sets page, before its widgets: the choices a link brought (:data:`URL_AB`), checked
+    against what exists (``names``: run set id -> name); the mode, run sets, binning and threshold are set
+    here, the methods once the page knows them (:func:`valid_choice`). Anything unknown is left out."""
+    wanted = st.session_state.pop(AB_STASH, None) or {}
+    by_name = {n: i for i, n in names.items()}
+    for param, values in wanted.items():
+        key, first = URL_AB[param], values[0]
+        if param in ("a", "b"):
+            ids = [v if v in names else by_name.get(v) for v in values]
+            if any(ids):
+                st.session_state[key] = [i for i in ids if i]
+        elif param == "ab" and first in ("runsets", "calibrators"):
+            st.session_state[key] = first
+        elif param == "bins" and first in ("uniform", "quantile"):
+            st.session_state[key] = first
+        elif param == "trust":
+            with contextlib.suppress(ValueError):
+                st.session_state[key] = min(0.95, max(0.05, round(round(float(first) / 0.05) * 0.05, 2)))
+        elif param in ("conf", "ma", "mb"):
+            st.session_state[key] = first
+
+
+def valid_choice(key: str, options: list, default) -> None:
+    """Keep ``key``'s value (from a link or an earlier run) when it is one of ``options``, else ``default``
+    (method names from a link match regardless of case)."""
+    value = st.session_state.get(key)
+    if value not in options:
+        match = [o for o in options if isinstance(value, str) and str(o).lower() == value.lower()]
+        st.session_state[key] = match[0] if match else default
+
+
+def write_ab_url(mode: str, choices: dict) -> None:
+    """The Compare page's current choices (URL parameter -> value or list) into its URL; the other mode's
+    parameters are dropped."""
+    current = {"ab": mode, **choices}
+    for param in URL_AB:
+        value = current.get(param)
+        if value is None or value == []:
+            if param in st.query_params:
+                del st.query_params[param]
+            continue
+        values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        if st.query_params.get_all(param) != values:
+            st.query_params[param] = values
 
 
 def write_url() -> None:
