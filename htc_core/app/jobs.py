@@ -8,10 +8,16 @@ same time would only share the same CPU cores and both finish late).
 
 :data:`JOB_STATS` counts ``started`` and ``joined`` submissions, so tests can show that a rerun joins the running
 job instead of restarting it. Pure Python (no Streamlit): the keys and the work are given by the caller.
+
+When the process exits (a server stopped, a test session ending) running jobs are asked to stop: the next
+``job.progress`` call raises :class:`JobCancelled`, and the exit waits (at most ``EXIT_WAIT_S``) until they
+have unwound, so no job thread is still inside compiled code when the interpreter shuts down (which aborts
+the process).
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
 import logging
 import threading
@@ -19,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Job", "submit", "running", "JOB_STATS", "forget"]
+__all__ = ["Job", "JobCancelled", "submit", "running", "JOB_STATS", "forget"]
 
 log = logging.getLogger("htc.dashboard")
 
@@ -29,6 +35,13 @@ JOB_STATS: collections.Counter = collections.Counter()
 _LOCK = threading.Lock()
 _JOBS: dict = {}                 # key -> Job (running, or finished with an error until forgotten)
 _STORE_LOCKS: dict = {}          # store -> lock serializing its jobs
+_EXITING = threading.Event()     # set when the process exits: running jobs stop at their next progress report
+#: the most seconds the process's exit waits for running jobs to stop
+EXIT_WAIT_S = 30.0
+
+
+class JobCancelled(Exception):
+    """Raised inside a job's work by its progress report when the process is exiting."""
 
 
 @dataclass
@@ -47,6 +60,8 @@ class Job:
     finished: threading.Event = field(default_factory=threading.Event)
 
     def progress(self, done: int, total: int, message: str = "") -> None:
+        if _EXITING.is_set():
+            raise JobCancelled(f"{self.label}: stopped, the process is exiting")
         self.done, self.total, self.message = int(done), int(total), str(message)
 
     @property
@@ -79,7 +94,11 @@ def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> J
     def run() -> None:
         try:
             with store_lock:
+                if _EXITING.is_set():
+                    raise JobCancelled(f"{label}: not started, the process is exiting")
                 work(job)
+        except JobCancelled as e:
+            job.error = str(e)
         except Exception as e:  # noqa: BLE001 - reported through the job, never lost in a thread
             log.exception("background job %s failed", label)
             job.error = f"{type(e).__name__}: {e}"
@@ -94,6 +113,17 @@ def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> J
 
     threading.Thread(target=run, name=f"htc-job-{label}", daemon=True).start()
     return job
+
+
+@atexit.register
+def _stop_running_jobs() -> None:
+    """At exit: ask every running job to stop and wait (at most :data:`EXIT_WAIT_S`) until they have."""
+    _EXITING.set()
+    deadline = time.monotonic() + EXIT_WAIT_S
+    with _LOCK:
+        jobs = list(_JOBS.values())
+    for job in jobs:
+        job.finished.wait(max(0.0, deadline - time.monotonic()))
 
 
 def running(key: tuple) -> Job | None:

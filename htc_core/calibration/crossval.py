@@ -131,8 +131,13 @@ def _map_in_threads(fn, items: list, workers: int):
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="htc-cv") as pool:
-        yield from pool.map(fn, items)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="htc-cv")
+    try:
+        futures = [pool.submit(fn, item) for item in items]
+        for fut in futures:
+            yield fut.result()
+    finally:   # also when the caller stops early (an error, a cancelled job): drop the folds not started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, f: int):

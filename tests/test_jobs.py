@@ -1,0 +1,61 @@
+"""Background jobs stop when the process exits: the exit asks them to stop and waits until they have, so no job
+thread is inside compiled code while the interpreter shuts down (that aborts the process: rc 134)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+from htc_core.app import jobs
+
+from conftest import REPO
+
+
+def test_exit_stops_a_running_job_at_its_next_progress_report():
+    started = threading.Event()
+    reports = []
+
+    def work(job):
+        started.set()
+        for i in range(10_000):
+            job.progress(i, 10_000, "working")
+            reports.append(i)
+            time.sleep(0.01)
+
+    job = jobs.submit("test-store-exit", ("exit-test", time.time()), "Endless", work)
+    assert started.wait(10)
+    try:
+        t0 = time.monotonic()
+        jobs._stop_running_jobs()
+        assert not job.is_running and time.monotonic() - t0 < 5
+        assert "the process is exiting" in job.error and len(reports) < 10_000
+        late = jobs.submit("test-store-exit", ("exit-test-late",), "Late", work)
+        assert late.finished.wait(5) and "not started" in late.error
+    finally:
+        jobs._EXITING.clear()
+        jobs.forget(job.key)
+        jobs.forget(("exit-test-late",))
+
+
+def test_a_process_that_exits_during_an_evaluation_job_exits_cleanly(tmp_path):
+    """A real evaluation (threads in the path solver) running in a job when the script ends: exit code 0."""
+    script = f"""
+import sys, time
+sys.path.insert(0, {str(REPO)!r})
+from htc_core.app import jobs
+from htc_core.calibration.evaluation import evaluate
+from htc_core.formats import load
+ts, _ = load({str(REPO / "sample_runs" / "units")!r})
+def work(job):
+    evaluate(ts, seeds=3, n_jobs=2, methods=["HTC-Reduced"],
+             progress=lambda d, t, m: job.progress(d, t, m))
+job = jobs.submit("s", ("k",), "Evaluation", work)
+while job.done < 1:
+    time.sleep(0.05)
+print("exiting with the job running", job.is_running)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "exiting with the job running True" in out.stdout
