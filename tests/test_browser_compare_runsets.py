@@ -60,6 +60,18 @@ def test_compare_the_two_decoding_configurations(server, browser):  # noqa: F811
     assert "of 250 paired runs" in heading, heading
     grid = main.locator('[data-testid="stDataFrame"]').last
     _screenshot(page, SHOTS / "compare_runsets.png")
+    # the comparison is in the URL: the same link in a new browser context shows the same sides and table
+    page.wait_for_function("() => ['ab=', 'a=', 'b=', 'conf=', 'trust='].every(p => window.location.search.includes(p))",
+                           timeout=20000)
+    other = browser.new_context(viewport={"width": 1440, "height": 1000})
+    shared = other.new_page()
+    shared.goto(page.url, wait_until="domcontentloaded")
+    _settle(shared, timeout=600)
+    _assert_clean(shared, "compare run sets from a pasted link")
+    again = shared.locator('[data-testid="stMain"]')
+    assert "facts_SmolLM2-135M-greedy" in again.locator('[data-testid="stMultiSelect"]').nth(0).inner_text()
+    assert again.locator('[data-testid="stTable"]').first.inner_text() == table
+    other.close()
     # select the first flipped pair (the row-selection column of the grid) and open A's run in the inspector
     grid.scroll_into_view_if_needed()
     page.wait_for_timeout(500)

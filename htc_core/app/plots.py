@@ -59,8 +59,11 @@ def _color(name: str, i: int) -> str:
 
 
 def _layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subplot_titles: bool = False) -> go.Figure:
-    top = (50 if title else 20) + (45 if subplot_titles else 0)
-    fig.update_layout(title=title, height=height, margin=dict(l=50, r=20, t=top, b=40),
+    # the title at the very top, the horizontal legend between it and the plot: room for both
+    top = (80 if title else 20) + (45 if subplot_titles else 0)
+    fig.update_layout(title=None if title is None else dict(text=title, x=0, xanchor="left", y=0.98, yref="container",
+                                                            yanchor="top"),
+                      height=height, margin=dict(l=50, r=20, t=top, b=40),
                       legend=dict(orientation="h", yanchor="bottom", y=1.12 if subplot_titles else 1.02,
                                   xanchor="left", x=0))
     return fig
