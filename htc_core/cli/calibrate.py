@@ -22,6 +22,16 @@ def _fold_progress(done: int, total: int, msg: str) -> None:
     print(f"\r  {done}/{total} outer folds ({msg})", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 
+def _n_jobs_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a non-zero integer (-1: one per core), got {text!r}")
+    return value
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..calibration.evaluation import EvaluationError, evaluate
 
@@ -36,7 +46,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
             methods = [m for m in METHODS.values() if m.in_default_table or m.name == "HTC-GAM"]
         res = evaluate(ts, seeds=args.seeds, profile=args.profile, top_k=args.top_k, progress=progress,
-                       methods=methods)
+                       methods=methods, n_jobs=args.n_jobs)
     except EvaluationError as e:
         raise CLIError(str(e)) from None
     if args.json:
@@ -212,6 +222,9 @@ def register(sub) -> None:
     add_feature_options(p)
     p.add_argument("--seeds", type=seeds_arg, default=3, metavar="N",
                    help="number of CV repeats, seeds 42..42+N-1 (default: 3)")
+    p.add_argument("--n-jobs", type=_n_jobs_arg, default=-1, metavar="N",
+                   help="outer folds fitted at once in threads (default -1: one per core; 1: serial); the "
+                        "result is the same for every N")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--gam", action="store_true",
                    help="also evaluate HTC-GAM (one spline shape function per de-duplicated feature, chosen "
