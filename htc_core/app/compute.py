@@ -222,6 +222,7 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     reg = _registry()
 
     def work(job) -> None:
+        runs = ws.ts.take(pos)        # once for all parts (from the store: ~0.6 s for 2,000 runs)
         for i, part in enumerate(missing):
             if keys[part] in reg["items"]:
                 continue
@@ -229,7 +230,7 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
             CACHE_STATS["evaluation parts"] += 1
             step = f"part {i + 1} of {len(missing)}"
             try:
-                res = evaluate(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], n_jobs=-1,
+                res = evaluate(runs, seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], n_jobs=-1,
                                methods=PART_METHODS[part], **_alpha_options(),
                                progress=lambda d, t, m: job.progress(d, t, f"{m} ({d}/{t} folds, {step})"))
                 value = Evaluated(result=res, positions=pos)

@@ -31,6 +31,8 @@ log = logging.getLogger("htc.dashboard")
 
 #: how submissions were answered: "started" (a new thread) or "joined" (the job already running)
 JOB_STATS: collections.Counter = collections.Counter()
+#: (label, seconds) of the jobs that ended, newest last (the dashboard benchmark reads it)
+FINISHED: collections.deque = collections.deque(maxlen=64)
 
 _LOCK = threading.Lock()
 _JOBS: dict = {}                 # key -> Job (running, or finished with an error until forgotten)
@@ -104,6 +106,7 @@ def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> J
             job.error = f"{type(e).__name__}: {e}"
         finally:
             job.ended = time.time()
+            FINISHED.append((label, job.ended - job.started))
             job.finished.set()
             if job.error is None:
                 with _LOCK:

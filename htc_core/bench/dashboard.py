@@ -270,6 +270,18 @@ def upload_browser(data_dir: Path, calllog: Path, labels: Path, seeds: int, env:
             "progress_calibration": bar_cal, "reduced_still_running": still}
 
 
+def _serial_evaluation(samples: Path) -> float:
+    """Seconds of the dashboard's evaluation (all methods, 3 repeats, its alpha grid) with ``n_jobs=1``."""
+    from ..app.compute import ALPHAS
+    from ..calibration.evaluation import evaluate
+    from ..formats import load
+
+    ts, _ = load(str(samples))
+    t0 = time.perf_counter()
+    evaluate(ts, seeds=3, n_jobs=1, **({} if ALPHAS is None else {"alphas": ALPHAS}))
+    return time.perf_counter() - t0
+
+
 def _calibration_only(args, argv: list) -> int:
     import logging
 
@@ -287,7 +299,10 @@ def _calibration_only(args, argv: list) -> int:
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         v = calibration_visits(tmp / "store", samples, APP)
         print(f"Calibration, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
-              f"{v['parts_computed']} evaluation parts computed): {v['first_s']:.2f} s (target < 5 s idle)")
+              f"{v['parts_computed']} evaluation parts computed): {v['first_s']:.2f} s (target < 5 s idle), after "
+              f"{v['landing_s']:.2f} s on the Runs page, which started the evaluation; the evaluation job took "
+              f"{v['job_s']:.2f} s ({os.cpu_count()} threads)")
+        print(f"the same evaluation in this process, one thread (reference): {_serial_evaluation(samples):.2f} s")
         print(f"Calibration, later visit: {v['later_s']:.2f} s; reload (new session): {v['reload_s']:.2f} s; "
               f"restart (from the store): {v['restart_s']:.2f} s (target < 1 s)")
     finally:
