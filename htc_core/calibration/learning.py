@@ -92,12 +92,51 @@ class _Prep:
 
 
 # ------------------------------------------------------------------ the shared PyTorch training loop
+class _TorchInputs:
+    """The inputs of one fit or prediction as tensors, built ONCE: ``x`` float32 (NaN -> 0), and for padded
+    sequences (``sequences=True``, X ``[n, L, C]``, a NaN first channel = padding) the padding mask ``pad``
+    (bool ``[n, L]``; an empty run keeps position 0 unmasked, so it attends to one zero token, never to
+    nothing) and ``ends`` (each run's last real position + 1, at least 1). ``rows(idx)`` gives a module's
+    arguments for those rows: ``(x,)``, or ``(x, pad)`` cut to the rows' own longest run when ``trim`` (the
+    padding after it is masked, so this changes no output: see the sequence models' doc)."""
+
+    def __init__(self, torch, X: np.ndarray, *, sequences: bool, trim: bool = True):
+        self.torch, self.sequences, self.trim = torch, sequences, trim
+        self.x = torch.as_tensor(np.nan_to_num(X, nan=0.0) if sequences else X, dtype=torch.float32)
+        if sequences:
+            pad = np.isnan(X[..., 0]) if X.shape[1] else np.zeros((len(X), 0), bool)
+            if pad.shape[1]:
+                pad[:, 0] &= ~pad.all(axis=1)
+            real = ~pad
+            ends = np.where(real.any(axis=1), pad.shape[1] - np.argmax(real[:, ::-1], axis=1), 1)
+            self.pad, self.ends = torch.as_tensor(pad), ends.astype(np.int64)
+
+    def rows(self, idx) -> tuple:
+        if not self.sequences:
+            return (self.x[idx],)
+        if not self.trim:
+            return self.x[idx], self.pad[idx]
+        L = int(self.ends[np.asarray(idx)].max(initial=1))
+        return self.x[:, :L][idx], self.pad[:, :L][idx]
+
+    def logits(self, module, idx: np.ndarray, chunk: int = 128):
+        """Eval-mode logits of rows ``idx`` (in that order), sequences in chunks of similar length."""
+        torch = self.torch
+        order = np.argsort(self.ends[idx], kind="stable") if self.sequences else np.arange(len(idx))
+        parts = [module(*self.rows(torch.as_tensor(idx[order[s:s + chunk]]))) for s in range(0, len(idx), chunk)]
+        out = torch.cat(parts) if parts else torch.zeros((0, 2))
+        return out[torch.as_tensor(np.argsort(order, kind="stable"))]
+
+
 def torch_fit(module, X: np.ndarray, y: np.ndarray, *, lr: float, batch_size: int, max_epochs: int, patience: int,
-              weight_decay: float, seed: int, validation_fraction: float = 0.2):
-    """Train ``module`` (x -> 2 logits) with Adam on cross-entropy; early stopping on the validation log-loss of
-    a stratified ``validation_fraction`` of the training rows (the best epoch's weights are kept). With too
-    few rows for a validation part (fewer than 2 per class in it) it trains ``max_epochs // 4`` epochs.
-    One CPU thread, seeded: the same seed gives the same weights. Returns the number of epochs run."""
+              weight_decay: float, seed: int, validation_fraction: float = 0.2, sequences: bool = False,
+              trim: bool = True):
+    """Train ``module`` (x -> 2 logits; ``x, pad`` for padded ``sequences``) with Adam on cross-entropy; early
+    stopping on the validation log-loss of a stratified ``validation_fraction`` of the training rows (the best
+    epoch's weights are kept). With too few rows for a validation part (fewer than 2 per class in it) it trains
+    ``max_epochs // 4`` epochs. One CPU thread, seeded: the same seed gives the same weights. Sequence
+    mini-batches are cut to their own longest run (``trim``; ``False`` keeps the full padded length: the
+    reference path of the tests). Returns the number of epochs run."""
     import torch
     from sklearn.model_selection import train_test_split
 
@@ -112,22 +151,25 @@ def torch_fit(module, X: np.ndarray, y: np.ndarray, *, lr: float, batch_size: in
             tr, va = train_test_split(idx, test_size=n_val, stratify=y, random_state=seed)
         else:
             tr, va = idx, None
-        Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
-        opt = torch.optim.Adam(module.parameters(), lr=lr, weight_decay=weight_decay)
+        data = _TorchInputs(torch, X, sequences=sequences, trim=trim)
+        yt = torch.as_tensor(y, dtype=torch.long)
+        # foreach: one kernel per update step for all parameters (the same arithmetic as the per-tensor loop)
+        opt = torch.optim.Adam(module.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
         loss_fn = torch.nn.CrossEntropyLoss()
         best, best_state, bad, epochs = np.inf, None, 0, max_epochs if va is not None else max(1, max_epochs // 4)
         tr_t = torch.as_tensor(tr)
+        y_va = None if va is None else yt[torch.as_tensor(va)]
         for epoch in range(epochs):
             module.train()
             for b in tr_t[torch.randperm(len(tr_t), generator=gen)].split(batch_size):
                 opt.zero_grad()
-                loss_fn(module(Xt[b]), yt[b]).backward()
+                loss_fn(module(*data.rows(b)), yt[b]).backward()
                 opt.step()
             if va is None:
                 continue
             module.eval()
-            with torch.no_grad():
-                v = float(loss_fn(module(Xt[va]), yt[va]))
+            with torch.inference_mode():
+                v = float(loss_fn(data.logits(module, va), y_va))
             if v < best - 1e-6:
                 best, bad = v, 0
                 best_state = {k: t.detach().clone() for k, t in module.state_dict().items()}
@@ -143,15 +185,19 @@ def torch_fit(module, X: np.ndarray, y: np.ndarray, *, lr: float, batch_size: in
         torch.set_num_threads(threads)
 
 
-def torch_proba(module, X: np.ndarray, batch: int = 256) -> np.ndarray:
+def torch_proba(module, X: np.ndarray, *, sequences: bool = False, trim: bool = True) -> np.ndarray:
+    """Success probabilities ``[n, 2]`` (float64) of a module trained by :func:`torch_fit`, one thread."""
     import torch
 
-    out = []
-    with torch.no_grad():
-        for s in range(0, len(X), batch):
-            out.append(torch.softmax(module(torch.as_tensor(X[s:s + batch], dtype=torch.float32)), dim=1).numpy())
-    p = np.concatenate(out, axis=0).astype(np.float64) if out else np.zeros((0, 2))
-    return p
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        module.eval()
+        with torch.inference_mode():
+            logits = _TorchInputs(torch, X, sequences=sequences, trim=trim).logits(module, np.arange(len(X)))
+            return torch.softmax(logits, dim=1).numpy().astype(np.float64)
+    finally:
+        torch.set_num_threads(threads)
 
 
 # ------------------------------------------------------------------ MLP (PyTorch)
