@@ -175,27 +175,13 @@ def _model(H, g, w, alpha, step):
 
 
 @njit(cache=True)
-def _anderson_weights(hist, depth):
-    """Weights ``c`` (summing to one) of the iterates ``hist[1:]`` that minimize ``|sum_i c_i (hist[i+1] -
-    hist[i])|``: ``G c = 1`` with ``G = U U'`` (``U``: the differences; a 1e-10 relative ridge), solved by
-    Cholesky, then normalized. An empty array when the system is degenerate."""
-    d = hist.shape[1]
-    G = np.zeros((depth, depth))
-    for a in range(depth):
+def _solve_spd_ones(G):
+    """``G c = 1`` for a symmetric positive definite ``G`` (Cholesky, plain loops); empty if it is not."""
+    k = G.shape[0]
+    L = np.zeros((k, k))
+    for a in range(k):
         for b in range(a + 1):
-            acc = 0.0
-            for m in range(d):
-                acc += (hist[a + 1, m] - hist[a, m]) * (hist[b + 1, m] - hist[b, m])
-            G[a, b] = acc
-            G[b, a] = acc
-    ridge = 0.0
-    for a in range(depth):
-        ridge += G[a, a]
-    ridge = 1e-10 * max(ridge, 1e-300)
-    L = np.zeros((depth, depth))
-    for a in range(depth):
-        for b in range(a + 1):
-            acc = G[a, b] + (ridge if a == b else 0.0)
+            acc = G[a, b]
             for m in range(b):
                 acc -= L[a, m] * L[b, m]
             if a == b:
@@ -204,25 +190,43 @@ def _anderson_weights(hist, depth):
                 L[a, a] = np.sqrt(acc)
             else:
                 L[a, b] = acc / L[b, b]
-    c = np.ones(depth)
-    for a in range(depth):                 # L z = 1
+    c = np.ones(k)
+    for a in range(k):                 # L z = 1
         acc = c[a]
         for m in range(a):
             acc -= L[a, m] * c[m]
         c[a] = acc / L[a, a]
-    for a in range(depth - 1, -1, -1):     # L' c = z
+    for a in range(k - 1, -1, -1):     # L' c = z
         acc = c[a]
-        for m in range(a + 1, depth):
+        for m in range(a + 1, k):
             acc -= L[m, a] * c[m]
         c[a] = acc / L[a, a]
-    tot = 0.0
+    return c
+
+
+@njit(cache=True)
+def _anderson_weights(hist, depth):
+    """Weights ``c`` (summing to one) of the iterates ``hist[1:]`` that minimize ``|sum_i c_i (hist[i+1] -
+    hist[i])|``: ``G c = 1`` with ``G = U U'`` (``U``: the differences; a 1e-10 relative ridge), then
+    normalized. An empty array when the system is degenerate."""
+    d = hist.shape[1]
+    G = np.zeros((depth, depth))
+    trace = 0.0
     for a in range(depth):
-        tot += c[a]
+        for b in range(a + 1):
+            acc = 0.0
+            for m in range(d):
+                acc += (hist[a + 1, m] - hist[a, m]) * (hist[b + 1, m] - hist[b, m])
+            G[a, b] = acc
+            G[b, a] = acc
+        trace += G[a, a]
+    for a in range(depth):
+        G[a, a] += 1e-10 * max(trace, 1e-300)
+    c = _solve_spd_ones(G)
+    tot = c.sum() if c.shape[0] else 0.0
     if not np.isfinite(tot) or abs(tot) < 1e-300:
         return np.empty(0)
-    for a in range(depth):
-        c[a] /= tot
-    return c
+    return c / tot
 
 
 @njit(cache=True)
