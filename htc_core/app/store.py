@@ -263,6 +263,8 @@ class Store:
                 con.execute(f"DELETE FROM {t} WHERE run_set = ?", [run_set_id])
             for t in ("steps", "tokens", "vocab"):
                 con.execute(f"DROP TABLE IF EXISTS {t}_{run_set_id}")
+        for f in (self.data_dir / "columns").glob(f"{run_set_id}-*.npy"):   # features_store's copies
+            f.unlink(missing_ok=True)
         return True
 
     def trajectories(self, run_set_ids: Sequence[str] | None = None) -> pd.DataFrame:
