@@ -2,7 +2,7 @@
 confidence, the structural flags and the step/token counts of every stored trajectory.
 
 They are computed once, chunk by chunk (``chunk`` trajectories at a time, so memory is bounded by a chunk), when
-a run set is stored (:func:`write_columns`, called by ``ingest``), and read back by the workspace
+a run set is stored (``column_writer.write_columns``, or ``ColumnWriter`` while the run set is streamed in), and read back by the workspace
 (:func:`read_columns`) so opening the dashboard never recomputes them: at a million runs this is the difference
 between seconds and minutes (``python -m htc_core.bench dashboard_scale``).
 
@@ -35,7 +35,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,8 +47,8 @@ from ..features import FEATURE_NAMES, extract
 from ..traces import TraceSet
 from .store import Store
 
-__all__ = ["StoredColumns", "write_columns", "read_columns", "has_columns", "BASELINES", "DEFAULT_CHUNK",
-           "token_digest"]
+__all__ = ["StoredColumns", "read_columns", "has_columns", "BASELINES", "DEFAULT_CHUNK", "token_digest",
+           "feature_file"]
 
 #: the raw baselines kept per run (``Verbalized`` is NaN where a run does not state one)
 BASELINES = ("LastStep-TP", "GlobalTrace-TP", "Bottom10", "LowestGroup", "Tail", "Verbalized")
@@ -133,53 +133,6 @@ def _chunk_table(ts: TraceSet, start: int, profile: str, top_k: int, gac) -> pa.
     return pa.table(cols)
 
 
-def write_columns(store: Store, run_set_id: str, ts: TraceSet | Callable[[], TraceSet], *, profile: str = "paper",
-                  top_k: int = 5, chunk: int = DEFAULT_CHUNK,
-                  progress: Callable[[float, str], None] | None = None) -> int:
-    """Compute the per-run columns of a stored run set chunk by chunk and store them in one transaction
-    (replacing any earlier ones for this profile and top_k). ``ts`` is the run set as stored (or a function
-    returning it). Returns the number of rows written."""
-    if not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    from ..calibration.models import DEFAULT_GAC, load_model
-
-    ts = ts() if callable(ts) else ts
-    if not isinstance(ts, TraceSet):
-        raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
-    gac = load_model(DEFAULT_GAC)
-    n = ts.n_trajectories
-    digest = hashlib.blake2b(digest_size=20)
-    tables = []
-    for start in range(0, n, chunk):
-        part = ts.take(np.arange(start, min(n, start + chunk)))
-        token_digest(part, digest)
-        tables.append(_chunk_table(part, start, profile, top_k, gac))
-        digest.update(_feature_block(tables[-1]).tobytes())
-        del part
-        if progress is not None:
-            progress(min(n, start + chunk) / max(n, 1), f"features of {min(n, start + chunk):,} of {n:,} runs")
-    hexdigest = "tf:" + digest.hexdigest()
-    _write_feature_file(store, run_set_id, profile, top_k, hexdigest, tables)
-    with store._transaction(bump=False) as con:
-        _ensure_schema(con)
-        key = [run_set_id, profile, int(top_k)]
-        con.execute("DELETE FROM run_columns WHERE run_set = ? AND profile = ? AND top_k = ?", key)
-        con.execute("DELETE FROM run_column_sets WHERE run_set = ? AND profile = ? AND top_k = ?", key)
-        con.execute("DELETE FROM run_feature_blocks WHERE run_set = ? AND profile = ? AND top_k = ?", key)
-        for tbl in tables:
-            con.register("_htc_cols", tbl)
-            con.execute("INSERT INTO run_columns SELECT ? AS run_set, ? AS profile, ? AS top_k, * FROM _htc_cols",
-                        key)
-            con.unregister("_htc_cols")
-            buf = io.BytesIO()
-            np.save(buf, _feature_block(tbl), allow_pickle=False)
-            con.execute("INSERT INTO run_feature_blocks VALUES (?, ?, ?, ?, ?, ?)",
-                        key + [int(tbl.column("pos")[0].as_py()) if tbl.num_rows else 0, tbl.num_rows, buf.getvalue()])
-        con.execute("INSERT INTO run_column_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    key + [n, json.dumps(list(FEATURE_NAMES)), hexdigest, DEFAULT_GAC])
-    return n
-
-
 def _feature_block(tbl: pa.Table) -> np.ndarray:
     if not tbl.num_rows:
         return np.zeros((0, len(_F)))
@@ -194,23 +147,6 @@ def feature_file(store: Store, run_set_id: str, profile: str, top_k: int, digest
     if not (_SAFE.match(run_set_id) and _SAFE.match(profile) and digest.startswith("tf:")):
         return None
     return store.data_dir / "columns" / f"{run_set_id}-{profile}-{int(top_k)}-{digest[3:23]}.npy"
-
-
-def _write_feature_file(store: Store, run_set_id: str, profile: str, top_k: int, digest: str, tables) -> None:
-    path = feature_file(store, run_set_id, profile, top_k, digest)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = sum(t.num_rows for t in tables)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float64, shape=(n, len(_F)))
-    start = 0
-    for tbl in tables:
-        out[start:start + tbl.num_rows] = _feature_block(tbl)
-        start += tbl.num_rows
-    out.flush()
-    del out
-    os.replace(tmp, path)
 
 
 def _read_feature_file(store: Store, run_set_id: str, profile: str, top_k: int, digest: str, n: int):

@@ -6,7 +6,7 @@
 For each N, in a fresh process (so the peak memory is that size's own): a synthetic trace set of N small runs
 (5 steps x 20 tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), then, timed (wall seconds):
 
-- ingest: ``Store.add_run_set`` (tokens, steps, metadata) and ``features_store.write_columns`` (48 features,
+- ingest: ``Store.add_run_set`` (tokens, steps, metadata) and ``column_writer.write_columns`` (48 features,
   baselines, GAC score, flags, 50,000 runs per chunk);
 - workspace: ``build_workspace`` (what opening the app costs), against the plain reference in the same process
   (what it cost before the columns were stored: the run set's tokens read back, then features and baselines
@@ -59,7 +59,7 @@ class _Timer:
 
 def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> dict:
     from ..app import sql_views
-    from ..app.features_store import write_columns
+    from ..app.column_writer import write_columns
     from ..app.projection import PROJECTION_FIT_CAP, SCATTER_CAP, project
     from ..app.sampling import EVAL_CAP, stratified_sample
     from ..app.store import Store
