@@ -129,3 +129,35 @@ def test_streamed_ingest_stores_the_same_columns_as_computing_them_afterwards(tm
     np.testing.assert_array_equal(streamed.gac, again.gac)
     assert_same_traces(s.load_run_set(res.run_set_id), ts)
     assert isinstance(ColumnWriter(s), ColumnWriter)
+
+
+def test_a_process_killed_between_chunks_leaves_nothing_after_the_next_open(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    s = Store(tmp_path)
+    first = s.add_run_set(load(UNITS)[0], name="kept", chunk=1000)
+    code = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(REPO)!r})
+        from htc_core.app.store import Store
+        from htc_core.formats import load
+        s = Store({str(tmp_path)!r})
+        seen = []
+        s._fail_hook = lambda stage: seen.append(stage) or (os._exit(3) if seen.count("after_steps") == 3 else None)
+        s.add_run_set(load({str(UNITS)!r})[0], name="killed", chunk=100)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    with s._connect() as con:     # two chunks were committed before the kill, under a pending row
+        assert con.execute("SELECT count(*) FROM run_set_pending").fetchone()[0] == 1
+        assert con.execute("SELECT count(*) FROM trajectories").fetchone()[0] == 500 + 200
+    assert s.run_set_ids() == [first.run_set_id] and len(s.trajectories()) == 500     # never visible
+    s2 = Store(tmp_path)                                          # the next open removes it (its process is gone)
+    with s2._connect() as con:
+        assert con.execute("SELECT count(*) FROM run_set_pending").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM trajectories").fetchone()[0] == 500
+        tables = [t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+                  if t.startswith(("steps_", "tokens_", "vocab_"))]
+    assert sorted(tables) == sorted(f"{t}_{first.run_set_id}" for t in ("steps", "tokens", "vocab"))

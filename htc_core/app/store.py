@@ -47,7 +47,7 @@ from ..report import LoadReport
 from ..traces import TraceSet, concat
 from .columnar import from_arrow
 from .locking import StoreError, connect, file_lock, thread_lock
-from .store_write import DEFAULT_STORE_CHUNK, write_run_set
+from .store_write import DEFAULT_STORE_CHUNK, PENDING_SCHEMA, sweep_pending, write_run_set
 
 __all__ = ["Store", "AddResult", "default_data_dir", "DB_FILE", "StoreError"]
 
@@ -113,9 +113,10 @@ class Store:
         # test hook: called between the writes of add_run_set (raise there to simulate a crash)
         self._fail_hook = None
         with self._connect() as con:
-            for stmt in _SCHEMA:
+            for stmt in _SCHEMA + [PENDING_SCHEMA]:
                 con.execute(stmt)
             con.execute("INSERT OR IGNORE INTO settings VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            sweep_pending(con, self.data_dir)    # run sets a killed process left half written
 
     def __repr__(self) -> str:
         return f"Store({str(self.data_dir)!r})"
@@ -244,13 +245,13 @@ class Store:
     def trajectories(self, run_set_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The metadata of the stored trajectories (plus ``run_set`` and ``n_steps``), in storage order."""
         with self._connect() as con:
-            q = "SELECT * FROM trajectories"
+            q = "SELECT * FROM trajectories WHERE run_set IN (SELECT id FROM run_sets)"   # not half-written ones
             params: list = []
             if run_set_ids is not None:
                 ids = list(run_set_ids)
                 if not ids:
                     return self._empty_trajectories(con)
-                q += " WHERE run_set IN (" + ", ".join("?" * len(ids)) + ")"
+                q += " AND run_set IN (" + ", ".join("?" * len(ids)) + ")"
                 params = ids
             df = con.execute(q + " ORDER BY run_set, pos", params).df()
         return df

@@ -5,8 +5,9 @@ A whole :class:`~htc_core.traces.TraceSet` is cut into chunks of ``chunk`` traje
 iterable of TraceSets (``htc_core.iter_chunks(...)``: a file streamed) is written chunk by chunk as it comes,
 without ever holding the run set. Each chunk is converted to the store's tables (``columnar.to_arrow``) and
 appended: positions continue from the previous chunk, token strings are coded into one vocabulary for the run
-set, a step field that first appears in a later chunk becomes a new (nullable) column. Everything is one
-transaction: a failure half way leaves the store as it was. The result is the same run set as one-shot storing
+set, a step field that first appears in a later chunk becomes a new (nullable) column. A run set of one chunk is
+one transaction; a larger one is committed chunk by chunk and becomes visible with its last commit
+(:func:`write_run_set`): either way a failure half way leaves the store as it was. The result is the same run set as one-shot storing
 (``load_run_set`` gives back the same TraceSet; ``tests/test_store_chunked.py``).
 
 Decisions: duplicate ids are dropped across the whole run set (the first copy is kept), which keeps the ids
@@ -18,6 +19,8 @@ not; convert with ``htc import`` first); the store's lock is held while the chun
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
 from datetime import datetime, timezone
 from typing import Callable, Iterable
@@ -30,10 +33,12 @@ from ..report import LoadReport
 from ..traces import TraceSet
 from .columnar import to_arrow
 
-__all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError"]
+__all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
+           "PENDING_SCHEMA"]
 
 #: trajectories per chunk when a whole TraceSet is stored
 DEFAULT_STORE_CHUNK = 50_000
+
 
 
 class ChunkShapeError(ValueError):
@@ -161,28 +166,106 @@ def _shift(tbl: pa.Table, col: str, by: int) -> pa.Table:
 def write_run_set(store, data: TraceSet | Iterable[TraceSet], *, name: str, report: LoadReport | None = None,
                   fields: dict | None = None, chunk: int = DEFAULT_STORE_CHUNK,
                   on_chunk: Callable | None = None, on_finish: Callable | None = None):
-    """Store ``data`` (a TraceSet, or TraceSet chunks) as one run set in one transaction, ``chunk`` trajectories
-    at a time. ``on_chunk(con, run_set_id, written_chunk, start)`` is called inside the transaction after each
-    chunk (the per-run columns are written so), ``on_finish(con)`` once at the end when something was kept. Returns ``(run set id, kept, duplicates)``; nothing is stored
-    when no trajectory is kept."""
+    """Store ``data`` (a TraceSet, or TraceSet chunks) as one run set, ``chunk`` trajectories at a time.
+    ``on_chunk(con, run_set_id, written_chunk, start)`` is called in the chunk's transaction (the per-run columns
+    are written so), ``on_finish(con)`` in the last one when something was kept. Returns ``(run set id, kept,
+    duplicates)``; nothing is stored when no trajectory is kept.
+
+    A run set of at most one chunk is one transaction. A larger one is committed chunk by chunk (DuckDB keeps a
+    transaction's rows in memory: one transaction would grow with the run set), under a ``run_set_pending`` row:
+    it becomes visible only with the last commit (its ``run_sets`` row); a failure removes what was written, and
+    what a killed process left is removed by the next ``Store`` opened on this machine once that process is
+    gone (:func:`sweep_pending`)."""
     if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, bool) or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    single = isinstance(data, TraceSet) and data.n_trajectories <= chunk
     chunks = chunks_of(data, int(chunk)) if isinstance(data, TraceSet) else data
     rs_id = uuid.uuid4().hex[:12]
-    with store._transaction() as con:
-        w = _RunSetWriter(con, rs_id, name, report, store._hook)
+    w = _RunSetWriter(None, rs_id, name, report, store._hook)
+
+    def finish(con) -> None:
+        k, has_tokens, has_top = w.shape
+        con.execute("INSERT INTO run_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [rs_id, name, datetime.now(timezone.utc).replace(tzinfo=None), k, has_tokens, has_top, w.n,
+                     w.n_steps, w.n_tokens, json.dumps(fields or {}, ensure_ascii=False, default=str),
+                     json.dumps(report.to_dict() if report is not None else {}, ensure_ascii=False, default=str)])
+        if on_finish is not None:
+            on_finish(con)
+        con.execute("DELETE FROM run_set_pending WHERE id = ?", [rs_id])
+        store._hook("before_commit")
+
+    def one(con, i: int, part: TraceSet) -> None:
+        w.con = con
+        start = w.n
+        written = w.add(part, i)
+        if written is not None and on_chunk is not None:
+            on_chunk(con, rs_id, written, start)
+
+    if single:
+        with store._transaction() as con:
+            for i, part in enumerate(chunks):
+                one(con, i, part)
+            if w.n:
+                finish(con)
+        return rs_id, w.n, sorted(w.duplicates)
+    with store._transaction(bump=False) as con:
+        con.execute("INSERT INTO run_set_pending VALUES (?, ?, ?, ?)",
+                    [rs_id, os.getpid(), socket.gethostname(), datetime.now(timezone.utc).replace(tzinfo=None)])
+    try:
         for i, part in enumerate(chunks):
-            start = w.n
-            written = w.add(part, i)
-            if written is not None and on_chunk is not None:
-                on_chunk(con, rs_id, written, start)
-        if w.n:
-            k, has_tokens, has_top = w.shape
-            con.execute("INSERT INTO run_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [rs_id, name, datetime.now(timezone.utc).replace(tzinfo=None), k, has_tokens, has_top, w.n, w.n_steps, w.n_tokens,
-                         json.dumps(fields or {}, ensure_ascii=False, default=str),
-                         json.dumps(report.to_dict() if report is not None else {}, ensure_ascii=False, default=str)])
-            if on_finish is not None:
-                on_finish(con)
-            store._hook("before_commit")
+            with store._transaction(bump=False) as con:
+                one(con, i, part)
+        with store._transaction() as con:
+            if w.n:
+                finish(con)
+            else:
+                con.execute("DELETE FROM run_set_pending WHERE id = ?", [rs_id])
+    except BaseException:
+        discard(store, rs_id)
+        raise
     return rs_id, w.n, sorted(w.duplicates)
+
+
+PENDING_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_set_pending (id VARCHAR PRIMARY KEY, pid BIGINT, host VARCHAR, "
+                  "started TIMESTAMP)")
+
+
+def discard(store, rs_id: str) -> None:
+    """Remove every row and table of an unfinished run set (and its pending row)."""
+    with store._transaction(bump=False) as con:
+        _discard(con, rs_id)
+    for f in (store.data_dir / "columns").glob(f"{rs_id}*"):
+        f.unlink(missing_ok=True)
+
+
+def _discard(con, rs_id: str) -> None:
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for t in ("trajectories", "run_columns", "run_feature_blocks", "run_column_sets"):
+        if t in tables:
+            con.execute(f"DELETE FROM {t} WHERE run_set = ?", [rs_id])
+    for t in ("steps", "tokens", "vocab"):
+        con.execute(f"DROP TABLE IF EXISTS {t}_{rs_id}")
+    con.execute("DELETE FROM run_set_pending WHERE id = ?", [rs_id])
+
+
+def sweep_pending(con, data_dir) -> list[str]:
+    """Remove the unfinished run sets of processes of this machine that are gone (killed mid-ingest)."""
+    host, gone = socket.gethostname(), []
+    for rs_id, pid, h in con.execute("SELECT id, pid, host FROM run_set_pending").fetchall():
+        if h != host or _alive(int(pid)):
+            continue
+        _discard(con, rs_id)
+        gone.append(rs_id)
+        for f in (data_dir / "columns").glob(f"{rs_id}*"):
+            f.unlink(missing_ok=True)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
