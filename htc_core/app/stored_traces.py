@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from ..traces import META_COLUMNS, TraceSet, concat
 from .features_store import _nullable_bool, strings_to_object
 
-__all__ = ["StoredTraces", "meta_from_arrow"]
+__all__ = ["StoredTraces", "meta_from_arrow", "text_array"]
 
 
 def meta_from_arrow(tbl) -> pd.DataFrame:
@@ -38,6 +38,14 @@ def meta_from_arrow(tbl) -> pd.DataFrame:
         else:
             cols[c] = pd.Series(strings_to_object(col), dtype=object)
     return pd.DataFrame(cols)
+
+
+def text_array(values: np.ndarray) -> pa.Array:
+    """An object array of str / None as an Arrow string array (any other value as its ``str``)."""
+    try:
+        return pa.array(values, type=pa.string(), from_pandas=True)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
 
 
 class _Source:
@@ -120,7 +128,7 @@ class StoredTraces:
         if self._meta_df is None:
             col = self._meta_arrow.column(name).combine_chunks()
             return col if col.type == pa.string() else col.cast(pa.string())
-        return pa.array(self._meta_df[name].to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+        return text_array(self._meta_df[name].to_numpy(dtype=object))
 
     def verbalized_column(self) -> np.ndarray:
         """The stated confidences (float64, NaN where absent) without building the metadata frame."""

@@ -23,7 +23,7 @@ from ..traces import TraceSet, concat
 from .column_writer import write_columns
 from .features_store import StoredColumns, has_columns, in_pos_order, read_columns
 from .store import Store
-from .stored_traces import StoredTraces
+from .stored_traces import StoredTraces, text_array
 
 __all__ = ["Workspace", "build_workspace", "browse"]
 
@@ -82,7 +82,7 @@ class Workspace:
         cached = self.__dict__.get("_keys_arrow")
         if cached is None:
             ids = pc.fill_null(self.text_column("id"), "None")
-            rs = pa.array(np.asarray(self.run_set, dtype=object), type=pa.string(), from_pandas=True)
+            rs = text_array(np.asarray(self.run_set, dtype=object))
             cached = self.__dict__["_keys_arrow"] = pc.binary_join_element_wise(rs, ids, ":")
         return cached
 
@@ -90,7 +90,7 @@ class Workspace:
         """A metadata text column (id, dataset, model, question, ...) as an Arrow string array (None is null)."""
         if isinstance(self.ts, StoredTraces):
             return self.ts.text_column(name)
-        return pa.array(self.ts.meta[name].to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+        return text_array(self.ts.meta[name].to_numpy(dtype=object))
 
     def content_digest(self) -> str:
         """A hash of what every computation on this workspace reads: run keys, labels, tokens and their
