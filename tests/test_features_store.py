@@ -9,6 +9,7 @@ import pytest
 
 import htc_core.app.features_store as features_store
 import htc_core.features as features_pkg
+from htc_core.app.column_writer import write_columns
 from htc_core.app.ingest import ingest
 from htc_core.app.sql_views import RunsTable, reliability_bins
 from htc_core.app.store import Store
@@ -37,7 +38,7 @@ def stored(tmp_path_factory):
         res, _ = ingest(s, [f], name=f.name)
         sets.append(load(f)[0])
         # recomputed with a small chunk: the chunked columns must equal the one-shot ones
-        features_store.write_columns(s, res.run_set_id, sets[-1], chunk=100)
+        write_columns(s, res.run_set_id, sets[-1], chunk=100)
     return s, concat(sets)
 
 

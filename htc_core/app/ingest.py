@@ -14,10 +14,11 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from ..formats import SUFFIXES, load
+from ..formats import SUFFIXES, iter_chunks, load
 from ..report import LoadReport
-from .features_store import write_columns
+from .column_writer import ColumnWriter
 from .store import AddResult, Store
+from .store_write import ChunkShapeError
 
 __all__ = ["ingest", "ensure_samples", "sample_files"]
 
@@ -28,8 +29,10 @@ def ingest(store: Store, paths: Sequence[str | os.PathLike], *, name: str, label
            fields: dict | None = None, format: str = "auto", profile: str = "paper", top_k: int = 5,
            progress: Callable[[float, str], None] | None = None) -> tuple[AddResult | None, LoadReport]:
     """Read files (any supported format, optional labels file), store them as one run set and keep its per-run
-    columns (48 features, baselines, GAC scores, flags; computed chunk by chunk: ``features_store``). ``fields`` (dataset/model/framework) fill what the files leave empty.
-    ``progress(fraction, message)`` is called between the stages."""
+    columns (48 features, baselines, GAC scores, flags: ``features_store``), streamed chunk by chunk
+    (``formats.iter_chunks``, 50,000 trajectories): reading, storing and the columns in one pass and one
+    transaction, memory bounded by a chunk for htc-trace JSONL. ``fields`` (dataset/model/framework) fill what the
+    files leave empty. ``progress(fraction, message)`` is called between the stages."""
 
     def tick(f: float, msg: str) -> None:
         if progress is not None:
@@ -37,20 +40,33 @@ def ingest(store: Store, paths: Sequence[str | os.PathLike], *, name: str, label
 
     defaults = {k: v for k, v in (fields or {}).items() if v}
     tick(0.05, f"reading {len(paths)} file(s)")
-    ts, report = load(list(paths), format=format, labels=labels, defaults=defaults or None)
-    if ts.n_trajectories == 0:
+    reader = iter_chunks(list(paths), format=format, labels=labels, defaults=defaults or None)
+    try:
+        res = _store_chunks(store, reader, reader.report, name, fields, profile, top_k, tick)
+        report = reader.report
+    except ChunkShapeError:      # files with different k or token strings: read whole (padded), then stored
+        ts, report = load(list(paths), format=format, labels=labels, defaults=defaults or None)
+        res = _store_chunks(store, ts, report, name, fields, profile, top_k, tick)
+    if not res.kept:
         tick(1.0, "nothing to store")
         return None, report
-    tick(0.6, f"storing {ts.n_trajectories:,} trajectories")
-    res = store.add_run_set(ts, name=name, report=report, fields=fields)
-    tick(0.85, "computing features")
-    if res.kept:
-        kept = ts if not res.duplicates else ts.filter(~pd.Series(ts.ids).duplicated(keep="first").to_numpy())
-        del ts
-        write_columns(store, res.run_set_id, kept, profile=profile, top_k=top_k,
-                      progress=lambda f, m: tick(0.85 + 0.15 * f, m))
     tick(1.0, f"stored {res.kept:,} trajectories")
     return res, report
+
+
+def _store_chunks(store: Store, data, report: LoadReport, name: str, fields, profile: str, top_k: int,
+                  tick) -> AddResult:
+    """Tokens and per-run columns of ``data`` (TraceSet chunks) in one pass and one transaction."""
+    cols = ColumnWriter(store, profile=profile, top_k=top_k)
+    done = [0]
+
+    def on_chunk(con, run_set_id, part, start):
+        cols(con, run_set_id, part, start)
+        done[0] += part.n_trajectories
+        tick(0.5, f"stored {done[0]:,} trajectories with their features")
+
+    return store.add_run_set(data, name=name, report=report, fields=fields, on_chunk=on_chunk,
+                             on_finish=cols.finish)
 
 
 def ensure_samples(store: Store, sample_dir: str | os.PathLike | None) -> tuple[str, list[AddResult]]:

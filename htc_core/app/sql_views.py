@@ -72,11 +72,11 @@ class RunsTable:
     def __init__(self, ws: Workspace):
         if not isinstance(ws, Workspace):
             raise ValueError(f"ws must be a Workspace, got {type(ws).__name__}")
-        meta = ws.ts.meta
+        # text columns straight from the workspace's Arrow buffers (no Python string per run)
         cols: dict[str, pa.Array] = {"position": pa.array(np.arange(len(ws), dtype=np.int64)),
-                                     "key": _strings(ws.keys), "run_set": _strings(ws.run_set)}
+                                     "key": ws.keys_arrow(), "run_set": _strings(ws.run_set)}
         for c in _TEXT[1:]:
-            cols[c] = _strings(meta[c].to_numpy(dtype=object))
+            cols[c] = ws.text_column(c)
         y = ws.labels
         cols["success"] = pa.array(y, type=pa.float64(), from_pandas=False)
         cols["steps"] = pa.array(np.asarray(ws.ts.steps_per_trajectory, dtype=np.int64))

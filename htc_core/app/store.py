@@ -38,15 +38,16 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..report import LoadReport
 from ..traces import TraceSet, concat
-from .columnar import from_arrow, to_arrow
+from .columnar import from_arrow
 from .locking import StoreError, connect, file_lock, thread_lock
+from .store_write import DEFAULT_STORE_CHUNK, PENDING_SCHEMA, sweep_pending, write_run_set
 
 __all__ = ["Store", "AddResult", "default_data_dir", "DB_FILE", "StoreError"]
 
@@ -112,9 +113,10 @@ class Store:
         # test hook: called between the writes of add_run_set (raise there to simulate a crash)
         self._fail_hook = None
         with self._connect() as con:
-            for stmt in _SCHEMA:
+            for stmt in _SCHEMA + [PENDING_SCHEMA]:
                 con.execute(stmt)
             con.execute("INSERT OR IGNORE INTO settings VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            sweep_pending(con, self.data_dir)    # run sets a killed process left half written
 
     def __repr__(self) -> str:
         return f"Store({str(self.data_dir)!r})"
@@ -168,51 +170,24 @@ class Store:
             con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", [key, str(value)])
 
     # ------------------------------------------------------------ run sets
-    def add_run_set(self, ts: TraceSet, *, name: str, report: LoadReport | None = None,
-                    fields: dict | None = None) -> AddResult:
+    def add_run_set(self, ts: "TraceSet | Iterable[TraceSet]", *, name: str, report: LoadReport | None = None,
+                    fields: dict | None = None, chunk: int = DEFAULT_STORE_CHUNK,
+                    on_chunk: Callable | None = None, on_finish: Callable | None = None) -> AddResult:
         """Store ``ts`` as one run set, atomically; duplicate trajectory ids are reported and dropped.
 
-        ``fields``: the dataset/model/framework given at upload (kept for the listing).
+        ``ts``: a TraceSet, written ``chunk`` trajectories at a time, or an iterable of TraceSet chunks (e.g.
+        ``htc_core.iter_chunks(path)``), written as they come: memory is bounded by a chunk
+        (:mod:`~htc_core.app.store_write`). ``fields``: the dataset/model/framework given at upload (kept for
+        the listing). ``on_chunk(con, run_set_id, chunk, start)`` runs inside the transaction after each chunk and
+        ``on_finish(con)`` before the commit (``column_writer.ColumnWriter`` stores the per-run columns so).
         """
-        if not isinstance(ts, TraceSet):
-            raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string, got {name!r}")
-        ids = pd.Series(ts.ids, dtype=object)
-        dup_mask = ids.duplicated(keep="first").to_numpy()
-        duplicates = sorted({str(v) for v in ids[dup_mask]})
-        if dup_mask.any():
-            ts = ts.filter(~dup_mask)
-            if report is not None:
-                for d in duplicates:
-                    report.warn(name, None, "duplicate trajectory id in this run set: the first copy is kept, "
-                                "later copies are dropped", field="id", value=d, trajectory_id=d)
-        rs_id = uuid.uuid4().hex[:12]
-        if ts.n_trajectories == 0:
-            return AddResult(rs_id, name, 0, duplicates)
-        traj_tbl, steps_tbl, tok_tbl, vocab_tbl = to_arrow(ts)
-        row = [rs_id, name.strip(), _now(), int(ts.k), ts.tokens is not None, ts.top_tokens is not None,
-               int(ts.n_trajectories), int(ts.n_steps), int(ts.n_tokens),
-               json.dumps(fields or {}, ensure_ascii=False, default=str),
-               json.dumps(report.to_dict() if report is not None else {}, ensure_ascii=False, default=str)]
-        with self._transaction() as con:
-            con.execute("INSERT INTO run_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-            con.register("_htc_traj", traj_tbl)
-            con.execute("INSERT INTO trajectories SELECT ? AS run_set, * FROM _htc_traj", [rs_id])
-            con.unregister("_htc_traj")
-            self._hook("after_trajectories")
-            con.register("_htc_steps", steps_tbl)
-            con.execute(f"CREATE TABLE steps_{rs_id} AS SELECT * FROM _htc_steps")
-            con.unregister("_htc_steps")
-            self._hook("after_steps")
-            con.register("_htc_tok", tok_tbl)
-            con.execute(f"CREATE TABLE tokens_{rs_id} AS SELECT * FROM _htc_tok")
-            con.unregister("_htc_tok")
-            con.register("_htc_vocab", vocab_tbl)
-            con.execute(f"CREATE TABLE vocab_{rs_id} AS SELECT * FROM _htc_vocab")
-            con.unregister("_htc_vocab")
-            self._hook("before_commit")
-        return AddResult(rs_id, name.strip(), int(ts.n_trajectories), duplicates)
+        if not isinstance(ts, TraceSet) and not (hasattr(ts, "__iter__") and not isinstance(ts, (str, bytes, dict))):
+            raise ValueError(f"ts must be a TraceSet or an iterable of TraceSets, got {type(ts).__name__}")
+        rs_id, kept, duplicates = write_run_set(self, ts, name=name.strip(), report=report, fields=fields,
+                                                chunk=chunk, on_chunk=on_chunk, on_finish=on_finish)
+        return AddResult(rs_id, name.strip(), kept, duplicates)
 
     def _hook(self, where: str) -> None:
         if self._fail_hook is not None:
@@ -263,18 +238,20 @@ class Store:
                 con.execute(f"DELETE FROM {t} WHERE run_set = ?", [run_set_id])
             for t in ("steps", "tokens", "vocab"):
                 con.execute(f"DROP TABLE IF EXISTS {t}_{run_set_id}")
+        for f in (self.data_dir / "columns").glob(f"{run_set_id}-*.npy"):   # features_store's copies
+            f.unlink(missing_ok=True)
         return True
 
     def trajectories(self, run_set_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The metadata of the stored trajectories (plus ``run_set`` and ``n_steps``), in storage order."""
         with self._connect() as con:
-            q = "SELECT * FROM trajectories"
+            q = "SELECT * FROM trajectories WHERE run_set IN (SELECT id FROM run_sets)"   # not half-written ones
             params: list = []
             if run_set_ids is not None:
                 ids = list(run_set_ids)
                 if not ids:
                     return self._empty_trajectories(con)
-                q += " WHERE run_set IN (" + ", ".join("?" * len(ids)) + ")"
+                q += " AND run_set IN (" + ", ".join("?" * len(ids)) + ")"
                 params = ids
             df = con.execute(q + " ORDER BY run_set, pos", params).df()
         return df

@@ -17,11 +17,13 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..traces import META_COLUMNS, TraceSet, concat
 from .features_store import _nullable_bool, strings_to_object
 
-__all__ = ["StoredTraces", "meta_from_arrow"]
+__all__ = ["StoredTraces", "meta_from_arrow", "text_array"]
 
 
 def meta_from_arrow(tbl) -> pd.DataFrame:
@@ -36,6 +38,14 @@ def meta_from_arrow(tbl) -> pd.DataFrame:
         else:
             cols[c] = pd.Series(strings_to_object(col), dtype=object)
     return pd.DataFrame(cols)
+
+
+def text_array(values: np.ndarray) -> pa.Array:
+    """An object array of str / None as an Arrow string array (any other value as its ``str``)."""
+    try:
+        return pa.array(values, type=pa.string(), from_pandas=True)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
 
 
 class _Source:
@@ -77,41 +87,83 @@ class _Source:
 
 
 class StoredTraces:
-    """A lazy view of stored trajectories: metadata in memory, tokens read from the store on demand."""
+    """A lazy view of stored trajectories: metadata in memory, tokens read from the store on demand.
 
-    def __init__(self, source: _Source, meta: pd.DataFrame, rows: np.ndarray, steps: np.ndarray, tokens: np.ndarray):
+    The metadata is kept as the Arrow table read from the store (text stays in Arrow buffers, no Python string
+    per run); ``meta``, the pandas frame every TraceSet has, is built from it on first use, and from then on
+    it is the metadata (a change made to it is what ``labels``, ``ids`` and :meth:`text_column` see)."""
+
+    def __init__(self, source: _Source, meta: pd.DataFrame | pa.Table, rows: np.ndarray, steps: np.ndarray,
+                 tokens: np.ndarray):
         self._source = source
-        self.meta = meta.reset_index(drop=True)
+        self._meta_arrow: pa.Table | None = meta if isinstance(meta, pa.Table) else None
+        self._meta_df: pd.DataFrame | None = None if isinstance(meta, pa.Table) else meta.reset_index(drop=True)
+        self._ids: np.ndarray | None = None
         self._rows = np.asarray(rows, dtype=np.int64)     # global positions in the source
         self._steps = np.asarray(steps, dtype=np.int64)
         self._tokens = np.asarray(tokens, dtype=np.int64)
         self._full: TraceSet | None = None
 
     @classmethod
-    def from_store(cls, load_run_set: Callable[[str], TraceSet], run_sets: list[str], meta: pd.DataFrame,
+    def from_store(cls, load_run_set: Callable[[str], TraceSet], run_sets: list[str], meta: pd.DataFrame | pa.Table,
                    sizes: list[int], steps: np.ndarray, tokens: np.ndarray) -> "StoredTraces":
         src = _Source(load_run_set, list(run_sets), list(sizes))
-        return cls(src, meta, np.arange(len(meta), dtype=np.int64), steps, tokens)
+        n = meta.num_rows if isinstance(meta, pa.Table) else len(meta)
+        return cls(src, meta, np.arange(n, dtype=np.int64), steps, tokens)
 
     # ------------------------------------------------------------ answered from memory
     @property
+    def meta(self) -> pd.DataFrame:
+        if self._meta_df is None:
+            self._meta_df = meta_from_arrow(self._meta_arrow)
+            self._ids = None
+        return self._meta_df
+
+    @meta.setter
+    def meta(self, frame: pd.DataFrame) -> None:
+        self._meta_df, self._ids = frame.reset_index(drop=True), None
+
+    def text_column(self, name: str) -> pa.Array:
+        """A metadata text column as an Arrow string array (no Python strings while the frame is not built)."""
+        if self._meta_df is None:
+            col = self._meta_arrow.column(name).combine_chunks()
+            return col if col.type == pa.string() else col.cast(pa.string())
+        return text_array(self._meta_df[name].to_numpy(dtype=object))
+
+    def verbalized_column(self) -> np.ndarray:
+        """The stated confidences (float64, NaN where absent) without building the metadata frame."""
+        if self._meta_df is not None:
+            return self._meta_df["verbalized_confidence"].to_numpy(dtype=np.float64)
+        col = self._meta_arrow.column("verbalized_confidence").combine_chunks()
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    @property
     def n_trajectories(self) -> int:
-        return len(self.meta)
+        return len(self._rows)
 
     def __len__(self) -> int:
-        return len(self.meta)
+        return len(self._rows)
 
     @property
     def ids(self) -> np.ndarray:
-        return self.meta["id"].to_numpy(dtype=object)
+        if self._meta_df is not None:
+            return self._meta_df["id"].to_numpy(dtype=object)
+        if self._ids is None:
+            self._ids = np.asarray(self._meta_arrow.column("id").to_numpy(zero_copy_only=False), dtype=object)
+        return self._ids
 
     @property
     def labels(self) -> np.ndarray:
-        return self.meta["success"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        if self._meta_df is not None:
+            return self._meta_df["success"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        col = self._meta_arrow.column("success").combine_chunks()
+        return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
 
     @property
     def has_labels(self) -> bool:
-        return bool(len(self)) and not self.meta["success"].isna().any()
+        if self._meta_df is not None:
+            return bool(len(self)) and not self._meta_df["success"].isna().any()
+        return bool(len(self)) and self._meta_arrow.column("success").null_count == 0
 
     @property
     def steps_per_trajectory(self) -> np.ndarray:
@@ -132,7 +184,8 @@ class StoredTraces:
 
     def subset(self, indices) -> "StoredTraces":
         idx = np.asarray(indices, dtype=np.int64)
-        return StoredTraces(self._source, self.meta.iloc[idx], self._rows[idx], self._steps[idx], self._tokens[idx])
+        meta = self._meta_df.iloc[idx] if self._meta_df is not None else self._meta_arrow.take(pa.array(idx))
+        return StoredTraces(self._source, meta, self._rows[idx], self._steps[idx], self._tokens[idx])
 
     # ------------------------------------------------------------ read from the store
     def take(self, indices) -> TraceSet:

@@ -14,13 +14,16 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..explain.flags import FLAGS, StructuralFlags, structural_flags
 from ..features import FEATURE_NAMES, FeatureMatrix
 from ..traces import TraceSet, concat
-from .features_store import StoredColumns, has_columns, in_pos_order, read_columns, write_columns
+from .column_writer import write_columns
+from .features_store import StoredColumns, has_columns, in_pos_order, read_columns
 from .store import Store
-from .stored_traces import StoredTraces, meta_from_arrow
+from .stored_traces import StoredTraces, text_array
 
 __all__ = ["Workspace", "build_workspace", "browse"]
 
@@ -71,9 +74,23 @@ class Workspace:
         """A key unique across run sets: ``<run set>:<trajectory id>``."""
         cached = self.__dict__.get("_keys")
         if cached is None:
-            keys = pd.Series(self.run_set, dtype=object).astype(str) + ":" + pd.Series(self.ts.ids, dtype=object).astype(str)
-            cached = self.__dict__["_keys"] = keys.to_numpy(dtype=object)
+            cached = self.__dict__["_keys"] = np.asarray(self.keys_arrow().to_numpy(zero_copy_only=False), dtype=object)
         return cached
+
+    def keys_arrow(self) -> pa.Array:
+        """:attr:`keys` as an Arrow string array (built in Arrow: no Python string per run)."""
+        cached = self.__dict__.get("_keys_arrow")
+        if cached is None:
+            ids = pc.fill_null(self.text_column("id"), "None")
+            rs = text_array(np.asarray(self.run_set, dtype=object))
+            cached = self.__dict__["_keys_arrow"] = pc.binary_join_element_wise(rs, ids, ":")
+        return cached
+
+    def text_column(self, name: str) -> pa.Array:
+        """A metadata text column (id, dataset, model, question, ...) as an Arrow string array (None is null)."""
+        if isinstance(self.ts, StoredTraces):
+            return self.ts.text_column(name)
+        return text_array(self.ts.meta[name].to_numpy(dtype=object))
 
     def content_digest(self) -> str:
         """A hash of what every computation on this workspace reads: run keys, labels, tokens and their
@@ -86,22 +103,28 @@ class Workspace:
         import hashlib
 
         h = hashlib.blake2b(digest_size=20)
-        for part in (self.profile, str(self.top_k), "\x1f".join(self.keys.tolist())):
+        for part in (self.profile, str(self.top_k)):
             h.update(part.encode("utf-8", "surrogatepass") + b"\x1e")
-        meta = self.ts.meta
-        for col in ("dataset", "model", "framework"):
-            h.update("\x1f".join("\x00" if v is None else str(v) for v in meta[col]).encode("utf-8", "surrogatepass"))
+        for arr in (self.keys_arrow(), *(self.text_column(c) for c in ("dataset", "model", "framework"))):
+            _hash_strings(h, arr)   # the Arrow buffers themselves: no Python string per run
+        features = (self.features.values,)
         if isinstance(self.ts, StoredTraces):
-            # the tokens as stored: each run set's token digest (written with its columns) and the rows taken
+            # the tokens as stored: each run set's digest (written with its columns: of its tokens, and of its
+            # features when it starts with 'tf:') and the rows taken
             digests = self.stored.digests if self.stored is not None else {}
-            h.update("\x1f".join(f"{r}={digests.get(r, r)}" for r in dict.fromkeys(self.run_set.tolist())).encode())
+            used = [str(r) for r in pd.unique(self.run_set)]
+            h.update("\x1f".join(f"{r}={digests.get(r, r)}" for r in used).encode())
             tokens = (self.ts._rows,)
+            if used and all(str(digests.get(r, "")).startswith("tf:") for r in used):
+                features = ()    # covered by the digests: 400 MB not hashed again at a million runs
+            verbalized = self.ts.verbalized_column()
         else:
             tokens = (self.ts.logprob, self.ts.top_logprobs, self.ts.step_offsets, self.ts.traj_offsets)
-        for arr in (self.labels, meta["verbalized_confidence"].to_numpy(dtype=np.float64), self.features.values,
-                    *tokens):
+            verbalized = self.ts.meta["verbalized_confidence"].to_numpy(dtype=np.float64)
+        for arr in (self.labels, verbalized, *features, *tokens):
             a = np.ascontiguousarray(arr)
-            h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(memoryview(a).cast("B") if a.size else b"")
         self.__dict__["_digest"] = digest = h.hexdigest()
         return digest
 
@@ -129,15 +152,16 @@ class Workspace:
 
     def values(self, column: str) -> list[str]:
         """Sorted distinct values of a metadata column (missing shown as '(none)')."""
-        return sorted({"(none)" if v is None else str(v) for v in self.ts.meta[column]})
+        return sorted({"(none)" if v is None else str(v) for v in pc.unique(self.text_column(column)).to_pylist()})
 
     def mask(self, *, datasets: Sequence[str] | None = None, models: Sequence[str] | None = None,
              frameworks: Sequence[str] | None = None, run_sets: Sequence[str] | None = None) -> np.ndarray:
         m = np.ones(len(self), dtype=bool)
         for col, chosen in (("dataset", datasets), ("model", models), ("framework", frameworks)):
             if chosen:
-                vals = self.ts.meta[col].map(lambda v: "(none)" if v is None else str(v)).to_numpy()
-                m &= np.isin(vals, list(chosen))
+                vals = pc.fill_null(self.text_column(col), "(none)")
+                m &= pc.is_in(vals, value_set=pa.array([str(v) for v in chosen], type=pa.string())).to_numpy(
+                    zero_copy_only=False)
         if run_sets:
             m &= np.isin(self.run_set, list(run_sets))
         return m
@@ -218,13 +242,25 @@ def _take_stored(stored: StoredColumns, idx: np.ndarray) -> StoredColumns:
                          tokens=stored.tokens[idx], digests=stored.digests, gac_model=stored.gac_model)
 
 
-def _read_meta(con, run_set_ids: Sequence[str]) -> pd.DataFrame:
-    """The metadata rows of the run sets, in that order (each in storage order): no token is read."""
-    import pyarrow as pa
+def _hash_strings(h, arr: pa.Array) -> None:
+    """Feed an Arrow string array to a hash: its value bytes, the value lengths and the null positions (the same
+    for the same strings however the array is sliced or chunked)."""
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    arr = arr.cast(pa.large_string()) if arr.type != pa.large_string() else arr
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
+    data = arr.buffers()[2]
+    lo, hi = (int(offsets[0]), int(offsets[-1])) if len(arr) else (0, 0)
+    h.update(np.diff(offsets).tobytes() + b"\x1e")
+    h.update(memoryview(data)[lo:hi] if data is not None and hi > lo else b"")
+    h.update(np.packbits(arr.is_null().to_numpy(zero_copy_only=False)).tobytes() + b"\x1e")
 
+
+def _read_meta(con, run_set_ids: Sequence[str]) -> pa.Table:
+    """The metadata rows of the run sets, in that order (each in storage order), as Arrow: no token is read, no
+    Python object per run is made."""
     parts = [in_pos_order(con.sql("SELECT * FROM trajectories WHERE run_set = ?", params=[rs]).to_arrow_table())
              for rs in run_set_ids]
-    return meta_from_arrow(pa.concat_tables(parts))
+    return pa.concat_tables(parts)
 
 
 def build_workspace(store: Store, *, profile: str = "paper", top_k: int = 5,
@@ -252,7 +288,7 @@ def build_workspace(store: Store, *, profile: str = "paper", top_k: int = 5,
     else:
         raise ValueError(f"the per-run columns of run sets {missing} could not be stored")
     sizes = [int(n[i]) for i in ids]
-    if sum(sizes) != len(cols) or len(meta) != len(cols):
+    if sum(sizes) != len(cols) or meta.num_rows != len(cols):
         raise ValueError(f"the stored columns have {len(cols)} rows for {sum(sizes)} stored trajectories")
     owner = np.repeat(np.array(ids, dtype=object), sizes)
     ts = StoredTraces.from_store(store.load_run_set, ids, meta, sizes, cols.steps, cols.tokens)

@@ -6,6 +6,7 @@
     python -m htc_core.bench monitor       Monitor.add_step per step vs prefix + extract + predict_proba
     python -m htc_core.bench dashboard     cold start, cached pages, upload, projections (needs the [app] extra)
     python -m htc_core.bench dashboard_scale  ingest, workspace and each page's data at 10k/100k/1M runs, peak memory
+    python -m htc_core.bench flags         structural flags over columns vs the per-run loop (sample runs, synthetic)
     python -m htc_core.bench hostile       reading cost of the hostile-value checks vs json/orjson parse alone
     python -m htc_core.bench experiments   transfer, GAC leave-one-out and ablation vs one evaluate, same runs
     python -m htc_core.bench ingest        htc features end to end vs json.loads; 30k/300k/1M scaling (time, memory)
@@ -18,7 +19,7 @@ Options after the name go to that benchmark (``python -m htc_core.bench NAME --h
 """
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
-              "scaling", "learning", "dashboard_scale")
+              "scaling", "learning", "dashboard_scale", "flags")
 
 
 def shared_data_dir():

@@ -3,11 +3,13 @@
     python -m htc_core.bench dashboard_scale [--runs 10000,100000,1000000] [--reference-max 100000]
                                              [--skip-projection] [--skip-cv]
 
-For each N, in a fresh process (so the peak memory is that size's own): a synthetic trace set of N small runs
-(5 steps x 20 tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), then, timed (wall seconds):
+For each N, in a fresh process (so the peak memory is that size's own): N small synthetic runs (5 steps x 20
+tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), generated 50,000 at a time, then, timed
+(wall seconds):
 
-- ingest: ``Store.add_run_set`` (tokens, steps, metadata) and ``features_store.write_columns`` (48 features,
-  baselines, GAC score, flags, 50,000 runs per chunk);
+- ingest: ``Store.add_run_set`` of the generated chunks as they come (tokens, steps, metadata) with
+  ``column_writer.ColumnWriter`` (48 features, baselines, GAC score, flags) chunk by chunk in the same
+  transaction; the peak resident memory right after it is printed (bounded by a chunk: the same at 100k and 1M);
 - workspace: ``build_workspace`` (what opening the app costs), against the plain reference in the same process
   (what it cost before the columns were stored: the run set's tokens read back, then features and baselines
   recomputed), run up to ``--reference-max`` runs;
@@ -57,9 +59,29 @@ class _Timer:
         return out
 
 
+#: trajectories per generated (and stored) chunk
+STORE_CHUNK = 50_000
+
+
+def _synthetic_chunks(n: int, chunk: int):
+    """N synthetic runs (5 steps x 20 tokens, no alternatives) as chunks generated one at a time (seeded per
+    chunk), with dataset/model/question columns: the input never exists whole, as when a file is streamed."""
+    from ..synthetic import synthetic_trace_set
+
+    for j, start in enumerate(range(0, n, chunk)):
+        m = min(chunk, n - start)
+        ts = synthetic_trace_set(m, 5, 20, k=0, seed=1 + j)
+        i = np.arange(start, start + m)
+        ts.meta["id"] = np.array([f"run-{v}" for v in i], dtype=object)
+        ts.meta["dataset"] = np.array(["alpha", "beta", "gamma"], dtype=object)[i % 3]
+        ts.meta["model"] = np.array(["m1", "m2"], dtype=object)[i % 2]
+        ts.meta["question"] = np.array([f"question {v} about item {v % 97}" for v in i], dtype=object)
+        yield ts
+
+
 def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> dict:
     from ..app import sql_views
-    from ..app.features_store import write_columns
+    from ..app.column_writer import ColumnWriter
     from ..app.projection import PROJECTION_FIT_CAP, SCATTER_CAP, project
     from ..app.sampling import EVAL_CAP, stratified_sample
     from ..app.store import Store
@@ -68,20 +90,18 @@ def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> d
     from ..calibration.baselines import baseline_confidences
     from ..calibration.evaluation import evaluate
     from ..features import extract
-    from ..synthetic import synthetic_trace_set
 
     t = _Timer()
     root = Path(tempfile.mkdtemp(prefix="htc-bench-scale-"))
     try:
-        ts = t("generate synthetic runs", lambda: synthetic_trace_set(n, 5, 20, k=0, seed=1))
-        ts.meta["dataset"] = np.array(["alpha", "beta", "gamma"], dtype=object)[np.arange(n) % 3]
-        ts.meta["model"] = np.array(["m1", "m2"], dtype=object)[np.arange(n) % 2]
-        ts.meta["question"] = np.array([f"question {i} about item {i % 97}" for i in range(n)], dtype=object)
         store = Store(root / "store")
-        res = t("ingest: store tokens + metadata", lambda: store.add_run_set(ts, name="bench"))
-        t("ingest: per-run columns (chunked)", lambda: write_columns(store, res.run_set_id, ts))
-        del ts
+        cols = ColumnWriter(store)
+        res = t("ingest: streamed chunks, tokens + per-run columns",
+                lambda: store.add_run_set(_synthetic_chunks(n, STORE_CHUNK), name="bench", on_chunk=cols,
+                                          on_finish=cols.finish))
+        peak_ingest = _peak_mib()
         ws = t("workspace: build_workspace (stored columns)", lambda: build_workspace(store))
+        t("workspace: content key (cache key of every page)", ws.content_digest)
         if reference:
             def old():
                 full = store.load_run_set(res.run_set_id)
@@ -113,7 +133,7 @@ def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> d
                                     methods=["GlobalTrace-TP", "LastStep-TP", "HTC-Reduced"]))
             t("calibration: reliability bins (DuckDB)", lambda: sql_views.reliability_bins(ev.oof["HTC-Reduced"],
                                                                                             ev.labels))
-        return {"n": n, "times": t.rows, "peak_mib": _peak_mib()}
+        return {"n": n, "times": t.rows, "peak_mib": _peak_mib(), "peak_ingest_mib": peak_ingest}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -157,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + f"{'wall seconds':50s}" + "".join(f"{r['n']:>12,d}" for r in results))
     for k in names:
         print(f"{k:50s}" + "".join(f"{r['times'][k]:12.2f}" if k in r["times"] else f"{'-':>12s}" for r in results))
+    print(f"{'peak resident memory after the ingest (MiB)':50s}" + "".join(f"{r['peak_ingest_mib']:12.0f}" for r in results))
     print(f"{'peak resident memory (MiB)':50s}" + "".join(f"{r['peak_mib']:12.0f}" for r in results))
     for r in results:
         ref = r["times"].get("workspace: reference (tokens read, recomputed)")

@@ -142,24 +142,121 @@ def _step_notes(ts, a: int, b: int) -> list:
 
 
 def structural_flags(ts) -> StructuralFlags:
-    """The structural flags of every trajectory of the trace set ``ts``."""
+    """The structural flags of every trajectory of the trace set ``ts``.
+
+    Computed over the trace set's columns: per-run reductions are numpy segment sums over the step offsets,
+    string rules run once per step text (or once per distinct answer/gold pair and metadata value), and a
+    column without text (no step texts, no observations) costs nothing. The same flags, run for run, as the
+    per-run rules above (:mod:`~htc_core.explain.flags_reference`; the tests compare both)."""
+    n = ts.n_trajectories
     meta = ts.meta
     answers, golds = meta["answer"].to_numpy(dtype=object), meta["gold"].to_numpy(dtype=object)
-    metas = meta["metadata"].to_numpy(dtype=object)
-    offsets = ts.traj_offsets
-    texts = ts.step_text
-    rows = []
-    for i in range(ts.n_trajectories):
-        a, b = int(offsets[i]), int(offsets[i + 1])
-        steps = list(texts[a:b])
-        rows.append({
-            "no_final_answer": _blank(answers[i]),
-            "step_limit": _step_limit(_metadata(metas[i])),
-            "tool_error": _tool_error(_step_notes(ts, a, b)),
-            "repeated_action": _repeated_action(steps),
-            "empty_output": _empty_output(steps),
-            "answer_format": _answer_format(answers[i], golds[i]),
-        })
-    frame = pd.DataFrame(rows, columns=list(FLAGS)).astype("boolean")
-    available = [f for f in FLAGS if frame[f].notna().any()]
+    offsets = np.asarray(ts.traj_offsets, dtype=np.int64)
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))     # run of every step
+    texts = np.asarray(ts.step_text, dtype=object)
+    cols = {
+        "no_final_answer": (np.fromiter(map(_blank, answers), dtype=bool, count=n), np.ones(n, dtype=bool)),
+        "step_limit": _per_value([meta["metadata"].to_numpy(dtype=object)], lambda m: _step_limit(_metadata(m)),
+                                 skip="{}"),
+        "tool_error": _tool_error_columns(ts, owner, n),
+        **_text_columns(texts, owner, offsets),
+        "answer_format": _per_value([answers, golds], _answer_format),
+    }
+    frame = pd.DataFrame({f: pd.arrays.BooleanArray(v & k, ~k) for f, (v, k) in ((f, cols[f]) for f in FLAGS)})
+    available = [f for f in FLAGS if bool(cols[f][1].any())]
     return StructuralFlags(frame=frame, available=available)
+
+
+def _per_value(columns: list, rule, *, skip=None) -> tuple[np.ndarray, np.ndarray]:
+    """(value, known) of ``rule(*row)`` over the rows of ``columns`` (object arrays of one length), evaluated once
+    per distinct row; ``skip``: a first-column value known to give NA (the common '{}' metadata)."""
+    n = len(columns[0])
+    val, known = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    codes = [_text_codes(c) for c in columns]
+    if all(c is not None for c in codes):      # text or None only: distinct rows by their codes (numpy)
+        key = np.zeros(n, dtype=np.int64)
+        for c, (_, uniq) in zip(codes, codes):
+            key = key * (len(uniq) + 1) + (c[0] + 1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        out = np.array([_rule_or_skip(rule, [col[i] for col in columns], skip) for i in first], dtype=object)
+        res = out[inverse.reshape(-1)]
+    else:                                      # other objects (a dict of metadata, numbers): row by row
+        res = np.array([_rule_or_skip(rule, list(row), skip) for row in zip(*columns)], dtype=object)
+    got = np.fromiter((r is not pd.NA for r in res), dtype=bool, count=n) if n else known
+    known[got] = True
+    val[got] = res[got].astype(bool)
+    return val, known
+
+
+def _text_codes(values: np.ndarray):
+    """(codes, distinct values) when every value is a str or None (None coded -1), else None."""
+    if not all(v is None or type(v) is str for v in values):
+        return None
+    return pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+
+
+def _rule_or_skip(rule, row: list, skip):
+    if skip is not None and isinstance(row[0], str) and row[0] == skip:
+        return pd.NA
+    return rule(*row)
+
+
+def _segment_any(mask: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    return np.bincount(owner[mask], minlength=n) > 0
+
+
+def _tool_error_columns(ts, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    fields = getattr(ts, "step_fields", None) or {}
+    val, known = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    for column in ("observation", "error"):
+        values = fields.get(column)
+        if values is None:
+            continue
+        values = np.asarray(values, dtype=object)
+        is_str = np.fromiter((isinstance(t, str) for t in values), dtype=bool, count=len(values))
+        if not is_str.any():
+            continue
+        known |= _segment_any(is_str, owner, n)
+        idx = np.flatnonzero(is_str)
+        hit = np.fromiter((_ERROR.search(t) is not None for t in values[idx]), dtype=bool, count=len(idx))
+        val |= _segment_any(idx[hit], owner, n) if hit.any() else False
+    return val, known
+
+
+def _text_columns(texts: np.ndarray, owner: np.ndarray, offsets: np.ndarray) -> dict:
+    """repeated_action and empty_output from the step texts (see :func:`_repeated_action`, :func:`_empty_output`)."""
+    n = len(offsets) - 1
+    n_steps = np.diff(offsets)
+    is_str = np.fromiter((isinstance(t, str) for t in texts), dtype=bool, count=len(texts))
+    blank = np.zeros(len(texts), dtype=bool)
+    idx = np.flatnonzero(is_str)
+    blank[idx] = np.fromiter((not t.strip() for t in texts[idx]), dtype=bool, count=len(idx))
+    n_str = np.bincount(owner[is_str], minlength=n)
+    empty = (_segment_any(blank, owner, n), n_str > 0)
+    nonblank = is_str & ~blank
+    n_known = np.bincount(owner[nonblank], minlength=n)
+    # fewer than two known steps: unknown when a step is unknown (or there are none), else False
+    rep_val = np.zeros(n, dtype=bool)
+    rep_known = (n_known >= 2) | ((n_known == n_steps) & (n_steps > 0))
+    steps = np.flatnonzero(nonblank & (n_known >= 2)[owner])
+    if len(steps):
+        acts = [[a.lower() for a in _ACTION.findall(t)] for t in texts[steps]]
+        n_act = np.bincount(owner[steps], weights=np.fromiter(map(len, acts), dtype=np.int64, count=len(acts)),
+                            minlength=n)
+        act_owner = np.repeat(owner[steps], [len(a) for a in acts])
+        rep_val |= _has_duplicates(act_owner, [a for lst in acts for a in lst], n)
+        plain = steps[(n_act == 0)[owner[steps]]]        # runs without Action: lines: compare whole texts
+        if len(plain):
+            rep_val |= _has_duplicates(owner[plain], [" ".join(t.lower().split()) for t in texts[plain]], n) \
+                & (n_act == 0)
+    return {"repeated_action": (rep_val, rep_known), "empty_output": empty}
+
+
+def _has_duplicates(run: np.ndarray, values: list, n: int) -> np.ndarray:
+    """Per run: whether one of its values occurs twice (``run[i]`` the run of ``values[i]``)."""
+    if not len(values):
+        return np.zeros(n, dtype=bool)
+    codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+    key = run.astype(np.int64) * max(len(uniq), 1) + codes.astype(np.int64)
+    distinct = np.bincount(np.unique(key) // max(len(uniq), 1), minlength=n)
+    return np.bincount(run, minlength=n) > distinct

@@ -1,0 +1,146 @@
+"""Writing the per-run columns of :mod:`~htc_core.app.features_store`: chunk by chunk, each chunk stored as soon
+as it is computed, so memory is bounded by a chunk of trajectories.
+
+:func:`write_columns` computes them for a stored run set (a whole TraceSet, cut into chunks) in one transaction;
+:class:`ColumnWriter` does the same inside an already open transaction, chunk by chunk as a run set is streamed
+into the store (``Store.add_run_set(chunks, on_chunk=ColumnWriter(store))``: tokens and columns of a file in one
+pass and one transaction). The features' ``.npy`` copy is written along (a fixed header rewritten with the final
+shape, then renamed to the name of the columns' digest). The store's lock is held while the columns are
+computed (decision: one transaction, so a run set has all its columns or none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from typing import Callable
+
+import numpy as np
+
+from ..features import FEATURE_NAMES
+from ..traces import TraceSet
+from .features_store import (_F, _SAFE, DEFAULT_CHUNK, _chunk_table, _ensure_schema, _feature_block, feature_file,
+                             token_digest)
+from .store import Store
+
+__all__ = ["write_columns", "ColumnWriter"]
+
+
+def write_columns(store: Store, run_set_id: str, ts: TraceSet | Callable[[], TraceSet], *, profile: str = "paper",
+                  top_k: int = 5, chunk: int = DEFAULT_CHUNK,
+                  progress: Callable[[float, str], None] | None = None) -> int:
+    """Compute the per-run columns of a stored run set chunk by chunk and store them in one transaction
+    (replacing any earlier ones for this profile and top_k), each chunk written as soon as it is computed.
+    ``ts`` is the run set as stored (or a function returning it). Returns the number of rows written."""
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    ts = ts() if callable(ts) else ts
+    if not isinstance(ts, TraceSet):
+        raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
+    n = ts.n_trajectories
+    w = ColumnWriter(store, run_set_id, profile=profile, top_k=top_k)
+    with store._transaction(bump=False) as con:
+        w.begin(con)
+        for start in range(0, n, chunk):
+            w.add(con, ts.take(np.arange(start, min(n, start + chunk))), start)
+            if progress is not None:
+                progress(min(n, start + chunk) / max(n, 1), f"features of {min(n, start + chunk):,} of {n:,} runs")
+        w.finish(con)
+    return n
+
+
+class ColumnWriter:
+    """Writes the per-run columns of one run set chunk by chunk inside an open transaction: ``begin(con)``,
+    ``add(con, chunk, start)`` per chunk (in order), ``finish(con)``. As ``on_chunk`` of ``Store.add_run_set``
+    (called with the new run set's id) it begins on the first chunk; call ``finish`` from the same transaction
+    (``add_run_set(..., on_finish=writer.finish)``)."""
+
+    def __init__(self, store: Store, run_set_id: str | None = None, *, profile: str = "paper", top_k: int = 5):
+        from ..calibration.models import DEFAULT_GAC, load_model
+
+        self.store, self.run_set_id, self.profile, self.top_k = store, run_set_id, profile, int(top_k)
+        self.gac_name, self.gac = DEFAULT_GAC, load_model(DEFAULT_GAC)
+        self.digest = hashlib.blake2b(digest_size=20)
+        self.n = 0
+        self._file: _FeatureFile | None = None
+
+    def __call__(self, con, run_set_id: str, part: TraceSet, start: int) -> None:   # the on_chunk hook
+        if self._file is None:
+            self.run_set_id = run_set_id
+            self.begin(con)
+        self.add(con, part, start)
+
+    def _key(self) -> list:
+        return [self.run_set_id, self.profile, self.top_k]
+
+    def begin(self, con) -> None:
+        _ensure_schema(con)
+        for t in ("run_columns", "run_column_sets", "run_feature_blocks"):
+            con.execute(f"DELETE FROM {t} WHERE run_set = ? AND profile = ? AND top_k = ?", self._key())
+        self._file = _FeatureFile(self.store, self.run_set_id, self.profile)
+
+    def add(self, con, part: TraceSet, start: int) -> None:
+        if start != self.n:
+            raise ValueError(f"chunks must come in order: expected start {self.n}, got {start}")
+        token_digest(part, self.digest)
+        tbl = _chunk_table(part, start, self.profile, self.top_k, self.gac)
+        block = _feature_block(tbl)
+        self.digest.update(block.tobytes())
+        con.register("_htc_cols", tbl)
+        con.execute("INSERT INTO run_columns SELECT ? AS run_set, ? AS profile, ? AS top_k, * FROM _htc_cols",
+                    self._key())
+        con.unregister("_htc_cols")
+        buf = io.BytesIO()
+        np.save(buf, block, allow_pickle=False)
+        con.execute("INSERT INTO run_feature_blocks VALUES (?, ?, ?, ?, ?, ?)",
+                    self._key() + [int(start), tbl.num_rows, buf.getvalue()])
+        self._file.write(block)
+        self.n += tbl.num_rows
+
+    def finish(self, con) -> str:
+        """Write the column set's row (and move the features' .npy copy in place); returns the digest."""
+        if self._file is None:
+            self.begin(con)
+        hexdigest = "tf:" + self.digest.hexdigest()
+        self._file.close(feature_file(self.store, self.run_set_id, self.profile, self.top_k, hexdigest), self.n)
+        con.execute("INSERT INTO run_column_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    self._key() + [self.n, json.dumps(list(FEATURE_NAMES)), hexdigest, self.gac_name])
+        return hexdigest
+
+
+class _FeatureFile:
+    """The features' .npy copy written chunk by chunk: a fixed 128-byte header (rewritten with the final shape at
+    the end), the float64 rows appended, then renamed to its digest's name."""
+
+    HEADER = 128
+
+    def __init__(self, store: Store, run_set_id: str, profile: str):
+        self.tmp = None
+        if not (_SAFE.match(str(run_set_id)) and _SAFE.match(profile)):
+            return
+        folder = store.data_dir / "columns"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.tmp = folder / f"{run_set_id}.{os.getpid()}.{id(self)}.tmp"
+        self.fh = open(self.tmp, "wb")
+        self.fh.write(b"\0" * self.HEADER)
+
+    def write(self, block: np.ndarray) -> None:
+        if self.tmp is not None:
+            self.fh.write(np.ascontiguousarray(block, dtype="<f8").tobytes())
+
+    def close(self, path, n: int) -> None:
+        if self.tmp is None:
+            return
+        head = io.BytesIO()
+        np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (n, len(_F))})
+        ok = path is not None and len(head.getvalue()) == self.HEADER
+        if ok:
+            self.fh.seek(0)
+            self.fh.write(head.getvalue())
+        self.fh.close()
+        if ok:
+            os.replace(self.tmp, path)
+        else:
+            os.unlink(self.tmp)

@@ -1,0 +1,271 @@
+"""Writing a run set into the store chunk by chunk, so the memory of an ingest is bounded by a chunk of
+trajectories and not by the run set (``Store.add_run_set`` calls :func:`write_run_set`).
+
+A whole :class:`~htc_core.traces.TraceSet` is cut into chunks of ``chunk`` trajectories (50,000 by default); an
+iterable of TraceSets (``htc_core.iter_chunks(...)``: a file streamed) is written chunk by chunk as it comes,
+without ever holding the run set. Each chunk is converted to the store's tables (``columnar.to_arrow``) and
+appended: positions continue from the previous chunk, token strings are coded into one vocabulary for the run
+set, a step field that first appears in a later chunk becomes a new (nullable) column. A run set of one chunk is
+one transaction; a larger one is committed chunk by chunk and becomes visible with its last commit
+(:func:`write_run_set`): either way a failure half way leaves the store as it was. The result is the same run set as one-shot storing
+(``load_run_set`` gives back the same TraceSet; ``tests/test_store_chunked.py``).
+
+Decisions: duplicate ids are dropped across the whole run set (the first copy is kept), which keeps the ids
+already written in a set (about 100 bytes per run); the chunks of one run set must agree on the number of
+alternatives ``k`` and on whether token strings are present (a ``ValueError`` names the first chunk that does
+not; convert with ``htc import`` first); the store's lock is held while the chunks are read and written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from datetime import datetime, timezone
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..report import LoadReport
+from ..traces import TraceSet
+from .columnar import to_arrow
+
+__all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
+           "PENDING_SCHEMA"]
+
+#: trajectories per chunk when a whole TraceSet is stored
+DEFAULT_STORE_CHUNK = 50_000
+
+
+
+class ChunkShapeError(ValueError):
+    """A chunk's k or token strings differ from the run set's first chunk."""
+
+
+def chunks_of(ts: TraceSet, chunk: int) -> Iterable[TraceSet]:
+    """``ts`` as consecutive chunks of at most ``chunk`` trajectories."""
+    n = ts.n_trajectories
+    for start in range(0, n, chunk):
+        yield ts if (start == 0 and n <= chunk) else ts.take(np.arange(start, min(n, start + chunk)))
+
+
+class _Vocab:
+    """The run set's token strings -> codes, grown chunk by chunk."""
+
+    def __init__(self):
+        self.index = pd.Index([], dtype=object)
+
+    def recode(self, chunk_vocab: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk code -> run set code, the strings new to the run set)."""
+        found = self.index.get_indexer(pd.Index(chunk_vocab, dtype=object)) if len(self.index) \
+            else np.full(len(chunk_vocab), -1)
+        new = np.flatnonzero(found < 0)
+        found[new] = len(self.index) + np.arange(len(new))
+        added = np.asarray(chunk_vocab, dtype=object)[new]
+        if len(added):
+            self.index = self.index.append(pd.Index(added, dtype=object))
+        return found.astype(np.int32), added
+
+
+class _RunSetWriter:
+    """Appends chunks of one run set inside an open transaction."""
+
+    def __init__(self, con, rs_id: str, name: str, report: LoadReport | None, hook: Callable[[str], None]):
+        self.con, self.rs, self.name, self.report, self.hook = con, rs_id, name, report, hook
+        self.seen: set = set()
+        self.duplicates: set = set()
+        self.vocab = _Vocab()
+        self.n = self.n_steps = self.n_tokens = 0
+        self.shape: tuple | None = None         # (k, has_tokens, has_top_tokens) of the first chunk
+        self.step_cols: list[str] = []
+
+    def _dedup(self, ts: TraceSet) -> TraceSet:
+        ids = pd.Series(ts.ids, dtype=object)
+        dup = (ids.duplicated(keep="first") | ids.isin(self.seen)).to_numpy()
+        if dup.any():
+            new = {str(v) for v in ids[dup]} - self.duplicates
+            self.duplicates |= new
+            if self.report is not None:
+                for d in sorted(new):
+                    self.report.warn(self.name, None, "duplicate trajectory id in this run set: the first copy is "
+                                     "kept, later copies are dropped", field="id", value=d, trajectory_id=d)
+            ts = ts.filter(~dup)
+        self.seen.update(ids[~dup].tolist())
+        return ts
+
+    def add(self, ts: TraceSet, index: int) -> TraceSet | None:
+        """Append one chunk (its duplicates dropped); returns what was written (None when nothing)."""
+        if not isinstance(ts, TraceSet):
+            raise ValueError(f"chunk {index} must be a TraceSet, got {type(ts).__name__}")
+        ts = self._dedup(ts)
+        if ts.n_trajectories == 0:
+            return None
+        shape = (int(ts.k), ts.tokens is not None, ts.top_tokens is not None)
+        if self.shape is None:
+            self.shape = shape
+        elif shape != self.shape:
+            raise ChunkShapeError(f"chunk {index} has k={shape[0]}, token strings {shape[1]}, alternative strings "
+                             f"{shape[2]}; the run set's first chunk has k={self.shape[0]}, {self.shape[1]}, "
+                             f"{self.shape[2]} (store such files as separate run sets, or convert with htc import)")
+        traj, steps, tok, vocab = to_arrow(ts)
+        traj = _shift(traj, "pos", self.n)
+        steps = _shift(steps, "pos", self.n_steps)
+        tok = _shift(tok, "pos", self.n_tokens)
+        codes, added = self.vocab.recode(np.asarray(vocab.column("token").to_pylist(), dtype=object))
+        for c in [c for c in tok.column_names if c == "token" or c.startswith("tt")]:
+            local = tok.column(c).to_numpy()
+            tok = tok.set_column(tok.column_names.index(c), c,
+                                 pa.array(np.where(local < 0, -1, codes[np.maximum(local, 0)]).astype(np.int32)))
+        start = len(self.vocab.index) - len(added)
+        new_vocab = pa.table({"code": pa.array(np.arange(start, start + len(added), dtype=np.int32)),
+                              "token": pa.array(added.tolist(), type=pa.string())})
+        self._append("trajectories", traj, prefix=f"'{self.rs}' AS run_set, ")
+        self.hook("after_trajectories")
+        self._append_steps(steps)
+        self.hook("after_steps")
+        for table, data in ((f"tokens_{self.rs}", tok), (f"vocab_{self.rs}", new_vocab)):
+            self._append(table, data, create=(self.n == 0))
+        self.n += ts.n_trajectories
+        self.n_steps += ts.n_steps
+        self.n_tokens += ts.n_tokens
+        return ts
+
+    def _append(self, table: str, data: pa.Table, *, create: bool = False, prefix: str = "") -> None:
+        self.con.register("_htc_chunk", data)
+        try:
+            if create:
+                self.con.execute(f"CREATE TABLE {table} AS SELECT * FROM _htc_chunk")
+            else:
+                self.con.execute(f"INSERT INTO {table} BY NAME SELECT {prefix}* FROM _htc_chunk")
+        finally:
+            self.con.unregister("_htc_chunk")
+
+    def _append_steps(self, steps: pa.Table) -> None:
+        table = f"steps_{self.rs}"
+        if not self.step_cols:
+            self._append(table, steps, create=True)
+        else:
+            for c in steps.column_names:      # a step field first seen in this chunk: a new nullable column
+                if c not in self.step_cols:
+                    kind = "DOUBLE" if c == "latency_s" else "VARCHAR"
+                    self.con.execute(f'ALTER TABLE {table} ADD COLUMN "{c}" {kind}')
+            self._append(table, steps)
+        self.step_cols = list(dict.fromkeys(self.step_cols + steps.column_names))
+
+
+def _shift(tbl: pa.Table, col: str, by: int) -> pa.Table:
+    if not by:
+        return tbl
+    i = tbl.column_names.index(col)
+    return tbl.set_column(i, col, pa.array(tbl.column(col).to_numpy() + np.int64(by)))
+
+
+def write_run_set(store, data: TraceSet | Iterable[TraceSet], *, name: str, report: LoadReport | None = None,
+                  fields: dict | None = None, chunk: int = DEFAULT_STORE_CHUNK,
+                  on_chunk: Callable | None = None, on_finish: Callable | None = None):
+    """Store ``data`` (a TraceSet, or TraceSet chunks) as one run set, ``chunk`` trajectories at a time.
+    ``on_chunk(con, run_set_id, written_chunk, start)`` is called in the chunk's transaction (the per-run columns
+    are written so), ``on_finish(con)`` in the last one when something was kept. Returns ``(run set id, kept,
+    duplicates)``; nothing is stored when no trajectory is kept.
+
+    A run set of at most one chunk is one transaction. A larger one is committed chunk by chunk (DuckDB keeps a
+    transaction's rows in memory: one transaction would grow with the run set), under a ``run_set_pending`` row:
+    it becomes visible only with the last commit (its ``run_sets`` row); a failure removes what was written, and
+    what a killed process left is removed by the next ``Store`` opened on this machine once that process is
+    gone (:func:`sweep_pending`)."""
+    if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, bool) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    single = isinstance(data, TraceSet) and data.n_trajectories <= chunk
+    chunks = chunks_of(data, int(chunk)) if isinstance(data, TraceSet) else data
+    rs_id = uuid.uuid4().hex[:12]
+    w = _RunSetWriter(None, rs_id, name, report, store._hook)
+
+    def finish(con) -> None:
+        k, has_tokens, has_top = w.shape
+        con.execute("INSERT INTO run_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [rs_id, name, datetime.now(timezone.utc).replace(tzinfo=None), k, has_tokens, has_top, w.n,
+                     w.n_steps, w.n_tokens, json.dumps(fields or {}, ensure_ascii=False, default=str),
+                     json.dumps(report.to_dict() if report is not None else {}, ensure_ascii=False, default=str)])
+        if on_finish is not None:
+            on_finish(con)
+        con.execute("DELETE FROM run_set_pending WHERE id = ?", [rs_id])
+        store._hook("before_commit")
+
+    def one(con, i: int, part: TraceSet) -> None:
+        w.con = con
+        start = w.n
+        written = w.add(part, i)
+        if written is not None and on_chunk is not None:
+            on_chunk(con, rs_id, written, start)
+
+    if single:
+        with store._transaction() as con:
+            for i, part in enumerate(chunks):
+                one(con, i, part)
+            if w.n:
+                finish(con)
+        return rs_id, w.n, sorted(w.duplicates)
+    with store._transaction(bump=False) as con:
+        con.execute("INSERT INTO run_set_pending VALUES (?, ?, ?, ?)",
+                    [rs_id, os.getpid(), socket.gethostname(), datetime.now(timezone.utc).replace(tzinfo=None)])
+    try:
+        for i, part in enumerate(chunks):
+            with store._transaction(bump=False) as con:
+                one(con, i, part)
+        with store._transaction() as con:
+            if w.n:
+                finish(con)
+            else:
+                con.execute("DELETE FROM run_set_pending WHERE id = ?", [rs_id])
+    except BaseException:
+        discard(store, rs_id)
+        raise
+    return rs_id, w.n, sorted(w.duplicates)
+
+
+PENDING_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_set_pending (id VARCHAR PRIMARY KEY, pid BIGINT, host VARCHAR, "
+                  "started TIMESTAMP)")
+
+
+def discard(store, rs_id: str) -> None:
+    """Remove every row and table of an unfinished run set (and its pending row)."""
+    with store._transaction(bump=False) as con:
+        _discard(con, rs_id)
+    for f in (store.data_dir / "columns").glob(f"{rs_id}*"):
+        f.unlink(missing_ok=True)
+
+
+def _discard(con, rs_id: str) -> None:
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for t in ("trajectories", "run_columns", "run_feature_blocks", "run_column_sets"):
+        if t in tables:
+            con.execute(f"DELETE FROM {t} WHERE run_set = ?", [rs_id])
+    for t in ("steps", "tokens", "vocab"):
+        con.execute(f"DROP TABLE IF EXISTS {t}_{rs_id}")
+    con.execute("DELETE FROM run_set_pending WHERE id = ?", [rs_id])
+
+
+def sweep_pending(con, data_dir) -> list[str]:
+    """Remove the unfinished run sets of processes of this machine that are gone (killed mid-ingest)."""
+    host, gone = socket.gethostname(), []
+    for rs_id, pid, h in con.execute("SELECT id, pid, host FROM run_set_pending").fetchall():
+        if h != host or _alive(int(pid)):
+            continue
+        _discard(con, rs_id)
+        gone.append(rs_id)
+        for f in (data_dir / "columns").glob(f"{rs_id}*"):
+            f.unlink(missing_ok=True)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
