@@ -324,6 +324,11 @@ class Store:
         with self._connect() as con:
             return int(_one(con, "SELECT count(*) FROM results")[0])
 
+    def clear_results(self) -> None:
+        """Forget every kept result (they are recomputed when next asked for)."""
+        with self._transaction(bump=False) as con:
+            con.execute("DELETE FROM results")
+
     # -------------------------------------------------------------- models
     def save_model(self, model: dict | str, *, name: str) -> str:
         """Store a model's JSON (a dict from ``HTCCalibrator.to_dict`` or its text); returns its id."""

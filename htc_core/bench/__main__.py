@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     if name not in BENCHMARKS:
         print(f"unknown benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}, all", file=sys.stderr)
         return 2
+    if name in ("dashboard", "dashboard_scale"):
+        import os
+        # as app.py does for the server (numpy is not loaded yet here): BLAS on one thread per call
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     return importlib.import_module(f"{__package__}.{name}").main(rest) or 0
 
 

@@ -62,3 +62,15 @@ def calibration_visits(data_dir: Path, samples: Path, app: Path, *, seeds: int =
     return {"first_s": first, "landing_s": landing, "job_s": job_s, "later_s": later, "reload_s": reload,
             "restart_s": restart, "parts_computed": parts,
             "methods": len(table), "alphas": "paper (15)" if compute.ALPHAS is None else len(compute.ALPHAS)}
+
+
+def serial_evaluation(samples: Path) -> float:
+    """Seconds of the dashboard's evaluation (all methods, 3 repeats, its alpha grid) with ``n_jobs=1``."""
+    from ..app.compute import ALPHAS
+    from ..calibration.evaluation import evaluate
+    from ..formats import load
+
+    ts, _ = load(str(samples))
+    t0 = time.perf_counter()
+    evaluate(ts, seeds=3, n_jobs=1, **({} if ALPHAS is None else {"alphas": ALPHAS}))
+    return time.perf_counter() - t0

@@ -27,7 +27,6 @@ import argparse
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 import orjson
 
 from . import checkout_root, shared_data_dir
+from .server import _free_port, _open_when_up, _start_app
 
 ROOT = checkout_root() or Path.cwd()
 APP = ROOT / "app.py"
@@ -98,32 +98,6 @@ def write_calllog(path: Path, n_traj: int, steps: int, tokens: int, top_k: int, 
 
 
 # ---------------------------------------------------------------- 1. cold start
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_app(port: int, data_dir: Path, samples: Path, env: dict) -> subprocess.Popen:
-    """``streamlit run app.py`` on ``port`` with the given store and sample folder, output discarded."""
-    return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-                             "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
-                             str(samples)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120) -> None:
-    """Load the app's URL in ``page``, retrying until the server answers (or ``limit_s`` passes)."""
-    deadline = time.time() + limit_s
-    while True:
-        try:
-            page.goto(f"http://127.0.0.1:{port}", timeout=attempt_ms)
-            return
-        except Exception:
-            if time.time() > deadline:
-                raise
-            time.sleep(pause_s)
-
-
 def cold_start_browser(data_dir: Path, samples: Path, env: dict) -> float | None:
     try:
         from playwright.sync_api import sync_playwright
@@ -270,22 +244,10 @@ def upload_browser(data_dir: Path, calllog: Path, labels: Path, seeds: int, env:
             "progress_calibration": bar_cal, "reduced_still_running": still}
 
 
-def _serial_evaluation(samples: Path) -> float:
-    """Seconds of the dashboard's evaluation (all methods, 3 repeats, its alpha grid) with ``n_jobs=1``."""
-    from ..app.compute import ALPHAS
-    from ..calibration.evaluation import evaluate
-    from ..formats import load
-
-    ts, _ = load(str(samples))
-    t0 = time.perf_counter()
-    evaluate(ts, seeds=3, n_jobs=1, **({} if ALPHAS is None else {"alphas": ALPHAS}))
-    return time.perf_counter() - t0
-
-
 def _calibration_only(args, argv: list) -> int:
     import logging
 
-    from .calibration_visits import calibration_visits
+    from .calibration_visits import calibration_visits, serial_evaluation
 
     if "--alphas" in argv and args.alphas == "quick":
         os.environ["HTC_DASHBOARD_ALPHAS"] = QUICK_ALPHAS
@@ -297,12 +259,24 @@ def _calibration_only(args, argv: list) -> int:
         cold_start_apptest(tmp / "store", samples, dict(os.environ))
         print(f"sample runs: {which}; loaded into an empty store with their features in {time.perf_counter() - t0:.1f} s")
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        from ..app.store import Store
+        from .calibration_browser import first_visit_browser
+
+        real = first_visit_browser(tmp / "store", samples, dict(os.environ))
+        if real is None:
+            print("Calibration in a real server: skipped (needs Playwright and Chromium)")
+        else:
+            print(f"Calibration, first visit in a real server (Chromium): {real['first_s']:.2f} s after the click "
+                  f"(target < 5 s idle); the Runs page before it, which started the evaluation: "
+                  f"{real['landing_s']:.2f} s from opening the app; the evaluation job in the server took "
+                  f"{real['job_s']:.2f} s")
+        Store(tmp / "store").clear_results()    # what the server's evaluation kept would be read back
         v = calibration_visits(tmp / "store", samples, APP)
-        print(f"Calibration, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
+        print(f"Calibration through AppTest, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
               f"{v['parts_computed']} evaluation parts computed): {v['first_s']:.2f} s (target < 5 s idle), after "
               f"{v['landing_s']:.2f} s on the Runs page, which started the evaluation; the evaluation job took "
               f"{v['job_s']:.2f} s ({os.cpu_count()} threads)")
-        print(f"the same evaluation in this process, one thread (reference): {_serial_evaluation(samples):.2f} s")
+        print(f"the same evaluation in this process, one thread (reference): {serial_evaluation(samples):.2f} s")
         print(f"Calibration, later visit: {v['later_s']:.2f} s; reload (new session): {v['reload_s']:.2f} s; "
               f"restart (from the store): {v['restart_s']:.2f} s (target < 1 s)")
     finally:

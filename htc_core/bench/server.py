@@ -1,0 +1,42 @@
+"""A ``streamlit run app.py`` server for the browser parts of the dashboard benchmark: a free port, the
+server process (its output discarded or kept in a file) and loading its URL once it answers."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import checkout_root
+
+ROOT = checkout_root() or Path.cwd()
+APP = ROOT / "app.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_app(port: int, data_dir: Path, samples: Path, env: dict, log=subprocess.DEVNULL) -> subprocess.Popen:
+    """``streamlit run app.py`` on ``port`` with the given store and sample folder, output to ``log``
+    (an open file; default discarded)."""
+    return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
+                             "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
+                             str(samples)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120) -> None:
+    """Load the app's URL in ``page``, retrying until the server answers (or ``limit_s`` passes)."""
+    deadline = time.time() + limit_s
+    while True:
+        try:
+            page.goto(f"http://127.0.0.1:{port}", timeout=attempt_ms)
+            return
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(pause_s)
