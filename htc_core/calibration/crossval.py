@@ -123,18 +123,6 @@ def _workers(n_jobs: int | None, total: int) -> int:
     return max(1, min(want, total))
 
 
-def _one_blas_thread_here() -> None:
-    """Initializer of each fold thread: BLAS on one thread. The limit ``cross_validate`` sets does not reach
-    the BLAS calls of threads when it was set outside the main thread (the dashboard's background job):
-    there each fold thread's BLAS kept its own threads, and two fold threads on 2 cores ran slower than one
-    (measured). Set here, in the thread itself, it holds for the thread's lifetime."""
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        pass
-
-
 def _map_in_threads(fn, items: list, workers: int):
     """``map(fn, items)`` in order; with ``workers`` > 1 on a thread pool (results yielded as they come in
     order, so progress moves while later folds still run)."""
@@ -143,7 +131,7 @@ def _map_in_threads(fn, items: list, workers: int):
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="htc-cv", initializer=_one_blas_thread_here)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="htc-cv")
     try:
         futures = [pool.submit(fn, item) for item in items]
         for fut in futures:
