@@ -184,8 +184,10 @@ def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, t
             page.get_by_role("heading", name=link).first.wait_for(timeout=60_000)
         _settle(page)
         if charts:   # every figure drawn (its SVG present)
+            # (== rather than >=: while a page reruns to add the evaluation's last part, the previous run's
+            # charts stay on screen until replaced, so the count can pass the final one for a moment)
             page.wait_for_function("Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                                   f".filter(e => e.querySelector('svg.main-svg')).length >= {charts}",
+                                   f".filter(e => e.querySelector('svg.main-svg')).length == {charts}",
                                    timeout=60_000)
         n_charts = page.locator(".js-plotly-plot").count()     # one per figure (a figure holds several SVGs)
         assert n_charts == charts, (link, n_charts)

@@ -53,6 +53,10 @@ def _open_page(page, link: str, charts: int) -> None:
     page.wait_for_function("Array.from(document.querySelectorAll('.js-plotly-plot'))"
                            f".filter(e => e._fullLayout && e.querySelector('svg.main-svg')).length >= {charts}",
                            timeout=120_000)
+    # the evaluation's last parts redraw the page when they finish ("Still evaluating: ..."): a click during
+    # such a redraw is lost, so wait until none is pending and the page has settled again
+    page.get_by_text("Still evaluating:").wait_for(state="detached", timeout=240_000)
+    _settle(page)
     page.wait_for_timeout(800)
 
 

@@ -322,16 +322,6 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     return merge_evaluations(ready)
 
 
-def start_evaluation(ws: Workspace) -> None:
-    """Start the selection's evaluation in its background job without waiting (the Runs page calls it, so the
-    cross-validation runs while the user looks at the runs and Calibration joins it); nothing when it is
-    computed or cannot run (too few labels: the pages that need it say why)."""
-    from ..calibration.evaluation import label_problem
-
-    if label_problem(ws.labels) is None:
-        _evaluation_job(ws)
-
-
 def evaluation_pending() -> list[str]:
     """The parts of the selection's evaluation not computed yet."""
     return [p for p in EVAL_PARTS if cached_result_quiet(_part_key(p)) is None]

@@ -3,10 +3,10 @@ headless Chromium, the way a user meets it (AppTest's harness polls its script t
 takes the GIL from the evaluation's fold threads, so its timing understates a real server).
 
 A store that holds the sample runs with their features, its kept results removed (so nothing of the evaluation
-is cached); a new server; Chromium opens the Runs page (which starts the evaluation in its background job) and,
-as soon as it is drawn, clicks Calibration; the clock stops when the page has finished (no running status, no
-progress bar) with the metric table on screen. Importing Streamlit/Playwright here is fine: ``htc_core.bench``
-is not part of the core.
+is cached); a new server; Chromium opens the Runs page and, as soon as it is drawn, clicks Calibration (which
+starts the evaluation in its background job); the clock stops when the page has finished (no running status,
+no progress bar) with the metric table on screen. Importing Streamlit/Playwright here is fine:
+``htc_core.bench`` is not part of the core.
 """
 
 from __future__ import annotations
