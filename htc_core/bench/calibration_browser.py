@@ -12,7 +12,6 @@ no progress bar) with the metric table on screen. Importing Streamlit/Playwright
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 
@@ -42,9 +41,7 @@ def first_visit_browser(data_dir: Path, samples: Path, env: dict) -> dict | None
         return None
     Store(data_dir).clear_results()              # nothing of the evaluation kept: a true first visit
     port = _free_port()
-    log_path = data_dir / "bench-server.log"
-    log = open(log_path, "w", encoding="utf-8")
-    proc = _start_app(port, data_dir, samples, env, log=log)
+    proc = _start_app(port, data_dir, samples, env)
     try:
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu",
@@ -66,6 +63,4 @@ def first_visit_browser(data_dir: Path, samples: Path, env: dict) -> dict | None
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        log.close()
-    took = re.findall(r"Cross-validated evaluation took ([0-9.]+) s", log_path.read_text(encoding="utf-8"))
-    return {"landing_s": landing, "first_s": first, "job_s": float(took[0]) if took else float("nan")}
+    return {"landing_s": landing, "first_s": first}

@@ -268,8 +268,7 @@ def _calibration_only(args, argv: list) -> int:
         else:
             print(f"Calibration, first visit in a real server (Chromium): {real['first_s']:.2f} s after the click "
                   f"(target < 5 s idle); the Runs page before it: "
-                  f"{real['landing_s']:.2f} s from opening the app; the evaluation job in the server took "
-                  f"{real['job_s']:.2f} s")
+                  f"{real['landing_s']:.2f} s from opening the app")
         Store(tmp / "store").clear_results()    # what the server's evaluation kept would be read back
         v = calibration_visits(tmp / "store", samples, APP)
         print(f"Calibration through AppTest, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
