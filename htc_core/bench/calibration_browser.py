@@ -11,7 +11,6 @@ no progress bar) with the metric table on screen. Importing Streamlit/Playwright
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -29,23 +28,20 @@ def _idle(page, limit_s: float) -> None:
 def first_visit_browser(data_dir: Path, samples: Path, env: dict) -> dict | None:
     """Seconds from opening the app to the Runs page drawn, and from the click on Calibration to that page
     complete; None without Playwright or Chromium."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return None
     from ..app.store import Store
-    from .server import _free_port, _open_when_up, _start_app
+    from .server import _free_port, _open_when_up, _start_app, chromium_path, launch_chromium
 
-    chromium = os.environ.get("HTC_CHROMIUM", "/usr/bin/chromium")
-    if not Path(chromium).exists():
+    chromium = chromium_path()
+    if chromium is None:
         return None
+    from playwright.sync_api import sync_playwright
+
     Store(data_dir).clear_results()              # nothing of the evaluation kept: a true first visit
     port = _free_port()
     proc = _start_app(port, data_dir, samples, env)
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                                   "--disable-background-networking", "--no-first-run"])
+            b = launch_chromium(p, chromium)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             t0 = time.perf_counter()
             _open_when_up(page, port, attempt_ms=3000, pause_s=0.2)

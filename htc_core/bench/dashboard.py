@@ -36,7 +36,7 @@ from pathlib import Path
 import orjson
 
 from . import checkout_root, shared_data_dir
-from .server import _free_port, _open_when_up, _start_app
+from .server import _free_port, _open_when_up, _start_app, chromium_path, launch_chromium
 
 ROOT = checkout_root() or Path.cwd()
 APP = ROOT / "app.py"
@@ -99,17 +99,14 @@ def write_calllog(path: Path, n_traj: int, steps: int, tokens: int, top_k: int, 
 
 # ---------------------------------------------------------------- 1. cold start
 def cold_start_browser(data_dir: Path, samples: Path, env: dict) -> float | None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
+    chromium = chromium_path()
+    if chromium is None:
         return None
-    chromium = os.environ.get("HTC_CHROMIUM", "/usr/bin/chromium")
-    if not Path(chromium).exists():
-        return None
+    from playwright.sync_api import sync_playwright
+
     port = _free_port()
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                               "--disable-background-networking", "--no-first-run"])
+        b = launch_chromium(p, chromium)
         page = b.new_page()
         t0 = time.perf_counter()
         proc = _start_app(port, data_dir, samples, env)
@@ -189,21 +186,18 @@ def upload_to_calibration(data_dir: Path, calllog: Path, labels: Path, seeds: in
 def upload_browser(data_dir: Path, calllog: Path, labels: Path, seeds: int, env: dict) -> dict | None:
     """The same flow in Chromium: pick the files in the uploaders, store, open Calibration; time until its
     charts are drawn (HTC-Reduced may still be computing below its progress bar)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
+    chromium = chromium_path()
+    if chromium is None:
         return None
-    chromium = os.environ.get("HTC_CHROMIUM", "/usr/bin/chromium")
-    if not Path(chromium).exists():
-        return None
+    from playwright.sync_api import sync_playwright
+
     port = _free_port()
     empty = data_dir / "no-samples"
     empty.mkdir(parents=True, exist_ok=True)
     proc = _start_app(port, data_dir, empty, env)
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                                   "--disable-background-networking", "--no-first-run"])
+            b = launch_chromium(p, chromium)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             _open_when_up(page, port, attempt_ms=3000, pause_s=0.2)
             page.get_by_role("button", name="Upload and store").wait_for(timeout=120_000)

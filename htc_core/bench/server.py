@@ -1,8 +1,10 @@
 """A ``streamlit run app.py`` server for the browser parts of the dashboard benchmark: a free port, the
-server process (its output discarded or kept in a file) and loading its URL once it answers."""
+server process (its output discarded), headless Chromium when it is there, and loading the app's URL once the
+server answers."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -21,12 +23,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_app(port: int, data_dir: Path, samples: Path, env: dict, log=subprocess.DEVNULL) -> subprocess.Popen:
-    """``streamlit run app.py`` on ``port`` with the given store and sample folder, output to ``log``
-    (an open file; default discarded)."""
+def _start_app(port: int, data_dir: Path, samples: Path, env: dict) -> subprocess.Popen:
+    """``streamlit run app.py`` on ``port`` with the given store and sample folder, output discarded."""
     return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
                              "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
-                             str(samples)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                             str(samples)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def chromium_path() -> str | None:
+    """Chromium's path (``$HTC_CHROMIUM``, default /usr/bin/chromium) when it and Playwright are both there."""
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:
+        return None
+    path = os.environ.get("HTC_CHROMIUM", "/usr/bin/chromium")
+    return path if Path(path).exists() else None
+
+
+def launch_chromium(playwright, path: str):
+    """Headless Chromium at ``path`` from a ``sync_playwright()`` context."""
+    return playwright.chromium.launch(executable_path=path, args=["--headless", "--no-sandbox", "--disable-gpu",
+                                                                  "--disable-background-networking",
+                                                                  "--no-first-run"])
 
 
 def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120) -> None:

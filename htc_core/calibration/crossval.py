@@ -112,15 +112,14 @@ def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], 
 
 
 def _workers(n_jobs: int | None, total: int) -> int:
-    import os
+    """Threads for ``total`` folds: joblib's reading of ``n_jobs`` (None = 1, -1 = every core), at most
+    ``total``."""
+    from joblib import effective_n_jobs
 
-    if n_jobs is None:
-        return 1
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer))
+                               or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-    cores = os.cpu_count() or 1
-    want = int(n_jobs) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
-    return max(1, min(want, total))
+    return max(1, min(effective_n_jobs(None if n_jobs is None else int(n_jobs)), total))
 
 
 def _map_in_threads(fn, items: list, workers: int):
