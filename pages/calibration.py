@@ -229,10 +229,14 @@ with ui.page_errors("calibration"):
         with st.expander(f"Models saved in the store ({len(models)})"):
             st.dataframe(models, hide_index=True, width="stretch")
 
-    missing = ui.evaluation_pending() if ev is not None else []
+    # the parts drawn without: wait for the next one still computing, then draw again (also when a part
+    # finished while this page was drawn: nothing else would redraw it)
+    missing = ui.parts_missing(ev) if ev is not None else []
     if missing:
-        with pending.container():
-            st.caption("Still evaluating: " + ", ".join(ui.PART_NAMES[m] for m in missing)
-                       + ". The page updates as each part finishes.")
-            ui.compute_evaluation_part(ws, missing[0])
+        running = [m for m in missing if m in ui.evaluation_pending()]
+        if running:
+            with pending.container():
+                st.caption("Still evaluating: " + ", ".join(ui.PART_NAMES[m] for m in running)
+                           + ". The page updates as each part finishes.")
+                ui.compute_evaluation_part(ws, running[0])
         st.rerun()

@@ -170,3 +170,6 @@ with ui.page_errors("runs"):
         key = view.iloc[rows[0]]["key"]
         if st.button(f"Open {ui.md(view.iloc[rows[0]]['id'])} in the inspector", key="browse_open"):
             ui.open_in_inspector(key)
+    # last, once the page is drawn: the evaluation starts in the background, so Calibration joins it instead of
+    # starting from nothing (started earlier, it would slow this page's own drawing)
+    ui.start_evaluation(ws)

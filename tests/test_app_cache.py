@@ -51,8 +51,8 @@ def test_saving_a_model_and_a_restart_do_not_recompute_the_evaluation(tmp_path, 
     compute._registry.clear()                                        # no result of another test in memory
     at = fresh_app(tmp_path, sample_dir, monkeypatch)
     before = compute.CACHE_STATS.copy()
-    at.run()
-    calibration(at)
+    at.run()                                                         # the Runs page starts the evaluation
+    calibration(at)                                                  # and Calibration joins it
     first = compute.CACHE_STATS - before
     assert first["evaluation parts"] == len(compute.EVAL_PARTS)     # baselines, HTC-Full, HTC-Reduced, once
     assert any("★" in str(v) for v in at.dataframe[0].value["Brier ↓"])
@@ -73,7 +73,7 @@ def test_saving_a_model_and_a_restart_do_not_recompute_the_evaluation(tmp_path, 
     compute._registry.clear()
     at2 = fresh_app(tmp_path, sample_dir, monkeypatch)
     before = compute.CACHE_STATS.copy()
-    at2.run()
+    at2.run()                                                        # the Runs page finds the parts in the store
     calibration(at2)
     restart = compute.CACHE_STATS - before
     assert restart["evaluation parts"] == 0 and restart["store"] >= len(compute.EVAL_PARTS)
@@ -112,7 +112,8 @@ def test_a_rerun_joins_the_running_evaluation_instead_of_restarting_it(tmp_path,
     at.session_state[ui.SEEDS] = 3
     started, joined = jobs.JOB_STATS["started"], jobs.JOB_STATS["joined"]
     computed = compute.CACHE_STATS["evaluation parts"]
-    at.run()
+    at.run()                                                         # the Runs page starts it in the background
+    assert jobs.JOB_STATS["started"] == started + 1
     at.switch_page("pages/calibration.py")
     with pytest.raises(RuntimeError, match="timed out"):
         at.run(timeout=1.5)                                          # the script is cut off while it waits
@@ -130,3 +131,33 @@ def test_a_rerun_joins_the_running_evaluation_instead_of_restarting_it(tmp_path,
     assert compute.CACHE_STATS["evaluation parts"] - computed == len(compute.EVAL_PARTS)   # each part once
     assert Store(tmp_path / "data").count_results() == len(compute.EVAL_PARTS)
     assert "HTC-Reduced" in set(again.dataframe[0].value["method"].str.replace("★ ", ""))
+
+
+def test_a_part_that_finishes_while_the_page_draws_is_drawn(tmp_path, sample_dir, monkeypatch):
+    """Calibration draws what is ready; a part that finishes after the page read the evaluation but before it
+    looked for pending parts (the page takes a while to draw) makes it draw again: it never stays without it."""
+    compute._registry.clear()
+    at = fresh_app(tmp_path, sample_dir, monkeypatch)
+    at.run()
+    calibration(at)                                       # every part computed and in memory
+    full = compute.evaluation
+    calls = []
+
+    def first_without_reduced(ws, *, wait=True):
+        calls.append(wait)
+        if len(calls) > 1:
+            return full(ws, wait=wait)
+        parts = [compute.cached_result_quiet(compute._part_key(p)) for p in compute.EVAL_PARTS]
+        drawn = compute.merge_evaluations(parts[:-1] + [None])  # as read just before HTC-Reduced was ready
+        assert drawn.parts == ("baselines", "full") and compute.parts_missing(drawn) == ["reduced"]
+        return drawn
+
+    monkeypatch.setattr(ui, "evaluation", first_without_reduced)
+    at2 = AppTest.from_file(APP, default_timeout=300)
+    at2.session_state[ui.SEEDS] = 1
+    at2.run()
+    calibration(at2)
+    assert len(calls) >= 2                                # the page drew again
+    assert "HTC-Reduced" in list(at2.dataframe[0].value["method"])
+    assert not [c for c in at2.caption if "Still evaluating" in str(c.value)]
+

@@ -46,6 +46,10 @@ POINT_JS = """([chart, trace, index]) => {
 }"""
 
 
+HAS_REDUCED = """() => { const gd = document.querySelector('.js-plotly-plot');
+    return !!(gd && gd._fullData && gd._fullData.some(t => (t.name || '').startsWith('HTC-Reduced'))); }"""
+
+
 def _open_page(page, link: str, charts: int) -> None:
     page.locator('[data-testid="stSidebarNav"]').get_by_text(link, exact=True).click()
     page.get_by_role("heading", name=link).first.wait_for(timeout=60_000)
@@ -54,7 +58,12 @@ def _open_page(page, link: str, charts: int) -> None:
                            f".filter(e => e._fullLayout && e.querySelector('svg.main-svg')).length >= {charts}",
                            timeout=120_000)
     # the evaluation's last parts redraw the page when they finish ("Still evaluating: ..."): a click during
-    # such a redraw is lost, so wait until none is pending and the page has settled again
+    # such a redraw is lost, so wait until none is pending and the page has settled again. The page writes
+    # "Still evaluating" only once the rest is drawn, so on Calibration also wait until the reliability
+    # diagram draws HTC-Reduced (the last part, drawn by default): with the evaluation started early by the
+    # Runs page, its last part can finish just as Calibration is first drawn, and the page then reruns.
+    if link == "Calibration":
+        page.wait_for_function(HAS_REDUCED, timeout=240_000)
     page.get_by_text("Still evaluating:").wait_for(state="detached", timeout=240_000)
     _settle(page)
     page.wait_for_timeout(800)

@@ -174,6 +174,7 @@ class Evaluated:
     result: Any
     positions: np.ndarray
     error: str | None = None
+    parts: tuple = ()    # a merged evaluation: the parts it holds (computed, or failed with their error)
 
 
 def labeled_positions(ws: Workspace) -> np.ndarray:
@@ -301,12 +302,14 @@ def _evaluation_persist(pos: np.ndarray) -> Persist:
 
 
 def merge_evaluations(parts: list) -> Evaluated:
-    """One result holding the methods of every computed part (same folds, same positions)."""
+    """One result holding the methods of every computed part (same folds, same positions); ``parts`` in the
+    order of :data:`EVAL_PARTS` (None: not ready), so the result says which parts it holds."""
     done = [p for p in parts if p is not None and p.result is not None]
     if not done:
         errors = [p.error for p in parts if p is not None and p.error]
         raise EvaluationError(errors[0] if errors else "the evaluation has not run yet")
-    return Evaluated(result=merge_results([p.result for p in done]), positions=done[0].positions)
+    held = tuple(name for name, p in zip(EVAL_PARTS, parts) if p is not None)
+    return Evaluated(result=merge_results([p.result for p in done]), positions=done[0].positions, parts=held)
 
 
 def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
@@ -322,9 +325,25 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     return merge_evaluations(ready)
 
 
+def start_evaluation(ws: Workspace) -> None:
+    """Start the selection's evaluation in its background job without waiting (the Runs page calls it, so the
+    cross-validation runs while the user looks at the runs and Calibration joins it); nothing when it is
+    computed or cannot run (too few labels: the pages that need it say why)."""
+    from ..calibration.evaluation import label_problem
+
+    if label_problem(ws.labels) is None:
+        _evaluation_job(ws)
+
+
 def evaluation_pending() -> list[str]:
     """The parts of the selection's evaluation not computed yet."""
     return [p for p in EVAL_PARTS if cached_result_quiet(_part_key(p)) is None]
+
+
+def parts_missing(drawn: Evaluated) -> list[str]:
+    """The parts an evaluation (as drawn) lacks: still computing, or finished since it was read (a page that
+    drew it must then draw again)."""
+    return [p for p in EVAL_PARTS if p not in drawn.parts]
 
 
 def compute_evaluation_part(ws: Workspace, part: str) -> None:

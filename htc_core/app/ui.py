@@ -17,7 +17,8 @@ Pages call these and the rest of ``htc_core``; the numbers they show come from
 from __future__ import annotations
 
 from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_part,
-                      computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations)
+                      computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
+                      start_evaluation)
 from .fits import dataset_weights, early_warning, fitted_gam, fitted_model, projection
 from .layout import (apply_ab_url, follow_deep_link, guard, md, open_in_inspector, page_errors, require_app,
                      restore_from_url, run_set_ids, set_url_id, sidebar, valid_choice, write_ab_url, write_url)
@@ -41,7 +42,7 @@ __all__ = [
     "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_gam",
     "fitted_model",
     "labeled_positions",
-    "merge_evaluations", "projection",
+    "merge_evaluations", "parts_missing", "projection", "start_evaluation",
     # upload
     "handle_upload",
 ]

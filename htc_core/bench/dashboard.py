@@ -261,13 +261,15 @@ def _calibration_only(args, argv: list) -> int:
             print("Calibration in a real server: skipped (needs Playwright and Chromium)")
         else:
             print(f"Calibration, first visit in a real server (Chromium): {real['first_s']:.2f} s after the click "
-                  f"(target < 5 s idle); the Runs page before it: "
+                  f"(target < 5 s idle); the Runs page before it, which started the evaluation once drawn: "
                   f"{real['landing_s']:.2f} s from opening the app")
+            print(f"Calibration, first visit in a real server by the link /calibration (a new server, the session's "
+                  f"start included): {real['direct_s']:.2f} s (target < 5 s idle)")
         Store(tmp / "store").clear_results()    # what the server's evaluation kept would be read back
         v = calibration_visits(tmp / "store", samples, APP)
         print(f"Calibration through AppTest, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
               f"{v['parts_computed']} evaluation parts computed): {v['first_s']:.2f} s (target < 5 s idle), after "
-              f"{v['landing_s']:.2f} s on the Runs page; the evaluation job took "
+              f"{v['landing_s']:.2f} s on the Runs page, which started the evaluation; the evaluation job took "
               f"{v['job_s']:.2f} s ({os.cpu_count()} threads)")
         print(f"the same evaluation in this process, one thread (reference): {serial_evaluation(samples):.2f} s")
         print(f"Calibration, later visit: {v['later_s']:.2f} s; reload (new session): {v['reload_s']:.2f} s; "

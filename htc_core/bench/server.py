@@ -47,12 +47,13 @@ def launch_chromium(playwright, path: str):
                                                                   "--no-first-run"])
 
 
-def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120) -> None:
-    """Load the app's URL in ``page``, retrying until the server answers (or ``limit_s`` passes)."""
+def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120, path: str = "") -> None:
+    """Load the app's URL (plus ``path``) in ``page``, retrying until the server answers (or ``limit_s``
+    passes)."""
     deadline = time.time() + limit_s
     while True:
         try:
-            page.goto(f"http://127.0.0.1:{port}", timeout=attempt_ms)
+            page.goto(f"http://127.0.0.1:{port}{path}", timeout=attempt_ms)
             return
         except Exception:
             if time.time() > deadline:
