@@ -241,3 +241,41 @@ def test_folds_in_threads_give_the_serial_result_exactly():
         pd.testing.assert_series_equal(serial.selected_counts[m], threaded.selected_counts[m])
     with pytest.raises(ValueError, match="n_jobs"):
         evaluate(ts, n_jobs=0, **kw)
+
+
+@pytest.mark.parametrize("verbalized", [False, True])
+def test_features_and_kept_baselines_give_the_traces_result_exactly(verbalized):
+    """A feature matrix plus the raw single-signal confidences (as a store keeps them) evaluate exactly like the
+    traces they came from: every method, the same predictions, fold rows, notes and skipped reasons."""
+    from htc_core.calibration.baselines import baseline_confidences
+    from htc_core.features import extract
+
+    ts = synthetic_ts(n=80, seed=8, verbalized=verbalized)
+    if verbalized:
+        ts.meta.loc[[2, 40], "verbalized_confidence"] = np.nan        # a signal some runs lack
+    kw = dict(seeds=2, alphas=FAST)
+    want = evaluate(ts, **kw)
+    got = evaluate(extract(ts), ts.labels, baselines=baseline_confidences(ts), **kw)
+    assert got.methods == want.methods and got.notes == want.notes and got.skipped == want.skipped
+    assert got.n_by_method == want.n_by_method and list(got.ids) == list(want.ids)
+    for m in want.methods:
+        np.testing.assert_array_equal(got.oof_all[m], want.oof_all[m])
+    pd.testing.assert_frame_equal(got.per_fold, want.per_fold)
+    assert got.summary == want.summary
+
+
+def test_kept_baselines_bad_shapes_say_what_is_wrong():
+    from htc_core.calibration.baselines import baseline_confidences
+    from htc_core.features import extract
+
+    ts = synthetic_ts(seed=9)
+    base = baseline_confidences(ts)
+    with pytest.raises(ValueError, match="one row per trajectory \\(60\\), got 59"):
+        evaluate(extract(ts), ts.labels, baselines=base.iloc[:59], seeds=1, alphas=FAST)
+    with pytest.raises(ValueError, match="must be a DataFrame"):
+        evaluate(extract(ts), ts.labels, baselines=base.to_numpy(), seeds=1, alphas=FAST)
+    with pytest.raises(ValueError, match="goes with a feature matrix"):
+        evaluate(ts, baselines=base, seeds=1, alphas=FAST)
+    partial = evaluate(extract(ts), ts.labels, baselines=base[["Tail"]], seeds=1, alphas=FAST,
+                       methods=["Tail+Platt", "Bottom10+Platt"])
+    assert partial.methods == ["Tail+Platt"] and "the traces give no Bottom10 confidence" in partial.skipped["Bottom10+Platt"]

@@ -111,17 +111,22 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
 
 # ------------------------------------------------------------------ (a) preparation
 def prepare_inputs(data, labels, needed, *, profile: str | None, top_k: int | None,
-                   fail: Callable[[str], NoReturn]) -> EvalInputs:
+                   fail: Callable[[str], NoReturn], baselines: pd.DataFrame | None = None) -> EvalInputs:
     """Convert ``data`` (TraceSet, FeatureMatrix, array or DataFrame) into the inputs the ``needed`` keys
     name, after checking the labels (``fail(reason)`` raises). Features and baselines are computed only
-    when a method needs them."""
+    when a method needs them; with a feature matrix, ``baselines`` (the raw single-signal confidences, as
+    :func:`~htc_core.calibration.baselines.baseline_confidences` returns them) feed the baseline methods."""
     from ..traces import TraceSet
 
     needed = set(needed)
     if isinstance(data, TraceSet):
+        if baselines is not None:
+            raise ValueError("baselines= goes with a feature matrix; with a TraceSet they are computed from it")
         out = _from_traces(data, labels, needed, profile, top_k, fail)
     else:
         out = _from_matrix(data, labels, needed, profile, top_k, fail)
+        if baselines is not None:
+            _add_signals(out, _checked_baselines(baselines, out.n), needed - {FEATURES})
     X = out.columns.get(FEATURES)
     if X is not None and not np.isfinite(X).all():
         bad_rows = np.flatnonzero(~np.isfinite(X).all(axis=1))
@@ -158,20 +163,34 @@ def _from_traces(ts, labels, needed, profile, top_k, fail) -> EvalInputs:
         fm = extract(ts, profile=profile, top_k=top_k)
         out.columns[FEATURES] = fm.values
         out.feature_names = list(fm.names)
-    signals = sorted(needed - {FEATURES})
-    if signals:
-        base = baseline_confidences(ts, profile=profile, top_k=top_k)
-        for key in signals:
-            values = base[key].to_numpy() if key in base else None
-            why = _signal_problem(key, values, y)
-            if why:
-                out.missing[key] = why
-            else:
-                out.columns[key] = values
-                finite = int(np.isfinite(values).sum())
-                if finite < len(y):
-                    out.partial[key] = finite
+    if needed - {FEATURES}:
+        _add_signals(out, baseline_confidences(ts, profile=profile, top_k=top_k), needed - {FEATURES})
     return out
+
+
+def _checked_baselines(baselines, n: int) -> pd.DataFrame:
+    if not isinstance(baselines, pd.DataFrame):
+        raise ValueError(f"baselines must be a DataFrame of confidences (one column per baseline), got "
+                         f"{type(baselines).__name__}")
+    if len(baselines) != n:
+        raise ValueError(f"baselines must have one row per trajectory ({n}), got {len(baselines)}")
+    return baselines
+
+
+def _add_signals(out: EvalInputs, base: pd.DataFrame, signals) -> None:
+    """The single-signal confidences the baseline methods read, from ``base`` (one column per signal); a signal
+    that cannot be evaluated goes to ``out.missing`` with the reason."""
+    for key in sorted(signals):
+        values = base[key].to_numpy(dtype=np.float64) if key in base else None
+        why = _signal_problem(key, values, out.y)
+        out.missing.pop(key, None)
+        if why:
+            out.missing[key] = why
+        else:
+            out.columns[key] = values
+            finite = int(np.isfinite(values).sum())
+            if finite < out.n:
+                out.partial[key] = finite
 
 
 def _signal_problem(key: str, values, y: np.ndarray) -> str | None:
@@ -270,12 +289,16 @@ def _runnable(chosen: list[Method], inputs: EvalInputs, n_splits: int, notes: li
 def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int = 5, profile: str | None = None,
              top_k: int | None = None, alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
              methods: Sequence[str | Method] | None = None, max_iter: int = 1000,
-             progress: Callable[[int, int, str], None] | None = None, n_jobs: int | None = None) -> EvaluationResult:
+             progress: Callable[[int, int, str], None] | None = None, n_jobs: int | None = None,
+             baselines: pd.DataFrame | None = None) -> EvaluationResult:
     """Run the DESIGN.md section 4 protocol.
 
     ``data`` is a ``TraceSet`` (features and baselines are computed here with ``profile`` / ``top_k``,
     default "paper" / 5) or a ``FeatureMatrix`` / feature array / DataFrame (then only the methods on
-    features run, HTC-Full and HTC-Reduced; a FeatureMatrix brings its own profile and top-k).
+    features run, HTC-Full and HTC-Reduced; a FeatureMatrix brings its own profile and top-k), unless
+    ``baselines`` gives the raw single-signal confidences (a DataFrame as
+    :func:`~htc_core.calibration.baselines.baseline_confidences` returns, e.g. kept in a store): then the
+    baseline methods run on them, with the same result as from the traces.
     ``labels`` default to the trace set's success labels. ``methods``: names of registered methods
     (:data:`htc_core.calibration.methods.METHODS`, default all) and/or ``Method`` objects.
     ``progress(done, total, message)`` is called after every outer fold. ``n_jobs``: outer folds fitted at
@@ -290,7 +313,8 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     def fail(reason: str) -> NoReturn:
         raise EvaluationError(f"cannot evaluate ({', '.join(m.name for m in chosen)}): {reason}")
 
-    inputs = prepare_inputs(data, labels, {m.input for m in chosen}, profile=profile, top_k=top_k, fail=fail)
+    inputs = prepare_inputs(data, labels, {m.input for m in chosen}, profile=profile, top_k=top_k, fail=fail,
+                            baselines=baselines)
     notes: list[str] = []
     n_splits = _outer_folds(inputs.y, n_splits, notes)
     run, skipped = _runnable(chosen, inputs, n_splits, notes)
