@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+
+import pytest
 import time
 
 from htc_core.app import jobs
@@ -59,3 +61,43 @@ print("exiting with the job running", job.is_running)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "exiting with the job running True" in out.stdout
+
+
+def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
+    from htc_core.app import compute
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def progress(self, done, total, message=""):
+            self.calls.append((done, total, message))
+
+    seen = set()
+    both_running = threading.Barrier(2, timeout=10)     # only passes when the two parts run at the same time
+
+    both_reported = threading.Barrier(2, timeout=10)
+
+    def one_part(part, report):
+        both_running.wait()
+        for d in range(1, 4):
+            report(d, 3, f"fold {d}")
+            if d == 1:
+                both_reported.wait()
+        seen.add(part)
+
+    job = Recorder()
+    compute._run_parts(job, ["baselines", "full"], one_part)
+    assert seen == {"baselines", "full"}
+    assert job.calls[-1][:2] == (6, 6) and job.calls[-1][2] == "finishing"
+    assert all(total == 6 for _, total, _ in job.calls)
+    assert any("HTC-Full" in m and "baselines" in m for _, _, m in job.calls)
+
+    def failing(part, report):
+        if part == "full":
+            raise jobs.JobCancelled("stopped")
+        seen.add("after")
+
+    with pytest.raises(jobs.JobCancelled, match="stopped"):
+        compute._run_parts(Recorder(), ["baselines", "full"], failing)
+    assert "after" in seen                              # the other part was not cut short

@@ -222,36 +222,63 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     persist = _evaluation_persist(pos)
     reg = _registry()
 
-    def work(job) -> None:
+    def one_part(part: str, report) -> None:
         # the features and raw baseline confidences the store keeps for every run (computed at import with
         # the workspace's profile and top-k): no token is read again (that took ~0.6 s for 2,000 runs) and
         # the result is the traces' (tests/test_evaluation.py)
-        X, base, y = ws.features.take(pos), ws.baselines.iloc[pos].reset_index(drop=True), ws.labels[pos]
-        for i, part in enumerate(missing):
-            t0 = time.perf_counter()
-            if keys[part] in reg["items"]:
-                continue
-            CACHE_STATS["computed"] += 1
-            CACHE_STATS["evaluation parts"] += 1
-            step = f"part {i + 1} of {len(missing)}"
-            try:
-                res = evaluate(X, y, baselines=base, seeds=s["seeds"], n_jobs=-1,
-                               methods=PART_METHODS[part], **_alpha_options(),
-                               progress=lambda d, t, m: job.progress(d, t, f"{m} ({d}/{t} folds, {step})"))
-                value = Evaluated(result=res, positions=pos)
-            except EvaluationError as e:
-                value = Evaluated(result=None, positions=pos, error=str(e))
-            log.info("evaluation part %s took %.2f s", part, time.perf_counter() - t0)
-            _remember(reg, keys[part], value, 32)
-            try:
-                raw = persist.dump(value)
-                if raw is not None:
-                    persist.store.put_result(_key_text(keys[part]), persist.kind, raw)
-            except Exception as e:   # the store is busy or read-only: the result stays in memory
-                log.warning("could not keep the evaluation part %s in the store: %s", part, e)
+        if keys[part] in reg["items"]:
+            return
+        t0 = time.perf_counter()
+        CACHE_STATS["computed"] += 1
+        CACHE_STATS["evaluation parts"] += 1
+        try:
+            res = evaluate(ws.features.take(pos), ws.labels[pos], baselines=ws.baselines.iloc[pos].reset_index(drop=True),
+                           seeds=s["seeds"], n_jobs=-1, methods=PART_METHODS[part], **_alpha_options(),
+                           progress=report)
+            value = Evaluated(result=res, positions=pos)
+        except EvaluationError as e:
+            value = Evaluated(result=None, positions=pos, error=str(e))
+        log.info("evaluation part %s took %.2f s", part, time.perf_counter() - t0)
+        _remember(reg, keys[part], value, 32)
+        try:
+            raw = persist.dump(value)
+            if raw is not None:
+                persist.store.put_result(_key_text(keys[part]), persist.kind, raw)
+        except Exception as e:   # the store is busy or read-only: the result stays in memory
+            log.warning("could not keep the evaluation part %s in the store: %s", part, e)
 
     key = ("evaluation-job", *(keys[p] for p in EVAL_PARTS))
-    return jobs.submit(data_dir(), key, "Cross-validated evaluation", work)
+    return jobs.submit(data_dir(), key, "Cross-validated evaluation", lambda job: _run_parts(job, missing, one_part))
+
+
+def _run_parts(job, parts: list[str], one_part: Callable) -> None:
+    """``one_part(part, report)`` for every part at once, each in its own thread: their fold threads share the
+    cores, so the last part ends sooner than when the parts run one after the other (3.8-3.9 s against 4.5 s
+    for the sample runs' three parts in one process), and the cheap baselines still end first. One progress
+    for the job: the folds done over all parts. A part's error is raised once every part has stopped."""
+    done, total, errors = dict.fromkeys(parts, 0), dict.fromkeys(parts, 0), []
+    lock = threading.Lock()
+
+    def report(part: str, d: int, t: int, message: str) -> None:
+        with lock:
+            done[part], total[part] = d, t
+            running = [f"{PART_NAMES[p]} {done[p]}/{total[p]}" for p in parts if done[p] < total[p]]
+            job.progress(sum(done.values()), max(total.values()) * len(parts),
+                         f"outer folds done: {', '.join(running)}" if running else "finishing")
+
+    def run(part: str) -> None:
+        try:
+            one_part(part, lambda d, t, m: report(part, d, t, m))
+        except BaseException as e:  # noqa: BLE001 - raised again in the job's thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(p,), name=f"htc-eval-{p}", daemon=True) for p in parts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _wait_for(ws: Workspace, parts: list[str]) -> None:
