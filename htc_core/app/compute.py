@@ -207,9 +207,10 @@ def _part_key(part: str) -> tuple:
 
 
 def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
-    """Start (or join) the background job that computes the selection's missing evaluation parts, cheapest
-    first, each kept in memory and in the store as soon as it is done; None when nothing is missing. Keys,
-    settings and the store are read here, in the page script: the job itself never touches session state."""
+    """Start (or join) the background job that computes the selection's missing evaluation parts, all at once
+    (:func:`_run_parts`), each kept in memory and in the store as soon as it is done; None when nothing is
+    missing. Keys, settings and the store are read here, in the page script: the job itself never touches
+    session state."""
     from . import jobs
     from .session import data_dir
 
@@ -232,9 +233,9 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
         CACHE_STATS["computed"] += 1
         CACHE_STATS["evaluation parts"] += 1
         try:
-            res = evaluate(ws.features.take(pos), ws.labels[pos], baselines=ws.baselines.iloc[pos].reset_index(drop=True),
-                           seeds=s["seeds"], n_jobs=-1, methods=PART_METHODS[part], **_alpha_options(),
-                           progress=report)
+            base = ws.baselines.iloc[pos].reset_index(drop=True)
+            res = evaluate(ws.features.take(pos), ws.labels[pos], baselines=base, seeds=s["seeds"], n_jobs=-1,
+                           methods=PART_METHODS[part], **_alpha_options(), progress=report)
             value = Evaluated(result=res, positions=pos)
         except EvaluationError as e:
             value = Evaluated(result=None, positions=pos, error=str(e))
