@@ -156,5 +156,5 @@ def test_deleting_a_run_set_deletes_its_columns(tmp_path):
     s.delete_run_set(res.run_set_id)
     with s._connect() as con:
         left = [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                for t in ("run_columns", "run_feature_blocks", "run_column_sets")]
-    assert left == [0, 0, 0]
+                for t in ("run_columns", "run_column_sets")]
+    assert left == [0, 0]

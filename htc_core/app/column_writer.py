@@ -23,7 +23,7 @@ from ..features import FEATURE_NAMES
 from ..traces import TraceSet
 from .features_store import (_F, _SAFE, DEFAULT_CHUNK, _chunk_table, _ensure_schema, _feature_block, feature_file,
                              token_digest)
-from .store import Store
+from .store import Store, _derived_tables
 
 __all__ = ["write_columns", "ColumnWriter"]
 
@@ -77,7 +77,7 @@ class ColumnWriter:
 
     def begin(self, con) -> None:
         _ensure_schema(con)
-        for t in ("run_columns", "run_column_sets", "run_feature_blocks"):
+        for t in _derived_tables(con):       # (an old store's run_feature_blocks too)
             con.execute(f"DELETE FROM {t} WHERE run_set = ? AND profile = ? AND top_k = ?", self._key())
         self._file = _FeatureFile(self.store, self.run_set_id, self.profile)
 
@@ -92,10 +92,6 @@ class ColumnWriter:
         con.execute("INSERT INTO run_columns SELECT ? AS run_set, ? AS profile, ? AS top_k, * FROM _htc_cols",
                     self._key())
         con.unregister("_htc_cols")
-        buf = io.BytesIO()
-        np.save(buf, block, allow_pickle=False)
-        con.execute("INSERT INTO run_feature_blocks VALUES (?, ?, ?, ?, ?, ?)",
-                    self._key() + [int(start), tbl.num_rows, buf.getvalue()])
         self._file.write(block)
         self.n += tbl.num_rows
 
