@@ -10,10 +10,10 @@ one transaction; a larger one is committed chunk by chunk and becomes visible wi
 (:func:`write_run_set`): either way a failure half way leaves the store as it was. The result is the same run set as one-shot storing
 (``load_run_set`` gives back the same TraceSet; ``tests/test_store_chunked.py``).
 
-Decisions: duplicate ids are dropped across the whole run set (the first copy is kept), which keeps the ids
-already written in a set (about 100 bytes per run); the chunks of one run set must agree on the number of
-alternatives ``k`` and on whether token strings are present (a ``ValueError`` names the first chunk that does
-not; convert with ``htc import`` first); the store's lock is held while the chunks are read and written.
+Decisions: duplicate ids are dropped across the whole run set (the first copy is kept; a chunk's ids are looked
+up among the run set's rows already written, nothing is kept per run in memory); the chunks of one run set must
+agree on the number of alternatives ``k`` and on whether token strings are present (a ``ValueError`` names the
+first chunk that does not; convert with ``htc import`` first); the store's lock is held while the chunks are read and written.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..report import LoadReport
 from ..traces import TraceSet
-from .columnar import to_arrow
+from .columnar import _obj_to_arrow, to_arrow
 
 __all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
            "PENDING_SCHEMA"]
@@ -75,7 +75,6 @@ class _RunSetWriter:
 
     def __init__(self, con, rs_id: str, name: str, report: LoadReport | None, hook: Callable[[str], None]):
         self.con, self.rs, self.name, self.report, self.hook = con, rs_id, name, report, hook
-        self.seen: set = set()
         self.duplicates: set = set()
         self.vocab = _Vocab()
         self.n = self.n_steps = self.n_tokens = 0
@@ -84,7 +83,7 @@ class _RunSetWriter:
 
     def _dedup(self, ts: TraceSet) -> TraceSet:
         ids = pd.Series(ts.ids, dtype=object)
-        dup = (ids.duplicated(keep="first") | ids.isin(self.seen)).to_numpy()
+        dup = ids.duplicated(keep="first").to_numpy() | self._written(ids)
         if dup.any():
             new = {str(v) for v in ids[dup]} - self.duplicates
             self.duplicates |= new
@@ -93,8 +92,23 @@ class _RunSetWriter:
                     self.report.warn(self.name, None, "duplicate trajectory id in this run set: the first copy is "
                                      "kept, later copies are dropped", field="id", value=d, trajectory_id=d)
             ts = ts.filter(~dup)
-        self.seen.update(ids[~dup].tolist())
         return ts
+
+    def _written(self, ids: pd.Series) -> np.ndarray:
+        """Which of ``ids`` earlier chunks of this run set wrote: looked up in the store (a set of the ids seen
+        in this process grew by about 100 bytes a run, 100 MB at a million)."""
+        found = np.zeros(len(ids), dtype=bool)
+        if not self.n or not len(ids):
+            return found
+        self.con.register("_htc_ids", pa.table({"i": pa.array(np.arange(len(ids), dtype=np.int64)),
+                                                "id": _obj_to_arrow(ids.to_numpy(dtype=object))}))
+        try:
+            hit = self.con.execute("SELECT c.i FROM _htc_ids c SEMI JOIN trajectories t ON t.run_set = ? AND "
+                                   "t.id IS NOT DISTINCT FROM c.id", [self.rs]).fetchnumpy()["i"]
+        finally:
+            self.con.unregister("_htc_ids")
+        found[np.asarray(hit, dtype=np.int64)] = True
+        return found
 
     def add(self, ts: TraceSet, index: int) -> TraceSet | None:
         """Append one chunk (its duplicates dropped); returns what was written (None when nothing)."""
