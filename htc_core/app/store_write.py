@@ -13,7 +13,8 @@ one transaction; a larger one is committed chunk by chunk and becomes visible wi
 Decisions: duplicate ids are dropped across the whole run set (the first copy is kept; a chunk's ids are looked
 up among the run set's rows already written, nothing is kept per run in memory); the chunks of one run set must
 agree on the number of alternatives ``k`` and on whether token strings are present (a ``ValueError`` names the
-first chunk that does not; convert with ``htc import`` first); the store's lock is held while the chunks are read and written.
+first chunk that does not; convert with ``htc import`` first); the store's lock is held while the chunks are
+read and written.
 """
 
 from __future__ import annotations
