@@ -48,6 +48,11 @@ def _peak_mib() -> float:
     return int(m.group(1)) / 1024.0 if m else float("nan")
 
 
+def _rss_mib() -> float:
+    m = re.search(r"VmRSS:\s+(\d+)", Path("/proc/self/status").read_text())
+    return int(m.group(1)) / 1024.0 if m else float("nan")
+
+
 def _reset_peak() -> None:
     """Start the peak (VmHWM) again from the current resident memory (Linux; nothing where it cannot)."""
     try:
@@ -135,7 +140,7 @@ def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> d
             t("feature space: WebGL figure", lambda: projection_scatter(frame, color="dataset").to_dict())
         pos = np.flatnonzero(np.isfinite(ws.labels))
         pos = t("calibration: stratified sample", lambda: stratified_sample(pos, ws.labels[pos], EVAL_CAP))
-        peak_before = _peak_mib()
+        peak_before, rss_before = _peak_mib(), _rss_mib()
         _reset_peak()
         sub = t(f"calibration: tokens of {len(pos):,} runs from the store", lambda: ws.ts.take(pos))
         peak_sample = _peak_mib()
@@ -146,7 +151,7 @@ def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> d
             t("calibration: reliability bins (DuckDB)", lambda: sql_views.reliability_bins(ev.oof["HTC-Reduced"],
                                                                                             ev.labels))
         return {"n": n, "times": t.rows, "peak_mib": max(peak_before, _peak_mib()), "peak_ingest_mib": peak_ingest,
-                "peak_sample_mib": peak_sample}
+                "peak_sample_mib": peak_sample, "rss_before_sample_mib": rss_before}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -192,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k:50s}" + "".join(f"{r['times'][k]:12.2f}" if k in r["times"] else f"{'-':>12s}" for r in results))
     print(f"{'peak resident memory after the ingest (MiB)':50s}"
           + "".join(f"{r['peak_ingest_mib']:12.0f}" for r in results))
+    print(f"{'resident memory before the Calibration sample read':50s}"
+          + "".join(f"{r['rss_before_sample_mib']:12.0f}" for r in results))
     print(f"{'peak resident memory, Calibration sample read (MiB)':50s}"
           + "".join(f"{r['peak_sample_mib']:12.0f}" for r in results))
     print(f"{'peak resident memory (MiB)':50s}" + "".join(f"{r['peak_mib']:12.0f}" for r in results))
