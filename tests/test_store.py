@@ -299,10 +299,3 @@ def test_ingest_workspace_and_browse(tmp_path):
         browse(f, label="maybe")
     sub = ws.select(datasets=["Geo"])
     assert len(sub) == 6 and len(ws.select(datasets=["Other"])) == 0
-
-
-def test_store_connections_do_not_merge_row_groups(tmp_path):
-    # the ingest's memory: no checkpoint reads back and rewrites the small row groups of earlier chunks
-    s = Store(tmp_path)
-    with s._connect() as con:
-        assert con.execute("SELECT current_setting('max_vacuum_tasks')").fetchone()[0] == 0

@@ -33,7 +33,6 @@ workspace computes and writes them, chunk by chunk, on first use).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re

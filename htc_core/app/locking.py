@@ -52,23 +52,13 @@ def file_lock(lock_path: Path, *, timeout: float, what: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-#: DuckDB settings of every store connection. ``max_vacuum_tasks = 0``: no row group merging at checkpoints.
-#: Each committed chunk of an ingest (50,000 runs) leaves a row group smaller than DuckDB's 122,880; with
-#: vacuuming on, a later checkpoint (the next chunk's commit, or any write's) reads the small row groups of every
-#: table back and rewrites them merged, all at once: the ingest's peak memory grew with the run set (about 1 GB
-#: at 300k runs, a jump of 800 MB on one commit of a 600k-row table). Without it the row groups stay at the
-#: chunk's size; row groups emptied by a delete are still dropped (a partly deleted one keeps its tombstones).
-DUCKDB_CONFIG = {"max_vacuum_tasks": 0}
-
-
 def connect(db_path: Path, *, attempts: int = 50) -> Any:
-    """A DuckDB connection to ``db_path`` (with :data:`DUCKDB_CONFIG`); retried while a process that ignores
-    the lock file holds it."""
+    """A DuckDB connection to ``db_path``; retried while a process that ignores the lock file holds it."""
     import duckdb
 
     for attempt in range(attempts):
         try:
-            return duckdb.connect(str(db_path), config=dict(DUCKDB_CONFIG))
+            return duckdb.connect(str(db_path))
         except duckdb.IOException as e:
             if attempt == attempts - 1 or "not a valid DuckDB database" in str(e):  # a corrupt file: no retry
                 raise

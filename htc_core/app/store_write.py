@@ -33,6 +33,7 @@ import pyarrow as pa
 from ..report import LoadReport
 from ..traces import TraceSet
 from .columnar import _obj_to_arrow, to_arrow
+from .row_groups import FullRowGroups
 
 __all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
            "PENDING_SCHEMA"]
@@ -76,6 +77,7 @@ class _RunSetWriter:
 
     def __init__(self, con, rs_id: str, name: str, report: LoadReport | None, hook: Callable[[str], None]):
         self.con, self.rs, self.name, self.report, self.hook = con, rs_id, name, report, hook
+        self.traj = FullRowGroups(f"INSERT INTO trajectories BY NAME SELECT '{rs_id}' AS run_set, * FROM _htc_rows")
         self.duplicates: set = set()
         self.vocab = _Vocab()
         self.n = self.n_steps = self.n_tokens = 0
@@ -96,18 +98,23 @@ class _RunSetWriter:
         return ts
 
     def _written(self, ids: pd.Series) -> np.ndarray:
-        """Which of ``ids`` earlier chunks of this run set wrote: looked up in the store (a set of the ids seen
-        in this process grew by about 100 bytes a run, 100 MB at a million)."""
+        """Which of ``ids`` earlier chunks of this run set have: looked up in the store and in the rows not
+        written yet (a set of the ids seen in this process grew by about 100 bytes a run, 100 MB at a million)."""
         found = np.zeros(len(ids), dtype=bool)
         if not self.n or not len(ids):
             return found
+        pending = self.traj.column("id")
         self.con.register("_htc_ids", pa.table({"i": pa.array(np.arange(len(ids), dtype=np.int64)),
                                                 "id": _obj_to_arrow(ids.to_numpy(dtype=object))}))
+        pending = pending if pending is not None else pa.array([], type=pa.string())
+        self.con.register("_htc_pending", pa.table({"id": pending}))
         try:
-            hit = self.con.execute("SELECT c.i FROM _htc_ids c SEMI JOIN trajectories t ON t.run_set = ? AND "
-                                   "t.id IS NOT DISTINCT FROM c.id", [self.rs]).fetchnumpy()["i"]
+            hit = self.con.execute("SELECT c.i FROM _htc_ids c SEMI JOIN (SELECT id FROM trajectories WHERE "
+                                   "run_set = ? UNION ALL SELECT id FROM _htc_pending) t "
+                                   "ON t.id IS NOT DISTINCT FROM c.id", [self.rs]).fetchnumpy()["i"]
         finally:
             self.con.unregister("_htc_ids")
+            self.con.unregister("_htc_pending")
         found[np.asarray(hit, dtype=np.int64)] = True
         return found
 
@@ -137,7 +144,7 @@ class _RunSetWriter:
         start = len(self.vocab.index) - len(added)
         new_vocab = pa.table({"code": pa.array(np.arange(start, start + len(added), dtype=np.int32)),
                               "token": pa.array(added.tolist(), type=pa.string())})
-        self._append("trajectories", traj, prefix=f"'{self.rs}' AS run_set, ")
+        self.traj.add(self.con, traj)          # whole row groups (row_groups.py); the rest with the last chunk
         self.hook("after_trajectories")
         self._append_steps(steps)
         self.hook("after_steps")
@@ -148,13 +155,13 @@ class _RunSetWriter:
         self.n_tokens += ts.n_tokens
         return ts
 
-    def _append(self, table: str, data: pa.Table, *, create: bool = False, prefix: str = "") -> None:
+    def _append(self, table: str, data: pa.Table, *, create: bool = False) -> None:
         self.con.register("_htc_chunk", data)
         try:
             if create:
                 self.con.execute(f"CREATE TABLE {table} AS SELECT * FROM _htc_chunk")
             else:
-                self.con.execute(f"INSERT INTO {table} BY NAME SELECT {prefix}* FROM _htc_chunk")
+                self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _htc_chunk")
         finally:
             self.con.unregister("_htc_chunk")
 
@@ -199,6 +206,7 @@ def write_run_set(store, data: TraceSet | Iterable[TraceSet], *, name: str, repo
     w = _RunSetWriter(None, rs_id, name, report, store._hook)
 
     def finish(con) -> None:
+        w.traj.flush(con)
         k, has_tokens, has_top = w.shape
         con.execute("INSERT INTO run_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [rs_id, name, datetime.now(timezone.utc).replace(tzinfo=None), k, has_tokens, has_top, w.n,
