@@ -95,7 +95,8 @@ def test_stored_traces_read_only_what_is_asked(stored):
     idx = np.array([700, 3, 260, 259, 3])
     got, want = ws.ts.take(idx), ts.take(idx)
     assert np.array_equal(got.logprob, want.logprob) and np.array_equal(got.step_offsets, want.step_offsets)
-    assert list(got.ids) == list(want.ids) and ws.ts.source_loads == 3        # the three run sets, once each
+    assert list(got.ids) == list(want.ids) and ws.ts.source_loads == 0        # only the five rows were read
+    assert ws.ts.source_row_reads == 3                                     # from each of the three run sets
     one, j = ws.trajectory(501)
     assert len(one) == 1 and j == 0 and one.ids[0] == ts.ids[501]
     sub = ws.select(datasets=[ws.values("dataset")[0]])
@@ -156,5 +157,5 @@ def test_deleting_a_run_set_deletes_its_columns(tmp_path):
     s.delete_run_set(res.run_set_id)
     with s._connect() as con:
         left = [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                for t in ("run_columns", "run_feature_blocks", "run_column_sets")]
-    assert left == [0, 0, 0]
+                for t in ("run_columns", "run_column_sets")]
+    assert left == [0, 0]

@@ -1,5 +1,5 @@
 """The workspace opened from the store keeps its text in Arrow and reads the features from their .npy copy; what
-the pages see is the same as from the pandas metadata and the DuckDB blocks (real sample runs)."""
+the pages see is the same as from the pandas metadata and the DuckDB columns (real sample runs)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_features_come_from_the_npy_copy_and_fall_back_to_the_store(stored):
     files = sorted((s.data_dir / "columns").glob("*.npy"))
     assert len(files) == len(rs)
     blocks = features_store.read_columns(s, rs)
-    for f in files:                      # a missing copy, and a copy of the wrong shape: the DuckDB blocks
+    for f in files:                      # a missing copy, and a copy of the wrong shape: the f00..f47 columns
         f.rename(f.with_suffix(".bak"))
     np.testing.assert_array_equal(features_store.read_columns(s, rs).features, blocks.features)
     np.save(files[0], np.zeros((3, 48)))

@@ -23,7 +23,8 @@ from ..features import FEATURE_NAMES
 from ..traces import TraceSet
 from .features_store import (_F, _SAFE, DEFAULT_CHUNK, _chunk_table, _ensure_schema, _feature_block, feature_file,
                              token_digest)
-from .store import Store
+from .row_groups import FullRowGroups
+from .store import Store, _derived_tables
 
 __all__ = ["write_columns", "ColumnWriter"]
 
@@ -77,9 +78,11 @@ class ColumnWriter:
 
     def begin(self, con) -> None:
         _ensure_schema(con)
-        for t in ("run_columns", "run_column_sets", "run_feature_blocks"):
+        for t in _derived_tables(con):       # (an old store's run_feature_blocks too)
             con.execute(f"DELETE FROM {t} WHERE run_set = ? AND profile = ? AND top_k = ?", self._key())
         self._file = _FeatureFile(self.store, self.run_set_id, self.profile)
+        self._rows = FullRowGroups("INSERT INTO run_columns SELECT ? AS run_set, ? AS profile, ? AS top_k, * "
+                                   "FROM _htc_rows", self._key())      # whole row groups (row_groups.py)
 
     def add(self, con, part: TraceSet, start: int) -> None:
         if start != self.n:
@@ -88,14 +91,7 @@ class ColumnWriter:
         tbl = _chunk_table(part, start, self.profile, self.top_k, self.gac)
         block = _feature_block(tbl)
         self.digest.update(block.tobytes())
-        con.register("_htc_cols", tbl)
-        con.execute("INSERT INTO run_columns SELECT ? AS run_set, ? AS profile, ? AS top_k, * FROM _htc_cols",
-                    self._key())
-        con.unregister("_htc_cols")
-        buf = io.BytesIO()
-        np.save(buf, block, allow_pickle=False)
-        con.execute("INSERT INTO run_feature_blocks VALUES (?, ?, ?, ?, ?, ?)",
-                    self._key() + [int(start), tbl.num_rows, buf.getvalue()])
+        self._rows.add(con, tbl)
         self._file.write(block)
         self.n += tbl.num_rows
 
@@ -103,6 +99,7 @@ class ColumnWriter:
         """Write the column set's row (and move the features' .npy copy in place); returns the digest."""
         if self._file is None:
             self.begin(con)
+        self._rows.flush(con)
         hexdigest = "tf:" + self.digest.hexdigest()
         self._file.close(feature_file(self.store, self.run_set_id, self.profile, self.top_k, hexdigest), self.n)
         con.execute("INSERT INTO run_column_sets VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -11,17 +11,20 @@ Layout (DuckDB, columnar, no pickle):
 ``run_columns``       one row per (run set, profile, top_k, trajectory): ``pos``, ``steps``, ``tokens``,
                       ``f00..f47`` (the features in ``FEATURE_NAMES`` order), ``b0..b5`` (the baselines of
                       :data:`BASELINES`), ``gac`` and ``gac_kind`` (the shipped GAC), ``flag_<name>`` (nullable)
-``run_feature_blocks`` the same 48 features as one float64 block per chunk (``np.save`` bytes, no pickle): the
-                      workspace reads these (a memory copy) instead of 48 SQL columns (4 s at a million runs)
 ``run_column_sets``   one row per computed (run set, profile, top_k): the feature names (JSON) and a digest of
                       the run set's token arrays and of its 48 features (``tf:`` + hex; the workspace's content
                       key uses it instead of hashing every token and feature again; a digest without the prefix,
                       written by an older version, covers the tokens only)
 
 Next to the DuckDB file, ``columns/<run set>-<profile>-<top_k>-<digest>.npy`` holds the same 48 features as
-one float64 ``.npy`` (no pickle): the workspace reads it in one go (0.2 s for a million runs, against 3-5 s for the
-DuckDB blobs). It is a copy: named by the digest of the row it belongs to (a stale or half-written file is
-never read), checked for its shape, and when missing the DuckDB blocks are read instead.
+one float64 ``.npy`` (no pickle): the workspace reads it in one go (0.2 s for a million runs, against about 4 s
+for the 48 SQL columns). It is a copy: named by the digest of the row it belongs to (a stale or half-written
+file is never read), checked for its shape, and when missing the ``f00..f47`` columns are read instead.
+
+Decision: the features are not kept a third time as one BLOB per chunk in DuckDB (the ``run_feature_blocks``
+table of earlier versions, still deleted with its run set where an old store has it): all of a run set's blobs
+sit in one row group, which DuckDB rewrites, old blobs read back in memory, at every checkpoint of an append,
+so the ingest's peak memory grew by about 40 MB per 50,000-run chunk.
 
 Rows of a run set are written in one transaction: a run set has either all its columns or none (then the
 workspace computes and writes them, chunk by chunk, on first use).
@@ -30,7 +33,6 @@ workspace computes and writes them, chunk by chunk, on first use).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
@@ -62,8 +64,6 @@ _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS run_columns (run_set VARCHAR, profile VARCHAR, top_k INTEGER, pos BIGINT, "
     "steps BIGINT, tokens BIGINT, " + ", ".join(f"{c} DOUBLE" for c in _F + _B)
     + ", gac DOUBLE, gac_kind VARCHAR, " + ", ".join(f"{c} BOOLEAN" for c in _FLAG_COLS) + ")",
-    "CREATE TABLE IF NOT EXISTS run_feature_blocks (run_set VARCHAR, profile VARCHAR, top_k INTEGER, start BIGINT, "
-    "n BIGINT, data BLOB)",
     "CREATE TABLE IF NOT EXISTS run_column_sets (run_set VARCHAR, profile VARCHAR, top_k INTEGER, n BIGINT, "
     "names VARCHAR, token_digest VARCHAR, gac_model VARCHAR)",
 ]
@@ -199,17 +199,19 @@ def read_columns(store: Store, run_set_ids: Sequence[str], *, profile: str = "pa
                        "AND top_k = ?", params=[rs, profile, int(top_k)]).to_arrow_table()
         parts.append(in_pos_order(part).drop_columns(["pos"]))
         block = _read_feature_file(store, rs, profile, top_k, digests[rs], part.num_rows)
-        if block is not None:
-            blocks.append(block)
-            continue
-        rows = con.execute("SELECT start, n, data FROM run_feature_blocks WHERE run_set = ? AND profile = ? AND "
-                           "top_k = ? ORDER BY start", [rs, profile, int(top_k)]).fetchall()
-        blocks.extend(np.load(io.BytesIO(r[2]), allow_pickle=False) for r in rows)
+        blocks.append(block if block is not None else _features_from_columns(con, rs, profile, top_k))
     tbl = pa.concat_tables(parts) if parts else pa.table({c: pa.array([], type=pa.float64()) for c in cols})
     feats = (blocks[0] if len(blocks) == 1 else np.concatenate(blocks)) if blocks else np.zeros((0, len(_F)))
     if feats.shape != (tbl.num_rows, len(_F)):
         raise ValueError(f"stored feature blocks have shape {feats.shape} for {tbl.num_rows} runs")
     return _from_table(tbl, feats, digests, gac_model or "")
+
+
+def _features_from_columns(con, rs: str, profile: str, top_k: int) -> np.ndarray:
+    """The 48 features of a run set from its ``f00..f47`` columns (when the ``.npy`` copy is missing)."""
+    tbl = in_pos_order(con.sql(f"SELECT pos, {', '.join(_F)} FROM run_columns WHERE run_set = ? AND profile = ? "
+                               "AND top_k = ?", params=[rs, profile, int(top_k)]).to_arrow_table())
+    return _feature_block(tbl)
 
 
 def in_pos_order(tbl: pa.Table) -> pa.Table:

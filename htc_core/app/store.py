@@ -47,6 +47,7 @@ from ..report import LoadReport
 from ..traces import TraceSet, concat
 from .columnar import from_arrow
 from .locking import StoreError, connect, file_lock, thread_lock
+from .store_read import counts_from_store, read_rows
 from .store_write import DEFAULT_STORE_CHUNK, PENDING_SCHEMA, sweep_pending, write_run_set
 
 __all__ = ["Store", "AddResult", "default_data_dir", "DB_FILE", "StoreError"]
@@ -275,6 +276,28 @@ class Store:
             tok = con.sql(f"SELECT * FROM tokens_{run_set_id}").to_arrow_table()
             vocab = con.sql(f"SELECT * FROM vocab_{run_set_id}").to_arrow_table()
         return from_arrow(traj, steps, tok, vocab, k, has_tokens, has_top_tokens)
+
+    def load_rows(self, run_set_id: str, positions, steps: np.ndarray | None = None,
+                  tokens: np.ndarray | None = None) -> TraceSet:
+        """Trajectories ``positions`` (any order, repeats allowed) of a stored run set, read without the rest:
+        ``load_run_set(id).take(positions)``. ``steps``/``tokens``: the run set's per-trajectory step and token
+        counts when known (else read from the store); :mod:`~htc_core.app.store_read`."""
+        _check_id(run_set_id)
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+        uniq, back = np.unique(pos, return_inverse=True)
+        with self._connect() as con:
+            rows = con.execute("SELECT k, has_tokens, has_top_tokens, n_trajectories FROM run_sets WHERE id = ?",
+                               [run_set_id]).fetchall()
+            if not rows:
+                raise KeyError(f"unknown run set {run_set_id!r}")
+            k, has_tokens, has_top, n = int(rows[0][0]), bool(rows[0][1]), bool(rows[0][2]), int(rows[0][3])
+            if len(uniq) and (uniq[0] < 0 or uniq[-1] >= n):
+                raise IndexError(f"trajectory positions must be in 0..{n - 1} for run set {run_set_id!r}")
+            if steps is None or tokens is None:
+                steps, tokens = counts_from_store(con, run_set_id)
+            ts = read_rows(con, run_set_id, uniq, np.asarray(steps, dtype=np.int64),
+                           np.asarray(tokens, dtype=np.int64), k, has_tokens, has_top)
+        return ts if len(uniq) == len(pos) and np.array_equal(uniq, pos) else ts.take(back.reshape(-1))
 
     def load(self, run_set_ids: Sequence[str] | None = None) -> tuple[TraceSet, np.ndarray]:
         """Concatenation of run sets (all by default) and the run set id of every trajectory."""

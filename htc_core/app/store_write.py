@@ -5,15 +5,17 @@ A whole :class:`~htc_core.traces.TraceSet` is cut into chunks of ``chunk`` traje
 iterable of TraceSets (``htc_core.iter_chunks(...)``: a file streamed) is written chunk by chunk as it comes,
 without ever holding the run set. Each chunk is converted to the store's tables (``columnar.to_arrow``) and
 appended: positions continue from the previous chunk, token strings are coded into one vocabulary for the run
-set, a step field that first appears in a later chunk becomes a new (nullable) column. A run set of one chunk is
-one transaction; a larger one is committed chunk by chunk and becomes visible with its last commit
-(:func:`write_run_set`): either way a failure half way leaves the store as it was. The result is the same run set as one-shot storing
+set, a step field that first appears in a later chunk becomes a new (nullable) column; the rows go to DuckDB in
+whole row groups (``row_groups.py``), the rest with the last chunk. A run set of one chunk is one transaction;
+a larger one is committed chunk by chunk and becomes visible with its last commit (:func:`write_run_set`): either
+way a failure half way leaves the store as it was. The result is the same run set as one-shot storing
 (``load_run_set`` gives back the same TraceSet; ``tests/test_store_chunked.py``).
 
-Decisions: duplicate ids are dropped across the whole run set (the first copy is kept), which keeps the ids
-already written in a set (about 100 bytes per run); the chunks of one run set must agree on the number of
-alternatives ``k`` and on whether token strings are present (a ``ValueError`` names the first chunk that does
-not; convert with ``htc import`` first); the store's lock is held while the chunks are read and written.
+Decisions: duplicate ids are dropped across the whole run set (the first copy is kept; a chunk's ids are looked
+up among the run set's rows already written, nothing is kept per run in memory); the chunks of one run set must
+agree on the number of alternatives ``k`` and on whether token strings are present (a ``ValueError`` names the
+first chunk that does not; convert with ``htc import`` first); the store's lock is held while the chunks are
+read and written.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import pyarrow as pa
 
 from ..report import LoadReport
 from ..traces import TraceSet
-from .columnar import to_arrow
+from .columnar import _obj_to_arrow, to_arrow
+from .row_groups import FullRowGroups
 
 __all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
            "PENDING_SCHEMA"]
@@ -75,7 +78,10 @@ class _RunSetWriter:
 
     def __init__(self, con, rs_id: str, name: str, report: LoadReport | None, hook: Callable[[str], None]):
         self.con, self.rs, self.name, self.report, self.hook = con, rs_id, name, report, hook
-        self.seen: set = set()
+        # the rows go to DuckDB in whole row groups (row_groups.py), the rest with the last chunk (flush)
+        self.traj = FullRowGroups(f"INSERT INTO trajectories BY NAME SELECT '{rs_id}' AS run_set, * FROM _htc_rows")
+        self.steps = FullRowGroups(f"INSERT INTO steps_{rs_id} BY NAME SELECT * FROM _htc_rows")
+        self.tokens = FullRowGroups(f"INSERT INTO tokens_{rs_id} BY NAME SELECT * FROM _htc_rows")
         self.duplicates: set = set()
         self.vocab = _Vocab()
         self.n = self.n_steps = self.n_tokens = 0
@@ -84,7 +90,7 @@ class _RunSetWriter:
 
     def _dedup(self, ts: TraceSet) -> TraceSet:
         ids = pd.Series(ts.ids, dtype=object)
-        dup = (ids.duplicated(keep="first") | ids.isin(self.seen)).to_numpy()
+        dup = ids.duplicated(keep="first").to_numpy() | self._written(ids)
         if dup.any():
             new = {str(v) for v in ids[dup]} - self.duplicates
             self.duplicates |= new
@@ -93,8 +99,28 @@ class _RunSetWriter:
                     self.report.warn(self.name, None, "duplicate trajectory id in this run set: the first copy is "
                                      "kept, later copies are dropped", field="id", value=d, trajectory_id=d)
             ts = ts.filter(~dup)
-        self.seen.update(ids[~dup].tolist())
         return ts
+
+    def _written(self, ids: pd.Series) -> np.ndarray:
+        """Which of ``ids`` earlier chunks of this run set have: looked up in the store and in the rows not
+        written yet (a set of the ids seen in this process grew by about 100 bytes a run, 100 MB at a million)."""
+        found = np.zeros(len(ids), dtype=bool)
+        if not self.n or not len(ids):
+            return found
+        pending = self.traj.column("id")
+        self.con.register("_htc_ids", pa.table({"i": pa.array(np.arange(len(ids), dtype=np.int64)),
+                                                "id": _obj_to_arrow(ids.to_numpy(dtype=object))}))
+        pending = pending if pending is not None else pa.array([], type=pa.string())
+        self.con.register("_htc_pending", pa.table({"id": pending}))
+        try:
+            hit = self.con.execute("SELECT c.i FROM _htc_ids c SEMI JOIN (SELECT id FROM trajectories WHERE "
+                                   "run_set = ? UNION ALL SELECT id FROM _htc_pending) t "
+                                   "ON t.id IS NOT DISTINCT FROM c.id", [self.rs]).fetchnumpy()["i"]
+        finally:
+            self.con.unregister("_htc_ids")
+            self.con.unregister("_htc_pending")
+        found[np.asarray(hit, dtype=np.int64)] = True
+        return found
 
     def add(self, ts: TraceSet, index: int) -> TraceSet | None:
         """Append one chunk (its duplicates dropped); returns what was written (None when nothing)."""
@@ -122,37 +148,44 @@ class _RunSetWriter:
         start = len(self.vocab.index) - len(added)
         new_vocab = pa.table({"code": pa.array(np.arange(start, start + len(added), dtype=np.int32)),
                               "token": pa.array(added.tolist(), type=pa.string())})
-        self._append("trajectories", traj, prefix=f"'{self.rs}' AS run_set, ")
+        self.traj.add(self.con, traj)
         self.hook("after_trajectories")
         self._append_steps(steps)
         self.hook("after_steps")
-        for table, data in ((f"tokens_{self.rs}", tok), (f"vocab_{self.rs}", new_vocab)):
-            self._append(table, data, create=(self.n == 0))
+        if self.n == 0:
+            self._append(f"tokens_{self.rs}", tok, create=True, empty=True)
+        self.tokens.add(self.con, tok)
+        self._append(f"vocab_{self.rs}", new_vocab, create=(self.n == 0))
         self.n += ts.n_trajectories
         self.n_steps += ts.n_steps
         self.n_tokens += ts.n_tokens
         return ts
 
-    def _append(self, table: str, data: pa.Table, *, create: bool = False, prefix: str = "") -> None:
+    def flush(self, con) -> None:
+        """Write the rows kept for whole row groups (with the run set's last chunk)."""
+        for rows in (self.traj, self.steps, self.tokens):
+            rows.flush(con)
+
+    def _append(self, table: str, data: pa.Table, *, create: bool = False, empty: bool = False) -> None:
         self.con.register("_htc_chunk", data)
         try:
             if create:
-                self.con.execute(f"CREATE TABLE {table} AS SELECT * FROM _htc_chunk")
+                self.con.execute(f"CREATE TABLE {table} AS SELECT * FROM _htc_chunk" + (" LIMIT 0" if empty else ""))
             else:
-                self.con.execute(f"INSERT INTO {table} BY NAME SELECT {prefix}* FROM _htc_chunk")
+                self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _htc_chunk")
         finally:
             self.con.unregister("_htc_chunk")
 
     def _append_steps(self, steps: pa.Table) -> None:
         table = f"steps_{self.rs}"
         if not self.step_cols:
-            self._append(table, steps, create=True)
+            self._append(table, steps, create=True, empty=True)
         else:
             for c in steps.column_names:      # a step field first seen in this chunk: a new nullable column
                 if c not in self.step_cols:
                     kind = "DOUBLE" if c == "latency_s" else "VARCHAR"
                     self.con.execute(f'ALTER TABLE {table} ADD COLUMN "{c}" {kind}')
-            self._append(table, steps)
+        self.steps.add(self.con, steps)
         self.step_cols = list(dict.fromkeys(self.step_cols + steps.column_names))
 
 
@@ -184,6 +217,7 @@ def write_run_set(store, data: TraceSet | Iterable[TraceSet], *, name: str, repo
     w = _RunSetWriter(None, rs_id, name, report, store._hook)
 
     def finish(con) -> None:
+        w.flush(con)
         k, has_tokens, has_top = w.shape
         con.execute("INSERT INTO run_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [rs_id, name, datetime.now(timezone.utc).replace(tzinfo=None), k, has_tokens, has_top, w.n,

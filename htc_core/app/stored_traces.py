@@ -5,7 +5,8 @@ per-run columns of :mod:`~htc_core.app.features_store`; the token arrays (about 
 are read only when something asks for them: the cross-validated evaluation, the inspector, an uploaded model's
 scoring. :class:`StoredTraces` answers the metadata questions itself (``meta``, ``ids``, ``labels``,
 ``steps_per_trajectory``, ...), ``take(indices)`` returns a real :class:`~htc_core.traces.TraceSet` of those
-rows (reading only the run sets they come from), ``subset(indices)`` another lazy view, ``one(i)`` the
+rows (reading only those rows from the store while they are at most a quarter of their run set, else the run
+sets they come from, whole), ``subset(indices)`` another lazy view, ``one(i)`` the
 single trajectory ``i`` as a TraceSet, and any other attribute (``logprob``, ``step_text``, ...) loads the whole
 selection once.
 """
@@ -48,16 +49,26 @@ def text_array(values: np.ndarray) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in values], type=pa.string())
 
 
-class _Source:
-    """The run sets behind a lazy trace set: loads each from the store once (shared by every view)."""
+#: a run set's rows are read alone (``Store.load_rows``) while they are at most this share of the run set;
+#: more, and the whole run set is read once and kept (as for the selection's full token arrays)
+PART_READ_SHARE = 0.25
 
-    def __init__(self, load_run_set: Callable[[str], TraceSet], run_sets: list[str], sizes: list[int]):
-        self.load_run_set = load_run_set
+
+class _Source:
+    """The run sets behind a lazy trace set: reads some rows of a run set alone (``load_rows``), or the whole
+    run set once (``load_run_set``, kept and shared by every view)."""
+
+    def __init__(self, load_run_set: Callable[[str], TraceSet], run_sets: list[str], sizes: list[int],
+                 load_rows: Callable | None = None, steps: np.ndarray | None = None,
+                 tokens: np.ndarray | None = None):
+        self.load_run_set, self.load_rows = load_run_set, load_rows
         self.run_sets = run_sets
         self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.steps, self.tokens = steps, tokens          # per trajectory, all run sets (the rows' counts)
         self._sets: dict[str, TraceSet] = {}
         self._lock = threading.Lock()
-        self.loads = 0          # run sets read from the store so far (tests and benchmarks read it)
+        self.loads = 0          # whole run sets read from the store so far (tests and benchmarks read it)
+        self.row_reads = 0      # reads of some rows of a run set
 
     def run_set(self, j: int) -> TraceSet:
         rs = self.run_sets[j]
@@ -67,16 +78,29 @@ class _Source:
                 self.loads += 1
             return self._sets[rs]
 
+    def _rows_of(self, j: int, local: np.ndarray) -> TraceSet:
+        """Rows ``local`` of run set ``j``: alone when they are few and the run set is not in memory."""
+        rs, size = self.run_sets[j], int(self.starts[j + 1] - self.starts[j])
+        with self._lock:
+            kept = self._sets.get(rs)
+        if kept is not None or self.load_rows is None or len(np.unique(local)) > PART_READ_SHARE * size:
+            return (kept if kept is not None else self.run_set(j)).take(local)
+        lo, hi = self.starts[j], self.starts[j + 1]
+        counts = (None, None) if self.steps is None or self.tokens is None else (self.steps[lo:hi], self.tokens[lo:hi])
+        with self._lock:
+            self.row_reads += 1
+        return self.load_rows(rs, local, *counts)
+
     def take(self, rows: np.ndarray) -> TraceSet:
         """Rows (global positions, any order) as one TraceSet, reading only the run sets they fall in."""
         rows = np.asarray(rows, dtype=np.int64)
         owner = np.searchsorted(self.starts, rows, side="right") - 1
         if len(rows) and np.all(owner == owner[0]):
-            return self.run_set(int(owner[0])).take(rows - self.starts[owner[0]])
+            return self._rows_of(int(owner[0]), rows - self.starts[owner[0]])
         parts, order = [], []
         for j in np.unique(owner):
             sel = np.flatnonzero(owner == j)
-            parts.append(self.run_set(int(j)).take(rows[sel] - self.starts[j]))
+            parts.append(self._rows_of(int(j), rows[sel] - self.starts[j]))
             order.append(sel)
         if not parts:
             return self.run_set(0).take(np.zeros(0, dtype=np.int64)) if self.run_sets else concat([])
@@ -106,8 +130,11 @@ class StoredTraces:
 
     @classmethod
     def from_store(cls, load_run_set: Callable[[str], TraceSet], run_sets: list[str], meta: pd.DataFrame | pa.Table,
-                   sizes: list[int], steps: np.ndarray, tokens: np.ndarray) -> "StoredTraces":
-        src = _Source(load_run_set, list(run_sets), list(sizes))
+                   sizes: list[int], steps: np.ndarray, tokens: np.ndarray,
+                   load_rows: Callable | None = None) -> "StoredTraces":
+        """``load_rows(run_set, positions, steps, tokens)`` (``Store.load_rows``) reads a few rows of a run set
+        without the rest; without it a run set is read whole on its first use."""
+        src = _Source(load_run_set, list(run_sets), list(sizes), load_rows, steps, tokens)
         n = meta.num_rows if isinstance(meta, pa.Table) else len(meta)
         return cls(src, meta, np.arange(n, dtype=np.int64), steps, tokens)
 
@@ -181,6 +208,10 @@ class StoredTraces:
     @property
     def source_loads(self) -> int:
         return self._source.loads
+
+    @property
+    def source_row_reads(self) -> int:
+        return self._source.row_reads
 
     def subset(self, indices) -> "StoredTraces":
         idx = np.asarray(indices, dtype=np.int64)

@@ -291,7 +291,8 @@ def build_workspace(store: Store, *, profile: str = "paper", top_k: int = 5,
     if sum(sizes) != len(cols) or meta.num_rows != len(cols):
         raise ValueError(f"the stored columns have {len(cols)} rows for {sum(sizes)} stored trajectories")
     owner = np.repeat(np.array(ids, dtype=object), sizes)
-    ts = StoredTraces.from_store(store.load_run_set, ids, meta, sizes, cols.steps, cols.tokens)
+    ts = StoredTraces.from_store(store.load_run_set, ids, meta, sizes, cols.steps, cols.tokens,
+                                 load_rows=store.load_rows)
     fm = FeatureMatrix(values=cols.features, ids=ts.ids, profile=profile, top_k=top_k)
     return Workspace(ts=ts, run_set=owner, features=fm, baselines=cols.baselines, profile=profile, top_k=top_k,
                      stored=cols)

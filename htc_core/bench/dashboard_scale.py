@@ -9,7 +9,7 @@ tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), generated 
 
 - ingest: ``Store.add_run_set`` of the generated chunks as they come (tokens, steps, metadata) with
   ``column_writer.ColumnWriter`` (48 features, baselines, GAC score, flags) chunk by chunk in the same
-  transaction; the peak resident memory right after it is printed (bounded by a chunk: the same at 100k and 1M);
+  transaction; the peak resident memory right after it is printed (bounded by a chunk: flat in N);
 - workspace: ``build_workspace`` (what opening the app costs), against the plain reference in the same process
   (what it cost before the columns were stored: the run set's tokens read back, then features and baselines
   recomputed), run up to ``--reference-max`` runs;
@@ -17,7 +17,8 @@ tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), generated 
   a text search, counts per dataset/model, a histogram;
 - Feature space: UMAP fitted on ``PROJECTION_FIT_CAP`` runs with the rest placed, the sampled frame and the
   WebGL figure (``--skip-projection`` leaves it out);
-- Calibration: the stratified sample (``sampling.EVAL_CAP``), its tokens read from the store, the cross-validated
+- Calibration: the stratified sample (``sampling.EVAL_CAP``), its tokens read from the store (only the sampled
+  rows: ``Store.load_rows``; the peak resident memory during the read is printed), the cross-validated
   evaluation of the baselines and HTC-Reduced on it (1 seed, alphas 0.01,0.1,1,10), reliability bins in DuckDB;
 - peak resident memory of the process (VmHWM).
 
@@ -45,6 +46,19 @@ def _peak_mib() -> float:
     s = Path("/proc/self/status").read_text()
     m = re.search(r"VmHWM:\s+(\d+)", s)
     return int(m.group(1)) / 1024.0 if m else float("nan")
+
+
+def _rss_mib() -> float:
+    m = re.search(r"VmRSS:\s+(\d+)", Path("/proc/self/status").read_text())
+    return int(m.group(1)) / 1024.0 if m else float("nan")
+
+
+def _reset_peak() -> None:
+    """Start the peak (VmHWM) again from the current resident memory (Linux; nothing where it cannot)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
 
 
 class _Timer:
@@ -126,14 +140,18 @@ def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> d
             t("feature space: WebGL figure", lambda: projection_scatter(frame, color="dataset").to_dict())
         pos = np.flatnonzero(np.isfinite(ws.labels))
         pos = t("calibration: stratified sample", lambda: stratified_sample(pos, ws.labels[pos], EVAL_CAP))
+        peak_before, rss_before = _peak_mib(), _rss_mib()
+        _reset_peak()
         sub = t(f"calibration: tokens of {len(pos):,} runs from the store", lambda: ws.ts.take(pos))
+        peak_sample = _peak_mib()
         if cv:
             ev = t("calibration: nested CV (baselines + HTC-Reduced)",
                    lambda: evaluate(sub, seeds=1, alphas=(0.01, 0.1, 1, 10),
                                     methods=["GlobalTrace-TP", "LastStep-TP", "HTC-Reduced"]))
             t("calibration: reliability bins (DuckDB)", lambda: sql_views.reliability_bins(ev.oof["HTC-Reduced"],
                                                                                             ev.labels))
-        return {"n": n, "times": t.rows, "peak_mib": _peak_mib(), "peak_ingest_mib": peak_ingest}
+        return {"n": n, "times": t.rows, "peak_mib": max(peak_before, _peak_mib()), "peak_ingest_mib": peak_ingest,
+                "peak_sample_mib": peak_sample, "rss_before_sample_mib": rss_before}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -177,7 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + f"{'wall seconds':50s}" + "".join(f"{r['n']:>12,d}" for r in results))
     for k in names:
         print(f"{k:50s}" + "".join(f"{r['times'][k]:12.2f}" if k in r["times"] else f"{'-':>12s}" for r in results))
-    print(f"{'peak resident memory after the ingest (MiB)':50s}" + "".join(f"{r['peak_ingest_mib']:12.0f}" for r in results))
+    print(f"{'peak resident memory after the ingest (MiB)':50s}"
+          + "".join(f"{r['peak_ingest_mib']:12.0f}" for r in results))
+    print(f"{'resident memory before the Calibration sample read':50s}"
+          + "".join(f"{r['rss_before_sample_mib']:12.0f}" for r in results))
+    print(f"{'peak resident memory, Calibration sample read (MiB)':50s}"
+          + "".join(f"{r['peak_sample_mib']:12.0f}" for r in results))
     print(f"{'peak resident memory (MiB)':50s}" + "".join(f"{r['peak_mib']:12.0f}" for r in results))
     for r in results:
         ref = r["times"].get("workspace: reference (tokens read, recomputed)")
