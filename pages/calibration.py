@@ -229,14 +229,15 @@ with ui.page_errors("calibration"):
         with st.expander(f"Models saved in the store ({len(models)})"):
             st.dataframe(models, hide_index=True, width="stretch")
 
-    # the parts drawn without: wait for the next one still computing, then draw again (also when a part
-    # finished while this page was drawn: nothing else would redraw it)
+    # the parts drawn without: wait until those still computing are all done (they run at once and end close
+    # together; one redraw instead of one per part, each costing the browser its charts again), then draw
+    # again; also when a part finished while this page was drawn: nothing else would redraw it
     missing = ui.parts_missing(ev) if ev is not None else []
     if missing:
         running = [m for m in missing if m in ui.evaluation_pending()]
         if running:
             with pending.container():
                 st.caption("Still evaluating: " + ", ".join(ui.PART_NAMES[m] for m in running)
-                           + ". The page updates as each part finishes.")
-                ui.compute_evaluation_part(ws, running[0])
+                           + ". The page updates when they are done.")
+                ui.compute_evaluation_part(ws, running)
         st.rerun()

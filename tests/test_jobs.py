@@ -63,9 +63,10 @@ print("exiting with the job running", job.is_running)
     assert "exiting with the job running True" in out.stdout
 
 
-def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
-    from htc_core.app import compute
+NAMES = {"baselines": "baselines", "full": "HTC-Full"}
 
+
+def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
     class Recorder:
         def __init__(self):
             self.calls = []
@@ -87,7 +88,7 @@ def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
         seen.add(part)
 
     job = Recorder()
-    compute._run_parts(job, ["baselines", "full"], one_part)
+    jobs.run_parts(job, ["baselines", "full"], one_part, NAMES)
     assert seen == {"baselines", "full"}
     assert job.calls[-1][:2] == (6, 6) and job.calls[-1][2] == "finishing"
     assert all(total == 6 for _, total, _ in job.calls)
@@ -99,5 +100,5 @@ def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
         seen.add("after")
 
     with pytest.raises(jobs.JobCancelled, match="stopped"):
-        compute._run_parts(Recorder(), ["baselines", "full"], failing)
+        jobs.run_parts(Recorder(), ["baselines", "full"], failing, NAMES)
     assert "after" in seen                              # the other part was not cut short

@@ -208,7 +208,7 @@ def _part_key(part: str) -> tuple:
 
 def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     """Start (or join) the background job that computes the selection's missing evaluation parts, all at once
-    (:func:`_run_parts`), each kept in memory and in the store as soon as it is done; None when nothing is
+    (:func:`~htc_core.app.jobs.run_parts`), each kept in memory and in the store as soon as it is done; None when nothing is
     missing. Keys, settings and the store are read here, in the page script: the job itself never touches
     session state."""
     from . import jobs
@@ -249,47 +249,33 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
             log.warning("could not keep the evaluation part %s in the store: %s", part, e)
 
     key = ("evaluation-job", *(keys[p] for p in EVAL_PARTS))
-    return jobs.submit(data_dir(), key, "Cross-validated evaluation", lambda job: _run_parts(job, missing, one_part))
+    return jobs.submit(data_dir(), key, "Cross-validated evaluation", lambda job: jobs.run_parts(job, missing, one_part, PART_NAMES))
 
 
-def _run_parts(job, parts: list[str], one_part: Callable) -> None:
-    """``one_part(part, report)`` for every part at once, each in its own thread: their fold threads share the
-    cores, so the last part ends sooner than when the parts run one after the other (3.8-3.9 s against 4.5 s
-    for the sample runs' three parts in one process), and the cheap baselines still end first. One progress
-    for the job: the folds done over all parts. A part's error is raised once every part has stopped."""
-    done, total, errors = dict.fromkeys(parts, 0), dict.fromkeys(parts, 0), []
-    lock = threading.Lock()
-
-    def report(part: str, d: int, t: int, message: str) -> None:
-        with lock:
-            done[part], total[part] = d, t
-            running = [f"{PART_NAMES[p]} {done[p]}/{total[p]}" for p in parts if done[p] < total[p]]
-            job.progress(sum(done.values()), max(total.values()) * len(parts),
-                         f"outer folds done: {', '.join(running)}" if running else "finishing")
-
-    def run(part: str) -> None:
-        try:
-            one_part(part, lambda d, t, m: report(part, d, t, m))
-        except BaseException as e:  # noqa: BLE001 - raised again in the job's thread below
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(p,), name=f"htc-eval-{p}", daemon=True) for p in parts]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+#: seconds a page that draws what is ready goes on waiting for the whole evaluation once its first part is
+#: ready: the parts run at once and end close together, and every partial draw costs the browser its charts
+#: once more (on the 2-core machine its rendering took CPU from the evaluation: a whole second of the first visit)
+GRACE_S = 2.5
 
 
-def _wait_for(ws: Workspace, parts: list[str]) -> None:
-    """Show the background evaluation's progress until ``parts`` are ready. A rerun (a widget change, a reload)
-    stops this wait, never the job: the next run joins it where it is."""
+def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
+    """Show the background evaluation's progress until ``parts`` are ready, then (``grace_s``) until every part
+    is, for at most that many more seconds. A rerun (a widget change, a reload) stops this wait, never the job:
+    the next run joins it where it is."""
     job = _evaluation_job(ws)
     if job is None:
         return
     bar = st.progress(0.0, text=job.text())
-    while any(cached_result_quiet(_part_key(p)) is None for p in parts):
+    deadline = None
+
+    def waiting() -> bool:
+        nonlocal deadline
+        if any(cached_result_quiet(_part_key(p)) is None for p in parts):
+            return True
+        deadline = time.monotonic() + grace_s if deadline is None else deadline
+        return time.monotonic() < deadline and bool(evaluation_pending())
+
+    while waiting():
         if not job.is_running:
             if job.error:
                 from . import jobs
@@ -349,11 +335,12 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     """Honest nested-CV evaluation of the labeled part of the selection, computed by a background job
     (:mod:`htc_core.app.jobs`) and cached by content, with a progress bar while the page waits.
 
-    With ``wait=False`` the page waits for the cheapest part only and the result holds what is ready (the
-    Calibration page draws it, then waits for the rest with :func:`compute_evaluation_part`)."""
+    With ``wait=False`` the page waits for the cheapest part, then at most :data:`GRACE_S` more for the rest,
+    and the result holds what is ready (the Calibration page draws it, then waits for the rest with
+    :func:`compute_evaluation_part`)."""
     ready = [cached_result(_part_key(p)) or _stored_part(ws, p) for p in EVAL_PARTS]
     if any(r is None for r in ready):
-        _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]])
+        _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]], grace_s=0.0 if wait else GRACE_S)
         ready = [r if r is not None else cached_result_quiet(_part_key(p)) for p, r in zip(EVAL_PARTS, ready)]
     return merge_evaluations(ready)
 
@@ -379,9 +366,9 @@ def parts_missing(drawn: Evaluated) -> list[str]:
     return [p for p in EVAL_PARTS if p not in drawn.parts]
 
 
-def compute_evaluation_part(ws: Workspace, part: str) -> None:
-    """Wait (with the background job's progress) until ``part`` is ready."""
-    _wait_for(ws, [part])
+def compute_evaluation_part(ws: Workspace, part: str | list[str]) -> None:
+    """Wait (with the background job's progress) until ``part`` (or every part of a list) is ready."""
+    _wait_for(ws, [part] if isinstance(part, str) else list(part))
 
 
 def cached_evaluation() -> Evaluated | None:
