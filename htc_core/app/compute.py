@@ -252,16 +252,23 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     return jobs.submit(data_dir(), key, "Cross-validated evaluation", lambda job: jobs.run_parts(job, missing, one_part, PART_NAMES))
 
 
-#: seconds a page that draws what is ready goes on waiting for the whole evaluation once its first part is
-#: ready: the parts run at once and end close together, and every partial draw costs the browser its charts
-#: once more (on the 2-core machine its rendering took CPU from the evaluation: a whole second of the first visit)
-GRACE_S = 2.5
+#: a page that draws what is ready goes on waiting for the whole evaluation, once its first part is ready, while
+#: the job's progress says the rest ends within this many seconds (at most twice as long in all): the parts run
+#: at once and end close together, and every partial draw costs the browser its charts once more (on the 2-core
+#: machine headless Chromium's rendering took CPU from the evaluation: a whole second of the first visit)
+GRACE_S = 4.0
+
+
+def _eta(job) -> float:
+    """Seconds the job still needs, judged by its progress so far (infinite before any)."""
+    f = job.fraction
+    return float("inf") if f <= 0 else (time.time() - job.started) * (1.0 - f) / f
 
 
 def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
     """Show the background evaluation's progress until ``parts`` are ready, then (``grace_s``) until every part
-    is, for at most that many more seconds. A rerun (a widget change, a reload) stops this wait, never the job:
-    the next run joins it where it is."""
+    is while the rest is due within ``grace_s`` (at most ``2 * grace_s`` more). A rerun (a widget change, a
+    reload) stops this wait, never the job: the next run joins it where it is."""
     job = _evaluation_job(ws)
     if job is None:
         return
@@ -272,8 +279,10 @@ def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
         nonlocal deadline
         if any(cached_result_quiet(_part_key(p)) is None for p in parts):
             return True
-        deadline = time.monotonic() + grace_s if deadline is None else deadline
-        return time.monotonic() < deadline and bool(evaluation_pending())
+        if not grace_s or not evaluation_pending():
+            return False
+        deadline = time.monotonic() + 2 * grace_s if deadline is None else deadline
+        return time.monotonic() < deadline and _eta(job) <= grace_s
 
     while waiting():
         if not job.is_running:
@@ -335,8 +344,8 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     """Honest nested-CV evaluation of the labeled part of the selection, computed by a background job
     (:mod:`htc_core.app.jobs`) and cached by content, with a progress bar while the page waits.
 
-    With ``wait=False`` the page waits for the cheapest part, then at most :data:`GRACE_S` more for the rest,
-    and the result holds what is ready (the Calibration page draws it, then waits for the rest with
+    With ``wait=False`` the page waits for the cheapest part, then for the rest while it is due within
+    :data:`GRACE_S`, and the result holds what is ready (the Calibration page draws it, then waits for the rest with
     :func:`compute_evaluation_part`)."""
     ready = [cached_result(_part_key(p)) or _stored_part(ws, p) for p in EVAL_PARTS]
     if any(r is None for r in ready):
