@@ -44,5 +44,7 @@ with ui.page_errors("sidebar"):
     ui.restore_from_url()      # a reload or a shared link: filters and trajectory from the query parameters
     ui.sidebar()
     ui.write_url()
+    if len(ui.workspace()):
+        ui.start_evaluation(ui.workspace())   # in the background: Calibration joins it (small selections only)
 
 nav.run()

@@ -75,10 +75,6 @@ with ui.page_errors("runs"):
 
     # ------------------------------------------------------- stored run sets
     ws = ui.guard()
-    # the selection's evaluation starts in the background now, so Calibration joins it instead of starting from
-    # nothing (measured: started here rather than once this page is drawn, the first Calibration visit right
-    # after it ends ~0.4 s sooner and this page draws no slower: 6.9 s both, the server's start included)
-    ui.start_evaluation(ws)
     st.subheader("Stored run sets")
     sets = ui.store().list_run_sets()
     st.dataframe(sets.rename(columns={"success_rate": "success rate"}), hide_index=True, width="stretch",

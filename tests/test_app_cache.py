@@ -51,7 +51,7 @@ def test_saving_a_model_and_a_restart_do_not_recompute_the_evaluation(tmp_path, 
     compute._registry.clear()                                        # no result of another test in memory
     at = fresh_app(tmp_path, sample_dir, monkeypatch)
     before = compute.CACHE_STATS.copy()
-    at.run()                                                         # the Runs page starts the evaluation
+    at.run()                                                         # the app starts the evaluation
     calibration(at)                                                  # and Calibration joins it
     first = compute.CACHE_STATS - before
     assert first["evaluation parts"] == len(compute.EVAL_PARTS)     # baselines, HTC-Full, HTC-Reduced, once
@@ -162,3 +162,34 @@ def test_a_part_that_finishes_while_the_page_draws_is_drawn(tmp_path, sample_dir
     assert "HTC-Reduced" in list(at2.dataframe[0].value["method"])
     assert not [c for c in at2.caption if "Still evaluating" in str(c.value)]
 
+
+
+def test_the_app_starts_the_evaluation_early_only_while_the_store_is_idle(tmp_path, sample_dir, monkeypatch):
+    """Every page starts the selection's evaluation in the background once the selection is known, so
+    Calibration joins it; never while another job of the store runs (a selection the user leaves again must not
+    queue work ahead of the one they open) and never above ``compute.PREFETCH_CAP`` labeled runs."""
+    import threading
+    import time
+
+    from htc_core.app import jobs
+
+    compute._registry.clear()
+    at = fresh_app(tmp_path, sample_dir, monkeypatch)
+    release = threading.Event()
+    blocker = jobs.submit(str(tmp_path / "data"), ("blocker", time.time()), "Blocker", lambda job: release.wait(60))
+    try:
+        started = jobs.JOB_STATS["started"]
+        at.run()
+        assert not at.exception and jobs.JOB_STATS["started"] == started       # the store was busy
+    finally:
+        release.set()
+        assert blocker.finished.wait(30)
+    monkeypatch.setattr(compute, "PREFETCH_CAP", 10)                         # 60 labeled runs: too many now
+    fresh_app(tmp_path, sample_dir, monkeypatch).run()                       # a new session (runs app.py again)
+    assert jobs.JOB_STATS["started"] == started
+    monkeypatch.setattr(compute, "PREFETCH_CAP", 5_000)
+    at = fresh_app(tmp_path, sample_dir, monkeypatch)
+    at.run()
+    assert jobs.JOB_STATS["started"] == started + 1                          # idle store, small selection
+    calibration(at)                                                          # joins it: nothing computed twice
+    assert jobs.JOB_STATS["started"] == started + 1

@@ -354,13 +354,23 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     return merge_evaluations(ready)
 
 
+#: the largest labeled selection whose evaluation starts before a page asks for it (the sample runs: ~4 s)
+PREFETCH_CAP = 5_000
+
+
 def start_evaluation(ws: Workspace) -> None:
-    """Start the selection's evaluation in its background job without waiting (the Runs page calls it, so the
-    cross-validation runs while the user looks at the runs and Calibration joins it); nothing when it is
+    """Start the selection's evaluation in its background job without waiting: the app calls it on every page
+    once the selection is known, so the cross-validation runs while the user looks at the runs and Calibration
+    joins it (a link straight to Calibration gains the page's own start). Only for at most
+    :data:`PREFETCH_CAP` labeled runs and while no other job of the store runs: a selection the user leaves
+    again then costs seconds of background work, never a queue ahead of the one they open. Nothing when it is
     computed or cannot run (too few labels: the pages that need it say why)."""
     from ..calibration.evaluation import label_problem
+    from . import jobs
+    from .session import data_dir
 
-    if label_problem(ws.labels) is None:
+    if (label_problem(ws.labels) is None and len(labeled_positions(ws)) <= PREFETCH_CAP
+            and not jobs.busy(data_dir())):
         _evaluation_job(ws)
 
 

@@ -129,6 +129,13 @@ def _stop_running_jobs() -> None:
         job.finished.wait(max(0.0, deadline - time.monotonic()))
 
 
+def busy(store: str) -> bool:
+    """Whether a job of ``store`` is running now (a store's jobs run one at a time)."""
+    with _LOCK:
+        lock = _STORE_LOCKS.get(str(store))
+    return lock is not None and lock.locked()
+
+
 def running(key: tuple) -> Job | None:
     """The job under ``key`` (running, or failed and not forgotten yet), or None."""
     with _LOCK:

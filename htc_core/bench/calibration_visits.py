@@ -1,7 +1,7 @@
 """Part of the dashboard benchmark: the Calibration page on the sample runs, first visit and later visits.
 
 1. first visit: an empty result cache, a store holding the sample runs (features cached at load), the Runs
-   page drawn first (where a user lands; it starts the evaluation in its background job), then the
+   page drawn first (where a user lands; the app starts the evaluation in its background job), then the
    Calibration page run until complete (all methods, the alpha grid the caller set, the dashboard's default
    3 CV repeats); the landing page's time and the job's own compute time are reported beside it;
 2. a later visit in the same session;
@@ -43,7 +43,7 @@ def calibration_visits(data_dir: Path, samples: Path, app: Path, *, seeds: int =
     def session():
         at = AppTest.from_file(str(app), default_timeout=3600)
         at.session_state["htc_seeds"] = seeds
-        at.run()                      # the Runs page first, as a user lands on it (it starts the evaluation)
+        at.run()                      # the Runs page first, as a user lands on it (the app starts the evaluation)
         return at
 
     compute._registry.clear()

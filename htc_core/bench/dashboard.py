@@ -261,7 +261,8 @@ def _calibration_only(args, argv: list) -> int:
             print("Calibration in a real server: skipped (needs Playwright and Chromium)")
         else:
             print(f"Calibration, first visit in a real server (Chromium): {real['first_s']:.2f} s after the click "
-                  f"(target < 5 s idle); the Runs page before it, which started the evaluation once drawn: "
+                  f"(target < 5 s idle); the Runs page before it (the app starts the evaluation in the background as soon as "
+                  f"the selection is known): "
                   f"{real['landing_s']:.2f} s from opening the app")
             print(f"Calibration, first visit in a real server by the link /calibration (a new server, the session's "
                   f"start included): {real['direct_s']:.2f} s (target < 5 s idle)")
@@ -269,7 +270,7 @@ def _calibration_only(args, argv: list) -> int:
         v = calibration_visits(tmp / "store", samples, APP)
         print(f"Calibration through AppTest, first visit ({v['methods']} methods, alphas {v['alphas']}, 3 CV repeats, "
               f"{v['parts_computed']} evaluation parts computed): {v['first_s']:.2f} s (target < 5 s idle), after "
-              f"{v['landing_s']:.2f} s on the Runs page, which started the evaluation; the evaluation job took "
+              f"{v['landing_s']:.2f} s on the Runs page, where the app started the evaluation; the evaluation job took "
               f"{v['job_s']:.2f} s ({os.cpu_count()} threads)")
         print(f"the same evaluation in this process, one thread (reference): {serial_evaluation(samples):.2f} s")
         print(f"Calibration, later visit: {v['later_s']:.2f} s; reload (new session): {v['reload_s']:.2f} s; "
