@@ -44,7 +44,11 @@ with ui.page_errors("sidebar"):
     ui.restore_from_url()      # a reload or a shared link: filters and trajectory from the query parameters
     ui.sidebar()
     ui.write_url()
-    if len(ui.workspace()):
-        ui.start_evaluation(ui.workspace())   # in the background: Calibration joins it (small selections only)
 
 nav.run()
+
+# once the page is drawn (started before, it slowed the Runs page's first table by about a second on 2 cores):
+# the selection's evaluation in the background, so Calibration joins it (small selections, idle store only)
+with ui.page_errors("sidebar"):
+    if len(ui.workspace()):
+        ui.start_evaluation(ui.workspace())
