@@ -3,7 +3,6 @@ thread is inside compiled code while the interpreter shuts down (that aborts the
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -103,24 +102,3 @@ def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
     with pytest.raises(jobs.JobCancelled, match="stopped"):
         jobs.run_parts(Recorder(), ["baselines", "full"], failing, NAMES)
     assert "after" in seen                              # the other part was not cut short
-
-
-@pytest.mark.skipif(not hasattr(os, "setpriority") or not sys.platform.startswith("linux"),
-                    reason="per-thread priorities are a Linux feature")
-def test_a_job_and_the_threads_it_starts_run_at_a_lower_priority():
-    seen = {}
-
-    def prio() -> int:
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    def work(job):
-        seen["job"] = prio()
-        child = threading.Thread(target=lambda: seen.__setitem__("child", prio()))
-        child.start()
-        child.join()
-
-    before = prio()
-    job = jobs.submit("test-store-nice", ("nice-test", time.time()), "Nice", work)
-    assert job.finished.wait(10) and job.error is None
-    assert seen["job"] >= jobs.JOB_NICE and seen["child"] >= jobs.JOB_NICE
-    assert prio() == before                     # the caller's own priority is unchanged

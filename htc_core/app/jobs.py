@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import collections
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -80,22 +79,6 @@ class Job:
         return f"{self.label}: {self.message}" if self.message else f"{self.label}: starting"
 
 
-#: the scheduling priority (Linux nice value) of a job's thread and the threads it starts: background work
-#: yields the cores to the page scripts and to a browser on the same machine (a job started under the Runs
-#: page held its first table back by about a second in headless Chromium on 2 cores)
-JOB_NICE = 10
-
-
-def _lower_priority() -> None:
-    """This thread at :data:`JOB_NICE` (threads it starts inherit it); nothing where the OS has no per-thread
-    priority."""
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), JOB_NICE))
-    except (AttributeError, OSError):   # not Linux, or not allowed: the job runs at the normal priority
-        pass
-
-
 def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> Job:
     """Start ``work(job)`` in a background thread, or join the job already running under ``key``.
     ``work`` reports with ``job.progress(done, total, message)`` and keeps its results itself (e.g. in a
@@ -111,7 +94,6 @@ def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> J
         JOB_STATS["started"] += 1
 
     def run() -> None:
-        _lower_priority()
         try:
             with store_lock:
                 if _EXITING.is_set():
