@@ -3,8 +3,8 @@ headless Chromium, the way a user meets it (AppTest's harness polls its script t
 takes the GIL from the evaluation's fold threads, so its timing understates a real server).
 
 A store that holds the sample runs with their features, its kept results removed (so nothing of the evaluation
-is cached); a new server; Chromium opens the Runs page (the app starts the evaluation in its background job as
-soon as the selection is known) and, as soon as it is drawn, clicks Calibration; the clock stops when the page is complete (no part still
+is cached); a new server; Chromium opens the Runs page (the app starts the evaluation in its background job once
+the page is drawn) and, as soon as it is drawn, clicks Calibration; the clock stops when the page is complete (no part still
 evaluating, no running status, no progress bar, the metric table on screen). Then the same with a new server
 and the link ``/calibration`` opened straight away. Importing Streamlit/Playwright here is fine:
 ``htc_core.bench`` is not part of the core.

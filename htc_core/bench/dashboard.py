@@ -261,8 +261,8 @@ def _calibration_only(args, argv: list) -> int:
             print("Calibration in a real server: skipped (needs Playwright and Chromium)")
         else:
             print(f"Calibration, first visit in a real server (Chromium): {real['first_s']:.2f} s after the click "
-                  f"(target < 5 s idle); the Runs page before it (the app starts the evaluation in the background as soon as "
-                  f"the selection is known): "
+                  f"(target < 5 s idle); the Runs page before it (the app starts the evaluation in the background once a page "
+                  f"is drawn): "
                   f"{real['landing_s']:.2f} s from opening the app")
             print(f"Calibration, first visit in a real server by the link /calibration (a new server, the session's "
                   f"start included): {real['direct_s']:.2f} s (target < 5 s idle)")
