@@ -50,5 +50,6 @@ nav.run()
 # once the page is drawn (started before, it slowed the Runs page's first table by about a second on 2 cores):
 # the selection's evaluation in the background, so Calibration joins it (small selections, idle store only)
 with ui.page_errors("sidebar"):
-    if len(ui.workspace()):
-        ui.start_evaluation(ui.workspace())
+    ws = ui.workspace()
+    if len(ws):
+        ui.start_evaluation(ws)

@@ -239,5 +239,5 @@ with ui.page_errors("calibration"):
             with pending.container():
                 st.caption("Still evaluating: " + ", ".join(ui.PART_NAMES[m] for m in running)
                            + ". The page updates when they are done.")
-                ui.compute_evaluation_part(ws, running)
+                ui.compute_evaluation_parts(ws, running)
         st.rerun()

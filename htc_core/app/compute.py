@@ -208,9 +208,9 @@ def _part_key(part: str) -> tuple:
 
 def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     """Start (or join) the background job that computes the selection's missing evaluation parts, all at once
-    (:func:`~htc_core.app.jobs.run_parts`), each kept in memory and in the store as soon as it is done; None when nothing is
-    missing. Keys, settings and the store are read here, in the page script: the job itself never touches
-    session state."""
+    (:func:`~htc_core.app.jobs.run_parts`), each kept in memory and in the store as soon as it is done; None
+    when nothing is missing. Keys, settings and the store are read here, in the page script: the job itself
+    never touches session state."""
     from . import jobs
     from .session import data_dir
 
@@ -223,19 +223,16 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
     persist = _evaluation_persist(pos)
     reg = _registry()
 
-    def one_part(part: str, report) -> None:
-        # the features and raw baseline confidences the store keeps for every run (computed at import with
-        # the workspace's profile and top-k): no token is read again (that took ~0.6 s for 2,000 runs) and
-        # the result is the traces' (tests/test_evaluation.py)
+    def one_part(part: str, report, inputs: tuple) -> None:
         if keys[part] in reg["items"]:
             return
         t0 = time.perf_counter()
         CACHE_STATS["computed"] += 1
         CACHE_STATS["evaluation parts"] += 1
+        X, y, base = inputs
         try:
-            base = ws.baselines.iloc[pos].reset_index(drop=True)
-            res = evaluate(ws.features.take(pos), ws.labels[pos], baselines=base, seeds=s["seeds"], n_jobs=-1,
-                           methods=PART_METHODS[part], **_alpha_options(), progress=report)
+            res = evaluate(X, y, baselines=base, seeds=s["seeds"], n_jobs=-1, methods=PART_METHODS[part],
+                           **_alpha_options(), progress=report)
             value = Evaluated(result=res, positions=pos)
         except EvaluationError as e:
             value = Evaluated(result=None, positions=pos, error=str(e))
@@ -248,8 +245,15 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
         except Exception as e:   # the store is busy or read-only: the result stays in memory
             log.warning("could not keep the evaluation part %s in the store: %s", part, e)
 
+    def work(job) -> None:
+        # the features and raw baseline confidences the store keeps for every run (computed at import with
+        # the workspace's profile and top-k), taken once for all parts: no token is read again (that took
+        # ~0.6 s for 2,000 runs) and the result is the traces' (tests/test_evaluation.py)
+        inputs = (ws.features.take(pos), ws.labels[pos], ws.baselines.iloc[pos].reset_index(drop=True))
+        jobs.run_parts(job, missing, lambda part, report: one_part(part, report, inputs), PART_NAMES)
+
     key = ("evaluation-job", *(keys[p] for p in EVAL_PARTS))
-    return jobs.submit(data_dir(), key, "Cross-validated evaluation", lambda job: jobs.run_parts(job, missing, one_part, PART_NAMES))
+    return jobs.submit(data_dir(), key, "Cross-validated evaluation", work)
 
 
 #: a page that draws what is ready goes on waiting for the whole evaluation, once its first part is ready, while
@@ -345,8 +349,8 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     (:mod:`htc_core.app.jobs`) and cached by content, with a progress bar while the page waits.
 
     With ``wait=False`` the page waits for the cheapest part, then for the rest while it is due within
-    :data:`GRACE_S`, and the result holds what is ready (the Calibration page draws it, then waits for the rest with
-    :func:`compute_evaluation_part`)."""
+    :data:`GRACE_S`, and the result holds what is ready (the Calibration page draws it, then waits for the
+    rest with :func:`compute_evaluation_parts`)."""
     ready = [cached_result(_part_key(p)) or _stored_part(ws, p) for p in EVAL_PARTS]
     if any(r is None for r in ready):
         _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]], grace_s=0.0 if wait else GRACE_S)
@@ -385,9 +389,9 @@ def parts_missing(drawn: Evaluated) -> list[str]:
     return [p for p in EVAL_PARTS if p not in drawn.parts]
 
 
-def compute_evaluation_part(ws: Workspace, part: str | list[str]) -> None:
-    """Wait (with the background job's progress) until ``part`` (or every part of a list) is ready."""
-    _wait_for(ws, [part] if isinstance(part, str) else list(part))
+def compute_evaluation_parts(ws: Workspace, parts: list[str]) -> None:
+    """Wait (with the background job's progress) until every part of ``parts`` is ready."""
+    _wait_for(ws, list(parts))
 
 
 def cached_evaluation() -> Evaluated | None:

@@ -16,7 +16,7 @@ Pages call these and the rest of ``htc_core``; the numbers they show come from
 
 from __future__ import annotations
 
-from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_part,
+from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_parts,
                       computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
                       start_evaluation)
 from .fits import dataset_weights, early_warning, fitted_gam, fitted_model, projection
@@ -38,7 +38,7 @@ __all__ = [
     "follow_deep_link", "guard", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
     "restore_from_url", "write_url", "set_url_id", "run_set_ids", "apply_ab_url", "valid_choice", "write_ab_url",
     # compute
-    "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_part",
+    "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_parts",
     "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_gam",
     "fitted_model",
     "labeled_positions",
