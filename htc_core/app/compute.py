@@ -263,12 +263,6 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
 GRACE_S = 4.0
 
 
-def _eta(job) -> float:
-    """Seconds the job still needs, judged by its progress so far (infinite before any)."""
-    f = job.fraction
-    return float("inf") if f <= 0 else (time.time() - job.started) * (1.0 - f) / f
-
-
 def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
     """Show the background evaluation's progress until ``parts`` are ready, then (``grace_s``) until every part
     is while the rest is due within ``grace_s`` (at most ``2 * grace_s`` more). A rerun (a widget change, a
@@ -286,7 +280,7 @@ def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
         if not grace_s or not evaluation_pending():
             return False
         deadline = time.monotonic() + 2 * grace_s if deadline is None else deadline
-        return time.monotonic() < deadline and _eta(job) <= grace_s
+        return time.monotonic() < deadline and job.eta <= grace_s
 
     while waiting():
         if not job.is_running:

@@ -71,6 +71,12 @@ class Job:
         return 0.0 if self.total <= 0 else min(1.0, self.done / self.total)
 
     @property
+    def eta(self) -> float:
+        """Seconds the job still needs, judged by its progress so far (infinite before any)."""
+        f = self.fraction
+        return float("inf") if f <= 0 else (time.time() - self.started) * (1.0 - f) / f
+
+    @property
     def is_running(self) -> bool:
         return not self.finished.is_set()
 
