@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from htc_core.calibration.pathsolver import _hessian, _l1_step
+from htc_core.calibration.pathsolver import _hessian
+from htc_core.calibration.subproblem import _l1_step
 from htc_core.calibration.solvers import distinct_columns, standardize_params
 from htc_core.features import extract
 from htc_core.formats import load
@@ -61,7 +62,7 @@ def test_l1_kernel_is_bit_identical_to_the_plain_loop(alpha):
 def test_accelerated_direction_solves_the_subproblem_at_least_as_well_as_plain_coordinate_descent(alpha):
     """Anderson extrapolation keeps coordinate descent's fixed point: with the same sweep budget its
     direction's model objective is never worse, and near alpha = 0 (where plain sweeps stall) it is better."""
-    from htc_core.calibration.pathsolver import _l1_direction, _model
+    from htc_core.calibration.subproblem import _l1_direction, _model
 
     ts, _ = load(str(REPO / "sample_runs" / "units" / "units_SmolLM2-135M-greedy.jsonl"))
     X, y = extract(ts).values, ts.labels

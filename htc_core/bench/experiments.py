@@ -94,7 +94,8 @@ def _kernel(ts) -> None:
     import numpy as np
     from numba import njit
 
-    from ..calibration.pathsolver import _hessian, _l1_step
+    from ..calibration.pathsolver import _hessian
+    from ..calibration.subproblem import _l1_step
     from ..calibration.solvers import distinct_columns, standardize_params
     from ..features import extract
 

@@ -8,10 +8,9 @@ intercept appended as a constant column and penalized like a weight)::
 
 with ``z = X w`` and ``s = 2 y - 1``. The method is a proximal Newton iteration
 (the quadratic model of the loss at ``w`` plus the exact penalty), as in
-liblinear's own newGLMNET for L1: the subproblem is solved by cyclic coordinate
-descent on the Hessian with Anderson extrapolation every 5 sweeps (L1; near alpha = 0 the
-~45 correlated HTC columns make plain sweeps stall, and the extrapolation halves the path's
-time on the sample runs) or by one linear solve (L2), followed by an Armijo
+liblinear's own newGLMNET for L1: the subproblem is solved by an active-set
+(feature-sign) start finished by coordinate descent with Anderson extrapolation
+(L1, :mod:`htc_core.calibration.subproblem`) or by one linear solve (L2), followed by an Armijo
 backtracking line search on the full objective. The alphas are visited from
 largest to smallest and each fit starts from the previous solution, which is
 what makes the many small-alpha fits of the nested cross-validation cheap (the
@@ -28,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .subproblem import _l1_direction
 
 
 @njit(cache=True)
@@ -95,181 +96,6 @@ def _hessian(X, p, XD):
         for j in range(d):
             XD[i, j] = X[i, j] * dd
     return X.T @ XD
-
-
-@njit(cache=True)
-def _l1_setup(H, alpha):
-    """(H transposed and contiguous, its diagonal, the thresholds ``alpha / H[j, j]``) for :func:`_cd_sweep`."""
-    d = H.shape[0]
-    Ht = np.ascontiguousarray(H.T)
-    diag = np.empty(d)
-    thresholds = np.empty(d)
-    for j in range(d):
-        diag[j] = Ht[j, j]
-        thresholds[j] = alpha / diag[j] if diag[j] > 1e-10 else 0.0
-    return Ht, diag, thresholds
-
-
-@njit(cache=True)
-def _cd_sweep(Ht, diag, thresholds, g, w, step, Hd):
-    """One cyclic coordinate-descent sweep on the L1 subproblem from ``step`` (and ``Hd`` = H step), both
-    updated in place; returns the largest coordinate move times its curvature.
-
-    The update of ``Hd`` after a coordinate change reads column ``j`` of ``H``; it reads it as a contiguous
-    row of a transposed copy (the same numbers in the same order, so the same result to the last bit): the
-    loop then runs on consecutive memory and vectorizes, 3-4x faster than the strided column read at ~45
-    columns. The thresholds ``alpha / H[j, j]`` are the same in every sweep and computed once (the same
-    division, so the same bits)."""
-    d = w.shape[0]
-    biggest = 0.0
-    for j in range(d):
-        a = diag[j]
-        if a <= 1e-10:
-            continue
-        c = g[j] + Hd[j] - a * step[j]
-        u = w[j] - c / a
-        thr = thresholds[j]
-        if u > thr:
-            u -= thr
-        elif u < -thr:
-            u += thr
-        else:
-            u = 0.0
-        change = (u - w[j]) - step[j]
-        if change != 0.0:
-            step[j] += change
-            col = Ht[j]
-            for m in range(d):
-                Hd[m] += change * col[m]
-            if abs(change) * a > biggest:
-                biggest = abs(change) * a
-    return biggest
-
-
-@njit(cache=True)
-def _l1_step(H, g, w, alpha, inner_tol, max_sweeps):
-    """Newton direction of the L1 subproblem by plain cyclic coordinate descent (the reference
-    :func:`_l1_direction` accelerates)."""
-    d = w.shape[0]
-    Ht, diag, thresholds = _l1_setup(H, alpha)
-    step = np.zeros(d)
-    Hd = np.zeros(d)
-    for sweep in range(max_sweeps):
-        if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
-            break
-    return step
-
-
-@njit(cache=True)
-def _model(H, g, w, alpha, step):
-    """The L1 subproblem's objective ``g's + s'Hs / 2 + alpha |w + s|_1`` at ``s = step`` (plain loops: they
-    compile faster than the array expressions)."""
-    d = w.shape[0]
-    tot = 0.0
-    for i in range(d):
-        hs = 0.0
-        for j in range(d):
-            hs += H[i, j] * step[j]
-        tot += g[i] * step[i] + 0.5 * step[i] * hs + alpha * abs(w[i] + step[i])
-    return tot
-
-
-@njit(cache=True)
-def _solve_spd_ones(G):
-    """``G c = 1`` for a symmetric positive definite ``G`` (Cholesky, plain loops); empty if it is not."""
-    k = G.shape[0]
-    L = np.zeros((k, k))
-    for a in range(k):
-        for b in range(a + 1):
-            acc = G[a, b]
-            for m in range(b):
-                acc -= L[a, m] * L[b, m]
-            if a == b:
-                if acc <= 0.0:
-                    return np.empty(0)
-                L[a, a] = np.sqrt(acc)
-            else:
-                L[a, b] = acc / L[b, b]
-    c = np.ones(k)
-    for a in range(k):                 # L z = 1
-        acc = c[a]
-        for m in range(a):
-            acc -= L[a, m] * c[m]
-        c[a] = acc / L[a, a]
-    for a in range(k - 1, -1, -1):     # L' c = z
-        acc = c[a]
-        for m in range(a + 1, k):
-            acc -= L[m, a] * c[m]
-        c[a] = acc / L[a, a]
-    return c
-
-
-@njit(cache=True)
-def _anderson_weights(hist, depth):
-    """Weights ``c`` (summing to one) of the iterates ``hist[1:]`` that minimize ``|sum_i c_i (hist[i+1] -
-    hist[i])|``: ``G c = 1`` with ``G = U U'`` (``U``: the differences; a 1e-10 relative ridge), then
-    normalized. An empty array when the system is degenerate."""
-    d = hist.shape[1]
-    G = np.zeros((depth, depth))
-    trace = 0.0
-    for a in range(depth):
-        for b in range(a + 1):
-            acc = 0.0
-            for m in range(d):
-                acc += (hist[a + 1, m] - hist[a, m]) * (hist[b + 1, m] - hist[b, m])
-            G[a, b] = acc
-            G[b, a] = acc
-        trace += G[a, a]
-    for a in range(depth):
-        G[a, a] += 1e-10 * max(trace, 1e-300)
-    c = _solve_spd_ones(G)
-    tot = c.sum() if c.shape[0] else 0.0
-    if not np.isfinite(tot) or abs(tot) < 1e-300:
-        return np.empty(0)
-    return c / tot
-
-
-@njit(cache=True)
-def _l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
-    """Newton direction of the L1 subproblem: coordinate descent with Anderson extrapolation (Bertrand and
-    Massias, "Anderson acceleration of coordinate descent", AISTATS 2021). Every ``depth`` sweeps the last
-    ``depth + 1`` iterates are combined (:func:`_anderson_weights`) and the combination replaces the iterate
-    when it lowers the subproblem's objective; the sweeps then go on from it, and they alone decide
-    convergence (same fixed point, same stopping rule as plain coordinate descent). With ~45 correlated
-    columns near alpha = 0 plain coordinate descent stalls at ``max_sweeps`` in every Newton iteration."""
-    d = w.shape[0]
-    Ht, diag, thresholds = _l1_setup(H, alpha)
-    step = np.zeros(d)
-    Hd = np.zeros(d)
-    hist = np.empty((depth + 1, d))
-    cand = np.empty(d)
-    k = 0
-    for sweep in range(max_sweeps):
-        if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
-            break
-        for m in range(d):
-            hist[k, m] = step[m]
-        k += 1
-        if k < depth + 1:
-            continue
-        k = 0
-        c = _anderson_weights(hist, depth)
-        if c.shape[0] == 0:
-            continue
-        for m in range(d):
-            acc = 0.0
-            for a in range(depth):
-                acc += c[a] * hist[a + 1, m]
-            cand[m] = acc
-        if _model(H, g, w, alpha, cand) < _model(H, g, w, alpha, step):
-            for m in range(d):
-                step[m] = cand[m]
-            for i in range(d):
-                acc = 0.0
-                for j in range(d):
-                    acc += Ht[j, i] * step[j]
-                Hd[i] = acc
-    return step
 
 
 @njit(cache=True)

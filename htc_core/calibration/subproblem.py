@@ -1,0 +1,370 @@
+"""The L1 subproblem of the path solver's proximal-Newton step, compiled with numba.
+
+At the iterate ``w`` with gradient ``g`` and Hessian ``H`` of the loss, the Newton direction ``step``
+minimizes the model ``g's + s'Hs / 2 + alpha |w + s|_1``. :func:`_l1_direction` solves it in two stages:
+
+1. feature-sign search (:func:`_feature_sign`) from ``s = 0``: an active-set method that solves the model
+   exactly on the nonzero coordinates with their signs held (one Cholesky of at most ~45 columns), starting
+   from the signs of ``w``, which rarely change between Newton iterations. It mostly ends at the exact
+   minimizer in a few solves;
+2. cyclic coordinate descent with Anderson extrapolation from there, under the same stopping rule as
+   before (so a start that is already optimal costs one sweep, and a start that is not, e.g. where the
+   HTC features' exact linear dependencies make a block of H singular, is finished as before).
+
+On the sample runs' features the first stage halves the path's time: near alpha = 0 the Hessian's condition
+number is ~1e5 (beyond the two exact dependencies), where coordinate descent needs hundreds of sweeps per
+Newton iteration; the path also ends closer to the exact optimum at the same stopping tolerance.
+:func:`_l1_step` is the plain coordinate-descent loop, the reference of the kernel tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _l1_setup(H, alpha):
+    """(H transposed and contiguous, its diagonal, the thresholds ``alpha / H[j, j]``) for :func:`_cd_sweep`."""
+    d = H.shape[0]
+    Ht = np.ascontiguousarray(H.T)
+    diag = np.empty(d)
+    thresholds = np.empty(d)
+    for j in range(d):
+        diag[j] = Ht[j, j]
+        thresholds[j] = alpha / diag[j] if diag[j] > 1e-10 else 0.0
+    return Ht, diag, thresholds
+
+
+@njit(cache=True)
+def _cd_sweep(Ht, diag, thresholds, g, w, step, Hd):
+    """One cyclic coordinate-descent sweep on the L1 subproblem from ``step`` (and ``Hd`` = H step), both
+    updated in place; returns the largest coordinate move times its curvature.
+
+    The update of ``Hd`` after a coordinate change reads column ``j`` of ``H``; it reads it as a contiguous
+    row of a transposed copy (the same numbers in the same order, so the same result to the last bit): the
+    loop then runs on consecutive memory and vectorizes, 3-4x faster than the strided column read at ~45
+    columns. The thresholds ``alpha / H[j, j]`` are the same in every sweep and computed once (the same
+    division, so the same bits)."""
+    d = w.shape[0]
+    biggest = 0.0
+    for j in range(d):
+        a = diag[j]
+        if a <= 1e-10:
+            continue
+        c = g[j] + Hd[j] - a * step[j]
+        u = w[j] - c / a
+        thr = thresholds[j]
+        if u > thr:
+            u -= thr
+        elif u < -thr:
+            u += thr
+        else:
+            u = 0.0
+        change = (u - w[j]) - step[j]
+        if change != 0.0:
+            step[j] += change
+            col = Ht[j]
+            for m in range(d):
+                Hd[m] += change * col[m]
+            if abs(change) * a > biggest:
+                biggest = abs(change) * a
+    return biggest
+
+
+@njit(cache=True)
+def _l1_step(H, g, w, alpha, inner_tol, max_sweeps):
+    """Newton direction of the L1 subproblem by plain cyclic coordinate descent (the reference
+    :func:`_l1_direction` accelerates)."""
+    d = w.shape[0]
+    Ht, diag, thresholds = _l1_setup(H, alpha)
+    step = np.zeros(d)
+    Hd = np.zeros(d)
+    for sweep in range(max_sweeps):
+        if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
+            break
+    return step
+
+
+@njit(cache=True)
+def _model(H, g, w, alpha, step):
+    """The L1 subproblem's objective ``g's + s'Hs / 2 + alpha |w + s|_1`` at ``s = step`` (plain loops: they
+    compile faster than the array expressions)."""
+    d = w.shape[0]
+    tot = 0.0
+    for i in range(d):
+        hs = 0.0
+        for j in range(d):
+            hs += H[i, j] * step[j]
+        tot += g[i] * step[i] + 0.5 * step[i] * hs + alpha * abs(w[i] + step[i])
+    return tot
+
+
+@njit(cache=True)
+def _solve_spd_ones(G):
+    """``G c = 1`` for a symmetric positive definite ``G`` (Cholesky, plain loops); empty if it is not."""
+    k = G.shape[0]
+    L = np.zeros((k, k))
+    for a in range(k):
+        for b in range(a + 1):
+            acc = G[a, b]
+            for m in range(b):
+                acc -= L[a, m] * L[b, m]
+            if a == b:
+                if acc <= 0.0:
+                    return np.empty(0)
+                L[a, a] = np.sqrt(acc)
+            else:
+                L[a, b] = acc / L[b, b]
+    c = np.ones(k)
+    for a in range(k):                 # L z = 1
+        acc = c[a]
+        for m in range(a):
+            acc -= L[a, m] * c[m]
+        c[a] = acc / L[a, a]
+    for a in range(k - 1, -1, -1):     # L' c = z
+        acc = c[a]
+        for m in range(a + 1, k):
+            acc -= L[m, a] * c[m]
+        c[a] = acc / L[a, a]
+    return c
+
+
+@njit(cache=True)
+def _anderson_weights(hist, depth):
+    """Weights ``c`` (summing to one) of the iterates ``hist[1:]`` that minimize ``|sum_i c_i (hist[i+1] -
+    hist[i])|``: ``G c = 1`` with ``G = U U'`` (``U``: the differences; a 1e-10 relative ridge), then
+    normalized. An empty array when the system is degenerate."""
+    d = hist.shape[1]
+    G = np.zeros((depth, depth))
+    trace = 0.0
+    for a in range(depth):
+        for b in range(a + 1):
+            acc = 0.0
+            for m in range(d):
+                acc += (hist[a + 1, m] - hist[a, m]) * (hist[b + 1, m] - hist[b, m])
+            G[a, b] = acc
+            G[b, a] = acc
+        trace += G[a, a]
+    for a in range(depth):
+        G[a, a] += 1e-10 * max(trace, 1e-300)
+    c = _solve_spd_ones(G)
+    tot = c.sum() if c.shape[0] else 0.0
+    if not np.isfinite(tot) or abs(tot) < 1e-300:
+        return np.empty(0)
+    return c / tot
+
+
+@njit(cache=True)
+def _cholesky_block(H, idx, k, L):
+    """Cholesky factor of ``H[idx, idx]`` (the first ``k`` entries of ``idx``) into ``L``; returns ``k``, or
+    the position of the first pivot under 1e-12 of its diagonal entry (that column is, to rounding, a linear
+    combination of the ones before it: the HTC features hold such exact dependencies)."""
+    for a in range(k):
+        ia = idx[a]
+        for b in range(a + 1):
+            acc = H[ia, idx[b]]
+            for m in range(b):
+                acc -= L[a, m] * L[b, m]
+            if a == b:
+                if acc <= 1e-12 * H[ia, ia]:
+                    return a
+                L[a, a] = np.sqrt(acc)
+            else:
+                L[a, b] = acc / L[b, b]
+    return k
+
+
+@njit(cache=True)
+def _cholesky_solve(L, k, rhs, out):
+    """``L L' x = rhs`` for the first ``k`` rows, into ``out``."""
+    for a in range(k):
+        acc = rhs[a]
+        for m in range(a):
+            acc -= L[a, m] * out[m]
+        out[a] = acc / L[a, a]
+    for a in range(k - 1, -1, -1):
+        acc = out[a]
+        for m in range(a + 1, k):
+            acc -= L[m, a] * out[m]
+        out[a] = acc / L[a, a]
+
+
+@njit(cache=True)
+def _activate(H, g, Hw, v, theta, alpha):
+    """Give the inactive coordinate that most violates ``|q_j| <= alpha`` (``q = g + H (v - w)``, the smooth
+    part's gradient; ``Hw = H w``) the sign that lowers the model; False when none violates it."""
+    d = v.shape[0]
+    worst, pick, sign = 0.0, -1, 0.0
+    for i in range(d):
+        if theta[i] != 0.0 or H[i, i] <= 1e-10:
+            continue
+        q = g[i] - Hw[i]
+        for j in range(d):
+            q += H[i, j] * v[j]
+        if abs(q) - alpha > worst:
+            worst, pick, sign = abs(q) - alpha, i, (-1.0 if q > 0 else 1.0)
+    if pick < 0:
+        return False
+    theta[pick] = sign
+    return True
+
+
+@njit(cache=True)
+def _solve_on_signs(H, g, Hw, alpha, theta, work, vnew):
+    """``vnew``: the model's minimizer with the signs ``theta`` held (``H_AA v_A = (Hw - g - alpha theta)_A``
+    on the active set A, 0 elsewhere). Returns (-1 or the position in A of a column that depends on the
+    ones before it, the signs of vnew agree with theta)."""
+    idx, L, rhs, sol = work
+    k = 0
+    for j in range(theta.shape[0]):
+        if theta[j] != 0.0:
+            idx[k] = j
+            rhs[k] = Hw[j] - g[j] - alpha * theta[j]
+            k += 1
+    a = _cholesky_block(H, idx, k, L)
+    if a < k:
+        return a, False
+    _cholesky_solve(L, k, rhs, sol)
+    vnew[:] = 0.0
+    consistent = True
+    for a in range(k):
+        vnew[idx[a]] = sol[a]
+        if sol[a] * theta[idx[a]] <= 0.0:
+            consistent = False
+    return -1, consistent
+
+
+@njit(cache=True)
+def _null_move(H, v, a, work, out):
+    """Where column ``idx[a]`` depends on the active columns before it, ``u`` (``u[idx[a]] = 1``, minus the
+    combination on the others) has ``H u = 0``: the model's smooth part is flat along ``v + t u`` and only
+    ``|v + t u|_1`` changes. ``out``: its minimizer, a weighted median of the breakpoints ``-v_i / u_i``
+    (weights ``|u_i|``), with that breakpoint's entry set to exactly 0."""
+    idx, L, rhs, sol = work
+    d = v.shape[0]
+    for b in range(a):
+        rhs[b] = H[idx[b], idx[a]]
+    _cholesky_solve(L, a, rhs, sol)
+    u = np.zeros(d)
+    u[idx[a]] = 1.0
+    for b in range(a):
+        u[idx[b]] = -sol[b]
+    nz = np.flatnonzero(u)
+    t = -v[nz] / u[nz]
+    order = np.argsort(t)
+    weights = np.abs(u[nz])[order]
+    half = 0.5 * weights.sum()
+    acc, m = 0.0, 0
+    for m in range(order.shape[0]):
+        acc += weights[m]
+        if acc >= half:
+            break
+    out[:] = v + t[order[m]] * u
+    out[nz[order[m]]] = 0.0
+
+
+@njit(cache=True)
+def _best_on_segment(H, g, w, alpha, v, vnew, best, cand):
+    """The lowest model value among ``vnew`` and the points of the segment ``v -> vnew`` where an entry of
+    ``v`` crosses zero (that entry set to exactly 0); the point is left in ``best``."""
+    d = v.shape[0]
+    best[:] = vnew
+    f_best = _model(H, g, w, alpha, vnew - w)
+    for j in range(d):
+        if v[j] == 0.0 or v[j] * vnew[j] >= 0.0:
+            continue
+        t = v[j] / (v[j] - vnew[j])
+        for m in range(d):
+            cand[m] = v[m] + t * (vnew[m] - v[m])
+        cand[j] = 0.0
+        f = _model(H, g, w, alpha, cand - w)
+        if f < f_best:
+            f_best = f
+            best[:] = cand
+    return f_best
+
+
+@njit(cache=True)
+def _feature_sign(H, g, w, alpha, max_iter):
+    """A start for the subproblem: feature-sign search (Lee, Battle, Raina and Ng, "Efficient sparse coding
+    algorithms", NIPS 2006) in ``v = w + step`` from ``v = w``. With the signs of v held, the model is a
+    quadratic solved exactly on the nonzero coordinates; a sign that would flip is stopped at zero when
+    that is lower; when the signs hold, the inactive coordinate that most violates optimality joins. An
+    active column that depends on the others (a singular block of H) is handled by :func:`_null_move`,
+    which zeroes one column of the dependency. Each accepted move lowers the model; it stops at the exact
+    minimizer, where a move would raise it (beyond rounding) or change nothing, or after ``max_iter`` moves. Returns the step (zeros
+    when nothing lowered the model)."""
+    d = w.shape[0]
+    Hw = np.zeros(d)
+    for i in range(d):
+        for j in range(d):
+            Hw[i] += H[i, j] * w[j]
+    v = w.copy()
+    theta = np.sign(v)
+    work = (np.empty(d, dtype=np.int64), np.zeros((d, d)), np.empty(d), np.empty(d))
+    vnew, best, cand = np.empty(d), np.empty(d), np.empty(d)
+    f_cur = _model(H, g, w, alpha, np.zeros(d))
+    settled = not np.any(theta)
+    for _ in range(max_iter):
+        if settled and not _activate(H, g, Hw, v, theta, alpha):
+            break
+        dependent, settled = _solve_on_signs(H, g, Hw, alpha, theta, work, vnew)
+        if dependent >= 0:
+            _null_move(H, v, dependent, work, best)
+            f = _model(H, g, w, alpha, best - w)
+        else:
+            f = _best_on_segment(H, g, w, alpha, v, vnew, best, cand)
+        if not f <= f_cur + 1e-10 * max(abs(f_cur), 1.0) or np.all(best == v):    # ties: a crossing at t ~ 0
+            break
+        v[:] = best
+        f_cur = min(f, f_cur)
+        theta = np.sign(v)
+    return v - w
+
+
+@njit(cache=True)
+def _l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
+    """Newton direction of the L1 subproblem: coordinate descent with Anderson extrapolation (Bertrand and
+    Massias, "Anderson acceleration of coordinate descent", AISTATS 2021), started from
+    :func:`_feature_sign`'s step (mostly the exact minimizer already: one sweep confirms it). Every ``depth`` sweeps the last
+    ``depth + 1`` iterates are combined (:func:`_anderson_weights`) and the combination replaces the iterate
+    when it lowers the subproblem's objective; the sweeps then go on from it, and they alone decide
+    convergence (same fixed point, same stopping rule as plain coordinate descent). With ~45 correlated
+    columns near alpha = 0 plain coordinate descent stalls at ``max_sweeps`` in every Newton iteration."""
+    d = w.shape[0]
+    Ht, diag, thresholds = _l1_setup(H, alpha)
+    step = _feature_sign(H, g, w, alpha, 4 * d)
+    Hd = np.zeros(d)
+    for i in range(d):
+        for j in range(d):
+            Hd[i] += Ht[j, i] * step[j]
+    hist = np.empty((depth + 1, d))
+    cand = np.empty(d)
+    k = 0
+    for sweep in range(max_sweeps):
+        if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
+            break
+        for m in range(d):
+            hist[k, m] = step[m]
+        k += 1
+        if k < depth + 1:
+            continue
+        k = 0
+        c = _anderson_weights(hist, depth)
+        if c.shape[0] == 0:
+            continue
+        for m in range(d):
+            acc = 0.0
+            for a in range(depth):
+                acc += c[a] * hist[a + 1, m]
+            cand[m] = acc
+        if _model(H, g, w, alpha, cand) < _model(H, g, w, alpha, step):
+            for m in range(d):
+                step[m] = cand[m]
+            for i in range(d):
+                acc = 0.0
+                for j in range(d):
+                    acc += Ht[j, i] * step[j]
+                Hd[i] = acc
+    return step
