@@ -15,6 +15,12 @@ On the sample runs' features the first stage halves the path's time: near alpha 
 number is ~1e5 (beyond the two exact dependencies), where coordinate descent needs hundreds of sweeps per
 Newton iteration; the path also ends closer to the exact optimum at the same stopping tolerance.
 :func:`_l1_step` is the plain coordinate-descent loop, the reference of the kernel tests.
+
+Editing this module: numba's on-disk cache of :func:`htc_core.calibration.pathsolver.path`, which compiles these
+functions in, is keyed on ``pathsolver.py`` alone and does not notice a change here (a fresh checkout compiles
+everything). After an edit, delete ``htc_core/calibration/__pycache__/pathsolver.*.nb?`` (or touch
+``pathsolver.py``) before timing or testing the path: once, an edited start ran with the previous one compiled
+in, unnoticed.
 """
 
 from __future__ import annotations
@@ -101,32 +107,60 @@ def _model(H, g, w, alpha, step):
 
 
 @njit(cache=True)
+def _cholesky_block(H, idx, k, L, floor):
+    """Cholesky factor of ``H[idx, idx]`` (the first ``k`` entries of ``idx``) into ``L``; returns ``k``, or
+    the position of the first pivot at or under ``floor`` times its diagonal entry (with ``floor = 1e-12``:
+    that column is, to rounding, a linear combination of the ones before it; the HTC features hold such exact
+    dependencies)."""
+    for a in range(k):
+        ia = idx[a]
+        for b in range(a + 1):
+            acc = H[ia, idx[b]]
+            for m in range(b):
+                acc -= L[a, m] * L[b, m]
+            if a == b:
+                if acc <= floor * H[ia, ia]:
+                    return a
+                L[a, a] = np.sqrt(acc)
+            else:
+                L[a, b] = acc / L[b, b]
+    return k
+
+
+@njit(cache=True)
+def _cholesky_solve(L, k, rhs, out):
+    """``L L' x = rhs`` for the first ``k`` rows, into ``out``."""
+    for a in range(k):
+        acc = rhs[a]
+        for m in range(a):
+            acc -= L[a, m] * out[m]
+        out[a] = acc / L[a, a]
+    for a in range(k - 1, -1, -1):
+        acc = out[a]
+        for m in range(a + 1, k):
+            acc -= L[m, a] * out[m]
+        out[a] = acc / L[a, a]
+
+
+@njit(cache=True)
+def _mul(M, v, out):
+    """``out = M v`` (plain loops)."""
+    for i in range(v.shape[0]):
+        acc = 0.0
+        for j in range(v.shape[0]):
+            acc += M[i, j] * v[j]
+        out[i] = acc
+
+
+@njit(cache=True)
 def _solve_spd_ones(G):
     """``G c = 1`` for a symmetric positive definite ``G`` (Cholesky, plain loops); empty if it is not."""
     k = G.shape[0]
     L = np.zeros((k, k))
-    for a in range(k):
-        for b in range(a + 1):
-            acc = G[a, b]
-            for m in range(b):
-                acc -= L[a, m] * L[b, m]
-            if a == b:
-                if acc <= 0.0:
-                    return np.empty(0)
-                L[a, a] = np.sqrt(acc)
-            else:
-                L[a, b] = acc / L[b, b]
-    c = np.ones(k)
-    for a in range(k):                 # L z = 1
-        acc = c[a]
-        for m in range(a):
-            acc -= L[a, m] * c[m]
-        c[a] = acc / L[a, a]
-    for a in range(k - 1, -1, -1):     # L' c = z
-        acc = c[a]
-        for m in range(a + 1, k):
-            acc -= L[m, a] * c[m]
-        c[a] = acc / L[a, a]
+    if _cholesky_block(G, np.arange(k), k, L, 0.0) < k:
+        return np.empty(0)
+    c = np.empty(k)
+    _cholesky_solve(L, k, np.ones(k), c)
     return c
 
 
@@ -153,41 +187,6 @@ def _anderson_weights(hist, depth):
     if not np.isfinite(tot) or abs(tot) < 1e-300:
         return np.empty(0)
     return c / tot
-
-
-@njit(cache=True)
-def _cholesky_block(H, idx, k, L):
-    """Cholesky factor of ``H[idx, idx]`` (the first ``k`` entries of ``idx``) into ``L``; returns ``k``, or
-    the position of the first pivot under 1e-12 of its diagonal entry (that column is, to rounding, a linear
-    combination of the ones before it: the HTC features hold such exact dependencies)."""
-    for a in range(k):
-        ia = idx[a]
-        for b in range(a + 1):
-            acc = H[ia, idx[b]]
-            for m in range(b):
-                acc -= L[a, m] * L[b, m]
-            if a == b:
-                if acc <= 1e-12 * H[ia, ia]:
-                    return a
-                L[a, a] = np.sqrt(acc)
-            else:
-                L[a, b] = acc / L[b, b]
-    return k
-
-
-@njit(cache=True)
-def _cholesky_solve(L, k, rhs, out):
-    """``L L' x = rhs`` for the first ``k`` rows, into ``out``."""
-    for a in range(k):
-        acc = rhs[a]
-        for m in range(a):
-            acc -= L[a, m] * out[m]
-        out[a] = acc / L[a, a]
-    for a in range(k - 1, -1, -1):
-        acc = out[a]
-        for m in range(a + 1, k):
-            acc -= L[m, a] * out[m]
-        out[a] = acc / L[a, a]
 
 
 @njit(cache=True)
@@ -222,7 +221,7 @@ def _solve_on_signs(H, g, Hw, alpha, theta, work, vnew):
             idx[k] = j
             rhs[k] = Hw[j] - g[j] - alpha * theta[j]
             k += 1
-    a = _cholesky_block(H, idx, k, L)
+    a = _cholesky_block(H, idx, k, L, 1e-12)
     if a < k:
         return a, False
     _cholesky_solve(L, k, rhs, sol)
@@ -296,10 +295,8 @@ def _feature_sign(H, g, w, alpha, max_iter):
     minimizer, where a move would raise it (beyond rounding) or change nothing, or after ``max_iter`` moves. Returns the step (zeros
     when nothing lowered the model)."""
     d = w.shape[0]
-    Hw = np.zeros(d)
-    for i in range(d):
-        for j in range(d):
-            Hw[i] += H[i, j] * w[j]
+    Hw = np.empty(d)
+    _mul(H, w, Hw)
     v = w.copy()
     theta = np.sign(v)
     work = (np.empty(d, dtype=np.int64), np.zeros((d, d)), np.empty(d), np.empty(d))
@@ -335,10 +332,8 @@ def _l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
     d = w.shape[0]
     Ht, diag, thresholds = _l1_setup(H, alpha)
     step = _feature_sign(H, g, w, alpha, 4 * d)
-    Hd = np.zeros(d)
-    for i in range(d):
-        for j in range(d):
-            Hd[i] += Ht[j, i] * step[j]
+    Hd = np.empty(d)
+    _mul(H, step, Hd)
     hist = np.empty((depth + 1, d))
     cand = np.empty(d)
     k = 0
@@ -362,9 +357,5 @@ def _l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
         if _model(H, g, w, alpha, cand) < _model(H, g, w, alpha, step):
             for m in range(d):
                 step[m] = cand[m]
-            for i in range(d):
-                acc = 0.0
-                for j in range(d):
-                    acc += Ht[j, i] * step[j]
-                Hd[i] = acc
+            _mul(H, step, Hd)
     return step
