@@ -58,6 +58,8 @@ class LoadReport:
     empty_steps_dropped: int = 0
     clipped_values: int = 0
     skipped_lines: int = 0
+    #: lines or spans read as a step's tool call / observation (call-log tool lines, OpenTelemetry TOOL spans)
+    tool_lines: int = 0
     problems: list[Problem] = field(default_factory=list)
     max_problems: int = 1000
     problems_truncated: int = 0
@@ -106,6 +108,7 @@ class LoadReport:
         self.empty_steps_dropped += other.empty_steps_dropped
         self.clipped_values += other.clipped_values
         self.skipped_lines += other.skipped_lines
+        self.tool_lines += other.tool_lines
         self.formats.update(other.formats)
         if other.labels is not None:
             self.labels = other.labels
@@ -127,6 +130,8 @@ class LoadReport:
             f"empty steps dropped: {self.empty_steps_dropped}",
             f"values clipped to 0: {self.clipped_values}",
         ]
+        if self.tool_lines:
+            lines.append(f"tool calls / observations attached to steps: {self.tool_lines}")
         if self.skipped_lines:
             lines.append(f"lines skipped (not trajectories): {self.skipped_lines}")
         if self.problems:

@@ -67,7 +67,8 @@ def test_recorded_agent_run_reads_back(base_url, tmp_path, kind):
     assert ts.meta["success"].tolist() == [True, False]
     assert ts.meta["question"][0] == "What is 2+2?" and ts.meta["gold"][1] == "red"
     assert json.loads(ts.meta["metadata"][0]) == {"run": "test"}
-    assert rep.skipped_lines == 2 + 4  # tool lines + label lines
+    assert rep.tool_lines == 2 and rep.skipped_lines == 4  # tool lines (observations of step 1) + label lines
+    assert list(ts.step_field("observation")) == ["ok", None, "ok", None]
     # the recorder keeps the full request messages, and the reader makes them the steps' inputs
     assert calls[1]["request"]["messages"] == [{"role": "user", "content": "What is 2+2? Answer in one word."}]
     assert list(ts.step_field("input")) == ["What is 2+2?", "What is 2+2? Answer in one word.",

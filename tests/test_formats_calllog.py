@@ -41,7 +41,7 @@ def test_groups_orders_and_skips(tmp_path):
     p = write_lines(tmp_path / "log.jsonl", lines)
     assert detect(p)[0] == "openai-calllog"
     ts, rep = load(p)
-    assert rep.rejected == 0 and rep.skipped_lines == 3
+    assert rep.rejected == 0 and rep.skipped_lines == 1 and rep.tool_lines == 2   # the tool lines are observations
     assert list(ts.ids) == ["a", "b"]
     assert ts.k == 5 and ts.n_steps == 6
     # steps are ordered by "step", not by file order

@@ -20,6 +20,9 @@ def import_details(summary: dict) -> list[str]:
             by_fmt.setdefault(fmt, []).append(f)
         out.append("format: " + "; ".join(f"{fmt} ({', '.join(fs[:3])}{' …' if len(fs) > 3 else ''})"
                                           for fmt, fs in by_fmt.items()))
+    tools = summary.get("tool_lines") or 0
+    if tools:
+        out.append(f"tool calls and observations attached to the steps they follow: {tools:,}")
     skipped = summary.get("skipped_lines") or 0
     out.append(f"lines skipped as not LLM calls or trajectories (events, other requests): {skipped:,}")
     lab = summary.get("labels")

@@ -50,6 +50,7 @@ def _summary(name: str, res: AddResult | None, report: LoadReport, display: dict
         "kept": 0 if res is None else res.kept, "rejected": report.rejected,
         "duplicates": [] if res is None else res.duplicates, "empty_steps_dropped": report.empty_steps_dropped,
         "clipped_values": report.clipped_values, "skipped_lines": report.skipped_lines,
+        "tool_lines": report.tool_lines,
         "problems": problems, "problems_truncated": report.problems_truncated,
         "run_set": None if res is None else res.run_set_id,
         "formats": {display.get(f, Path(f).name): fmt for f, fmt in report.formats.items()},

@@ -7,7 +7,10 @@ never False: a run without step texts is not "free of repeated actions", it is u
 =====================  =================================================================================
 flag                   true when
 =====================  =================================================================================
-no_final_answer        the run has no answer (missing or blank)
+no_final_answer        the run has no answer (none recorded, none a final-answer tool call or its last step's
+                       text states: ``formats.answers``) and it really ended without one: its last step called
+                       a tool or wrote an ``Action:``, generated nothing, or the run stopped at a limit.
+                       Unknown when the last step's text states neither an answer nor an action
 step_limit             the run stopped at its step or token limit (metadata ``stop_reason`` /
                        ``finish_reason`` / ``status`` naming a limit, e.g. ``step_limit``, ``max_steps``,
                        ``length``)
@@ -30,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from ..formats.answers import run_ended_without_answer
 
 __all__ = ["FLAGS", "StructuralFlags", "structural_flags"]
 
@@ -154,10 +159,10 @@ def structural_flags(ts) -> StructuralFlags:
     offsets = np.asarray(ts.traj_offsets, dtype=np.int64)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))     # run of every step
     texts = np.asarray(ts.step_text, dtype=object)
+    limit = _per_value([meta["metadata"].to_numpy(dtype=object)], lambda m: _step_limit(_metadata(m)), skip="{}")
     cols = {
-        "no_final_answer": (np.fromiter(map(_blank, answers), dtype=bool, count=n), np.ones(n, dtype=bool)),
-        "step_limit": _per_value([meta["metadata"].to_numpy(dtype=object)], lambda m: _step_limit(_metadata(m)),
-                                 skip="{}"),
+        "no_final_answer": _no_answer_columns(ts, answers, limit, offsets),
+        "step_limit": limit,
         "tool_error": _tool_error_columns(ts, owner, n),
         **_text_columns(texts, owner, offsets),
         "answer_format": _per_value([answers, golds], _answer_format),
@@ -165,6 +170,38 @@ def structural_flags(ts) -> StructuralFlags:
     frame = pd.DataFrame({f: pd.arrays.BooleanArray(v & k, ~k) for f, (v, k) in ((f, cols[f]) for f in FLAGS)})
     available = [f for f in FLAGS if bool(cols[f][1].any())]
     return StructuralFlags(frame=frame, available=available)
+
+
+def no_final_answer(answer, last_text, last_tool, limit) -> object:
+    """The ``no_final_answer`` rule of one run (``limit``: its ``step_limit`` flag, True/False/NA)."""
+    if not _blank(answer):
+        return False
+    if limit is not pd.NA and bool(limit):
+        return True
+    ended = run_ended_without_answer(last_text, last_tool)
+    return pd.NA if ended is None else ended
+
+
+def last_step_of(ts, a: int, b: int) -> tuple:
+    """(text, tool) of the last of steps a..b-1 (None, None without steps)."""
+    if b <= a:
+        return None, None
+    tools = (getattr(ts, "step_fields", None) or {}).get("tool")
+    return ts.step_text[b - 1], None if tools is None else tools[b - 1]
+
+
+def _no_answer_columns(ts, answers: np.ndarray, limit: tuple, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """no_final_answer: False where an answer is recorded; the rule of :func:`no_final_answer` for the (few)
+    runs without one."""
+    n = len(answers)
+    blank = np.fromiter(map(_blank, answers), dtype=bool, count=n)
+    val, known = np.zeros(n, dtype=bool), ~blank
+    for i in np.flatnonzero(blank):
+        lim = bool(limit[0][i]) if limit[1][i] else pd.NA
+        r = no_final_answer(None, *last_step_of(ts, int(offsets[i]), int(offsets[i + 1])), lim)
+        if r is not pd.NA:
+            val[i], known[i] = bool(r), True
+    return val, known
 
 
 def _per_value(columns: list, rule, *, skip=None) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .flags import (FLAGS, StructuralFlags, _answer_format, _blank, _empty_output, _metadata, _repeated_action,
-                    _step_limit, _step_notes, _tool_error)
+                    _step_limit, _step_notes, _tool_error, last_step_of, no_final_answer)
 
 __all__ = ["structural_flags_loop"]
 
@@ -28,9 +28,10 @@ def structural_flags_loop(ts) -> StructuralFlags:
     for i in range(ts.n_trajectories):
         a, b = int(offsets[i]), int(offsets[i + 1])
         steps = list(texts[a:b])
+        limit = _step_limit(_metadata(metas[i]))
         rows.append({
-            "no_final_answer": _blank(answers[i]),
-            "step_limit": _step_limit(_metadata(metas[i])),
+            "no_final_answer": no_final_answer(answers[i], *last_step_of(ts, a, b), limit),
+            "step_limit": limit,
             "tool_error": _tool_error(_step_notes(ts, a, b)),
             "repeated_action": _repeated_action(steps),
             "empty_output": _empty_output(steps),

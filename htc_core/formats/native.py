@@ -17,6 +17,7 @@ import numpy as np
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder, TrajectoryRecord
+from .answers import explicit_answer
 from .common import VLLM_NEG_INF, FieldError, optional_text, success_label, token_strings, verbalized
 from .inputs import JSONL_SUFFIXES, expand_inputs
 from .jsonio import READ_ERRORS, ParseError, iter_lines, loads
@@ -202,7 +203,7 @@ def _copy_fields(rec: TrajectoryRecord, obj: dict, defaults: dict, *, file: str,
                     value=obj.get("verbalized_confidence"), trajectory_id=rec.id)
     rec.verbalized_confidence = vc
     for key in ("dataset", "model", "framework", "question", "answer", "gold"):
-        val = optional_text(obj.get(key))
+        val = optional_text(explicit_answer(obj) if key == "answer" else obj.get(key))
         setattr(rec, key, val if val is not None else defaults.get(key))
     md = obj.get("metadata")
     rec.metadata = md if isinstance(md, dict) else ({} if md is None else {"value": md})

@@ -16,10 +16,15 @@ under a wrapper key (``response``, ``raw_response``, ``completion``,
   line or in the response), file order breaking ties and serving when none
   is complete.
 
-Lines with no LLM response (tool calls, observations, events) are skipped and
-counted in ``report.skipped_lines``; when they carry the trajectory id, their
+Lines with no LLM response are not steps. A tool line (``tool``/``tool_name``/
+``action`` with ``input``/``arguments``, and ``observation``/``output``/
+``result``/``content``, and an ``error``) becomes the tool call and
+observation of the LLM call it follows: the call with the same ``step``, else
+the last call with a smaller ``step``, else the call read just before it in the
+file (``calllog_tools``). Other lines (events) are counted in
+``report.skipped_lines``. Lines with the trajectory id give their
 ``success``/``question``/``answer``/``gold``/``dataset``/``model``/
-``verbalized_confidence`` fields become the trajectory's labels. Streamed
+``verbalized_confidence`` fields to the trajectory. Streamed
 calls logged one chunk per line are reassembled by the chunk ``id``.
 
 Trajectories are grouped within a file; the same id in a later file is kept
@@ -39,7 +44,9 @@ from typing import Any
 
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
-from .common import FieldError, MissingLogprobs, text_of, type_name
+from .answers import question_of_request
+from .calllog_tools import ToolEvent, attach_tools, tool_event
+from .common import FieldError, MissingLogprobs, type_name
 from .containers import responses_of
 from .inputs import Inputs, read_with
 from .jsonio import ParseError, iter_reported_lines, loads
@@ -155,22 +162,6 @@ def _order_of(obj: dict, resp: Any) -> tuple:
     return tuple(out)
 
 
-def _first_user_text(obj: dict) -> str | None:
-    req = obj.get("request")
-    if not isinstance(req, dict):
-        return None
-    msgs = req.get("messages")
-    if isinstance(msgs, list):
-        for m in msgs:
-            if isinstance(m, dict) and m.get("role") == "user":
-                return text_of(m.get("content"))
-    for key in ("prompt", "input"):
-        v = req.get(key)
-        if isinstance(v, str):
-            return v
-    return None
-
-
 def _id_regex(group_by: str | None) -> re.Pattern:
     keys = [group_by.split(".")[-1]] if group_by else list(DEFAULT_GROUP_KEYS)
     alt = "|".join(re.escape(k) for k in keys)
@@ -218,6 +209,7 @@ class _CallLog:
         self.id_re: re.Pattern | None = None
         self.seq = 0
         self.last_gid: str | None = None
+        self.tools: dict[str, list[ToolEvent]] = {}   # tool lines per trajectory id
 
     def group(self, gid: str, line: int) -> _Group:
         g = self.groups.get(gid)
@@ -245,7 +237,13 @@ class _CallLog:
         resp = find_response(obj)
         gid = group_id(obj, self.group_by)
         if resp is None:
-            report.skipped_lines += 1
+            event = tool_event(obj, self.seq)
+            if event is not None and (gid is not None or self.last_gid is not None):
+                gid = gid if gid is not None else self.last_gid
+                self.tools.setdefault(gid, []).append(event)
+                report.tool_lines += 1
+            else:
+                report.skipped_lines += 1
             if gid is not None:
                 take_meta(self.group(gid, no), obj, report, file, no)
             return
@@ -306,7 +304,7 @@ class _CallLog:
         if obj is not resp:
             take_meta(g, obj, self.report, self.file, no)
             if "question" not in g.meta and not self.steps[g.id]:
-                q = _first_user_text(obj)
+                q = question_of_request(obj.get("request"))
                 if q:
                     g.meta["question"] = q
         if "model" not in g.meta:
@@ -339,7 +337,9 @@ class _CallLog:
             if g.failed:
                 continue
             ordered = _sort_steps(self.steps[gid])
-            for st, detail in zip(ordered, _step_details(ordered)):
+            details = _step_details(ordered)
+            attach_tools(ordered, details, self.tools.pop(gid, []))
+            for st, detail in zip(ordered, details):
                 if st.missing is not None:
                     g.missing += 1
                     continue

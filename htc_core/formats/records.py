@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from ..report import LoadReport, Problem, _short
 from ..traces import TraceSetBuilder, TrajectoryRecord
+from .answers import explicit_answer, fill_answer_question
 from .common import FieldError, optional_text, success_label, verbalized
 from .logprobs import StepPart
 from .stepdetail import detail_lists
@@ -50,7 +51,7 @@ class TrajAcc:
 def take_meta(acc: TrajAcc, obj: dict, report: LoadReport, file: str, line: int | None) -> None:
     """Copy trajectory-level fields (success, question, ...) from a record into ``acc``."""
     for key in META_KEYS:
-        v = obj.get(key)
+        v = explicit_answer(obj) if key == "answer" else obj.get(key)
         if v is not None and key not in acc.meta:
             acc.meta[key] = optional_text(v)
     if "success" in obj and obj["success"] is not None:
@@ -155,7 +156,9 @@ def _why_no_steps(acc: TrajAcc) -> str:
 
 def add_record(builder: TraceSetBuilder, rec: TrajectoryRecord, report: LoadReport, file: str,
                line: int | None, seen: set[str]) -> None:
-    """Add a record: a repeated id in one file is an error, one from an earlier file is renamed."""
+    """Add a record: a repeated id in one file is an error, one from an earlier file is renamed. A blank answer
+    is taken from the steps first (``answers.fill_answer_question``: every reader ends here)."""
+    fill_answer_question(rec)
     if rec.id in seen:
         report.error(file, line, "duplicate trajectory id in this file (the first one is kept)", field="id",
                      value=rec.id, trajectory_id=rec.id)
