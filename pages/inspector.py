@@ -29,8 +29,8 @@ with ui.page_errors("inspector"):
     method = "HTC-GAM" if variant == "gam" else f"HTC-{variant.capitalize()}"
 
     row = frame.iloc[i]
-    st.caption(f"{ui.md(row['id'])} · dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · "
-               f"framework {ui.md(row['framework'])} · {row['steps']} steps · {row['tokens']} tokens · "
+    st.caption(f"{ui.md(row['id'])} · dataset {ui.md(views.shown_text(row['dataset']))} · model "
+               f"{ui.md(views.shown_text(row['model']))} · framework {ui.md(views.shown_text(row['framework']))} · {row['steps']} steps · {row['tokens']} tokens · "
                f"{views.outcome_word(row['success'])}")
     raised = ws.flags.of(i)
     if raised:
@@ -110,10 +110,13 @@ with ui.page_errors("inspector"):
                         else "weight × standardized value") + ", largest first)")
             st.plotly_chart(inspector_plots.waterfall(expl), key="insp_waterfall")
         with right:
-            st.markdown(f"**Against its dataset** ({ui.md(row['dataset'])}, {method} confidence)")
             place = explain.group_position(model, X, i, ws.ts.meta["dataset"], labels=ws.labels)
+            named = views.shown_text(row["dataset"], "")
+            st.markdown(f"**Against its dataset** ({ui.md(named)}, {method} confidence)" if named else
+                        f"**Against the runs without a dataset name** ({method} confidence)")
             st.plotly_chart(plots.position_figure(place.confidence, place.labels, place.value), key="insp_position")
-            st.caption(f"Higher than {place.percentile:.0f}% of the {place.n:,} trajectories of this dataset.")
+            st.caption(f"Higher than {place.percentile:.0f}% of the {place.n:,} trajectories "
+                       + ("of this dataset." if named else "without a dataset name."))
         with st.expander("Distinct signals and all feature contributions"):
             st.dataframe(views.signal_frame(expl), hide_index=True, width="stretch")
             st.dataframe(expl.table, hide_index=True, width="stretch")

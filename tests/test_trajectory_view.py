@@ -69,3 +69,33 @@ def test_a_real_sample_run_carries_its_story():
     assert v.steps[0].input.startswith("[system]\nYou solve questions step by step")
     assert v.steps[1].input == "Observation: 14.51" and v.steps[1].observation is None
     assert set(v.fields) >= {"input", "tool", "observation"}
+
+
+FOREIGN = REPO / "tests" / "fixtures" / "foreign"
+
+
+def test_logprobs_without_token_strings_show_text_and_a_strip_not_placeholders():
+    from htc_core.app.trajectory_panel import strip_html
+
+    ts, _ = load(FOREIGN / "cod_native.jsonl")
+    v = trajectory_view(ts, 0)
+    s = v.steps[0]
+    assert not s.has_token_text and s.tokens == [] and len(s.probability) == s.n_tokens > 0
+    assert s.output.endswith("Final Answer: 8") and v.answer == "8" and v.answered
+    j = int(np.argmin(s.probability))
+    assert j in s.marked
+    assert (f"token {j + 1} of {s.n_tokens}", pytest.approx(float(s.probability.min()))) in s.lowest
+    assert "▪" not in "".join(s.lowest_text) and "'" not in s.lowest_text[0]
+    strip = strip_html(s.probability, s.marked)
+    assert strip.count("<span") == s.n_tokens and "▪" not in strip and f"token {j + 1} of {s.n_tokens}" in strip
+    assert "▪" not in v.to_frame()["lowest_tokens"].iloc[0]
+
+
+def test_foreign_calllog_view_shows_thought_tool_and_observation():
+    ts, _ = load(FOREIGN / "react_calllog.jsonl")
+    v = trajectory_view(ts, 0)
+    assert v.question == "What is 14 times 8?" and v.answer == "112"
+    first = v.steps[0]
+    assert first.output.startswith("Thought: I multiply.") and first.tool_call == 'calculator[14*8]'
+    assert first.observation == "112" and first.has_token_text and first.lowest[0][0] in first.tokens
+    assert {"tool", "observation", "input"} <= set(v.fields)

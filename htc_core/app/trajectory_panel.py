@@ -16,7 +16,7 @@ from .layout import md
 from .plots import _prob_color
 from .trajectory_view import StepView, TrajectoryView, preview
 
-__all__ = ["render_answer", "render_steps", "token_html"]
+__all__ = ["render_answer", "render_steps", "token_html", "strip_html"]
 
 MARK = "outline: 2px solid #b00020; outline-offset: 1px; font-weight: 700;"
 
@@ -34,6 +34,22 @@ def token_html(tokens, probability, marked=()) -> str:
         tip = f"p = {float(p):.3f}" + (" (lowest of this step)" if j in marked else "")
         parts.append(f'<span title="{tip}" style="background:{_prob_color(p)}; border-radius:3px; '
                      f'padding:1px 1px; margin:0 1px; {extra}">{txt}</span>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def strip_html(probability, marked=()) -> str:
+    """A heat strip for steps whose source kept no token strings: one cell per token in order, coloured by its
+    probability (value and position on hover), the ``marked`` positions outlined. Only numbers go into it."""
+    marked = set(marked)
+    n = len(probability)
+    width = max(3, min(14, 900 // max(n, 1)))
+    parts = ['<div style="display:flex; flex-wrap:wrap; gap:1px; align-items:center;">']
+    for j, p in enumerate(probability):
+        extra = MARK if j in marked else ""
+        tip = f"token {j + 1} of {n}: p = {float(p):.3f}" + (" (lowest of this step)" if j in marked else "")
+        parts.append(f'<span title="{tip}" style="display:inline-block; width:{width}px; height:18px; '
+                     f'background:{_prob_color(p)}; {extra}"></span>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -91,17 +107,21 @@ def _step_body(s: StepView, key: str) -> None:
         else:
             st.caption("Input that came in")
             st.text(s.input)
-    st.caption("Model output, tokens coloured by probability (red low, green high; the lowest outlined; hover "
-               "for the value)")
-    st.html(token_html(s.tokens, s.probability, s.marked))
+    if s.has_token_text:
+        st.caption("Model output, tokens coloured by probability (red low, green high; the lowest outlined; hover "
+                   "for the value)")
+        st.html(token_html(s.tokens, s.probability, s.marked))
+    else:
+        _long_text("Model output (this source kept no token strings)", s.output, f"{key}_out")
+        st.caption(f"Token probabilities in order, one cell per token ({s.n_tokens:,}; red low, green high; the "
+                   "lowest outlined; hover for position and value)")
+        st.html(strip_html(s.probability, s.marked))
     if s.lowest:
-        st.caption("Lowest-probability token(s): " + ", ".join(f"{md(repr(t))} p = {p:.3f}" for t, p in s.lowest))
-    if len(s.tokens) < s.n_tokens:
-        st.caption(f"{s.n_tokens - len(s.tokens):,} more tokens of this step are not coloured (the inspector "
+        st.caption("Lowest-probability token(s): " + ", ".join(md(t) for t in s.lowest_text))
+    if len(s.probability) < s.n_tokens and s.has_token_text:
+        st.caption(f"{s.n_tokens - len(s.probability):,} more tokens of this step are not coloured (the inspector "
                    "colours the first 4,000 of a run); the whole output text:")
         st.text(s.output or "")
-    if not s.has_token_text and s.output:
-        _long_text("Output text", s.output, f"{key}_out")
     if s.tool_call is not None:
         st.caption("Tool call")
         st.code(s.tool_call, language=None)

@@ -49,11 +49,11 @@ class StepView:
     step: int
     name: str
     output: str | None
-    tokens: list
+    tokens: list                  # token strings; empty when the source kept none (``probability`` has them all)
     probability: np.ndarray
-    n_tokens: int                 # tokens of the step (``tokens`` may hold fewer: MAX_TOKENS per run)
+    n_tokens: int                 # tokens of the step (``probability`` may hold fewer: MAX_TOKENS per run)
     has_token_text: bool
-    marked: list = field(default_factory=list)   # positions in ``tokens`` of the lowest-probability token(s)
+    marked: list = field(default_factory=list)   # positions in ``probability`` of the lowest-probability token(s)
     input: str | None = None
     tool_name: str | None = None
     tool_arguments: str | None = None
@@ -66,7 +66,16 @@ class StepView:
 
     @property
     def lowest(self) -> list[tuple[str, float]]:
-        return [(self.tokens[j], float(self.probability[j])) for j in self.marked]
+        """(token, p) of the marked tokens; without token strings the token is named by its position
+        (``"token 7 of 40"``)."""
+        if self.has_token_text:
+            return [(self.tokens[j], float(self.probability[j])) for j in self.marked]
+        return [(f"token {j + 1} of {self.n_tokens}", float(self.probability[j])) for j in self.marked]
+
+    @property
+    def lowest_text(self) -> list[str]:
+        """The marked tokens for display: the token's text quoted, or its position."""
+        return [f"{t!r} p = {p:.3f}" if self.has_token_text else f"{t} (p = {p:.3f})" for t, p in self.lowest]
 
     @property
     def tool_call(self) -> str | None:
@@ -100,7 +109,7 @@ class TrajectoryView:
         for s in self.steps:
             d = asdict(s)
             d.pop("tokens"), d.pop("probability"), d.pop("marked")
-            d["lowest_tokens"] = "; ".join(f"{t!r} p={p:.3f}" for t, p in s.lowest)
+            d["lowest_tokens"] = "; ".join(s.lowest_text)
             rows.append(d)
         return pd.DataFrame(rows)
 
@@ -121,7 +130,7 @@ def _marked(prob: np.ndarray) -> list[int]:
 
 
 def _text(v) -> str | None:
-    return None if v is None else str(v)
+    return None if v is None or (isinstance(v, float) and v != v) else str(v)
 
 
 def trajectory_view(ts: TraceSet, index: int, *, after: pd.DataFrame | None = None, profile: str = "paper",

@@ -343,7 +343,17 @@ def trajectory_choices(frame: pd.DataFrame, needle: str, current: int | None) ->
 
 def trajectory_label(frame: pd.DataFrame, position: int) -> str:
     """How the inspector's picker names a trajectory: its id and the start of its question."""
-    return f"{frame['id'].iat[position]} · {str(frame['question'].iat[position] or '')[:80]}"
+    q = frame["question"].iat[position]
+    return f"{frame['id'].iat[position]} · {'(no question recorded)' if _missing(q) else str(q)[:80]}"
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
+
+
+def shown_text(v, missing: str = "—") -> str:
+    """A metadata text for display: ``missing`` for None / NaN / blank (never the words 'None' or 'nan')."""
+    return missing if _missing(v) else str(v)
 
 
 def oof_confidence(evaluated, position: int, method: str) -> float | None:

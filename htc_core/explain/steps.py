@@ -37,7 +37,7 @@ def step_timeline(ts: TraceSet, index: int, *, profile: str = "paper", top_k: in
 class StepTokens:
     step: int
     name: str
-    tokens: list          # token strings (placeholders when the source had none)
+    tokens: list          # token strings (empty when the source kept none: ``probability`` still has every token)
     probability: np.ndarray
     has_token_text: bool
     text: str | None = None
@@ -59,7 +59,7 @@ def token_steps(ts: TraceSet, index: int, *, profile: str = "paper", top_k: int 
         a, b = int(one.step_offsets[s]), int(one.step_offsets[s + 1])
         b = min(b, a + max(0, max_tokens - shown))
         shown += b - a
-        toks = [("" if t is None else str(t)) for t in one.tokens[a:b]] if has else ["▪"] * (b - a)
+        toks = [("" if t is None else str(t)) for t in one.tokens[a:b]] if has else []
         out.append(StepTokens(step=s + 1, name=str(one.step_name[s] or ""), tokens=toks,
                               probability=np.asarray(r[a:b]), has_token_text=has, text=one.step_text[s]))
     return out
