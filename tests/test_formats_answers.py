@@ -45,7 +45,8 @@ def test_answer_from_tool_calls():
     assert answer_from_tool({"name": "finish", "arguments": "yes"}) == "yes"
     assert answer_from_tool({"name": "search", "arguments": {"q": "x"}}) is None
     # the last tool call decides: a final_answer tool beats the text, a later plain tool call hides earlier ones
-    assert answer_of_steps(["Answer: 1"], ['{"name":"final_answer","arguments":"2"}']) == ("2", "final_answer tool call")
+    got = answer_of_steps(["Answer: 1"], ['{"name":"final_answer","arguments":"2"}'])
+    assert got == ("2", "final_answer tool call")
     assert answer_of_steps(["Answer: 1", "Action: x"], ['{"name":"final_answer","arguments":"2"}',
                                                          '{"name":"search","arguments":"q"}']) == (None, None)
     assert answer_of_steps(["Answer: 1"], [None]) == ("1", "last step's text")

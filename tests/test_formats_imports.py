@@ -14,8 +14,9 @@ PACKAGE = "htc_core.formats"
 #: the parts of htc_core below the readers
 ALLOWED_OUTSIDE = {"htc_core.report", "htc_core.traces", "htc_core.atomic", "htc_core.scratch",
                    "htc_core.jsonvalues"}  # stdlib-only helpers
-#: third-party imports the readers may use (pandas: labels joins into the trace set's metadata frame)
-ALLOWED_THIRD_PARTY = {"numpy", "orjson", "pandas"}
+#: third-party imports the readers may use (pandas: labels joins into the trace set's metadata frame; pyarrow, a
+#: core dependency: Phoenix spans exports saved as Parquet, imported only when such a file is read)
+ALLOWED_THIRD_PARTY = {"numpy", "orjson", "pandas", "pyarrow"}
 
 
 def module_name(path: Path) -> str:

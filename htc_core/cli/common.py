@@ -33,7 +33,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="trace files or directories (directories are searched for .jsonl/.json files)")
     p.add_argument("--format", default="auto",
                    help="input format: auto (default: detected per file), native, openai-chat, openai-calllog, "
-                        "responses, completions, smolagents, atif")
+                        "responses, completions, smolagents, atif, otel (OpenTelemetry: OTLP JSON or a Phoenix spans "
+                        "export, .jsonl or .parquet)")
     p.add_argument("--dataset", help="set the dataset name of every trajectory that has none")
     p.add_argument("--model", help="set the model name of every trajectory that has none")
     p.add_argument("--labels", metavar="FILE",
@@ -41,7 +42,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                         "answer, verbalized_confidence) columns")
     p.add_argument("--group-by", metavar="KEY",
                    help="openai-calllog: the trajectory-id key of each line (default: the first of trajectory_id, "
-                        "trace_id, run_id, session_id, conversation_id)")
+                        "trace_id, run_id, session_id, conversation_id); otel: 'session' makes one trajectory per "
+                        "session.id instead of one per trace")
 
 
 def add_feature_options(p: argparse.ArgumentParser) -> None:

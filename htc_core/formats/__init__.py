@@ -16,6 +16,8 @@ responses      OpenAI Responses API objects (output[].content[].logprobs)
 completions    legacy /v1/completions (OpenAI, llama.cpp, vLLM)
 smolagents     ``agent.memory.get_full_steps()`` JSON
 atif           Harbor ATIF trajectories (steps[].metrics.logprobs)
+otel           OpenTelemetry spans: OTLP JSON (Collector file exporter) or a Phoenix
+               / OpenInference spans export (Parquet or JSONL); a trajectory per trace
 ============== ===========================================================
 """
 
@@ -29,7 +31,7 @@ from typing import Iterable
 from ..report import LoadReport
 from ..scratch import scratch_dir
 from ..traces import TraceSet, TraceSetBuilder
-from . import atif, completions, native, openai_calllog, openai_chat, responses, smolagents
+from . import atif, completions, native, openai_calllog, openai_chat, otel, responses, smolagents
 from . import labels as _labels
 from .inputs import SUFFIXES, Sample, read_files, take_sample
 from .jsonio import READ_ERRORS, read_error_reason
@@ -42,6 +44,7 @@ READERS = {
     "completions": completions,
     "smolagents": smolagents,
     "atif": atif,
+    "otel": otel,
 }
 
 
@@ -68,6 +71,9 @@ def _sniffer(name: str):
 def detect(path: str | os.PathLike) -> tuple[str | None, str]:
     """(format name, '') or (None, why no single format fits, listing each format tried)."""
     path = Path(path)
+    if path.name.lower().endswith(otel.PARQUET_SUFFIXES):
+        why = otel.sniff_parquet(path)
+        return ("otel", "") if why is None else (None, f"unknown format (otel: {why}); pass --format to choose one")
     try:
         sample = take_sample(path)
     except READ_ERRORS as e:
@@ -102,7 +108,8 @@ def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str
     """Read files or directories in ``format`` ('auto' detects it per file).
 
     ``labels``: a CSV/JSONL file joined by trajectory id (see ``labels``).
-    ``group_by``: the trajectory-id key of openai-calllog lines.
+    ``group_by``: the trajectory-id key of openai-calllog lines; for otel, ``"session"`` groups the traces of one
+    ``session.id`` into one trajectory (default: one per trace).
     """
     if format not in ("auto", *READERS):
         raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(READERS)}")
@@ -162,4 +169,4 @@ def iter_chunks(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, max_
 
 
 __all__ = ["load", "iter_chunks", "load_bytes", "detect", "READERS", "SUFFIXES", "native", "openai_chat", "openai_calllog", "responses",
-           "completions", "smolagents", "atif"]
+           "completions", "smolagents", "atif", "otel"]

@@ -18,7 +18,7 @@ from .jsonio import READ_ERRORS, ParseError, container_kind, iter_json_array, it
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 JSON_SUFFIXES = (".json", ".json.gz")
 #: file names searched for inside directories
-SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz", ".parquet")
 
 Inputs = str | os.PathLike | Iterable[str | os.PathLike]
 #: reads one file into the builder: ``read_one(path, builder, report)``

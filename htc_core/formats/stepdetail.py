@@ -18,7 +18,7 @@ from ..report import LoadReport
 from ..traces import STEP_FIELDS, tool_json
 from .common import text_of
 
-__all__ = ["native_detail", "as_text", "new_messages", "messages_text", "tool_of_message", "latency",
+__all__ = ["native_detail", "as_text", "new_messages", "messages_text", "tool_of_message", "tool_value", "latency",
            "detail_lists"]
 
 _FIELD_SET = frozenset(STEP_FIELDS)

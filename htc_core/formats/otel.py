@@ -1,0 +1,150 @@
+"""OpenTelemetry traces from a file (``--format otel``): OTLP JSON or a Phoenix/OpenInference spans export.
+
+Accepted files (detected from their first values, or by the ``.parquet`` suffix):
+
+- OTLP JSON as the OpenTelemetry Collector's file exporter writes it: one ``{"resourceSpans": [...]}`` request per
+  line (JSONL), or a single such document (``.json``);
+- a Phoenix spans export: ``px.Client().get_spans_dataframe()`` saved with ``df.to_parquet(...)`` or
+  ``df.to_json(..., orient="records", lines=True)`` (one span per row: ``context.trace_id``, ``context.span_id``,
+  ``parent_id``, ``span_kind``, ``start_time``, ``end_time``, ``status_code``, ``attributes.*``).
+
+How spans become trajectories: ``formats.otel_traces``. A line that is neither, a span without ids or with a bad
+time, and an LLM span without logprobs are reported (file, line, field, reason, and the fix for logprobs); every
+other span of the file is still read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..report import LoadReport
+from ..traces import TraceSet, TraceSetBuilder
+from .common import type_name
+from .inputs import Inputs, read_with
+from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_reported_lines, loads, read_document_reported
+from .otel_spans import Span, SpanError, is_otlp, is_span_row, span_of_row, spans_of_otlp
+from .otel_traces import SpanStats, add_traces
+from .records import RecordSink
+
+NAME = "otel"
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+__all__ = ["read_file", "read", "sniff", "sniff_parquet", "PARQUET_SUFFIXES", "collect_spans"]
+
+
+class _Spans:
+    """The spans of one file, with the line (or row) each came from."""
+
+    def __init__(self, file: str, report: LoadReport):
+        self.file, self.report = file, report
+        self.spans: list[Span] = []
+        self.lines: dict[str, int] = {}
+        self.bad = 0
+
+    def error(self, e: SpanError, line: int | None, where: str = "") -> None:
+        self.bad += 1
+        self.report.error(self.file, line, f"{where + ': ' if where else ''}{e.reason}; span skipped", field=e.field,
+                          value=e.value, has_value=e.value is not None, rejects=False)
+
+    def add_value(self, obj: Any, line: int | None) -> None:
+        if is_otlp(obj):
+            for sp in spans_of_otlp(obj, lambda e, where: self.error(e, line, where)):
+                self._keep(sp, line)
+        elif is_span_row(obj):
+            try:
+                self._keep(span_of_row(obj), line)
+            except SpanError as e:
+                self.error(e, line)
+        elif isinstance(obj, list):
+            for el in obj:
+                self.add_value(el, line)
+        else:
+            self.bad += 1
+            self.report.error(self.file, line, "neither an OTLP JSON request (resourceSpans) nor a Phoenix span row "
+                              f"(context.trace_id); got {type_name(obj)}", value=obj, rejects=False)
+
+    def _keep(self, sp: Span, line: int | None) -> None:
+        self.spans.append(sp)
+        self.lines.setdefault(sp.span_id, line)
+
+
+def _parquet_rows(path: Path):
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    for i, row in enumerate(table.to_pylist(), start=1):
+        yield i, row
+
+
+def collect_spans(path: Path, report: LoadReport) -> _Spans:
+    """Every readable span of one file (problems reported)."""
+    file = str(path)
+    out = _Spans(file, report)
+    if str(path).lower().endswith(PARQUET_SUFFIXES):
+        for i, row in _parquet_rows(path):
+            report.lines_read += 1
+            out.add_value(row, i)
+        return out
+    if container_kind(path) != "jsonl":
+        doc = read_document_reported(path, report, file)
+        if doc is not NO_DOCUMENT:
+            out.add_value(doc, 1)
+        return out
+    for no, raw in iter_reported_lines(path, report, file):
+        try:
+            obj = loads(raw)
+        except ParseError as e:
+            report.error(file, no, f"{e.reason}; the spans of this line are lost, the others are read", field=e.field,
+                         value=e.value, rejects=False)
+            out.bad += 1
+            continue
+        out.add_value(obj, no)
+    return out
+
+
+def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None,
+              group_by: str | None = None, **_: Any) -> SpanStats:
+    """Read one OTLP JSON / Phoenix spans file into ``builder``; returns what its spans held."""
+    path = Path(path)
+    file = str(path)
+    spans = collect_spans(path, report)
+    if not spans.spans and not spans.bad:
+        report.error(file, None, "file holds no spans")
+    stats = add_traces(spans.spans, RecordSink(builder, report, defaults, file, framework=None),
+                       lines=spans.lines, group_by=group_by)
+    stats.unreadable += spans.bad
+    if stats.without_logprobs:
+        report.warn(file, None, f"{stats.without_logprobs} of {stats.llm_spans} LLM span(s) carry no logprobs in "
+                                "their output.value; request logprobs=True, top_logprobs=5")
+    return stats
+
+
+def sniff(sample) -> str | None:
+    if not sample.objs:
+        return sample.why_empty or "no JSON value"
+    for obj in sample.objs:
+        if is_otlp(obj) or is_span_row(obj):
+            return None
+        if isinstance(obj, list) and obj and (is_span_row(obj[0]) or is_otlp(obj[0])):
+            return None
+    return "no OTLP JSON request (resourceSpans[]) and no Phoenix span row (context.trace_id)"
+
+
+def sniff_parquet(path: Path) -> str | None:
+    """None when a Parquet file's columns are a Phoenix spans export, else why not."""
+    try:
+        import pyarrow.parquet as pq
+
+        names = set(pq.read_schema(path).names)
+    except Exception as e:  # noqa: BLE001 - any unreadable file is a reason, not a crash
+        return f"not a readable Parquet file ({type(e).__name__}: {e})"
+    if "context.trace_id" in names or "context" in names:
+        return None
+    return "a Parquet file without a context.trace_id column (not a Phoenix spans export)"
+
+
+def read(paths: Inputs, *, defaults: dict | None = None, report: LoadReport | None = None,
+         group_by: str | None = None) -> tuple[TraceSet, LoadReport]:
+    """Read OTLP JSON / Phoenix spans files or directories; returns (trace set, load report)."""
+    return read_with(read_file, paths, defaults=defaults, report=report, group_by=group_by)
