@@ -16,7 +16,9 @@ ALLOWED_OUTSIDE = {"htc_core.report", "htc_core.traces", "htc_core.atomic", "htc
                    "htc_core.jsonvalues"}  # stdlib-only helpers
 #: third-party imports the readers may use (pandas: labels joins into the trace set's metadata frame; pyarrow, a
 #: core dependency: Phoenix spans exports saved as Parquet, imported only when such a file is read)
-ALLOWED_THIRD_PARTY = {"numpy", "orjson", "pandas", "pyarrow"}
+#: opentelemetry-proto (and the protobuf runtime it brings): the optional 'otel' extra, imported only to decode a
+#: protobuf OTLP request (otlp_wire)
+ALLOWED_THIRD_PARTY = {"numpy", "orjson", "pandas", "pyarrow", "opentelemetry", "google"}
 
 
 def module_name(path: Path) -> str:

@@ -20,7 +20,7 @@ from .column_writer import ColumnWriter
 from .store import AddResult, Store
 from .store_write import ChunkShapeError
 
-__all__ = ["ingest", "ensure_samples", "sample_files"]
+__all__ = ["ingest", "ensure_samples", "sample_files", "store_trace_set"]
 
 SAMPLES_LOADED = "samples_loaded"      # settings key: the sample runs were loaded once (never again)
 
@@ -52,6 +52,12 @@ def ingest(store: Store, paths: Sequence[str | os.PathLike], *, name: str, label
         return None, report
     tick(1.0, f"stored {res.kept:,} trajectories")
     return res, report
+
+
+def store_trace_set(store: Store, ts, report: LoadReport, *, name: str, profile: str = "paper",
+                    top_k: int = 5) -> AddResult:
+    """Store a trace set already read (``htc serve``'s traces) as one run set with its per-run columns."""
+    return _store_chunks(store, ts, report, name, None, profile, top_k, lambda f, msg: None)
 
 
 def _store_chunks(store: Store, data, report: LoadReport, name: str, fields, profile: str, top_k: int,

@@ -14,7 +14,7 @@ from .._version import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
-COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt")
+COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/

@@ -1,0 +1,119 @@
+"""``htc serve``'s receiver (real HTTP on 127.0.0.1, real store, real protobuf decoding): OTLP JSON and protobuf
+bodies become stored, scored trajectories identical to the file reader's; bad payloads get 400 with the reason;
+the good spans of a partly bad request are kept; the dashboard's workspace sees the new runs without a restart."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from htc_core.app.otlp_server import OTLPReceiver
+from htc_core.app.otlp_sink import TraceBuffer, run_set_name
+from htc_core.app.store import Store
+from htc_core.app.workspace import build_workspace
+from htc_core.formats import load
+
+FOREIGN = REPO / "tests" / "fixtures" / "foreign"
+LINES = [json.loads(x) for x in (FOREIGN / "otel_otlp.jsonl").read_text().splitlines() if x.startswith("{\"")]
+
+
+def _post(url, body: bytes, ctype: str, encoding: str | None = None):
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
+    if encoding:
+        req.add_header("Content-Encoding", encoding)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read(), r.headers.get("Content-Type")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), e.headers.get("Content-Type")
+
+
+@pytest.fixture
+def receiver(tmp_path):
+    store = Store(tmp_path / "data")
+    rx = OTLPReceiver(TraceBuffer(store, settle_s=0.01, idle_s=0.01), port=0, flush_s=3600, log=lambda m: None)
+    rx.start()
+    host, port = rx.address
+    yield rx, store, f"http://{host}:{port}/v1/traces"
+    rx.close()
+
+
+def _protobuf(doc: dict) -> bytes:
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    return ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()
+
+
+def test_json_and_protobuf_requests_are_stored_like_the_file(receiver, tmp_path):
+    rx, store, url = receiver
+    good = [d for d in LINES if "traceId" in d["resourceSpans"][0]["scopeSpans"][0]["spans"][0]]
+    half = len(good) // 2
+    for d in good[:half]:                                    # JSON, one span per request, gzip for some
+        body = json.dumps(d).encode()
+        code, out, _ = _post(url, gzip.compress(body) if d is good[0] else body, "application/json",
+                             "gzip" if d is good[0] else None)
+        assert code == 200 and json.loads(out) == {}
+    merged = {"resourceSpans": [rs for d in good[half:] for rs in d["resourceSpans"]]}
+    code, out, ctype = _post(url, _protobuf(merged), "application/x-protobuf")
+    assert code == 200 and ctype == "application/x-protobuf"
+    rx.flush(force=True)
+    (rs,) = store.list_run_sets().itertuples()
+    assert rs.name.startswith("otel: toy-agent · ") and rs.trajectories == 3
+    assert rs.name == run_set_name("toy-agent", rs.name.split(" · ")[1])
+    got = store.load_run_set(rs.id)
+    want, _ = load(FOREIGN / "otel_otlp.jsonl")
+    assert sorted(got.ids) == sorted(want.ids)
+    order = [list(got.ids).index(i) for i in want.ids]
+    got = got.take(order)
+    np.testing.assert_array_equal(got.logprob, want.logprob)
+    np.testing.assert_array_equal(got.top_logprobs, want.top_logprobs)
+    assert list(got.step_field("observation")) == list(want.step_field("observation"))
+    meta = [json.loads(m) for m in got.meta["metadata"]]
+    assert all(0 <= m["htc_confidence"] <= 1 and m["htc_scored_by"] for m in meta)
+    ws = build_workspace(store)                              # what the dashboard reads: features and GAC columns
+    assert len(ws) == 3 and ws.features.values.shape == (3, 48) and np.isfinite(ws.features.values).all()
+
+
+def test_bad_payloads_get_400_with_the_reason_and_good_spans_are_kept(receiver):
+    rx, store, url = receiver
+    for body, ctype, why in [(b"{not json", "application/json", "not valid JSON"),
+                             (b'{"spans": []}', "application/json", "no resourceSpans"),
+                             (b"\x0a\xff\xff", "application/x-protobuf", "not an OTLP ExportTraceServiceRequest"),
+                             (b"x", "text/plain", "unsupported Content-Type")]:
+        code, out, _ = _post(url, body, ctype)
+        assert code == 400 and why in json.loads(out)["message"], (body, out)
+    code, out, _ = _post(url, gzip.compress(b"{}")[:-4], "application/json", "gzip")
+    assert code == 400 and "cannot be decompressed" in json.loads(out)["message"]
+    code, _, _ = _post(url.replace("/v1/traces", "/v1/logs"), b"{}", "application/json")
+    assert code == 404
+    # one good trace and one span without a trace id in one request: 200, partialSuccess, the good one stored
+    mixed = {"resourceSpans": [rs for d in LINES for rs in d["resourceSpans"]]}
+    code, out, _ = _post(url, json.dumps(mixed).encode(), "application/json")
+    body = json.loads(out)
+    assert code == 200 and body["partialSuccess"]["rejectedSpans"] == "1"
+    assert "no traceId" in body["partialSuccess"]["errorMessage"]
+    rx.flush(force=True)
+    assert store.list_run_sets()["trajectories"].sum() == 3
+
+
+def test_a_day_run_set_grows_and_late_spans_are_not_lost(receiver):
+    rx, store, url = receiver
+    first = LINES[:4]                                        # trace 1 (agent, llm, tool, llm)
+    for d in first:
+        assert _post(url, json.dumps(d).encode(), "application/json")[0] == 200
+    rx.flush(force=True)
+    assert store.list_run_sets()["trajectories"].tolist() == [1]
+    for d in LINES[4:7]:                                     # a late span of trace 1, traces 2 and 3
+        assert _post(url, json.dumps(d).encode(), "application/json")[0] == 200
+    rx.flush(force=True)
+    listing = store.list_run_sets()
+    assert len(listing) == 1 and listing["trajectories"].tolist() == [3]   # the day's run set, rewritten
+    ids = set(store.load_run_set(listing["id"][0]).ids)
+    assert {"a" * 31 + "1", "b" * 31 + "2", "c" * 31 + "3"} <= ids
