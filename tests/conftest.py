@@ -84,6 +84,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.docs)
         elif module in _HEAVY_MODULES:
             item.add_marker(pytest.mark.heavy)
-        if module in ("test_collect.py", "test_agents_llm.py", "test_monitor_live.py") and \
+        if module in ("test_collect.py", "test_agents_llm.py", "test_monitor_live.py", "test_otel_live.py") and \
                 _MODEL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model_server)
