@@ -88,6 +88,15 @@ def why_not_here(kind: str, body: str) -> str | None:
         return f"needs a local llama.cpp server: {missing}" if missing else None
     if kind == "python" and "127.0.0.1:8000" in body:
         return "needs an OpenAI-compatible model server on 127.0.0.1:8000 and your own agent"
+    if kind == "python" and "px.Client()" in body:
+        return "needs a running Arize Phoenix server holding your spans"
+    if kind == "python" and "opentelemetry" in body:
+        import importlib.util
+
+        for mod in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http",
+                    "openinference.instrumentation.openai"):
+            if importlib.util.find_spec(mod.split(".")[0]) is None or importlib.util.find_spec(mod) is None:
+                return f"needs {mod} (.ci/run installs the OpenTelemetry packages)"
     if re.search(r"--scheduler (tcp|spark)://|^dask (scheduler|worker)|spark-submit", body):
         return "needs a running Dask scheduler or Spark cluster (the LocalCluster commands run here)"
     return _missing_engine(body)
@@ -125,6 +134,9 @@ def run_server(cmd: str, env: dict) -> None:
     if cmd.startswith("streamlit run"):
         cmd = cmd.replace("app.py", f"app.py --server.headless true --server.port {port}", 1)
         probe = f"http://127.0.0.1:{port}/_stcore/health"
+    elif cmd.startswith("htc serve"):
+        cmd = re.sub(r"--port \d+", f"--port {port}", cmd)
+        probe = f"http://127.0.0.1:{port}/health"
     else:
         cmd = re.sub(r"--port \d+", f"--port {port}", cmd)
         probe = f"http://127.0.0.1:{port}/v1/models"
@@ -186,7 +198,7 @@ def test_the_readmes_hold_commands():
 def test_readme_command_runs_as_written(kind, body, env):
     if "../shared" in body and not SHARED.is_dir():
         pytest.skip(f"the shared real data is not next to this checkout ({SHARED})")
-    if kind == "bash" and (body.startswith("streamlit run") or "llama_cpp.server" in body):
+    if kind == "bash" and (body.startswith(("streamlit run", "htc serve")) or "llama_cpp.server" in body):
         run_server(body, env)
         return
     out = run_command(kind, body, env)

@@ -86,6 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, out, out_type)
 
     def do_GET(self):  # noqa: N802
+        if self.path.split("?")[0].rstrip("/") == "/health":      # for probes (and the README test)
+            return self._send(200, b'{"status": "ok"}', "application/json")
         self._fail(405, "the receiver takes POST /v1/traces (OTLP/HTTP)")
 
 
