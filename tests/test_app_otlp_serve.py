@@ -117,3 +117,27 @@ def test_a_day_run_set_grows_and_late_spans_are_not_lost(receiver):
     assert len(listing) == 1 and listing["trajectories"].tolist() == [3]   # the day's run set, rewritten
     ids = set(store.load_run_set(listing["id"][0]).ids)
     assert {"a" * 31 + "1", "b" * 31 + "2", "c" * 31 + "3"} <= ids
+
+
+def test_the_running_dashboard_shows_received_runs_without_a_restart(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import htc_core.app.ui as ui
+    from htc_core.formats.otel_spans import spans_of_otlp
+
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "cod.jsonl").write_text((FOREIGN / "cod_native.jsonl").read_text())
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(samples))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.session_state[ui.SEEDS] = 1
+    at.run()
+    assert "5 of 5 trajectories selected" in [c.value for c in at.sidebar.caption]
+    buffer = TraceBuffer(ui.get_store(at.session_state[ui.DATA_DIR]), settle_s=0.01, idle_s=0.01)
+    buffer.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
+    buffer.flush(force=True)                                  # what htc serve's flusher does, in another process
+    at.run()                                                  # the next rerun of the same session
+    assert not at.exception, [e.value for e in at.exception]
+    # the page now counts the 3 received runs (unlabeled: scored by the GAC) next to the 5 stored before
+    assert any("3 of 8 selected runs have no outcome label" in i.value for i in at.info)
