@@ -119,3 +119,15 @@ def test_extractor_never_fails_and_returns_stripped_text(text):
     ans = answer_from_text(text)
     assert ans is None or (isinstance(ans, str) and ans == ans.strip() and ans)
     assert run_ended_without_answer(text, None) in (True, None)
+
+
+def test_tool_lines_numbered_like_the_next_call_attach_to_the_call_before(tmp_path):
+    src = [json.loads(x) for x in (FOREIGN / "react_calllog.jsonl").read_text().splitlines()]
+    run = [d for d in src if d["trajectory_id"] == "r1"]          # call 0, tool line 0, call 1
+    run[1]["step"] = 1                                             # this logger numbers the tool line like call 1
+    ts, rep = load(write_jsonl(tmp_path / "log.jsonl", run))
+    assert list(ts.step_field("observation")) == ["112", None] and rep.tool_lines == 1
+    # tool lines gathered at the end of the file still go to their own step
+    moved = [run[0], run[2], {**run[1], "step": 0}]
+    ts, _ = load(write_jsonl(tmp_path / "log2.jsonl", moved))
+    assert list(ts.step_field("observation")) == ["112", None]

@@ -72,17 +72,18 @@ def answer_from_text(text: Any) -> str | None:
     ``Action: Finish[...]``, else the last ``\\boxed{}``, else ``#### x``, else the last "the answer is x"."""
     if not isinstance(text, str) or not text.strip():
         return None
-    for rule in (_LINE, _FINISH):
-        hits = rule.findall(text)
+    low = text.lower()            # each rule runs only where its keyword occurs (most steps state no answer)
+    for rule, key in ((_LINE, "answer"), (_FINISH, "finish")):
+        hits = rule.findall(text) if key in low else None
         if hits:
             return _clean(hits[-1])
-    boxed = _boxed(text)
+    boxed = _boxed(text) if "\\boxed" in text else None
     if boxed:
         return boxed
-    hits = _HASHES.findall(text)
+    hits = _HASHES.findall(text) if "####" in text else None
     if hits:
         return _clean(hits[-1])
-    hits = _ANSWER_IS.findall(text)
+    hits = _ANSWER_IS.findall(text) if "answer" in low and " is" in low else None
     if hits:
         return _clean(_SENTENCE_END.split(hits[-1], maxsplit=1)[0])
     return None

@@ -4,7 +4,8 @@ Many agent loggers write one line per LLM call and one per tool call, e.g.
 ``{"trajectory_id": "t1", "step": 2, "tool": "calculator", "input": "3*4", "observation": "12"}``. Such a line
 becomes the ``tool`` and ``observation`` (and ``error``, ``latency_s``) of the LLM call it follows:
 
-- the call with the same ``step`` value, else the last call with a smaller ``step``;
+- the call with the same ``step`` value logged before the line, else the last call with a smaller ``step``
+  (a logger that numbers the tool line like the call after it is read right too);
 - without ``step`` values (on the line or on the calls): the call read just before the line in the file.
 
 A tool the call's own response already names (an OpenAI ``tool_calls`` entry) is kept; the observation of a
@@ -90,8 +91,8 @@ def _target(steps: list, ev: ToolEvent) -> int | None:
         return None
     values = [s.order[0] for s in steps]
     if ev.step is not None and all(v is not None for v in values):
-        try:
-            same = [j for j, v in enumerate(values) if v == ev.step]
+        try:       # the same step's call when it was logged before the tool line (else it is the next call)
+            same = [j for j, v in enumerate(values) if v == ev.step and steps[j].seq < ev.seq]
             if same:
                 return same[-1]
             before = [j for j, v in enumerate(values) if v < ev.step]
