@@ -24,7 +24,7 @@ with ui.page_errors("runs"):
         with st.form("upload", clear_on_submit=True):
             files = st.file_uploader(
                 "Trace files (htc-trace JSONL, OpenAI chat / call-log, Responses, completions, smolagents, "
-                "ATIF; .json, .jsonl, .gz)", accept_multiple_files=True, key="upload_files")
+                "ATIF, OpenTelemetry OTLP JSON or Phoenix spans; .json, .jsonl, .gz, .parquet)", accept_multiple_files=True, key="upload_files")
             labels = st.file_uploader("Labels file (optional): CSV or JSONL with id and success",
                                       type=["csv", "jsonl", "json", "tsv"], key="upload_labels")
             c1, c2, c3, c4 = st.columns(4)

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import REPO
 from htc_core.formats import detect, load
@@ -124,3 +126,32 @@ def test_group_by_session(tmp_path):
     assert len(load(p)[0]) == 2
     ts, _ = load(p, group_by="session")
     assert list(ts.ids) == ["s1"] and ts.n_steps == 2
+
+
+_BAD_VALUES = st.sampled_from([None, "", 0, -1, True, 1e308, "zz", [], {}, "not json {", [{"key": 1}],
+                               {"stringValue": 5}, "9" * 40])
+
+
+@settings(max_examples=60, deadline=None)
+@given(line=st.integers(0, 6), key=st.sampled_from(["traceId", "spanId", "parentSpanId", "startTimeUnixNano",
+                                                    "endTimeUnixNano", "attributes", "status", "name"]),
+       value=_BAD_VALUES, drop=st.booleans())
+def test_one_broken_span_never_costs_the_other_traces(tmp_path_factory, line, key, value, drop):
+    """Any single span broken in any field: no exception, every trace it does not belong to reads as before."""
+    lines = [json.loads(x) for x in (FOREIGN / "otel_otlp.jsonl").read_text().splitlines() if x.startswith('{"')]
+    span = lines[line]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    hit = span.get("traceId")
+    if drop:
+        span.pop(key, None)
+    else:
+        span[key] = value
+    p = tmp_path_factory.mktemp("otel") / "spans.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    ts, rep = load(p, format="otel")
+    want, _ = _load("otel_otlp.jsonl")
+    keep = [i for i in want.ids if i != hit]
+    for tid in keep:
+        assert tid in list(ts.ids), (tid, rep.summary())
+    a = want.take([list(want.ids).index(i) for i in keep])
+    b = ts.take([list(ts.ids).index(i) for i in keep])
+    np.testing.assert_array_equal(a.logprob, b.logprob)
