@@ -49,7 +49,18 @@ def templates() -> dict[str, list[dict]]:
         "openai-calllog": [o for o in _lines("calllog.jsonl") if "response" in o][:4],
         "smolagents": [{"id": "s", "steps": _doc("smolagents_run.json")}],
         "atif": [_doc("atif.json")],
+        "otel": [_otel_trace()],
     }
+
+
+def _otel_trace() -> dict:
+    """The first trace of the OpenTelemetry fixture as one OTLP JSON request (all its spans on one line)."""
+    lines = [json.loads(ln) for ln in (ROOT / "tests" / "fixtures" / "foreign" / "otel_otlp.jsonl")
+             .read_text(encoding="utf-8").splitlines() if ln.startswith('{"')]
+    first = lines[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    spans = [sp for d in lines for sp in d["resourceSpans"][0]["scopeSpans"][0]["spans"] if sp.get("traceId") == first]
+    return {"resourceSpans": [{"resource": lines[0]["resourceSpans"][0]["resource"],
+                               "scopeSpans": [{"scope": {"name": "openinference"}, "spans": spans}]}]}
 
 
 def with_id(fmt: str, obj: dict, tid: str) -> dict:
@@ -59,6 +70,9 @@ def with_id(fmt: str, obj: dict, tid: str) -> dict:
         o["trajectory_id"] = tid
     elif fmt == "atif":
         o["session_id"] = tid
+    elif fmt == "otel":
+        for sp in o["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            sp["traceId"] = tid
     else:
         o["id"] = tid
     return o

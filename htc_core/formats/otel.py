@@ -15,6 +15,7 @@ other span of the file is still read.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..traces import TraceSet, TraceSetBuilder
 from .common import type_name
 from .inputs import Inputs, read_with
 from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_reported_lines, loads, read_document_reported
-from .otel_spans import Span, SpanError, is_otlp, is_span_row, span_of_row, spans_of_otlp
+from .otel_spans import Span, SpanError, hex_id, is_otlp, is_span_row, span_of_row, spans_of_otlp
 from .otel_traces import SpanStats, add_traces
 from .records import RecordSink
 
@@ -31,6 +32,9 @@ NAME = "otel"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 __all__ = ["read_file", "read", "sniff", "sniff_parquet", "PARQUET_SUFFIXES", "collect_spans"]
+
+#: a trace id in the raw bytes of a line that is not valid JSON (OTLP JSON or a Phoenix row)
+_TRACE_ID = re.compile(rb'"(?:traceId|trace_id|context\.trace_id)"\s*:\s*"([0-9A-Za-z+/=_-]{1,100})"')
 
 
 class _Spans:
@@ -41,6 +45,25 @@ class _Spans:
         self.spans: list[Span] = []
         self.lines: dict[str, int] = {}
         self.bad = 0
+        self.failed: set[str] = set()      # traces with a line that could not be read: rejected whole
+
+    def unreadable(self, no: int, raw: bytes, e: ParseError) -> None:
+        """A line that is not JSON: the trace it belongs to (when its id is in the bytes) is rejected, since
+        some of its spans are lost; otherwise the line's spans are lost and the other traces read."""
+        self.bad += 1
+        m = _TRACE_ID.search(raw)
+        tid = None
+        if m:
+            try:
+                tid = hex_id(m.group(1).decode("ascii"), "traceId", required=False)
+            except SpanError:
+                tid = None
+        if tid:
+            self.failed.add(tid)
+            why = f"{e.reason}; spans of trace {tid} are lost, so that trajectory is rejected"
+        else:
+            why = f"{e.reason}; the spans of this line are lost, the other traces are read"
+        self.report.error(self.file, no, why, field=e.field, value=e.value, trajectory_id=tid)
 
     def error(self, e: SpanError, line: int | None, where: str = "") -> None:
         self.bad += 1
@@ -95,9 +118,7 @@ def collect_spans(path: Path, report: LoadReport) -> _Spans:
         try:
             obj = loads(raw)
         except ParseError as e:
-            report.error(file, no, f"{e.reason}; the spans of this line are lost, the others are read", field=e.field,
-                         value=e.value, rejects=False)
-            out.bad += 1
+            out.unreadable(no, raw, e)
             continue
         out.add_value(obj, no)
     return out
@@ -111,7 +132,8 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
     spans = collect_spans(path, report)
     if not spans.spans and not spans.bad:
         report.error(file, None, "file holds no spans")
-    stats = add_traces(spans.spans, RecordSink(builder, report, defaults, file, framework=None),
+    kept = [sp for sp in spans.spans if sp.trace_id not in spans.failed]
+    stats = add_traces(kept, RecordSink(builder, report, defaults, file, framework=None),
                        lines=spans.lines, group_by=group_by)
     stats.unreadable += spans.bad
     if stats.without_logprobs:

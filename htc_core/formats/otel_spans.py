@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-__all__ = ["Span", "SpanError", "spans_of_otlp", "span_of_row", "is_otlp", "is_span_row", "input_messages",
-           "STATUS_ERROR"]
+__all__ = ["Span", "SpanError", "hex_id", "spans_of_otlp", "span_of_row", "is_otlp", "is_span_row",
+           "input_messages", "STATUS_ERROR"]
 
 STATUS_ERROR = "ERROR"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -109,7 +109,7 @@ def _attributes(items: Any) -> dict:
     return out
 
 
-def _hex_id(v: Any, fld: str, *, required: bool) -> str | None:
+def hex_id(v: Any, fld: str, *, required: bool) -> str | None:
     """A trace/span id as lower-case hex: OTLP JSON writes hex, protobuf's JSON mapping base64."""
     if v is None or v == "":
         if required:
@@ -174,9 +174,9 @@ def _otlp_span(sp: Any, resource: dict) -> Span:
     attrs = _attributes(sp.get("attributes") or [])
     st = sp.get("status") or {}
     kind = attrs.get("openinference.span.kind")
-    return Span(trace_id=_hex_id(sp.get("traceId", sp.get("trace_id")), "traceId", required=True),
-                span_id=_hex_id(sp.get("spanId", sp.get("span_id")), "spanId", required=True),
-                parent_id=_hex_id(sp.get("parentSpanId", sp.get("parent_span_id")), "parentSpanId", required=False),
+    return Span(trace_id=hex_id(sp.get("traceId", sp.get("trace_id")), "traceId", required=True),
+                span_id=hex_id(sp.get("spanId", sp.get("span_id")), "spanId", required=True),
+                parent_id=hex_id(sp.get("parentSpanId", sp.get("parent_span_id")), "parentSpanId", required=False),
                 name=str(sp.get("name") or ""), kind=str(kind).upper() if kind else "",
                 start_ns=_nanos(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano")), "startTimeUnixNano",
                                 ns=True),
@@ -253,9 +253,9 @@ def span_of_row(row: dict) -> Span:
         if k.startswith("attributes.") and v is not None:
             _flatten(k[len("attributes."):], v, attrs)
     kind = row.get("span_kind") or attrs.get("openinference.span.kind")
-    return Span(trace_id=_hex_id(row.get("context.trace_id", ctx.get("trace_id")), "context.trace_id", required=True),
-                span_id=_hex_id(row.get("context.span_id", ctx.get("span_id")), "context.span_id", required=True),
-                parent_id=_hex_id(row.get("parent_id"), "parent_id", required=False),
+    return Span(trace_id=hex_id(row.get("context.trace_id", ctx.get("trace_id")), "context.trace_id", required=True),
+                span_id=hex_id(row.get("context.span_id", ctx.get("span_id")), "context.span_id", required=True),
+                parent_id=hex_id(row.get("parent_id"), "parent_id", required=False),
                 name=str(row.get("name") or ""), kind=str(kind).upper() if kind else "",
                 start_ns=_nanos(row.get("start_time"), "start_time"), end_ns=_nanos(row.get("end_time"), "end_time"),
                 status=_status(row.get("status_code")), status_message=row.get("status_message") or None,

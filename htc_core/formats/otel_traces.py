@@ -173,13 +173,14 @@ def trace_to_acc(tid: str, spans: list[Span], report: LoadReport, file: str, lin
     """One trajectory from the spans of one trace (or session)."""
     spans = sorted(spans, key=_start)
     llm = [s for s in spans if is_llm_span(s)]
+    llm_ids = {id(s) for s in llm}
     acc = TrajAcc(tid, file, lines.get(spans[0].span_id))
     stats.llm_spans += len(llm)
     _trace_meta(acc, spans, llm)
     steps: list[tuple[Span, StepPart, dict]] = []
     for sp in spans:
         line = lines.get(sp.span_id)
-        if sp in llm:
+        if id(sp) in llm_ids:
             part, resp = _llm_step(sp, acc, report, file, line, stats)
             if part is None:
                 continue
