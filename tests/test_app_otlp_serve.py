@@ -141,3 +141,21 @@ def test_the_running_dashboard_shows_received_runs_without_a_restart(tmp_path, m
     assert not at.exception, [e.value for e in at.exception]
     # the page now counts the 3 received runs (unlabeled: scored by the GAC) next to the 5 stored before
     assert any("3 of 8 selected runs have no outcome label" in i.value for i in at.info)
+
+
+def test_sessions_spread_over_flushes_keep_every_trace(tmp_path):
+    from htc_core.formats.otel_spans import spans_of_otlp
+
+    store = Store(tmp_path / "data")
+    buf = TraceBuffer(store, settle_s=0.01, idle_s=0.01, group_by="session")
+    spans = [sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)]
+    for sp in spans:
+        sp.attributes["session.id"] = "chat-1"                # three traces of one conversation
+    by_trace = {}
+    for sp in spans:
+        by_trace.setdefault(sp.trace_id, []).append(sp)
+    for group in by_trace.values():                           # each trace finishes (and is stored) on its own
+        buf.add(group)
+        buf.flush(force=True)
+    (rs,) = store.list_run_sets().itertuples()
+    assert sorted(store.load_run_set(rs.id).ids) == ["chat-1", "chat-1@2", "chat-1@3"]

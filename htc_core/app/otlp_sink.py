@@ -8,8 +8,8 @@ GAC by default), and writes them into one run set per service name and day (``ot
 
 A run set is written atomically, so a day's run set is rewritten with the new runs added (the old one is
 deleted after the new one is stored); the dashboard reads the store's revision on every rerun and shows the
-new runs without a restart. Spans of a trace that was already flushed make a second trajectory with the id
-``<trace id>@2`` rather than being lost. Problems go to a :class:`~htc_core.report.LoadReport` kept with the
+new runs without a restart. Spans of a trace (with ``group_by="session"``: a session) that was already stored
+make a second trajectory with the id ``<id>@2`` rather than being lost. Problems go to a :class:`~htc_core.report.LoadReport` kept with the
 run set (the dashboard's load report).
 """
 
@@ -102,16 +102,15 @@ class TraceBuffer:
     def _trajectories(self, spans: list[Span], service: str | None, report: LoadReport) -> TraceSet:
         builder = TraceSetBuilder()
         file = f"otlp:{service or 'unknown service'}"
-        for sp in spans:                            # a trace seen in an earlier flush: a new trajectory id
-            n = self.flushed.get(sp.trace_id, 0)
-            if n:
-                sp.trace_id = f"{sp.trace_id}@{n + 1}"
-        add_traces(spans, RecordSink(builder, report, {"source": file}, file), group_by=self.group_by)
-        ts = builder.build()
-        for tid in ts.ids:
-            base = str(tid).split("@")[0]
-            self.flushed[base] = self.flushed.get(base, 0) + 1
-        return ts
+        add_traces(spans, RecordSink(builder, report, {"source": file}, file), group_by=self.group_by,
+                   rename=self._new_id)
+        return builder.build()
+
+    def _new_id(self, tid: str) -> str:
+        """A trace (or session) already stored keeps its trajectory; later spans of it make ``id@2``, ``id@3``."""
+        n = self.flushed.get(tid, 0)
+        self.flushed[tid] = n + 1
+        return tid if n == 0 else f"{tid}@{n + 1}"
 
     def _score(self, ts: TraceSet) -> dict:
         from ..scoring import score_frame

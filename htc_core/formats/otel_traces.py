@@ -208,12 +208,14 @@ def trace_to_acc(tid: str, spans: list[Span], report: LoadReport, file: str, lin
     return acc
 
 
-def add_traces(spans: list[Span], sink: RecordSink, *, lines: dict | None = None, group_by: str | None = None
-               ) -> SpanStats:
-    """Every trajectory of ``spans`` into ``sink`` (built, checked and counted there)."""
+def add_traces(spans: list[Span], sink: RecordSink, *, lines: dict | None = None, group_by: str | None = None,
+               rename=None) -> SpanStats:
+    """Every trajectory of ``spans`` into ``sink`` (built, checked and counted there). ``rename(id) -> id``: the
+    trajectory id to use for a trace (or session) id (the receiver's ``id@2`` for one it stored before)."""
     stats = SpanStats(spans=len(spans))
     for tid, group in group_spans(spans, group_by).items():
         stats.traces += 1
+        tid = rename(tid) if rename is not None else tid
         try:
             acc = trace_to_acc(tid, group, sink.report, sink.file, lines or {}, stats)
         except Exception as e:  # noqa: BLE001 - one bad trace never costs the others
