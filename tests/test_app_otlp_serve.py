@@ -159,3 +159,17 @@ def test_sessions_spread_over_flushes_keep_every_trace(tmp_path):
         buf.flush(force=True)
     (rs,) = store.list_run_sets().itertuples()
     assert sorted(store.load_run_set(rs.id).ids) == ["chat-1", "chat-1@2", "chat-1@3"]
+
+
+def test_held_spans_are_bounded(tmp_path):
+    from htc_core.formats.otel_spans import spans_of_otlp
+
+    now = [0.0]
+    buf = TraceBuffer(Store(tmp_path / "data"), settle_s=100, idle_s=100, max_spans=4, clock=lambda: now[0])
+    spans = [sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)]
+    for sp in spans:                                          # no trace is quiet long enough to be finished
+        buf.add([sp])
+        now[0] += 1
+    res = buf.flush()
+    assert buf.held <= 4 and sum(res.run_sets.values()) >= 1   # the oldest trace was stored to stay in bounds
+    assert buf.held == sum(len(p.spans) for p in buf.pending.values())

@@ -57,12 +57,13 @@ class TraceBuffer:
     """Spans by trace until finished; ``flush`` stores the finished ones. Thread-safe."""
 
     def __init__(self, store: Store, *, model="gac", settle_s: float = 2.0, idle_s: float = 30.0,
-                 group_by: str | None = None, clock=time.monotonic):
+                 group_by: str | None = None, max_spans: int = 1_000_000, clock=time.monotonic):
         from ..calibration.models import load_model
 
         self.store, self.settle_s, self.idle_s, self.group_by, self.clock = store, settle_s, idle_s, group_by, clock
         self.model = load_model(model) if isinstance(model, str) else model
         self.pending: dict[str, _Pending] = {}
+        self.max_spans, self.held = int(max_spans), 0    # past max_spans held, the oldest traces are finished
         self.flushed: dict[str, int] = {}
         self.lock = threading.Lock()
         self.write_lock = threading.Lock()
@@ -75,13 +76,23 @@ class TraceBuffer:
                 p.spans.append(sp)
                 p.last = now
                 p.has_root = p.has_root or sp.parent_id is None
+            self.held += len(spans)
 
     def _take_finished(self, force: bool) -> list[list[Span]]:
         now = self.clock()
         with self.lock:
             done = [t for t, p in self.pending.items() if force or now - p.last >= self.idle_s
                     or (p.has_root and now - p.last >= self.settle_s)]
-            return [self.pending.pop(t).spans for t in done]
+            left = self.held - sum(len(self.pending[t].spans) for t in done)
+            for t, p in sorted(self.pending.items(), key=lambda kv: kv[1].last):   # memory bound: oldest first
+                if left <= self.max_spans:
+                    break
+                if t not in done:
+                    done.append(t)
+                    left -= len(p.spans)
+            out = [self.pending.pop(t).spans for t in done]
+            self.held = left
+            return out
 
     def flush(self, *, force: bool = False) -> FlushResult:
         """Store every finished trace (all of them with ``force``); returns what was written."""
