@@ -11,8 +11,13 @@ other model-server tests)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -27,6 +32,7 @@ openai = pytest.importorskip("openai", reason="the openai package is not install
 
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
 
+from conftest import REPO  # noqa: E402
 from htc_core.formats import detect, load  # noqa: E402
 from htc_core.features import extract  # noqa: E402
 
@@ -84,19 +90,34 @@ def _agent(client, tracer, question: str, expr: str) -> list:
     return raw
 
 
+def _start_htc_serve(data_dir) -> tuple[subprocess.Popen, int, list]:
+    """``htc serve`` as a user runs it (a process of its own, a free port), and the port it reports."""
+    proc = subprocess.Popen([sys.executable, "-m", "htc_core", "serve", "--port", "0", "--data-dir", str(data_dir),
+                             "--settle", "0.5"], cwd=REPO, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    lines: list[str] = []
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/v1/traces", line)
+        if m:
+            threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
+            return proc, int(m.group(1)), lines
+        assert proc.poll() is None, "".join(lines)
+    proc.kill()
+    pytest.fail("htc serve did not start: " + "".join(lines))
+
+
 def test_traced_agent_to_file_and_to_htc_serve(base_url, tmp_path):
     from openinference.instrumentation.openai import OpenAIInstrumentor
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
 
-    from htc_core.app.otlp_server import OTLPReceiver
-    from htc_core.app.otlp_sink import TraceBuffer
     from htc_core.app.store import Store
 
-    store = Store(tmp_path / "data")
-    rx = OTLPReceiver(TraceBuffer(store, settle_s=0.01, idle_s=0.01), port=0, flush_s=3600, log=lambda m: None)
-    rx.start()
-    host, port = rx.address
+    proc, port, log = _start_htc_serve(tmp_path / "data")
+    host = "127.0.0.1"
     path = tmp_path / "spans.otlp.jsonl"
     provider = otel_sdk.TracerProvider(resource=Resource.create({"service.name": "e2e-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPJsonFileExporter(path)))
@@ -110,7 +131,9 @@ def test_traced_agent_to_file_and_to_htc_serve(base_url, tmp_path):
     finally:
         inst.uninstrument()
         provider.shutdown()
-        rx.close()                                   # flushes every trace it holds into the store
+        proc.send_signal(signal.SIGINT)              # Ctrl-C: htc serve stores every trace it holds, then exits
+        assert proc.wait(timeout=120) == 0, "".join(log)
+    store = Store(tmp_path / "data")
 
     assert detect(path) == ("otel", "")
     from_file, rep = load(path)
