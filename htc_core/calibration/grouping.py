@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .evaluation import EvaluationError, evaluate, label_problem
+from .group_keys import GROUP_KEYS
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .results import METRICS
 from .solvers import DEFAULT_ALPHAS
@@ -23,7 +24,6 @@ from .solvers import DEFAULT_ALPHAS
 __all__ = ["GROUP_KEYS", "GroupedData", "grouped_data", "has_alternatives", "fit_rows", "direct_train",
            "score_metrics", "mean_std", "seed_list"]
 
-GROUP_KEYS = ("dataset", "model", "framework")
 UNKNOWN_GROUP = "(unknown)"
 VARIANT_NAMES = {"full": "HTC-Full", "reduced": "HTC-Reduced"}
 

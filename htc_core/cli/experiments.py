@@ -115,7 +115,7 @@ def _card_text(m, *, full: bool) -> str:
 
 
 def register(sub) -> None:
-    from ..calibration.grouping import GROUP_KEYS
+    from ..calibration.group_keys import GROUP_KEYS
 
     p = sub.add_parser("transfer", help="source x target transfer matrices (ECE, Brier, AUROC) across groups",
                        description="For every group of runs (--by dataset, model or framework), fit HTC-Full and "

@@ -1,0 +1,73 @@
+"""Each ``htc`` command imports only what it uses (issue 29, item 1).
+
+Every check runs ``main([...])`` in a new interpreter and reads ``sys.modules`` afterwards, so an import added
+at registration time (``register(sub)`` runs for every command, ``--version`` included) or at module level of
+a reader fails here, not as seconds of start-up a user pays on every call. The start-up CPU time itself is
+measured by ``python -m htc_core.bench coldstart`` (never timed in a test).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_runs" / "units"
+#: libraries whose import costs a visible fraction of a second (measured: sklearn 1.2 s CPU with scipy,
+#: pandas 0.45 s, numba 0.4 s, scipy.special 0.35 s)
+WATCHED = ("numpy", "pandas", "pyarrow", "scipy", "sklearn", "numba", "threadpoolctl", "duckdb", "streamlit",
+           "plotly", "torch")
+
+SCRIPT = r"""
+import contextlib, io, json, sys
+from htc_core.cli import main, build_parser
+argv = json.loads(sys.argv[1])
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    try:
+        if argv == ["--all-help"]:            # every sub-command's --help text, in one process
+            p = build_parser()
+            for action in p._subparsers._group_actions:
+                for sub in action.choices.values():
+                    sub.format_help()
+            rc = 0
+        else:
+            rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+watched = json.loads(sys.argv[2])
+print(json.dumps({"rc": rc, "out": out.getvalue()[-2000:],
+                  "loaded": [m for m in watched if m in sys.modules]}))
+"""
+
+
+def loaded_by(argv: list[str]) -> set[str]:
+    p = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(argv), json.dumps(WATCHED)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["rc"] == 0, res["out"]
+    return set(res["loaded"])
+
+
+def test_version_and_help_import_no_numeric_library():
+    # numpy is allowed (the confidence profiles name the --profile choices); nothing heavier
+    for argv in (["--version"], ["--help"], ["--all-help"]):
+        assert loaded_by(argv) <= {"numpy"}, argv
+
+
+@pytest.mark.parametrize("command", ["validate", "features"])
+def test_reading_commands_import_no_estimator_library(tmp_path, command):
+    argv = [command, str(SAMPLE)] + (["--out", str(tmp_path / "f.csv")] if command == "features" else [])
+    loaded = loaded_by(argv)
+    # pandas and pyarrow hold the trace set's metadata and write the table; no fitting library is used
+    assert not loaded & {"scipy", "sklearn", "numba", "threadpoolctl", "duckdb", "streamlit", "plotly", "torch"}
+
+
+def test_score_imports_no_app_or_learning_library(tmp_path):
+    loaded = loaded_by(["score", "gac", str(SAMPLE), "--out", str(tmp_path / "s.csv")])
+    assert not loaded & {"duckdb", "streamlit", "plotly", "torch"}
