@@ -103,7 +103,7 @@ _COMPILED: dict = {}
 def _lowest_sums_compiled():
     """:func:`_lowest_sums` compiled by numba on first use (importing the metrics stays light)."""
     if "f" not in _COMPILED:
-        from numba import njit
+        from ..numba_cache import njit
 
         _COMPILED["f"] = njit(cache=True)(_lowest_sums)
     return _COMPILED["f"]

@@ -26,7 +26,7 @@ lazily (numba's import costs ~0.5 s).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..numba_cache import njit
 
 from .subproblem import _l1_direction
 

@@ -16,17 +16,16 @@ number is ~1e5 (beyond the two exact dependencies), where coordinate descent nee
 Newton iteration; the path also ends closer to the exact optimum at the same stopping tolerance.
 :func:`_l1_step` is the plain coordinate-descent loop, the reference of the kernel tests.
 
-Editing this module: numba's on-disk cache of :func:`htc_core.calibration.pathsolver.path`, which compiles these
-functions in, is keyed on ``pathsolver.py`` alone and does not notice a change here (a fresh checkout compiles
-everything). After an edit, delete ``htc_core/calibration/__pycache__/pathsolver.*.nb?`` (or touch
-``pathsolver.py``) before timing or testing the path: once, an edited start ran with the previous one compiled
-in, unnoticed.
+Editing this module: :func:`htc_core.calibration.pathsolver.path` compiles these functions in. Its on-disk
+cache (:mod:`htc_core.numba_cache`) is stamped with the source of every kernel module of this folder, so an
+edit here recompiles the path too (numba's own stamp, ``pathsolver.py`` alone, once ran an edited start with
+the previous one compiled in, unnoticed; ``tests/test_numba_cache.py`` holds the new stamp).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..numba_cache import njit
 
 
 @njit(cache=True)

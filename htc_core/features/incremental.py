@@ -22,7 +22,7 @@ Compiled with numba (a core dependency, already used by the path solver); the co
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..numba_cache import njit
 
 from .steps import EPS
 
