@@ -42,6 +42,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
+from .blas_threads import one_blas_thread
 from .inputs import _check_positive_int, _check_X, _check_y, _default_names, _unpack_features  # noqa: F401
 from .shift import feature_stats
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
@@ -163,8 +164,12 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
 
         ``X``: [n, d] array, DataFrame or ``FeatureMatrix``; ``y``: 0/1 labels.
         ``meta`` (optional trace-set metadata) fills the training summary's
-        datasets and models.
+        datasets and models. BLAS runs on one thread during the fit (``blas_threads``).
         """
+        with one_blas_thread():
+            return self._fit(X, y, feature_names=feature_names, meta=meta)
+
+    def _fit(self, X, y, *, feature_names, meta) -> "HTCCalibrator":
         penalty, alphas = self._check_params()
         if self.prior is not None:
             from .adapt import fit_with_prior

@@ -7,12 +7,12 @@ computes the headline metrics on the pooled out-of-fold predictions of each repe
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from .blas_threads import one_blas_thread
 from .methods import FitContext, Method
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .results import METRICS
@@ -45,20 +45,6 @@ class EvalInputs:
 
 
 # ------------------------------------------------------------------ the outer CV loop
-@contextlib.contextmanager
-def _one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-        limiter = threadpool_limits(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        limiter = None
-    try:
-        yield
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
-
-
 @dataclass
 class CVRun:
     """What the loop collects."""
@@ -101,7 +87,7 @@ def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], 
         r, f, tr, te, ctx = job
         return [_fit_fold(m, inputs, tr, te, ctx, f) for m in run]
 
-    with _one_blas_thread():
+    with one_blas_thread():
         for done, (job, fits) in enumerate(zip(jobs, _map_in_threads(one, jobs, _workers(n_jobs, total))), 1):
             for fit in fits:
                 if fit is not None:
