@@ -13,13 +13,14 @@
     python -m htc_core.bench scaling       htc features local vs Dask 1 and 2 workers at 10k/100k/1M runs vs json.loads
     python -m htc_core.bench gam           htc evaluate with HTC-GAM on 500 runs vs the default table; GAM vs Reduced
     python -m htc_core.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
+    python -m htc_core.bench coldstart     first fit / score / Monitor / evaluate with an empty kernel cache vs warm
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
-              "scaling", "learning", "dashboard_scale", "flags")
+              "scaling", "learning", "dashboard_scale", "flags", "coldstart")
 
 
 def shared_data_dir():
