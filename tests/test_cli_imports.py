@@ -71,3 +71,21 @@ def test_reading_commands_import_no_estimator_library(tmp_path, command):
 def test_score_imports_no_app_or_learning_library(tmp_path):
     loaded = loaded_by(["score", "gac", str(SAMPLE), "--out", str(tmp_path / "s.csv")])
     assert not loaded & {"duckdb", "streamlit", "plotly", "torch"}
+
+
+WORKER = r"""
+import json, sys
+from htc_core.engines.common import Task, map_batches, pieces_batch, split_inputs
+pieces = split_inputs(sys.argv[1])
+list(map_batches([pieces_batch(pieces[:1])], Task("features")))
+print(json.dumps([m for m in json.loads(sys.argv[2]) if m in sys.modules]))
+"""
+
+
+def test_a_dask_or_spark_worker_computing_features_starts_light():
+    # what one worker process imports for a features piece (the engines run exactly this function per piece)
+    p = subprocess.run([sys.executable, "-c", WORKER, str(SAMPLE), json.dumps(WATCHED)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert not loaded & {"scipy", "sklearn", "numba", "threadpoolctl", "duckdb", "streamlit", "plotly", "torch"}

@@ -41,7 +41,10 @@ def _floor(path: Path) -> float:
     return time.process_time() - t0
 
 
-def _tree_rss(proc) -> int:
+def _tree_rss(proc, cpu: dict | None = None) -> int:
+    """Summed RSS of ``proc`` and its descendants; ``cpu`` (pid -> user + system seconds) gets each process's
+    latest CPU time (so the tree's CPU is the sum of the last samples: up to one sampling interval short per
+    process)."""
     import psutil
 
     total = 0
@@ -52,13 +55,17 @@ def _tree_rss(proc) -> int:
     for p in procs:
         try:
             total += p.memory_info().rss
+            if cpu is not None:
+                t = p.cpu_times()
+                cpu[p.pid] = max(cpu.get(p.pid, 0.0), t.user + t.system)
         except psutil.Error:
             pass
     return total
 
 
-def _measured(argv: list[str]) -> tuple[float, float, int]:
-    """(wall s, peak tree RSS MiB, exit code) of ``htc ARGV`` in a fresh process."""
+def _measured(argv: list[str]) -> tuple[float, float, int, float]:
+    """(wall s, peak tree RSS MiB, exit code, CPU s of the process tree) of ``htc ARGV`` in a fresh process; the
+    driver's CPU is exact (its rusage at exit, its own share), the scheduler's and workers' sampled every 0.1 s."""
     import psutil
 
     root = str(Path(__file__).resolve().parents[2])  # this htc_core, not another installed one
@@ -66,22 +73,30 @@ def _measured(argv: list[str]) -> tuple[float, float, int]:
     t0 = time.perf_counter()
     popen = subprocess.Popen([sys.executable, "-m", "htc_core", *argv], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=env)
-    proc, peak, done = psutil.Process(popen.pid), [0], threading.Event()
+    proc, peak, done, cpu = psutil.Process(popen.pid), [0], threading.Event(), {}
 
     def sample():
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss(proc))
-            done.wait(0.2)
+            peak[0] = max(peak[0], _tree_rss(proc, cpu))
+            done.wait(0.1)
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    _, err = popen.communicate()
+    err = popen.stderr.read()
+    _, status, ru = os.wait4(popen.pid, 0)
+    popen.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     done.set()
     th.join()
     if popen.returncode:
         print(err.decode(errors="replace")[-2000:], file=sys.stderr)
-    return wall, peak[0] / 2**20, popen.returncode
+    # the driver's rusage counts the children it reaped too: take the sampled descendants out of it when they
+    # are inside (driver total >= its own last sample + theirs), else add them
+    driver_own = cpu.pop(popen.pid, 0.0)
+    others = sum(cpu.values())
+    driver = ru.ru_utime + ru.ru_stime
+    total = driver if driver >= driver_own + others - 0.5 else driver + others
+    return wall, peak[0] / 2**20, popen.returncode, total
 
 
 def _argv(engine: str, path: Path, out: Path) -> list[str]:
@@ -97,8 +112,9 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
     DIR.mkdir(exist_ok=True)
     print_fn("== scaling: N trajectories x 5 steps x 20 tokens, no alternatives; htc features in a fresh process "
              "per row; peak = summed RSS of the process tree (driver + Dask scheduler and workers) ==")
-    print_fn(f"{'N':>10s} {'MB':>6s} {'engine':>7s} {'wall s':>8s} {'peak MiB':>9s} {'json.loads CPU s':>17s} "
-             f"{'wall/json':>10s} {'rows ok':>8s}")
+    print_fn(f"load average {os.getloadavg()[0]:.1f}")
+    print_fn(f"{'N':>10s} {'MB':>6s} {'engine':>7s} {'wall s':>8s} {'CPU s':>7s} {'peak MiB':>9s} "
+             f"{'json.loads CPU s':>17s} {'wall/json':>10s} {'rows ok':>8s}")
     out = []
     for n in sizes:
         path = _write_file(DIR / f"native-{n}x5x20.jsonl", n, 5, 20, 0)
@@ -106,16 +122,20 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
         mb = path.stat().st_size / 1e6
         for engine in engines:
             res = DIR / f"scaling-{engine}.parquet"
-            wall, peak, rc = _measured(_argv(engine, path, res))
+            wall, peak, rc, cpu = _measured(_argv(engine, path, res))
             rows = pq.ParquetFile(res).metadata.num_rows if rc == 0 else -1
-            row = {"n": n, "mb": mb, "engine": engine, "wall_s": wall, "peak_mib": peak, "json_cpu_s": floor,
+            row = {"n": n, "mb": mb, "engine": engine, "wall_s": wall, "cpu_s": cpu, "peak_mib": peak,
+                   "json_cpu_s": floor,
                    "ratio": wall / floor, "rows": rows, "rc": rc}
             out.append(row)
-            print_fn(f"{n:>10,d} {mb:6.0f} {engine:>7s} {wall:8.1f} {peak:9.0f} {floor:17.1f} {wall / floor:10.2f} "
+            print_fn(f"{n:>10,d} {mb:6.0f} {engine:>7s} {wall:8.1f} {cpu:7.1f} {peak:9.0f} {floor:17.1f} "
+                     f"{wall / floor:10.2f} "
                      f"{str(rows == n):>8s}" + ("" if rc == 0 else f"  (exit {rc})"))
         by = {r["engine"]: r["wall_s"] for r in out if r["n"] == n}
         if "dask1" in by and "dask2" in by:
-            print_fn(f"{'':>10s} dask 2 workers vs 1: {by['dask1'] / by['dask2']:.2f}x faster")
+            cp = {r["engine"]: r["cpu_s"] for r in out if r["n"] == n}
+            print_fn(f"{'':>10s} dask 2 workers vs 1: {by['dask1'] / by['dask2']:.2f}x faster (wall), CPU "
+                     f"{cp['dask2'] / cp['dask1']:.2f}x of 1 worker's; load average {os.getloadavg()[0]:.1f}")
     return out
 
 

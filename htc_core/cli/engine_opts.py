@@ -19,8 +19,9 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                         "local[4]); default: a local cluster of --workers processes on this machine")
     g.add_argument("--workers", type=_positive_int, default=2, metavar="N",
                    help="workers of the local cluster when no --scheduler is given (default: 2)")
-    g.add_argument("--piece-size", type=_positive_int, default=32, metavar="MB",
-                   help="dask/spark: MB of htc-trace JSONL per task (default: 32)")
+    g.add_argument("--piece-size", type=_positive_int, default=None, metavar="MB",
+                   help="dask/spark: MB of htc-trace JSONL per task (default: sized to the data, about 4 tasks "
+                        "per worker, 1 to 32 MB)")
 
 
 def check_engine_args(args: argparse.Namespace) -> None:
@@ -43,7 +44,7 @@ def run_engine(args: argparse.Namespace, task, out):
 
     try:
         res = run(args.inputs, task, out, engine=args.engine, scheduler=args.scheduler, workers=args.workers,
-                  format=args.format, piece_bytes=args.piece_size << 20)
+                  format=args.format, piece_bytes=None if args.piece_size is None else args.piece_size << 20)
     except ImportError as e:
         msg = str(e)
         if not msg.startswith("--engine"):

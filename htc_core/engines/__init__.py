@@ -16,8 +16,9 @@ ENGINES = ("local", "dask", "spark")
 def run(inputs, task, out, *, engine: str = "local", scheduler: str | None = None, workers: int = 2,
         format: str = "auto", piece_bytes: int | None = None):
     """Compute ``task`` over ``inputs`` with ``engine`` and write the table to ``out`` (.csv, .parquet, .jsonl)
-    incrementally; returns an ``EngineResult`` (rows, merged load report, merged metrics)."""
-    from .common import DEFAULT_PIECE_BYTES
+    incrementally; returns an ``EngineResult`` (rows, merged load report, merged metrics). ``piece_bytes``:
+    bytes of htc-trace JSONL per task; None sizes the pieces to the data (``common.sized_piece_bytes``)."""
+    from .common import DEFAULT_PIECE_BYTES, sized_piece_bytes
 
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -29,8 +30,9 @@ def run(inputs, task, out, *, engine: str = "local", scheduler: str | None = Non
         from .dask_engine import run_dask as fn
     else:
         from .spark_engine import run_spark as fn
-    return fn(inputs, task, out, scheduler=scheduler, workers=workers, format=format,
-              piece_bytes=piece_bytes or DEFAULT_PIECE_BYTES)
+    if piece_bytes is None:
+        piece_bytes = DEFAULT_PIECE_BYTES if engine == "local" else sized_piece_bytes(inputs, workers)
+    return fn(inputs, task, out, scheduler=scheduler, workers=workers, format=format, piece_bytes=piece_bytes)
 
 
 def __getattr__(name: str):

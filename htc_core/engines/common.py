@@ -30,8 +30,26 @@ import orjson
 from ..calibration.streaming import MetricState
 from ..report import LoadReport
 
-#: bytes of htc-trace JSONL per piece (a piece is held in memory by the worker that reads it)
+#: bytes of htc-trace JSONL per piece at most (a piece is held in memory by the worker that reads it)
 DEFAULT_PIECE_BYTES = 32 << 20
+#: the smallest piece the automatic size picks (below it, the per-task overhead of a cluster dominates)
+MIN_PIECE_BYTES = 1 << 20
+
+
+def sized_piece_bytes(inputs, workers: int) -> int:
+    """Piece size for ``workers`` sized to the data: about 4 pieces per worker (so that uneven pieces balance),
+    between MIN_PIECE_BYTES and DEFAULT_PIECE_BYTES. A 20 MB input on 2 workers: 2.5 MB pieces (8 tasks)
+    where a fixed 32 MB made one task and left a worker idle."""
+    from ..formats.inputs import SUFFIXES, expand_inputs
+
+    files, _ = expand_inputs([inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs), SUFFIXES)
+    total = 0
+    for f in files:
+        try:
+            total += os.path.getsize(f)
+        except OSError:
+            pass                      # reported by split_inputs
+    return int(min(DEFAULT_PIECE_BYTES, max(MIN_PIECE_BYTES, total // (4 * max(1, workers)))))
 KINDS = ("features", "score")
 META = ("_piece", "_line", "_y", "_meta")
 
@@ -267,4 +285,4 @@ def _state_dict(state: MetricState | None) -> dict | None:
 
 
 __all__ = ["Task", "Piece", "split_inputs", "pieces_batch", "piece_schema", "map_batches", "run_piece",
-           "read_piece", "output_schema", "DEFAULT_PIECE_BYTES", "META", "PIECE_FIELDS"]
+           "read_piece", "output_schema", "DEFAULT_PIECE_BYTES", "MIN_PIECE_BYTES", "sized_piece_bytes", "META", "PIECE_FIELDS"]
