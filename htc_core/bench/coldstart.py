@@ -1,6 +1,6 @@
 """Cold start vs warm start (issue 29, item 3): what a first call costs in a fresh install.
 
-    python -m htc_core.bench coldstart [--skip-evaluate] [--repeats 1]
+    python -m htc_core.bench coldstart [--skip-evaluate] [--only JOB] [--repeats 1]
 
 Each job runs in a new process, first with an empty kernel cache (``HTC_CACHE_DIR`` pointed at a new
 folder: what a fresh checkout, wheel install or container sees), then again with the cache that run left (what
@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m htc_core.bench coldstart", description=__doc__.split("\n")[0])
     ap.add_argument("--skip-evaluate", action="store_true", help="leave out the htc evaluate job (minutes cold)")
     ap.add_argument("--repeats", type=int, default=1, help="cold/warm pairs per job (default: 1)")
+    ap.add_argument("--only", choices=tuple(JOBS), action="append", help="run only this job (repeatable)")
     args = ap.parse_args(argv)
-    jobs = [j for j in JOBS if not (args.skip_evaluate and j == "evaluate")]
+    jobs = [j for j in (args.only or JOBS) if not (args.skip_evaluate and j == "evaluate")]
     print(f"load average {os.getloadavg()[0]:.1f} at start; CPU = user + system of the child process")
     print(f"{'job':<10}{'cold CPU':>10}{'warm CPU':>10}{'compile':>10}{'cold wall':>11}{'warm wall':>11}")
     for job in jobs:
