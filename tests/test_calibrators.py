@@ -165,7 +165,7 @@ def test_parameter_and_input_validation():
         HTCCalibrator(variant="lasso").fit(X, y)
     with pytest.raises(ValueError, match="alphas must be"):
         HTCCalibrator(alphas=(0.0, 1.0)).fit(X, y)
-    with pytest.raises(ValueError, match="y must contain only 0 and 1.*got nan"):
+    with pytest.raises(ValueError, match="y holds NaN at index 199: unlabeled runs"):
         HTCCalibrator(alphas=FAST).fit(X, np.r_[y[:-1], np.nan])
     with pytest.raises(ValueError, match="at least 2 successes and 2 failures"):
         HTCCalibrator(alphas=FAST).fit(X, np.r_[np.ones(199), 0.0])

@@ -44,6 +44,7 @@ from sklearn.exceptions import NotFittedError
 
 from .blas_threads import one_blas_thread
 from .inputs import _check_positive_int, _check_X, _check_y, _default_names, _unpack_features  # noqa: F401
+from .inputs import align_columns, check_predict_data, check_saveable_labels, validate_fit_data
 from .shift import feature_stats
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
@@ -100,15 +101,12 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         self.prior = prior
 
     def __sklearn_clone__(self):
-        from sklearn.base import _clone_parametrized
+        """An unfitted copy with the same parameters (scikit-learn's ``clone``); a fitted ``prior`` is shared,
+        never cloned into an unfitted copy."""
+        from sklearn.base import clone
 
-        prior, self.prior = self.prior, None   # a fitted prior is shared, never cloned into an unfitted copy
-        try:
-            new = _clone_parametrized(self)
-        finally:
-            self.prior = prior
-        new.prior = prior
-        return new
+        params = {k: (v if k == "prior" else clone(v, safe=False)) for k, v in self.get_params(deep=False).items()}
+        return type(self)(**params)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -175,10 +173,8 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
             from .adapt import fit_with_prior
 
             return fit_with_prior(self, X, y, meta=meta)
-        values, names, of_matrix = _unpack_features(X)
+        X, y, classes, names, of_matrix = validate_fit_data(self, X, y)
         profile, top_k = self._fit_profile(of_matrix)
-        X = _check_X(values)
-        y = _check_y(y, X.shape[0])
         names = self._fit_names(X.shape[1], names, feature_names)
         n_pos = int(y.sum())
         if min(n_pos, len(y) - n_pos) < 2:
@@ -199,7 +195,7 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         self.intercept_ = b[at:at + 1].copy()
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = X.shape[1]
-        self.classes_ = np.array([0, 1])
+        self.classes_ = classes
         self.profile_, self.top_k_ = profile, top_k
         self.training_summary_ = self._summary(y, meta) | {"feature_stats": feature_stats(X)}
         return self
@@ -272,19 +268,8 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
                              f"but this model was fitted on features of profile {self.profile_!r} and top_k "
                              f"{self.top_k_}; extract the features with extract(ts, profile={self.profile_!r}, "
                              f"top_k={self.top_k_})")
-        X = _check_X(values)
-        model_names = [str(n) for n in self.feature_names_in_]
-        if names is not None and list(names) != model_names:
-            # columns are found by name, never by position: a model of a subset of the features (or of
-            # another order) scores a full feature matrix correctly
-            index = {n: j for j, n in enumerate(names)}
-            missing = [n for n in model_names if n not in index]
-            if missing:
-                raise ValueError(f"X lacks {len(missing)} feature(s) the model uses: {missing[:5]}")
-            return X[:, [index[n] for n in model_names]]
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}")
-        return X
+        values = align_columns(values, names, [str(n) for n in self.feature_names_in_])
+        return check_predict_data(self, values)
 
     def decision_function(self, X) -> np.ndarray:
         """Logit of the calibrated confidence, [n].
@@ -308,8 +293,10 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """0/1: success predicted when the calibrated confidence exceeds 0.5."""
-        return (self.decision_function(X) > 0).astype(int)
+        """The success class (``classes_[1]``, 1 for 0/1 labels) where the calibrated confidence exceeds 0.5,
+        else the failure class."""
+        z = self.decision_function(X)   # checks that the model is fitted
+        return self.classes_[(z > 0).astype(int)]
 
     def contributions(self, X) -> np.ndarray:
         """Per-feature contribution to the logit, weight x standardized value, [n, d].
@@ -332,6 +319,7 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
     def to_dict(self) -> dict:
         """The model file's JSON object (see :mod:`htc_core.calibration.model_file`)."""
         self._check_fitted()
+        check_saveable_labels(self)
         return model_to_dict(self)
 
     def save(self, path: str | Path) -> Path:

@@ -43,7 +43,7 @@ def _unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
     if isinstance(X, FeatureMatrix):
         return X.values, list(X.names), (str(X.profile), int(X.top_k))
     if isinstance(X, pd.DataFrame):
-        return X.to_numpy(dtype=np.float64), [str(c) for c in X.columns], None
+        return X.to_numpy(), [str(c) for c in X.columns], None
     return X, None, None
 
 
@@ -57,3 +57,83 @@ def _check_positive_int(value, name: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+# ------------------------------------------------ scikit-learn's validation, shared by every calibrator
+def validate_fit_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None,
+                                                tuple[str, int] | None]:
+    """Check ``fit``'s (X, y) with scikit-learn's public validation (``validate_data``: sets
+    ``n_features_in_``) and the calibrators' rules: X finite, y binary with both classes present.
+
+    Returns ``(X, y01, classes, names, of_matrix)``: X as float64 [n, d]; y01 the labels as 0.0/1.0, 1 for
+    ``classes[1]`` (the success class); ``classes`` ``[0, 1]`` for 0/1 or boolean labels, else the two
+    labels sorted; the column names (a FeatureMatrix's or a DataFrame's, else None); the FeatureMatrix's
+    (profile, top_k) or None.
+    """
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.validation import validate_data
+
+    values, names, of_matrix = _unpack_features(X)
+    if y is not None:
+        _reject_unlabeled(y)
+    X, y = validate_data(estimator, values, y, dtype=np.float64, ensure_all_finite=False)
+    check_finite(X)
+    check_classification_targets(y)
+    y_type = type_of_target(y, input_name="y")
+    if y_type != "binary":
+        raise ValueError(f"Only binary classification is supported (success / failure). The type of the target "
+                         f"is {y_type}.")
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"y holds one class only ({classes[0]!r}): a calibrator needs runs of both outcomes")
+    if classes.dtype.kind in "biuf" and np.array_equal(classes, [0, 1]):
+        classes = np.array([0, 1])
+    return X, (y == classes[1]).astype(np.float64), classes, names, of_matrix
+
+
+def _reject_unlabeled(y) -> None:
+    arr = np.asarray(y)
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        i = int(np.flatnonzero(np.isnan(arr.reshape(-1)))[0])
+        raise ValueError(f"y holds NaN at index {i}: unlabeled runs cannot be fitted (fit on ts.labeled(), or "
+                         "drop the rows whose label is missing)")
+
+
+def check_finite(X: np.ndarray, name: str = "X") -> None:
+    """Raise a ValueError naming the first non-finite entry (row, column) of the 2-D float array ``X``."""
+    if not np.isfinite(X).all():
+        i, j = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(f"{name} contains NaN or infinity: {float(X[i, j])!r} at row {i}, column {j} "
+                         "(features must be finite)")
+
+
+def check_predict_data(estimator, values) -> np.ndarray:
+    """``values`` (already in the model's column order) checked with scikit-learn's ``check_array`` against
+    the fitted ``n_features_in_``; float64 [n, d]."""
+    from sklearn.utils.validation import check_array
+
+    X = check_array(values, dtype=np.float64, ensure_all_finite=False, input_name="X")
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+                         f"{estimator.n_features_in_} features as input.")
+    check_finite(X)
+    return X
+
+
+def align_columns(values, names: list[str] | None, model_names: list[str]):
+    """The columns of ``values`` in the model's order, found by name when ``names`` are known (a model of a
+    subset of the features, or of another order, scores a full feature matrix correctly)."""
+    if names is None or list(names) == model_names:
+        return values
+    index = {n: j for j, n in enumerate(names)}
+    missing = [n for n in model_names if n not in index]
+    if missing:
+        raise ValueError(f"X lacks {len(missing)} feature(s) the model uses: {missing[:5]}")
+    return np.asarray(values)[:, [index[n] for n in model_names]]
+
+
+def check_saveable_labels(model) -> None:
+    """Model files hold 0/1 labels (failure / success): a model fitted on other labels cannot be saved."""
+    if not np.array_equal(np.asarray(model.classes_, dtype=object), np.array([0, 1], dtype=object)):
+        raise ValueError(f"this model was fitted on the labels {list(model.classes_)}; model files hold 0/1 labels "
+                         "(0 failure, 1 success): fit on 0/1 labels to save it")

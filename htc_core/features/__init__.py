@@ -53,7 +53,46 @@ def family_of(name: str) -> str:
 
 @dataclass
 class FeatureMatrix:
-    """Result of feature extraction: one row per trajectory, columns in the paper's order."""
+    """Result of feature extraction: one row per trajectory, columns in the paper's order.
+
+    A FeatureMatrix behaves as a 2-D array where scikit-learn expects one: ``np.asarray(fm)`` is
+    ``fm.values``, ``len(fm)`` and ``fm.shape`` count the trajectories, and ``fm[rows]`` (integer
+    indices, a boolean mask or a slice) is the FeatureMatrix of those rows, with their ids, names and
+    token-confidence profile. So ``cross_val_score(HTCCalibrator(), fm, y)`` splits it like an array
+    while every fold keeps the profile the calibrator checks.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_trajectories, n_features)
+        The feature values (float64).
+    ids : ndarray of shape (n_trajectories,)
+        The trajectory ids, one per row.
+    profile : str
+        The token-confidence profile the features were computed with (``"paper"``, ``"chosen"``, ...).
+    top_k : int
+        The number of alternatives averaged into TopkConf.
+    names : tuple of str, default=FEATURE_NAMES
+        The column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.features import FeatureMatrix
+    >>> fm = FeatureMatrix(np.arange(6.0).reshape(3, 2), np.array(["a", "b", "c"], dtype=object),
+    ...                    "paper", 5, ("f0", "f1"))
+    >>> fm.shape, len(fm)
+    ((3, 2), 3)
+    >>> fm[[0, 2]].ids.tolist()
+    ['a', 'c']
+    >>> np.asarray(fm)[1].tolist()
+    [2.0, 3.0]
+    >>> fm.to_frame()
+         f0   f1
+    id
+    a   0.0  1.0
+    b   2.0  3.0
+    c   4.0  5.0
+    """
 
     values: np.ndarray          # float64 [n_trajectories, 48]
     ids: np.ndarray             # object [n_trajectories]
@@ -64,20 +103,74 @@ class FeatureMatrix:
     def __len__(self) -> int:
         return self.values.shape[0]
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_trajectories, n_features), as a 2-D array's."""
+        return self.values.shape
+
+    @property
+    def ndim(self) -> int:
+        """2, as a 2-D array's."""
+        return 2
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The values' dtype (float64)."""
+        return self.values.dtype
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if copy is False and dtype is not None and np.dtype(dtype) != self.values.dtype:
+            raise ValueError("a FeatureMatrix cannot be converted to another dtype without a copy")
+        arr = self.values if dtype is None else self.values.astype(dtype, copy=False)
+        return arr.copy() if copy else arr
+
+    def __getitem__(self, key) -> "FeatureMatrix":
+        """Rows of the matrix: ``fm[rows]`` or ``fm[rows, ...]`` (how scikit-learn's splitters index)."""
+        if isinstance(key, tuple):
+            if len(key) == 2 and key[1] is Ellipsis:
+                key = key[0]
+            else:
+                raise IndexError("a FeatureMatrix is indexed by rows only (fm[rows]); take columns with "
+                                 "fm.column(name) or np.asarray(fm)[:, columns]")
+        if isinstance(key, (int, np.integer)):
+            key = [key]
+        if isinstance(key, slice):
+            return self.take(np.arange(len(self))[key])
+        return self.take(key)
+
     def column(self, name: str) -> np.ndarray:
+        """The values of feature ``name`` (a name or a code such as ``"F31"``), [n_trajectories]."""
         return self.values[:, get_feature(name).index]
 
     def to_frame(self, meta: pd.DataFrame | None = None) -> pd.DataFrame:
-        df = pd.DataFrame(self.values, columns=list(self.names))
+        """The features as a DataFrame.
+
+        Parameters
+        ----------
+        meta : DataFrame, optional
+            The trace set's metadata table. Without it (the default) the frame holds the feature columns
+            only, indexed by trajectory id (index name ``"id"``), so it goes back into a calibrator's
+            ``fit`` and ``predict_proba`` as it is. With it, the export layout: ``id``, ``dataset``,
+            ``model`` and ``success`` columns first, then the features (what ``htc features`` writes).
+
+        Returns
+        -------
+        DataFrame
+            One row per trajectory.
+        """
         if meta is not None:
+            df = pd.DataFrame(self.values, columns=list(self.names))
             head = meta[["id", "dataset", "model", "success"]].reset_index(drop=True)
-            df = pd.concat([head, df], axis=1)
-        else:
-            df.insert(0, "id", self.ids)
-        return df
+            return pd.concat([head, df], axis=1)
+        return pd.DataFrame(self.values, columns=list(self.names), index=pd.Index(self.ids, name="id"))
 
     def take(self, indices) -> "FeatureMatrix":
+        """The FeatureMatrix of the rows ``indices`` (integer positions or a boolean mask)."""
         idx = np.asarray(indices)
+        if idx.size == 0:
+            idx = idx.astype(np.intp)
+        if idx.dtype != bool and idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise IndexError(f"rows must be integer positions or a boolean mask, got {idx.dtype} values")
         return FeatureMatrix(self.values[idx], self.ids[idx], self.profile, self.top_k, self.names)
 
 
