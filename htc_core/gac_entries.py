@@ -54,7 +54,7 @@ def _gac_without(excluded: frozenset) -> GeneralCalibrator:
 
 def gac_zero_shot(train_ts, y_train, test_ts, seed) -> np.ndarray:
     """Learning-curve entry: the GAC (never trained on these runs' datasets), zero-shot on ``test_ts``."""
-    return _gac_without(_datasets(train_ts, test_ts)).predict_proba(test_ts)[:, 1]
+    return _gac_without(_datasets(train_ts, test_ts)).predict_proba_traces(test_ts)[:, 1]
 
 
 def gac_adapted(train_ts, y_train, test_ts, seed) -> np.ndarray:

@@ -49,7 +49,37 @@ class Problem:
 
 @dataclass
 class LoadReport:
-    """Counts and problems of one load (one or many files)."""
+    """Counts and problems of one load (one or many files).
+
+    Every rejected record and every value changed on the way in is counted here, and each problem names
+    its file, line, field and value; :meth:`summary` says it in one paragraph.
+
+    Parameters
+    ----------
+    files : list of str
+        The files read.
+    lines_read, trajectories_read, rejected : int
+        Lines read, trajectories kept, trajectories rejected.
+    empty_steps_dropped, clipped_values, skipped_lines : int
+        Steps without tokens dropped, logprobs in (0, 1e-6] clipped to 0, blank or comment lines skipped.
+    problems : list of Problem
+        The problems (file, line, field, value, reason, trajectory id, severity), at most ``max_problems``.
+    max_problems : int, default=1000
+        How many problems are kept; ``problems_truncated`` counts the others.
+    problems_truncated : int
+        Problems not kept.
+    formats : dict
+        File -> the format it was read as.
+    labels : dict or None
+        The labels join, when a labels file was given (rows, matched, unlabeled, unmatched rows).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, report = htc.load("sample_runs/units/")
+    >>> report.trajectories_read, report.rejected, len(report.files)
+    (500, 0, 2)
+    """
 
     files: list[str] = field(default_factory=list)
     lines_read: int = 0

@@ -23,7 +23,7 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     # ValueError: scores that would not be finite, never written as NaN
     if gac:
         profile, top_k = "paper", 5
-        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(ts)[:, 1], "gac_model": model.kinds(ts)})
+        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba_traces(ts)[:, 1], "gac_model": model.kinds(ts)})
     else:
         # the features of the model's own token-confidence profile and top-k (recorded in the model file)
         profile, top_k = model.profile_, model.top_k_

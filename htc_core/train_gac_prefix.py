@@ -84,7 +84,7 @@ def prefix_leave_one_out(ts, *, by: str = "dataset", variant: str = "reduced", s
         for label, cut in _cuts():
             part = prefixes(test, **cut)
             for name, m in models.items():
-                p = m.predict_proba(part)[:, 1]
+                p = m.predict_proba_traces(part)[:, 1]
                 rows.append({"heldout": g, "method": f"{name}, {label}", "prefix": label, "model": name,
                              "n": int(len(y)), **{k: {"mean": round(v, 4), "std": 0.0}
                                                   for k, v in score_metrics(y, p).items()}})

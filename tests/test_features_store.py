@@ -51,7 +51,7 @@ def test_stored_columns_equal_freshly_computed_ones(stored):
     assert list(cols.baselines.columns) == list(base.columns)
     for c in base.columns:
         np.testing.assert_allclose(cols.baselines[c], base[c], rtol=0, atol=1e-12)
-    gac = load_model(DEFAULT_GAC).score(ts)
+    gac = load_model(DEFAULT_GAC).score_traces(ts)
     np.testing.assert_allclose(cols.gac, gac.confidence, rtol=0, atol=1e-12)
     assert list(cols.gac_kind) == list(gac.kind)
     fl = structural_flags(ts)

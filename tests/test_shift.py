@@ -56,7 +56,7 @@ def test_the_shift_warning_fires_on_another_model_family(smol_model, uala):
     msg = rep.message(prior="smol.json")
     assert "outside the data smol was trained on" in msg and "--prior smol.json" in msg and "Label 50 runs" in msg
     # as a GAC (routes these runs without alternatives to that model)
-    gac = GeneralCalibrator({"without_alternatives": smol_model}, name="gac-smol")
+    gac = GeneralCalibrator.from_models({"without_alternatives": smol_model}, name="gac-smol")
     rep = shift_check(gac, uala)
     assert rep.shifted and rep.n_by_part == {"without_alternatives": len(uala)}
 

@@ -35,7 +35,7 @@ def gac_scores(ws: Workspace, name: str = DEFAULT_GAC) -> GACScores:
 
     def run(progress):
         progress(0.2, f"scoring {len(ws):,} runs")
-        return shipped_gac(name).score(ws.ts)
+        return shipped_gac(name).score_traces(ws.ts)
 
     return compute.computed(cache_key("gac", name), f"Scoring with the shipped {name.upper()}", run)
 

@@ -124,7 +124,7 @@ def _chunk_table(ts: TraceSet, start: int, profile: str, top_k: int, gac) -> pa.
         cols[c] = fm.values[:, j]
     for j, name in enumerate(BASELINES):
         cols[_B[j]] = base[name].to_numpy(dtype=np.float64) if name in base else np.full(n, np.nan)
-    scores = gac.score(ts)
+    scores = gac.score_traces(ts)
     cols["gac"] = np.asarray(scores.confidence, dtype=np.float64)
     cols["gac_kind"] = pa.array(np.asarray(scores.kind, dtype=object).tolist(), type=pa.string())
     fl = structural_flags(ts).frame

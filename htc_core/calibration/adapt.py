@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import _check_y, _unpack_features
+from .inputs import _unpack_features, validate_fit_input_with_prior
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .model_file import read_model_file
 from .shift import feature_stats
@@ -201,8 +201,8 @@ def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS):
         if mine is not None and mine != theirs:
             raise ValueError(f"{param}={mine!r} was given, but the prior {prior_name} uses {param} {theirs!r}; "
                              f"an adapted model works in the prior's features (leave {param}=None)")
+    y = validate_fit_input_with_prior(est, values, y)
     Xp = prior._checked(X)              # the prior's columns, by name; a FeatureMatrix of another profile fails
-    y = _check_y(y, Xp.shape[0])
     n_pos = int(y.sum())
     grid = _grid(strengths)
     if min(n_pos, len(y) - n_pos) == 0:

@@ -191,7 +191,7 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
     gac = _prior_for_curve(ts, group, str(target), others, prior, notes)
     tgt = ts.take(rows_t)
     y = tgt.labels
-    p0 = gac.predict_proba(tgt)[:, 1]
+    p0 = gac.predict_proba_traces(tgt)[:, 1]
     profile, top_k = _profile_for(gac, tgt)
     fm = extract(tgt, profile=profile, top_k=top_k)
     seed_values = [42 + i for i in range(int(seeds))]
@@ -272,7 +272,7 @@ def compare_on_labels(ts, prior="gac", *, folds: int = 5, seed: int = 42) -> Lab
     profile, top_k = _profile_for(gac, ts)
     fm = extract(ts, profile=profile, top_k=top_k)
     oof = {m: np.full(len(y), np.nan) for m in METHODS}
-    oof["GAC zero-shot"] = gac.predict_proba(ts)[:, 1]
+    oof["GAC zero-shot"] = gac.predict_proba_traces(ts)[:, 1]
     notes = []
     for tr, te in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(fm.values, y):
         try:

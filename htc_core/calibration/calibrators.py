@@ -44,7 +44,7 @@ from sklearn.exceptions import NotFittedError
 
 from .blas_threads import one_blas_thread
 from .inputs import _check_positive_int, _check_X, _check_y, _default_names, _unpack_features  # noqa: F401
-from .inputs import align_columns, check_predict_data, check_saveable_labels, validate_fit_data
+from .inputs import TraceSetMixin, align_columns, check_predict_data, check_saveable_labels, validate_fit_data
 from .shift import feature_stats
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
@@ -56,34 +56,78 @@ __all__ = ["HTCCalibrator", "DEFAULT_ALPHAS", "MODEL_FORMAT", "fit_path", "stand
 
 
 # ------------------------------------------------------------------ model
-class HTCCalibrator(ClassifierMixin, BaseEstimator):
+class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     """Holistic Trajectory Calibration model (paper section 3.3, DESIGN.md section 4).
+
+    A scikit-learn classifier: ``fit(X, y)`` selects alpha by inner stratified CV, then refits on all of
+    ``(X, y)``; ``predict_proba(X)[:, 1]`` is the calibrated confidence. X is a :class:`FeatureMatrix`, an
+    array or a DataFrame (columns found by name); :meth:`fit_traces` / :meth:`predict_proba_traces` take a
+    TraceSet. Saved as JSON (:meth:`save`), never pickle.
 
     Parameters
     ----------
-    variant : "reduced" (L1, sparse) or "full" (L2)
-    alphas : candidate regularization strengths (C = 1 / alpha)
-    inner_folds : stratified folds of the alpha selection (on the data given to ``fit`` only)
-    random_state : seed of the inner fold shuffling
-    max_iter : iteration cap of the solver
-    tol : stopping tolerance. For ``solver="path"``: the largest entry of the objective's minimum-norm
+    variant : {"reduced", "full"}, default="reduced"
+        HTC-Reduced (L1, sparse) or HTC-Full (L2).
+    alphas : sequence of float, default=DEFAULT_ALPHAS
+        Candidate regularization strengths (C = 1 / alpha).
+    inner_folds : int, default=5
+        Stratified folds of the alpha selection (on the data given to ``fit`` only).
+    random_state : int or None, default=42
+        Seed of the inner fold shuffling.
+    max_iter : int, default=1000
+        Iteration cap of the solver.
+    tol : float, default=1e-4
+        Stopping tolerance. For ``solver="path"``: the largest entry of the objective's minimum-norm
         subgradient, relative to the largest gradient entry at w = 0. For ``"liblinear"``: liblinear's own
         tolerance (scikit-learn's meaning).
-    profile, top_k : the token-confidence profile and top-k (DESIGN.md section 3) of the features, recorded
-        in the model so that new runs are scored with the same definitions. A ``FeatureMatrix`` carries its
-        own: with the default ``None`` the model takes them from the ``FeatureMatrix`` given to ``fit``
-        (a value given here that differs from the matrix's raises ``ValueError``). Plain arrays and
-        DataFrames carry none: the model then records these parameters, ``None`` meaning the default
-        profile ``"paper"`` and top-k 5. Either way the result is in ``profile_`` and ``top_k_``, and
-        scoring a ``FeatureMatrix`` of another profile or top-k raises ``ValueError``; arrays and DataFrames
+    profile : str or None, default=None
+        The token-confidence profile (DESIGN.md section 3) of the features, recorded in the model so that new
+        runs are scored with the same definitions. A ``FeatureMatrix`` carries its own: with ``None`` the
+        model takes it from the matrix given to ``fit`` (a different value given here raises ``ValueError``).
+        Arrays and DataFrames carry none: the model then records this parameter (``None``: ``"paper"``).
+        Scoring a ``FeatureMatrix`` of another profile or top-k raises ``ValueError``; arrays and DataFrames
         are taken on trust.
-    solver : "path" (warm-started proximal Newton, default) or "liblinear" (scikit-learn, one cold fit per
-        alpha); both minimize the same objective, see the module docstring. Recorded in saved models.
+    top_k : int or None, default=None
+        The features' top-k, recorded like ``profile`` (``None``: the matrix's, else 5).
+    solver : {"path", "liblinear"}, default="path"
+        Warm-started proximal Newton, or scikit-learn's liblinear (one cold fit per alpha); both minimize
+        the same objective, see the module docstring. Recorded in saved models.
+    prior : HTCCalibrator, GeneralCalibrator, str or path, optional
+        Adapt this fitted model (a shipped name such as ``"gac"`` or a model file) to the labels given to
+        ``fit`` instead of fitting from scratch (:mod:`htc_core.calibration.adapt`).
 
-    Attributes after ``fit``: ``coef_`` [1, d], ``intercept_`` [1], ``alpha_``, ``classes_`` ([0, 1]),
-    ``mean_``, ``scale_``, ``feature_names_in_``, ``n_features_in_``, ``profile_``, ``top_k_``,
-    ``selected_features_``, ``cv_results_`` (per alpha: mean AUROC, Brier, ECE and the criterion),
-    ``training_summary_``.
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features)
+        Weights on the standardized features.
+    intercept_ : ndarray of shape (1,)
+    alpha_ : float
+        The selected alpha.
+    classes_ : ndarray of shape (2,)
+        ``[0, 1]`` for 0/1 labels (1 = success), else the two labels sorted.
+    mean_, scale_ : ndarray of shape (n_features,)
+        The standardization.
+    feature_names_in_ : ndarray of str
+    n_features_in_ : int
+    profile_, top_k_ : str, int
+        The features' definitions.
+    cv_results_ : dict or None
+        Per alpha: mean AUROC, Brier, ECE and the criterion of the inner CV.
+    training_summary_ : dict
+        Size, positive rate, datasets, models and feature statistics of the training runs.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from sklearn.model_selection import cross_val_score
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> fm, y = htc.extract(ts), ts.labels
+    >>> scores = cross_val_score(htc.HTCCalibrator(alphas=(0.1, 1.0)), fm, y, cv=3, scoring="roc_auc")
+    >>> bool(scores.min() > 0.5)
+    True
+    >>> model = htc.HTCCalibrator(alphas=(0.1, 1.0)).fit(fm, y)
+    >>> model.predict_proba(fm).shape
+    (500, 2)
     """
 
     def __init__(self, variant: str = "reduced", alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
@@ -160,9 +204,31 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, *, feature_names: Sequence[str] | None = None, meta=None) -> "HTCCalibrator":
         """Select alpha by inner stratified CV on (X, y), then refit on all of (X, y).
 
-        ``X``: [n, d] array, DataFrame or ``FeatureMatrix``; ``y``: 0/1 labels.
-        ``meta`` (optional trace-set metadata) fills the training summary's
-        datasets and models. BLAS runs on one thread during the fit (``blas_threads``).
+        BLAS runs on one thread during the fit (``blas_threads``).
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            The features (a frame of ``fm.to_frame()`` works as the matrix does).
+        y : array-like of shape (n_runs,)
+            Binary labels (0/1, boolean, or any two values: the larger is the success class).
+        feature_names : sequence of str, optional
+            Column names for an array (a FeatureMatrix or DataFrame brings its own).
+        meta : DataFrame, optional
+            The trace set's metadata: fills the training summary's datasets and models.
+
+        Returns
+        -------
+        self : HTCCalibrator
+            The fitted model.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> model = htc.HTCCalibrator(alphas=(0.1, 1.0)).fit(htc.extract(ts), ts.labels, meta=ts.meta)
+        >>> model.alpha_ in (0.1, 1.0), model.training_summary_["datasets"]
+        (True, ['units'])
         """
         with one_blas_thread():
             return self._fit(X, y, feature_names=feature_names, meta=meta)
@@ -288,7 +354,27 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         return z
 
     def predict_proba(self, X) -> np.ndarray:
-        """[n, 2]: probability of failure, probability of success (the calibrated confidence)."""
+        """The calibrated probabilities of failure and success.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k (columns found by name when X has names).
+
+        Returns
+        -------
+        ndarray of shape (n_runs, 2)
+            Probability of failure, probability of success (the calibrated confidence).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> fm = htc.extract(ts)
+        >>> p = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels).predict_proba(fm)
+        >>> bool(((p >= 0) & (p <= 1)).all() and abs(p.sum(axis=1) - 1).max() < 1e-12)
+        True
+        """
         p = sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
@@ -323,7 +409,28 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
         return model_to_dict(self)
 
     def save(self, path: str | Path) -> Path:
-        """Write the model as JSON (floats round-trip exactly)."""
+        """Write the model as JSON (atomic; floats round-trip exactly).
+
+        Parameters
+        ----------
+        path : str or path
+            The model file.
+
+        Returns
+        -------
+        Path
+            The file written.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> path = model.save(os.path.join(tempfile.mkdtemp(), "model.json"))
+        >>> bool((htc.HTCCalibrator.load(path).coef_ == model.coef_).all())
+        True
+        """
         from ..atomic import write_text
 
         text = json.dumps(self.to_dict(), indent=1, allow_nan=True)
@@ -345,7 +452,26 @@ class HTCCalibrator(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path: str | Path) -> "HTCCalibrator":
-        """Read a model written by :meth:`save`; anything else raises a ValueError saying why."""
+        """Read a model written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path
+            The model file; anything but a valid HTC model file raises a ValueError saying why.
+
+        Returns
+        -------
+        HTCCalibrator
+            The fitted model.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> htc.HTCCalibrator.load("nothing-here.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: model file nothing-here.json does not exist
+        """
         return cls.from_dict(read_model_file(path), source=str(Path(path)))
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:

@@ -34,7 +34,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
-from .calibrators import HTCCalibrator, _check_positive_int, _check_X, _check_y, _unpack_features
+from .calibrators import HTCCalibrator, _check_positive_int, _unpack_features
+from .inputs import TraceSetMixin, align_columns, check_predict_data, check_saveable_labels, validate_fit_data
 from .metrics import _fast_auroc, _fast_brier, _fast_ece
 from .gam_basis import SELECT, Design, ShapeFunction, dedup_columns, newton_path
 from .solvers import DEFAULT_ALPHAS, sigmoid
@@ -45,7 +46,7 @@ __all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "dedup_columns"]
 GAM_ALPHAS = (2.0, 16.0, 128.0)
 
 
-class HTCGAM(ClassifierMixin, BaseEstimator):
+class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
     """HTC-GAM: an interpretable calibrator with one shape function per de-duplicated feature (module docstring).
 
     Parameters
@@ -124,17 +125,15 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
         ``inner_folds`` and ``random_state`` (the evaluation loop passes the one it just fitted, so it is not
         fitted twice); checked for those settings, otherwise fitted here."""
         alphas = self._check_params()
+        Xa, ya, classes, _, _ = validate_fit_data(self, X, y)
         if not self._reusable(linear, X):
             linear = self._linear()
-            linear.fit(X, y, feature_names=feature_names, meta=meta)   # validates X, y, names, profile
-        values, _, _ = _unpack_features(X)
-        Xa = _check_X(values)
-        ya = _check_y(y, Xa.shape[0])
+            linear.fit(X, y, feature_names=feature_names, meta=meta)   # validates names and profile
         self.feature_names_in_ = linear.feature_names_in_
         self.n_features_in_ = linear.n_features_in_
         self.profile_, self.top_k_ = linear.profile_, linear.top_k_
         self.training_summary_ = linear.training_summary_
-        self.classes_ = np.array([0, 1])
+        self.classes_ = classes
         lin_crit = -np.inf if linear.cv_results_ is None else float(np.max(linear.cv_results_["criterion"]))
         keep = dedup_columns(Xa, float(self.dedup_threshold))
         if not keep.any() and self.select == "gam":
@@ -214,11 +213,13 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
 
     def _columns(self, X) -> np.ndarray:
         """X's columns in the model's feature order (found by name), checked like HTCCalibrator's."""
-        probe = HTCCalibrator()
-        for attr in ("feature_names_in_", "n_features_in_", "profile_", "top_k_"):
-            setattr(probe, attr, getattr(self, attr))
-        probe.coef_ = np.zeros((1, self.n_features_in_))
-        return probe._checked(X)
+        values, names, of_matrix = _unpack_features(X)
+        if of_matrix is not None and of_matrix != (self.profile_, self.top_k_):
+            raise ValueError(f"X is a FeatureMatrix computed with profile {of_matrix[0]!r} and top_k {of_matrix[1]}, "
+                             f"but this model was fitted on features of profile {self.profile_!r} and top_k "
+                             f"{self.top_k_}; extract the features with extract(ts, profile={self.profile_!r}, "
+                             f"top_k={self.top_k_})")
+        return check_predict_data(self, align_columns(values, names, [str(n) for n in self.feature_names_in_]))
 
     def contributions(self, X) -> np.ndarray:
         """[n, d]: each feature's contribution to the logit (its shape function's value; 0 for features
@@ -247,7 +248,10 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        return (self.decision_function(X) > 0).astype(int)
+        """The success class (``classes_[1]``) where the calibrated confidence exceeds 0.5, else the failure
+        class."""
+        z = self.decision_function(X)   # checks that the model is fitted
+        return self.classes_[(z > 0).astype(int)]
 
     def shape(self, name: str) -> ShapeFunction:
         """The shape function of feature ``name`` (a linear model's is the straight line w * z)."""
@@ -279,6 +283,7 @@ class HTCGAM(ClassifierMixin, BaseEstimator):
         from .gam_file import gam_to_dict
 
         self._check_fitted()
+        check_saveable_labels(self)
         return gam_to_dict(self)
 
     def save(self, path: str | Path) -> Path:

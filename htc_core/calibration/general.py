@@ -13,22 +13,29 @@ Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to
 The file is JSON (``"format": "htc-gac"``) holding both model files and the model card; never pickle.
 """
 
+# size: one concept (the GAC estimator, its feature layout and its model file), kept whole (issue 28 item 2)
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
 from .calibrators import HTCCalibrator
 from .gac import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from .grouping import has_alternatives
+from .inputs import TraceSetMixin, check_predict_data, check_saveable_labels, unpack_features, validate_fit_data
 from .model_file import read_model_file
+from .solvers import DEFAULT_ALPHAS
 
-__all__ = ["GeneralCalibrator", "GACScores", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "load_any_model"]
+__all__ = ["GeneralCalibrator", "GACScores", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "gac_features",
+           "load_any_model"]
 
 GAC_FORMAT = "htc-gac"
 GAC_FORMAT_VERSION = 1
@@ -57,36 +64,256 @@ class GACScores:
         return {k: int((self.kind == k).sum()) for k in KINDS}
 
 
-class GeneralCalibrator:
-    """A GAC: ``models`` maps ``"with_alternatives"`` / ``"without_alternatives"`` to fitted
-    :class:`HTCCalibrator` s (the first may be None); ``card`` is the model card (a JSON object)."""
+#: the column of :func:`gac_features` that routes each run, and the prefixes of its two feature blocks
+ROUTING_COLUMN = "has_alternatives"
+BLOCK_PREFIX = {WITH_ALTERNATIVES: "paper:", WITHOUT_ALTERNATIVES: "chosen:"}
+KIND_PROFILE = {WITH_ALTERNATIVES: "paper", WITHOUT_ALTERNATIVES: "chosen"}
 
-    def __init__(self, models: dict, *, name: str = "gac", card: dict | None = None):
+
+def gac_features(ts, *, top_k: int = 5) -> pd.DataFrame:
+    """The feature frame a :class:`GeneralCalibrator` is fitted on and scores: one row per run.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs.
+    top_k : int, default=5
+        The top-k of TopkConf (as :func:`htc_core.extract`).
+
+    Returns
+    -------
+    DataFrame
+        Indexed by run id (index name ``"id"``). Column ``has_alternatives`` (1 where the run lists top-k
+        alternatives, else 0) routes the run; then the 48 features of the ``paper`` profile (columns
+        ``paper:<feature>``, for the with-alternatives model) and the 48 of the ``chosen`` profile
+        (``chosen:<feature>``, for the without-alternatives model).
+
+    Examples
+    --------
+    >>> from htc_core import load
+    >>> from htc_core.calibration.general import gac_features
+    >>> ts, _ = load("sample_runs/units/")
+    >>> X = gac_features(ts)
+    >>> X.shape[1], X.columns[0], X.columns[1]
+    (97, 'has_alternatives', 'paper:top1_gradient_mean')
+    """
+    from ..features import extract
+
+    parts = [pd.DataFrame({ROUTING_COLUMN: has_alternatives(ts).astype(np.float64)},
+                          index=pd.Index(np.asarray(ts.ids, dtype=object), name="id"))]
+    for kind in KINDS:
+        fm = extract(ts, profile=KIND_PROFILE[kind], top_k=top_k)
+        parts.append(fm.to_frame().add_prefix(BLOCK_PREFIX[kind]))
+    return pd.concat(parts, axis=1)
+
+
+def _split_layout(X: np.ndarray, names: list[str] | None) -> tuple[np.ndarray, dict, dict]:
+    """(alt flags, {kind: block}, {kind: block names or None}) of a GAC design matrix; a ValueError says how
+    X must look otherwise."""
+    n = X.shape[1]
+    if n < 3 or n % 2 == 0:
+        raise ValueError(f"X must hold the GAC layout (build it with gac_features(ts)): a 0/1 has_alternatives "
+                         f"column, then two feature blocks of equal width; got {n} columns")
+    d = (n - 1) // 2
+    flag = X[:, 0]
+    bad = ~((flag == 0) | (flag == 1))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"X's column 0 must be the 0/1 has_alternatives flag (build X with gac_features(ts)), "
+                         f"got {float(flag[i])!r} at row {i}")
+    blocks = {WITH_ALTERNATIVES: X[:, 1:1 + d], WITHOUT_ALTERNATIVES: X[:, 1 + d:]}
+    block_names = {k: None for k in KINDS}
+    if names is not None:
+        for kind, cols in ((WITH_ALTERNATIVES, names[1:1 + d]), (WITHOUT_ALTERNATIVES, names[1 + d:])):
+            pre = BLOCK_PREFIX[kind]
+            block_names[kind] = [c[len(pre):] if c.startswith(pre) else c for c in cols]
+    return flag.astype(bool), blocks, block_names
+
+
+class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
+    """The General Agent Calibrator: two HTC calibrators and the rule that picks one per run.
+
+    A scikit-learn classifier on the frame of :func:`gac_features` (``fit(X, y)``, ``predict_proba(X)``,
+    ``get_params``, ``clone``, ``cross_val_score``); :meth:`fit_traces`, :meth:`predict_proba_traces` and
+    :meth:`score_traces` take a TraceSet. :meth:`from_models` wraps two calibrators fitted elsewhere, and
+    :meth:`load` reads a GAC model file.
+
+    Parameters
+    ----------
+    variant : {"reduced", "full"}, default="reduced"
+        HTC-Reduced (L1) or HTC-Full (L2) for both models.
+    alphas : sequence of float, default=DEFAULT_ALPHAS
+        The candidate penalties of each model's inner CV.
+    inner_folds : int, default=5
+        Stratified folds of each model's alpha selection.
+    random_state : int or None, default=42
+        Seed of the inner folds.
+    top_k : int, default=5
+        The top-k of the features (recorded in both models).
+    name : str, default="gac"
+        The model's name (shown by the CLI and the dashboard).
+    card : dict or None, default=None
+        The model card, a JSON object saved with the model.
+
+    Attributes
+    ----------
+    models_ : dict
+        ``"with_alternatives"`` -> the HTC calibrator of the runs that list alternatives (``paper``
+        profile; None when too few such runs were labeled), ``"without_alternatives"`` -> the one of
+        every run (``chosen`` profile). Also readable as ``models``.
+    classes_ : ndarray of shape (2,)
+        The labels, failure first.
+    n_features_in_ : int
+        Columns of X (97 for :func:`gac_features`).
+
+    Examples
+    --------
+    >>> from htc_core import load
+    >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+    >>> ts, _ = load(["sample_runs/units/", "sample_runs/facts/"])
+    >>> gac = GeneralCalibrator(alphas=(0.1, 1.0)).fit(gac_features(ts), ts.labels)
+    >>> sorted(k for k, m in gac.models_.items() if m is not None)
+    ['with_alternatives', 'without_alternatives']
+    >>> gac.predict_proba(gac_features(ts)).shape == (len(ts), 2)
+    True
+    """
+
+    def __init__(self, variant: str = "reduced", alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
+                 random_state: int | None = 42, top_k: int = 5, name: str = "gac", card: dict | None = None):
+        self.variant = variant
+        self.alphas = alphas
+        self.inner_folds = inner_folds
+        self.random_state = random_state
+        self.top_k = top_k
+        self.name = name
+        self.card = card
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "models_")
+
+    @classmethod
+    def from_models(cls, models: dict, *, name: str = "gac", card: dict | None = None) -> "GeneralCalibrator":
+        """A fitted GAC from fitted :class:`HTCCalibrator` s: ``models`` maps ``"with_alternatives"`` (may be
+        None) and ``"without_alternatives"`` (required) to them."""
         if models.get(WITHOUT_ALTERNATIVES) is None:
             raise ValueError("models must hold a 'without_alternatives' calibrator (it scores every run without "
                              "alternatives)")
         unknown = set(models) - set(KINDS)
         if unknown:
             raise ValueError(f"models keys must be among {KINDS}, got {sorted(unknown)}")
-        self.models = {k: models.get(k) for k in KINDS}
-        self.name = name
-        self.card = dict(card or {})
+        base = models[WITHOUT_ALTERNATIVES]
+        gac = cls(variant=base.variant, alphas=tuple(np.ravel(base.alpha_candidates_).tolist())
+                  if hasattr(base, "alpha_candidates_") else DEFAULT_ALPHAS, inner_folds=base.inner_folds,
+                  random_state=base.random_state, top_k=int(base.top_k_), name=name, card=dict(card or {}))
+        gac.models_ = {k: models.get(k) for k in KINDS}
+        gac.classes_ = np.array([0, 1])
+        gac.n_features_in_ = 1 + 2 * int(base.n_features_in_)
+        return gac
 
     @property
-    def variant(self) -> str:
-        return self.models[WITHOUT_ALTERNATIVES].variant
+    def models(self) -> dict:
+        """The fitted sub-models (``models_``)."""
+        check_is_fitted(self)
+        return self.models_
+
+    def _sub(self, kind: str) -> HTCCalibrator:
+        return HTCCalibrator(variant=self.variant, alphas=self.alphas, inner_folds=self.inner_folds,
+                             random_state=self.random_state, profile=KIND_PROFILE[kind], top_k=self.top_k)
+
+    def fit(self, X, y, *, meta=None) -> "GeneralCalibrator":
+        """Fit the with-alternatives model on the runs flagged in X (skipped when fewer than 2 of each outcome
+        are) and the without-alternatives model on every run.
+
+        Parameters
+        ----------
+        X : DataFrame or array of shape (n_runs, 1 + 2 * n_features)
+            The frame of :func:`gac_features` (or an array of its layout).
+        y : array-like of shape (n_runs,)
+            Binary labels (success = the larger label).
+        meta : DataFrame, optional
+            The runs' metadata (fills the training summaries' datasets and models).
+
+        Returns
+        -------
+        self : GeneralCalibrator
+        """
+        X, y01, classes, names, _ = validate_fit_data(self, X, y)
+        alt, blocks, block_names = _split_layout(X, names)
+        models = {}
+        rows = np.flatnonzero(alt)
+        if len(rows) and min(int(y01[rows].sum()), int(len(rows) - y01[rows].sum())) >= 2:
+            sub_meta = None if meta is None else meta.iloc[rows]
+            models[WITH_ALTERNATIVES] = self._sub(WITH_ALTERNATIVES).fit(
+                blocks[WITH_ALTERNATIVES][rows], y01[rows], feature_names=block_names[WITH_ALTERNATIVES],
+                meta=sub_meta)
+        models[WITHOUT_ALTERNATIVES] = self._sub(WITHOUT_ALTERNATIVES).fit(
+            blocks[WITHOUT_ALTERNATIVES], y01, feature_names=block_names[WITHOUT_ALTERNATIVES], meta=meta)
+        self.models_ = {k: models.get(k) for k in KINDS}
+        self.classes_ = classes
+        return self
+
+    def fit_traces(self, ts) -> "GeneralCalibrator":
+        """:meth:`fit` on every labeled run of the TraceSet ``ts``."""
+        ts = ts.labeled()
+        return self.fit(gac_features(ts, top_k=self.top_k), ts.labels, meta=ts.meta)
 
     def kinds(self, ts) -> np.ndarray:
-        """Which model scores each run: "with_alternatives" or "without_alternatives"."""
-        alt = has_alternatives(ts)
+        """Which model scores each run of the TraceSet ``ts``: "with_alternatives" or "without_alternatives"."""
+        return self._route(has_alternatives(ts))
+
+    def _route(self, alt: np.ndarray) -> np.ndarray:
+        alt = np.asarray(alt, dtype=bool).copy()
         if self.models[WITH_ALTERNATIVES] is None:
             alt[:] = False
         return np.where(alt, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES).astype(object)
 
-    def predict_proba(self, ts) -> np.ndarray:
-        """[n, 2] for a TraceSet: each run scored by its kind's model on that model's features."""
+    def predict_proba(self, X) -> np.ndarray:
+        """[n, 2]: probability of failure, probability of success, each run scored by its kind's model.
+
+        Parameters
+        ----------
+        X : DataFrame or array of the :func:`gac_features` layout
+            (A TraceSet is accepted too and scored as :meth:`predict_proba_traces` does.)
+
+        Returns
+        -------
+        ndarray of shape (n_runs, 2)
+        """
+        from ..traces import TraceSet
+
+        if isinstance(X, TraceSet):
+            return self.predict_proba_traces(X)
+        check_is_fitted(self)
+        values, names, _ = unpack_features(X)
+        X = check_predict_data(self, values)
+        alt, blocks, block_names = _split_layout(X, names)
+        kinds = self._route(alt)
+        p = np.empty(len(kinds))
+        for kind in KINDS:
+            rows = np.flatnonzero(kinds == kind)
+            if len(rows):
+                m = self.models[kind]
+                cols = blocks[kind][rows]
+                if block_names[kind] is not None:
+                    cols = pd.DataFrame(cols, columns=block_names[kind])
+                p[rows] = m.predict_proba(cols)[:, 1]
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X) -> np.ndarray:
+        """The success class where the calibrated confidence exceeds 0.5, else the failure class."""
+        p = self.predict_proba(X)[:, 1]
+        return self.classes_[(p > 0.5).astype(int)]
+
+    def predict_proba_traces(self, ts) -> np.ndarray:
+        """[n, 2] for a TraceSet: each run scored by its kind's model on that model's own features."""
         from ..features import extract
 
+        check_is_fitted(self)
         kinds = self.kinds(ts)
         p = np.empty(len(kinds))
         for kind in KINDS:
@@ -97,18 +324,30 @@ class GeneralCalibrator:
                 p[rows] = m.predict_proba(extract(sub, profile=m.profile_, top_k=m.top_k_))[:, 1]
         return np.column_stack([1.0 - p, p])
 
-    def score(self, ts) -> GACScores:
-        """Every run of a TraceSet scored zero-shot (labels not needed)."""
+    def score_traces(self, ts) -> GACScores:
+        """Every run of the TraceSet ``ts`` scored zero-shot (labels not needed)."""
         return GACScores(name=self.name, variant=self.variant, ids=np.asarray(ts.ids, dtype=object),
-                         confidence=self.predict_proba(ts)[:, 1], kind=self.kinds(ts))
+                         confidence=self.predict_proba_traces(ts)[:, 1], kind=self.kinds(ts))
+
+    def score(self, X, y=None, sample_weight=None):
+        """The accuracy on a feature frame and labels (scikit-learn's ``score``); for a TraceSet (the earlier
+        API) :meth:`score_traces`."""
+        from ..traces import TraceSet
+
+        if isinstance(X, TraceSet):
+            return self.score_traces(X)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def to_dict(self) -> dict:
+        """The GAC model file's JSON object (both model files and the card)."""
+        check_is_fitted(self)
+        check_saveable_labels(self)
         return {"format": GAC_FORMAT, "format_version": GAC_FORMAT_VERSION, "name": self.name,
                 "variant": self.variant,
                 "routing": "runs that list top-k alternatives -> models.with_alternatives ('paper' profile); "
                            "runs without -> models.without_alternatives ('chosen' profile)",
                 "models": {k: (None if m is None else m.to_dict()) for k, m in self.models.items()},
-                "card": self.card}
+                "card": dict(self.card or {})}
 
     def save(self, path: str | Path) -> Path:
         """Write the GAC as JSON (atomic: a failed save leaves the previous file intact)."""
@@ -119,6 +358,7 @@ class GeneralCalibrator:
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "GeneralCalibrator":
+        """A fitted GAC from a GAC model file's JSON object; anything invalid raises a ValueError saying why."""
         if not isinstance(obj, dict) or obj.get("format") != GAC_FORMAT:
             raise ValueError(f"{source} is not a GAC model file (expected \"format\": \"{GAC_FORMAT}\")")
         ver = obj.get("format_version")
@@ -130,37 +370,28 @@ class GeneralCalibrator:
         parsed = {k: HTCCalibrator.from_dict(v, source=f"{source} (models.{k})")
                   for k, v in models.items() if v is not None and k in KINDS}
         try:
-            return cls(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {})
+            return cls.from_models(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {})
         except ValueError as e:
             raise ValueError(f"{source} is not a valid GAC model file: {e}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> "GeneralCalibrator":
+        """Read a GAC model file written by :meth:`save`."""
         return cls.from_dict(read_model_file(path), source=str(Path(path)))
 
-    def __repr__(self) -> str:
-        have = [k for k, m in self.models.items() if m is not None]
-        return f"GeneralCalibrator(name={self.name!r}, variant={self.variant!r}, models={have})"
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        have = [k for k, m in self.models_.items() if m is not None] if hasattr(self, "models_") else None
+        fitted = f", models={have}" if have is not None else ""
+        return f"GeneralCalibrator(name={self.name!r}, variant={self.variant!r}{fitted})"
 
 
 def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,
                 top_k: int = 5, **fit_kw) -> GeneralCalibrator:
     """Fit a GAC on every labeled run of ``ts``: the with-alternatives model on the runs that list them
-    (skipped when fewer than 2 of each outcome do), the without-alternatives model on all runs."""
-    from ..features import extract
-
-    ts = ts.labeled()
-    y = ts.labels
-    alt = has_alternatives(ts)
-    models = {}
-    rows = np.flatnonzero(alt)
-    if len(rows) and min(int(y[rows].sum()), int(len(rows) - y[rows].sum())) >= 2:
-        sub = ts.take(rows)
-        models[WITH_ALTERNATIVES] = HTCCalibrator(variant=variant, random_state=seed, **fit_kw).fit(
-            extract(sub, profile="paper", top_k=top_k), y[rows], meta=sub.meta)
-    models[WITHOUT_ALTERNATIVES] = HTCCalibrator(variant=variant, random_state=seed, **fit_kw).fit(
-        extract(ts, profile="chosen", top_k=top_k), y, meta=ts.meta)
-    return GeneralCalibrator(models, name=name, card=card)
+    (skipped when fewer than 2 of each outcome do), the without-alternatives model on all runs.
+    ``fit_kw``: ``alphas`` and ``inner_folds`` of :class:`GeneralCalibrator`."""
+    return GeneralCalibrator(variant=variant, random_state=seed, top_k=top_k, name=name, card=dict(card or {}),
+                             **fit_kw).fit_traces(ts)
 
 
 def load_any_model(path: str | Path):

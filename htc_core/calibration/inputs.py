@@ -70,25 +70,37 @@ def validate_fit_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarr
     labels sorted; the column names (a FeatureMatrix's or a DataFrame's, else None); the FeatureMatrix's
     (profile, top_k) or None.
     """
-    from sklearn.utils.multiclass import check_classification_targets, type_of_target
     from sklearn.utils.validation import validate_data
 
     values, names, of_matrix = _unpack_features(X)
     if y is not None:
         _reject_unlabeled(y)
-    X, y = validate_data(estimator, values, y, dtype=np.float64, ensure_all_finite=False)
+    X, y = validate_data(estimator, values, y, dtype=np.float64, order="C", ensure_all_finite=False)
     check_finite(X)
+    y01, classes = validate_labels(y)
+    return X, y01, classes, names, of_matrix
+
+
+def validate_labels(y, *, one_class: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(labels as 0.0/1.0, classes) of a 1-D binary target checked with scikit-learn's public helpers.
+
+    ``classes`` is ``[0, 1]`` for 0/1 or boolean labels, else the two labels sorted; 1.0 marks
+    ``classes[1]`` (the success class). ``one_class=True`` lets labels of a single outcome through
+    (they must then be 0/1).
+    """
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
     check_classification_targets(y)
     y_type = type_of_target(y, input_name="y")
     if y_type != "binary":
         raise ValueError(f"Only binary classification is supported (success / failure). The type of the target "
                          f"is {y_type}.")
     classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError(f"y holds one class only ({classes[0]!r}): a calibrator needs runs of both outcomes")
-    if classes.dtype.kind in "biuf" and np.array_equal(classes, [0, 1]):
+    if classes.dtype.kind in "biuf" and np.all(np.isin(classes, [0, 1])) and (one_class or classes.size == 2):
         classes = np.array([0, 1])
-    return X, (y == classes[1]).astype(np.float64), classes, names, of_matrix
+    elif classes.size < 2:
+        raise ValueError(f"y holds one class only ({classes[0]!r}): a calibrator needs runs of both outcomes")
+    return (y == classes[1]).astype(np.float64), classes
 
 
 def _reject_unlabeled(y) -> None:
@@ -112,7 +124,7 @@ def check_predict_data(estimator, values) -> np.ndarray:
     the fitted ``n_features_in_``; float64 [n, d]."""
     from sklearn.utils.validation import check_array
 
-    X = check_array(values, dtype=np.float64, ensure_all_finite=False, input_name="X")
+    X = check_array(values, dtype=np.float64, order="C", ensure_all_finite=False, input_name="X")
     if X.shape[1] != estimator.n_features_in_:
         raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
                          f"{estimator.n_features_in_} features as input.")
@@ -137,3 +149,139 @@ def check_saveable_labels(model) -> None:
     if not np.array_equal(np.asarray(model.classes_, dtype=object), np.array([0, 1], dtype=object)):
         raise ValueError(f"this model was fitted on the labels {list(model.classes_)}; model files hold 0/1 labels "
                          "(0 failure, 1 success): fit on 0/1 labels to save it")
+
+
+def unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
+    """(values, column names or None, (profile, top_k) or None) of an array, a DataFrame or a FeatureMatrix."""
+    return _unpack_features(X)
+
+
+class TraceSetMixin:
+    """The TraceSet-taking helpers beside a calibrator's ``fit(X, y)`` / ``predict_proba(X)``: the features
+    are extracted with the calibrator's token-confidence profile and top-k (``profile`` / ``top_k``
+    parameters before the fit, ``profile_`` / ``top_k_`` after it)."""
+
+    def fit_traces(self, ts):
+        """``fit`` on the features and labels of every labeled run of a TraceSet.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs; unlabeled runs are left out. The features are extracted with the ``profile`` and
+            ``top_k`` parameters (``None``: ``"paper"`` and 5).
+
+        Returns
+        -------
+        self
+            The fitted calibrator.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit_traces(ts)
+        >>> model.n_features_in_
+        48
+        """
+        from ..features import extract
+
+        ts = ts.labeled()
+        profile = getattr(self, "profile", None) or "paper"
+        top_k = getattr(self, "top_k", None) or 5
+        return self.fit(extract(ts, profile=profile, top_k=top_k), ts.labels, meta=ts.meta)
+
+    def predict_proba_traces(self, ts) -> np.ndarray:
+        """``predict_proba`` of the runs of a TraceSet, on features of the fitted model's profile and top-k.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs (labels not needed).
+
+        Returns
+        -------
+        ndarray of shape (n_runs, 2)
+            Probability of failure, probability of success.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> htc.HTCCalibrator(alphas=(1.0,)).fit_traces(ts).predict_proba_traces(ts).shape
+        (500, 2)
+        """
+        from ..features import extract
+
+        if not hasattr(self, "profile_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) or fit_traces(ts)")
+        return self.predict_proba(extract(ts, profile=self.profile_, top_k=self.top_k_))
+
+
+def validate_fit_input_with_prior(estimator, values, y) -> np.ndarray:
+    """The labels (0.0/1.0) of an adapted fit, X and y checked as :func:`validate_fit_data` checks them; the
+    labels must be 0/1 and may hold one outcome only (the prior is then kept)."""
+    from sklearn.utils.validation import validate_data
+
+    if y is not None:
+        _reject_unlabeled(y)
+    X, y = validate_data(estimator, values, y, dtype=np.float64, order="C", ensure_all_finite=False)
+    check_finite(X)
+    y01, classes = validate_labels(y, one_class=True)
+    if not np.array_equal(classes, [0, 1]):
+        raise ValueError(f"an adapted model takes 0/1 labels (0 failure, 1 success), got {list(classes)}")
+    return y01
+
+
+# ------------------------------------ scikit-learn's check_estimator: the checks each calibrator fails, and why
+_N_ITER = ("max_iter caps every solve of the alpha path and of the inner CV (one per candidate penalty and "
+           "fold); the solvers report no single iteration count, so there is no n_iter_")
+_GAC_LAYOUT = ("a GAC fits and scores the layout of gac_features(ts) (a 0/1 has_alternatives column, then the "
+               "paper-profile and the chosen-profile feature blocks of equal width), which the check's generic "
+               "X does not have: refused with a ValueError saying so")
+_PRIOR_COLUMNS = ("an adapted model works in its prior's features: X must hold the prior's columns, which the "
+                  "check's generic X of another width does not: refused with a ValueError saying so")
+_GAC_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
+    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_classifier_data_not_an_array", "check_classifiers_classes",
+    "check_classifiers_train", "check_supervised_y_2d", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent",
+    "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
+)
+_PRIOR_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_estimators_dtypes",
+    "check_dtype_object", "check_pipeline_consistency", "check_estimators_pickle", "check_estimators_nan_inf",
+    "check_f_contiguous_array_estimator", "check_classifier_data_not_an_array", "check_classifiers_classes",
+    "check_classifiers_train", "check_supervised_y_2d", "check_decision_proba_consistency",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_fit2d_1sample",
+    "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
+    "check_n_features_in", "check_fit2d_predict1d",
+)
+
+
+def expected_failed_checks(estimator) -> dict[str, str]:
+    """The scikit-learn ``check_estimator`` checks this calibrator is expected to fail, each with its reason
+    (scikit-learn's ``expected_failed_checks`` argument of ``check_estimator`` / ``parametrize_with_checks``,
+    the successor of the ``_xfail_checks`` tag).
+
+    Examples
+    --------
+    >>> from htc_core.calibration import HTCCalibrator
+    >>> from htc_core.calibration.inputs import expected_failed_checks
+    >>> list(expected_failed_checks(HTCCalibrator()))
+    ['check_non_transformer_estimators_n_iter']
+    """
+    name = type(estimator).__name__
+    if name == "GeneralCalibrator":
+        return dict.fromkeys(_GAC_CHECKS, _GAC_LAYOUT)
+    out = {"check_non_transformer_estimators_n_iter": _N_ITER}
+    if getattr(estimator, "prior", None) is not None:
+        out |= dict.fromkeys(_PRIOR_CHECKS, _PRIOR_COLUMNS)
+        out["check_classifiers_one_label"] = ("labels of one outcome are legal when adapting: the prior is kept "
+                                              "unchanged (it predicts both outcomes), documented in adapt.py")
+    return out

@@ -1,7 +1,8 @@
 """The 48 HTC features (paper Appendix, Listing FEATURE_MAP_FINAL_STABLE), computed vectorized.
 
+>>> from htc_core import load
 >>> from htc_core.features import extract, REGISTRY
->>> fm = extract(trace_set)            # FeatureMatrix, fm.values is [n_trajectories, 48]
+>>> fm = extract(load("sample_runs/units/")[0])      # FeatureMatrix, fm.values is [n_trajectories, 48]
 >>> REGISTRY["last_top1_avg"].formula
 'x_S'
 """
@@ -86,12 +87,9 @@ class FeatureMatrix:
     ['a', 'c']
     >>> np.asarray(fm)[1].tolist()
     [2.0, 3.0]
-    >>> fm.to_frame()
-         f0   f1
-    id
-    a   0.0  1.0
-    b   2.0  3.0
-    c   4.0  5.0
+    >>> frame = fm.to_frame()
+    >>> frame.index.tolist(), frame.columns.tolist()
+    (['a', 'b', 'c'], ['f0', 'f1'])
     """
 
     values: np.ndarray          # float64 [n_trajectories, 48]
@@ -139,7 +137,24 @@ class FeatureMatrix:
         return self.take(key)
 
     def column(self, name: str) -> np.ndarray:
-        """The values of feature ``name`` (a name or a code such as ``"F31"``), [n_trajectories]."""
+        """The values of one feature.
+
+        Parameters
+        ----------
+        name : str
+            A feature name or code (``"F31"``).
+
+        Returns
+        -------
+        ndarray of shape (n_trajectories,)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> fm = htc.extract(htc.load("sample_runs/units/")[0])
+        >>> fm.column("F0").shape
+        (500,)
+        """
         return self.values[:, get_feature(name).index]
 
     def to_frame(self, meta: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -157,6 +172,14 @@ class FeatureMatrix:
         -------
         DataFrame
             One row per trajectory.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> frame = htc.extract(ts).to_frame()
+        >>> frame.index.name, frame.shape
+        ('id', (500, 48))
         """
         if meta is not None:
             df = pd.DataFrame(self.values, columns=list(self.names))
@@ -165,7 +188,25 @@ class FeatureMatrix:
         return pd.DataFrame(self.values, columns=list(self.names), index=pd.Index(self.ids, name="id"))
 
     def take(self, indices) -> "FeatureMatrix":
-        """The FeatureMatrix of the rows ``indices`` (integer positions or a boolean mask)."""
+        """The FeatureMatrix of some rows.
+
+        Parameters
+        ----------
+        indices : array-like of int or bool
+            Row positions or a boolean mask.
+
+        Returns
+        -------
+        FeatureMatrix
+            Those rows, with their ids, names and profile.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> fm = htc.extract(htc.load("sample_runs/units/")[0])
+        >>> fm.take([0, 1]).shape
+        (2, 48)
+        """
         idx = np.asarray(indices)
         if idx.size == 0:
             idx = idx.astype(np.intp)
@@ -175,11 +216,33 @@ class FeatureMatrix:
 
 
 def extract(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> FeatureMatrix:
-    """Compute the 48 features of every trajectory in ``ts``.
+    """Compute the 48 HTC features of every trajectory.
 
-    Cost is O(total tokens): per-step statistics come from segment reductions
-    over the step offsets, per-trajectory features from reductions over the
-    trajectory offsets; there is no Python loop over trajectories or tokens.
+    Cost is O(total tokens): per-step statistics come from segment reductions over the step offsets,
+    per-trajectory features from reductions over the trajectory offsets; there is no Python loop over
+    trajectories or tokens.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (every trajectory needs a step, every step a token: the readers ensure it).
+    profile : str, default="paper"
+        The token-confidence profile (DESIGN.md section 3); ``"chosen"`` ignores the alternatives.
+    top_k : int, default=5
+        The number of alternatives averaged into TopkConf.
+
+    Returns
+    -------
+    FeatureMatrix
+        One row per trajectory, the paper's 48 columns in order; array-like for scikit-learn.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> fm = htc.extract(ts)
+    >>> fm.shape, fm.names[0], fm.profile
+    ((500, 48), 'top1_gradient_mean', 'paper')
     """
     if not isinstance(ts, TraceSet):
         raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")

@@ -69,7 +69,26 @@ def _sniffer(name: str):
 
 
 def detect(path: str | os.PathLike) -> tuple[str | None, str]:
-    """(format name, '') or (None, why no single format fits, listing each format tried)."""
+    """Which format a file holds.
+
+    Parameters
+    ----------
+    path : str or path
+        The file.
+
+    Returns
+    -------
+    format : str or None
+        The format's name, or None when no single format fits.
+    why : str
+        ``""``, or why no single format fits (each format tried and why it failed).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> htc.detect("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    ('native', '')
+    """
     path = Path(path)
     if path.name.lower().endswith(otel.PARQUET_SUFFIXES):
         why = otel.sniff_parquet(path)
@@ -105,11 +124,41 @@ def detect(path: str | os.PathLike) -> tuple[str | None, str]:
 def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str = "auto",
          defaults: dict | None = None, labels: str | os.PathLike | None = None, group_by: str | None = None,
          report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read files or directories in ``format`` ('auto' detects it per file).
+    """Read trace files or folders of any supported format into one columnar trace set.
 
-    ``labels``: a CSV/JSONL file joined by trajectory id (see ``labels``).
-    ``group_by``: the trajectory-id key of openai-calllog lines; for otel, ``"session"`` groups the traces of one
-    ``session.id`` into one trajectory (default: one per trace).
+    A file no reader accepts, or a bad record inside a file, is reported (file, line, field, value) in the
+    :class:`LoadReport` and the other files and records are still read.
+
+    Parameters
+    ----------
+    inputs : str, path or iterable of them
+        Files and folders (folders are read recursively, ``.gz`` files decompressed).
+    format : str, default="auto"
+        ``"auto"`` detects the format per file; else one of ``READERS`` (``native``, ``openai-chat``,
+        ``openai-calllog``, ``responses``, ``completions``, ``smolagents``, ``atif``, ``otel``).
+    defaults : dict, optional
+        Metadata filled in where a record has none (e.g. ``{"dataset": "mine"}``).
+    labels : str or path, optional
+        A CSV/JSONL file of success labels joined by trajectory id.
+    group_by : str, optional
+        The trajectory-id key of ``openai-calllog`` lines; for ``otel``, ``"session"`` groups the traces of
+        one ``session.id`` into one trajectory (default: one per trace).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+
+    Returns
+    -------
+    ts : TraceSet
+        Every trajectory read.
+    report : LoadReport
+        Counts and problems of the load.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, report = htc.load("sample_runs/units/")
+    >>> len(ts), report.rejected
+    (500, 0)
     """
     if format not in ("auto", *READERS):
         raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(READERS)}")
@@ -133,8 +182,31 @@ def load(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, format: str
 def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto", defaults: dict | None = None,
                labels: str | os.PathLike | None = None, group_by: str | None = None,
                report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    """``load`` for a file held in memory (an upload). ``name`` gives the suffix used for detection
-    (``.jsonl``, ``.json``, ``.gz``) and the file name shown in the report and in ``source``."""
+    """:func:`load` for a file held in memory (an upload).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content (gzip-compressed or not).
+    name : str, default="upload.jsonl"
+        The file name: its suffix (``.jsonl``, ``.json``, ``.gz``) drives the detection; it is shown in the
+        report and recorded as each trajectory's ``source``.
+    format, defaults, labels, group_by, report
+        As :func:`load`.
+
+    Returns
+    -------
+    ts : TraceSet
+    report : LoadReport
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> line = b'{"id": "r1", "success": true, "steps": [{"logprobs": [-0.1, -0.5]}]}'
+    >>> ts, report = htc.load_bytes(line, name="mine.jsonl")
+    >>> ts.ids.tolist(), ts.labels.tolist()
+    (['r1'], [1.0])
+    """
     suffix = next((s for s in sorted(SUFFIXES, key=len, reverse=True) if name.lower().endswith(s)), ".jsonl")
     with scratch_dir() as tmp:  # removed on every path; left-overs of a killed process go at the next start
         base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
@@ -158,10 +230,34 @@ def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto",
 def iter_chunks(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, max_trajectories: int = 50_000,
                 format: str = "auto", defaults: dict | None = None, labels: str | os.PathLike | None = None,
                 group_by: str | None = None, report: LoadReport | None = None):
-    """The trajectories of ``inputs`` as ``TraceSet`` chunks of at most ``max_trajectories`` (``formats.chunks``):
-    iterate over the result, then read its ``report``. The chunks, in order, hold exactly what
-    ``load(inputs, ...)`` returns (same trajectories, ids, labels and problems); htc-trace JSONL is streamed line
-    by line, other formats one file at a time."""
+    """The trajectories of ``inputs`` as trace-set chunks of bounded size.
+
+    The chunks, in order, hold exactly what ``load(inputs, ...)`` returns (same trajectories, ids, labels
+    and problems); htc-trace JSONL is streamed line by line, other formats one file at a time.
+
+    Parameters
+    ----------
+    inputs : str, path or iterable of them
+        As :func:`load`.
+    max_trajectories : int, default=50_000
+        The most trajectories in one chunk.
+    format, defaults, labels, group_by, report
+        As :func:`load`.
+
+    Returns
+    -------
+    Iterable of TraceSet
+        Iterate over it, then read its ``report`` (a :class:`LoadReport`).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> chunks = htc.iter_chunks("sample_runs/units/", max_trajectories=200)
+    >>> [len(c) for c in chunks]
+    [200, 200, 100]
+    >>> chunks.report.trajectories_read
+    500
+    """
     from .chunks import ChunkReader
 
     return ChunkReader(inputs, readers=READERS, detect=detect, format=format, defaults=defaults, labels=labels,

@@ -59,28 +59,44 @@ def _text(v: Any) -> str | None:
 
 @dataclass(eq=False)
 class TraceSet:
-    """Columnar trace set.
+    """Columnar trace set: every token, step and trajectory of many runs in flat arrays.
 
-    Attributes
+    Built by the readers (:func:`htc_core.load`); features and calibrators read it with segment reductions
+    over the offsets, never with a Python loop per token.
+
+    Parameters
     ----------
-    logprob : float64 [n_tokens]
-        Log-probability of the chosen token.
-    top_logprobs : float64 [n_tokens, k]
-        Alternatives' log-probabilities, sorted descending, NaN-padded;
-        k = 0 when no source provided alternatives.
-    tokens : object [n_tokens] or None
+    logprob : ndarray of shape (n_tokens,)
+        Log-probability of the chosen token (float64).
+    top_logprobs : ndarray of shape (n_tokens, k)
+        Alternatives' log-probabilities, sorted descending, NaN-padded; k = 0 when no source provided
+        alternatives.
+    step_offsets : ndarray of shape (n_steps + 1,)
+        Token offsets of each step (int64).
+    traj_offsets : ndarray of shape (n_trajectories + 1,)
+        Step offsets of each trajectory (int64).
+    meta : DataFrame
+        One row per trajectory, columns ``META_COLUMNS`` (id, dataset, model, framework, question, answer,
+        gold, success, verbalized_confidence, source, metadata as a JSON string).
+    step_name, step_text : ndarray of shape (n_steps,), optional
+        Step names and texts.
+    tokens : ndarray of shape (n_tokens,), optional
         Token strings when known.
-    step_offsets : int64 [n_steps + 1]
-        Token offsets of each step.
-    step_name, step_text : object [n_steps]
-    traj_offsets : int64 [n_trajectories + 1]
-        Step offsets of each trajectory.
-    meta : DataFrame [n_trajectories]
-        Columns of ``META_COLUMNS``; ``metadata`` holds a JSON string.
-    top_tokens : object [n_tokens, k] or None
-    step_fields : dict of arrays [n_steps]
+    top_tokens : ndarray of shape (n_tokens, k), optional
+        The alternatives' strings.
+    step_fields : dict of ndarray of shape (n_steps,), optional
         The optional diagnosis fields of the steps (``input``, ``tool``, ``observation``, ``error``,
-        ``latency_s``; see ``traces.stepfields``), only those some step carries; ``{}`` when none.
+        ``latency_s``), only those some step carries.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> ts.n_trajectories, ts.top_logprobs.shape[1]
+    (500, 5)
+    >>> labeled = ts.labeled()
+    >>> float(labeled.labels.mean())
+    0.422
     """
 
     logprob: np.ndarray
@@ -343,7 +359,25 @@ def _pad_top(arrs: list[np.ndarray], k: int) -> np.ndarray:
 
 
 def concat(sets: Sequence[TraceSet]) -> TraceSet:
-    """Concatenate trace sets (k becomes the widest; narrower alternatives are NaN-padded)."""
+    """Concatenate trace sets.
+
+    Parameters
+    ----------
+    sets : sequence of TraceSet
+        The sets, in order (at least one).
+
+    Returns
+    -------
+    TraceSet
+        Their trajectories one after the other; k becomes the widest, narrower alternatives are NaN-padded.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> len(htc.concat([ts.take([0, 1]), ts.take([2])]))
+    3
+    """
     sets = [s for s in sets]
     if not sets:
         return TraceSet.empty()
