@@ -106,15 +106,35 @@ class Monitor:
 
     Parameters
     ----------
-    model : a fitted ``HTCCalibrator``, the path of its JSON model file, a shipped model's name, a
+    model : HTCCalibrator, GeneralCalibrator, str, path or classifier, default="gac-prefix"
+        A fitted ``HTCCalibrator``, the path of its JSON model file, a shipped model's name, a
         ``GeneralCalibrator``, or a fitted classifier with ``predict_proba`` over the 48 features
-        (``profile_``/``top_k_`` attributes, else "paper"/5). Default: the shipped ``"gac-prefix"``
-        (no labels of your own needed).
-    threshold : alert when the confidence falls below this value (None: no alerts).
-    on_alert : called with an :class:`Alert` each time the confidence falls below ``threshold``.
+        (``profile_``/``top_k_`` attributes, else "paper"/5). The default, the shipped ``"gac-prefix"``,
+        needs no labels of your own.
+    threshold : float, optional
+        Alert when the confidence falls below this value (None: no alerts).
+    on_alert : callable, optional
+        Called with an :class:`Alert` each time the confidence falls below ``threshold``.
 
-    Attributes: ``confidence`` (latest, NaN before the first step), ``history`` (the confidence after
-    each step), ``n_steps``, ``alerts``, ``alerted``, ``features`` (the 48 features so far).
+    Attributes
+    ----------
+    confidence : float
+        The latest confidence (NaN before the first step).
+    history : list of float
+        The confidence after each step.
+    n_steps : int
+    alerts : list of Alert
+    alerted : bool
+    features : FeatureMatrix
+        The 48 features so far.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> mon = htc.Monitor(threshold=0.3)
+    >>> conf = mon.add_step([-0.1, -0.2, -0.05])       # the chosen tokens' logprobs of one LLM call
+    >>> 0 < conf < 1, mon.n_steps
+    (True, 1)
     """
 
     def __init__(self, model: Any = "gac-prefix", threshold: float | None = None,

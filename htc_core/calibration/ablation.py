@@ -179,8 +179,32 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
              profile: str | None = None, top_k: int | None = None, alphas: Sequence[float] = DEFAULT_ALPHAS,
              inner_folds: int = 5, max_iter: int = 1000,
              progress: Callable[[int, int, str], None] | None = None) -> AblationResult:
-    """The 15-combination ablation of ``data`` (TraceSet, FeatureMatrix, or 48-column array / DataFrame with
-    ``labels``), same protocol and arguments as :func:`evaluate`."""
+    """The 15-combination feature-family ablation, same protocol as :func:`evaluate`.
+
+    Parameters
+    ----------
+    data : TraceSet, FeatureMatrix, DataFrame or array
+        Runs or their 48 features.
+    labels : array-like, optional
+        Labels for features (default: the trace set's).
+    variants : sequence of str, default=("full", "reduced")
+    seeds, n_splits, profile, top_k, alphas, inner_folds, max_iter, progress
+        As :func:`evaluate`.
+
+    Returns
+    -------
+    AblationResult
+        One row per family combination and variant (``to_frame()``, ``table()``).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> result = htc.ablation(htc.extract(ts), ts.labels, variants=("reduced",), seeds=1, alphas=(1.0,),
+    ...                       inner_folds=3)
+    >>> len(result.to_frame())
+    15
+    """
     from ..features import FEATURE_NAMES
     from .evaluation import evaluate
 

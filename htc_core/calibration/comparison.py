@@ -362,9 +362,49 @@ def compare_run_sets(y_a, p_a, y_b, p_b, *, name_a: str = "A", name_b: str = "B"
                      keys_a=None, keys_b=None, paired: bool = False, threshold: float = 0.5, n_bins: int = 10,
                      strategy: str = "uniform", n_boot: int = 1000, level: float = 0.95,
                      seed: int = 0) -> RunSetComparison:
-    """Compare side A (labels ``y_a``, confidences ``p_a``, features ``X_a``, pairing keys ``keys_a``) with
-    side B. ``paired=True`` (two calibrators on the same runs) pairs row i with row i and resamples once;
-    otherwise runs are paired by their keys (:func:`pairing_keys`) for the flipped verdicts only."""
+    """Compare two run sets (or two calibrators on the same runs): metrics with intervals, reliability curves,
+    feature shifts and the runs whose verdict flipped.
+
+    Parameters
+    ----------
+    y_a, p_a : array-like of shape (n_a,)
+        Side A's labels and confidences.
+    y_b, p_b : array-like of shape (n_b,)
+        Side B's.
+    name_a, name_b : str, default="A", "B"
+        The sides' names.
+    X_a, X_b : array-like, optional
+        Their features (for the feature shifts).
+    keys_a, keys_b : array-like, optional
+        Pairing keys of the runs (:func:`pairing_keys`), for the flipped verdicts.
+    paired : bool, default=False
+        True: two calibrators on the same runs, row i paired with row i and resampled once.
+    threshold : float, default=0.5
+        The verdict's confidence threshold.
+    n_bins : int, default=10
+    strategy : {"uniform", "quantile"}, default="uniform"
+        The binning of ECE and the reliability curves.
+    n_boot : int, default=1000
+    level : float, default=0.95
+    seed : int, default=0
+        The bootstrap intervals.
+
+    Returns
+    -------
+    RunSetComparison
+        Everything the "Compare run sets" page shows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)
+    >>> cmp = htc.compare_run_sets(y[:100], p[:100], y[100:], p[100:], n_boot=100)
+    >>> cmp.counts["unpaired_a"], cmp.counts["unpaired_b"]
+    (100, 100)
+    """
     if not isinstance(name_a, str) or not isinstance(name_b, str) or name_a == name_b:
         raise ValueError(f"name_a and name_b must be two different strings, got {name_a!r} and {name_b!r}")
     metrics = compare_metrics(y_a, p_a, y_b, p_b, paired=paired, threshold=threshold, n_bins=n_bins,

@@ -42,13 +42,42 @@ NOT_TRACES = "baselines need the token traces (a TraceSet), not a feature matrix
 
 
 class EvaluationError(ValueError):
-    """The input cannot be evaluated; the message says which methods and why."""
+    """The input cannot be evaluated; the message says which methods and why (a ValueError).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> issubclass(htc.EvaluationError, ValueError)
+    True
+    """
 
 
 def label_problem(labels, *, for_evaluation: bool = True) -> str | None:
-    """Why these labels cannot be evaluated (nested CV, ``for_evaluation=True``) or fitted
-    (``for_evaluation=False``), or None when they can. NaN entries are unlabeled runs and are left out,
-    as the dashboard leaves them out. The one place this rule lives: the pages and the CLI ask here."""
+    """Why these labels cannot be evaluated or fitted, or None when they can.
+
+    NaN entries are unlabeled runs and are left out, as the dashboard leaves them out. The one place this
+    rule lives: the pages and the CLI ask here.
+
+    Parameters
+    ----------
+    labels : array-like
+        1 success, 0 failure, NaN unknown.
+    for_evaluation : bool, default=True
+        True: the nested CV's needs; False: a single fit's.
+
+    Returns
+    -------
+    str or None
+        The reason, or None.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> print(htc.label_problem([1, 1, 0, 0, 1, 0, 1, 0, 1, 0] * 3))
+    None
+    >>> htc.label_problem([1, 1, 1]) is not None
+    True
+    """
     y = np.asarray(labels, dtype=np.float64).reshape(-1)
     y = y[np.isfinite(y)]
     n, n_pos = len(y), int((y == 1).sum())
@@ -291,19 +320,60 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
              methods: Sequence[str | Method] | None = None, max_iter: int = 1000,
              progress: Callable[[int, int, str], None] | None = None, n_jobs: int | None = None,
              baselines: pd.DataFrame | None = None) -> EvaluationResult:
-    """Run the DESIGN.md section 4 protocol.
+    """Honest nested cross-validation of HTC against the baselines (DESIGN.md section 4).
 
-    ``data`` is a ``TraceSet`` (features and baselines are computed here with ``profile`` / ``top_k``,
-    default "paper" / 5) or a ``FeatureMatrix`` / feature array / DataFrame (then only the methods on
-    features run, HTC-Full and HTC-Reduced; a FeatureMatrix brings its own profile and top-k), unless
-    ``baselines`` gives the raw single-signal confidences (a DataFrame as
-    :func:`~htc_core.calibration.baselines.baseline_confidences` returns, e.g. kept in a store): then the
-    baseline methods run on them, with the same result as from the traces.
-    ``labels`` default to the trace set's success labels. ``methods``: names of registered methods
-    (:data:`htc_core.calibration.methods.METHODS`, default all) and/or ``Method`` objects.
-    ``progress(done, total, message)`` is called after every outer fold. ``n_jobs``: outer folds fitted at
-    once in threads (scikit-learn's convention: None = 1, -1 = every core); the result does not depend on it.
-    Raises :class:`EvaluationError` with a readable message on unusable input.
+    Outer stratified folds; alpha is chosen by an inner CV on each outer training part only; ECE, Brier and
+    AUROC are computed on the pooled out-of-fold predictions of each repeat (mean and std over repeats).
+
+    Parameters
+    ----------
+    data : TraceSet, FeatureMatrix, DataFrame or array
+        A TraceSet (features and baselines are computed here) or features (then only the methods on
+        features run, unless ``baselines`` is given).
+    labels : array-like, optional
+        0/1 labels; default the trace set's success labels.
+    seeds : int or sequence of int, default=3
+        Repeats (seeds 42, 43, ...) or the seeds themselves.
+    n_splits : int, default=5
+        Outer folds.
+    profile, top_k : str, int, optional
+        The features' token-confidence profile and top-k (default ``"paper"`` / 5; a FeatureMatrix brings
+        its own).
+    alphas : sequence of float, default=DEFAULT_ALPHAS
+        HTC's candidate alphas.
+    inner_folds : int, default=5
+        Folds of the inner alpha selection.
+    methods : sequence of str or Method, optional
+        Registered method names (``htc_core.calibration.methods.METHODS``, default all) and/or ``Method``
+        objects.
+    max_iter : int, default=1000
+        Iteration cap of HTC's solver.
+    progress : callable, optional
+        ``progress(done, total, message)``, called after every outer fold.
+    n_jobs : int, optional
+        Outer folds fitted at once in threads (None = 1, -1 = every core); the result does not depend on it.
+    baselines : DataFrame, optional
+        The raw single-signal confidences (as ``baseline_confidences`` returns, e.g. kept in a store).
+
+    Returns
+    -------
+    EvaluationResult
+        ``table()``, ``summary``, ``per_fold``, out-of-fold predictions, ``to_json()``.
+
+    Raises
+    ------
+    EvaluationError
+        With a readable message on unusable input.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> result = htc.evaluate(ts, seeds=1, alphas=(1.0,), inner_folds=3, methods=["HTC-Reduced", "GlobalTrace-TP"])
+    >>> result.methods
+    ['HTC-Reduced', 'GlobalTrace-TP']
+    >>> 0 <= result.summary["HTC-Reduced"]["ece"]["mean"] <= 1
+    True
     """
     seed_list = _seed_list(seeds)
     if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:

@@ -149,10 +149,38 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
                       strategies: Sequence[str] = ("by-kind",), n_splits: int = 5, top_k: int = 5,
                       alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5, max_iter: int = 1000,
                       direct: bool = True, progress: Callable[[int, int, str], None] | None = None) -> GACResult:
-    """Leave-one-group-out GAC on ``data`` (a labeled TraceSet) grouped by ``by``; see the module docstring.
+    """Leave-one-group-out General Agent Calibrator: fit on all other groups, score the held-out one zero-shot.
 
-    ``direct=False`` leaves out the DirectTrain rows (a held-out group's own nested CV).
-    ``progress(done, total, message)`` is called after each held-out group.
+    Parameters
+    ----------
+    data : TraceSet
+        Labeled runs.
+    by : {"dataset", "model", "framework"}, default="dataset"
+        The grouping column.
+    variants : sequence of str, default=("full", "reduced")
+    seeds : int or sequence of int, default=3
+    strategies : sequence of str, default=("by-kind",)
+        How runs with and without alternatives are pooled (``STRATEGIES``; module docstring).
+    n_splits, top_k, alphas, inner_folds, max_iter
+        As :func:`evaluate`.
+    direct : bool, default=True
+        Also the DirectTrain rows (the held-out group's own nested CV).
+    progress : callable, optional
+        ``progress(done, total, message)`` after each held-out group.
+
+    Returns
+    -------
+    GACResult
+        ``to_frame()``, ``to_dict()``, ``table()``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+    >>> result = htc.gac_leave_one_out(ts, variants=("reduced",), seeds=1, alphas=(1.0,), inner_folds=3,
+    ...                                direct=False)
+    >>> sorted(result.groups)
+    ['facts', 'units']
     """
     variants = _check_variants(variants)
     strategies = _check_strategies(strategies)

@@ -47,21 +47,47 @@ GAM_ALPHAS = (2.0, 16.0, 128.0)
 
 
 class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
-    """HTC-GAM: an interpretable calibrator with one shape function per de-duplicated feature (module docstring).
+    """HTC-GAM: an interpretable calibrator with one shape function per de-duplicated feature.
+
+    ``sigmoid(b + sum_j f_j(x_j))`` with cubic P-spline shape functions, chosen against HTC-Reduced by inner CV
+    (module docstring). A scikit-learn classifier like :class:`~htc_core.HTCCalibrator`.
 
     Parameters
     ----------
-    alphas : GAM penalty strengths tried by inner CV
-    linear_alphas : HTC-Reduced's alphas (the linear candidate, selected on the same inner folds)
-    n_knots : interior knots per feature (at training quantiles)
-    ridge : ridge weight of the penalty relative to the second-difference term
-    dedup_threshold : |correlation| at or above which a column counts as a copy of an earlier one
-    select : "cv" (GAM vs HTC-Reduced by inner CV, default), "gam" (always the GAM) or "linear"
-    inner_folds, random_state, max_iter, tol, profile, top_k : as :class:`HTCCalibrator`
+    alphas : sequence of float, default=GAM_ALPHAS
+        GAM penalty strengths tried by inner CV.
+    linear_alphas : sequence of float, default=DEFAULT_ALPHAS
+        HTC-Reduced's alphas (the linear candidate, selected on the same inner folds).
+    n_knots : int, default=6
+        Interior knots per feature (at training quantiles).
+    ridge : float, default=0.1
+        Ridge weight of the penalty relative to the second-difference term.
+    dedup_threshold : float, default=0.999
+        ``|correlation|`` at or above which a column counts as a copy of an earlier one.
+    select : {"cv", "gam", "linear"}, default="cv"
+        GAM vs HTC-Reduced by inner CV, always the GAM, or always the linear model.
+    inner_folds, random_state, max_iter, tol, profile, top_k
+        As :class:`~htc_core.HTCCalibrator` (``max_iter`` default 25 and ``tol`` 1e-6: the Newton fit).
 
-    Attributes after ``fit``: ``kind_`` ("gam" or "linear"), ``shapes_`` (list of :class:`ShapeFunction`,
-    GAM only), ``intercept_``, ``alpha_``, ``linear_`` (the HTC-Reduced fit, linear only), ``cv_results_``,
-    ``feature_names_in_``, ``n_features_in_``, ``profile_``, ``top_k_``, ``training_summary_``, ``classes_``.
+    Attributes
+    ----------
+    kind_ : {"gam", "linear"}
+        Which model won.
+    shapes_ : list of ShapeFunction
+        The shape functions (GAM only).
+    linear_ : HTCCalibrator or None
+        The HTC-Reduced fit (linear only).
+    intercept_, alpha_, cv_results_, classes_, feature_names_in_, n_features_in_, profile_, top_k_
+        As :class:`~htc_core.HTCCalibrator`.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.gam import HTCGAM
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
+    >>> gam.kind_, gam.predict_proba(htc.extract(ts)).shape
+    ('gam', (500, 2))
     """
 
     variant = "gam"
@@ -121,9 +147,33 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
             linear: HTCCalibrator | None = None) -> "HTCGAM":
         """Choose GAM vs HTC-Reduced (and their penalties) by inner CV on (X, y), then refit the winner on all.
 
-        ``linear``: an HTC-Reduced already fitted on exactly these rows with this model's ``linear_alphas``,
-        ``inner_folds`` and ``random_state`` (the evaluation loop passes the one it just fitted, so it is not
-        fitted twice); checked for those settings, otherwise fitted here."""
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            The features.
+        y : array-like of shape (n_runs,)
+            Binary labels.
+        feature_names : sequence of str, optional
+            Column names for an array.
+        meta : DataFrame, optional
+            The runs' metadata (training summary).
+        linear : HTCCalibrator, optional
+            An HTC-Reduced already fitted on exactly these rows with this model's ``linear_alphas``,
+            ``inner_folds`` and ``random_state`` (the evaluation loop passes the one it just fitted, so it is
+            not fitted twice); checked for those settings, otherwise fitted here.
+
+        Returns
+        -------
+        self : HTCGAM
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="linear").fit(htc.extract(ts), ts.labels).kind_
+        'linear'
+        """
         alphas = self._check_params()
         Xa, ya, classes, _, _ = validate_fit_data(self, X, y)
         if not self._reusable(linear, X):
@@ -243,7 +293,26 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return self.contributions(X).sum(axis=1) + self.intercept_
 
     def predict_proba(self, X) -> np.ndarray:
-        """[n, 2]: probability of failure, probability of success (the calibrated confidence)."""
+        """The calibrated probabilities of failure and success.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k (columns found by name when X has names).
+
+        Returns
+        -------
+        ndarray of shape (n_runs, 2)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> fm = htc.extract(ts)
+        >>> HTCGAM(alphas=(16.0,), linear_alphas=(1.0,)).fit(fm, ts.labels).predict_proba(fm[:3]).shape
+        (3, 2)
+        """
         p = sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 

@@ -226,8 +226,9 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
                              random_state=self.random_state, profile=KIND_PROFILE[kind], top_k=self.top_k)
 
     def fit(self, X, y, *, meta=None) -> "GeneralCalibrator":
-        """Fit the with-alternatives model on the runs flagged in X (skipped when fewer than 2 of each outcome
-        are) and the without-alternatives model on every run.
+        """Fit the with-alternatives model on the runs flagged in X and the without-alternatives model on all.
+
+        The with-alternatives model is skipped when fewer than 2 runs of each outcome list alternatives.
 
         Parameters
         ----------
@@ -241,6 +242,15 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         self : GeneralCalibrator
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(gac_features(ts), ts.labels, meta=ts.meta)
+        >>> gac.models_["without_alternatives"].training_summary_["n"]
+        1000
         """
         X, y01, classes, names, _ = validate_fit_data(self, X, y)
         alt, blocks, block_names = _split_layout(X, names)
@@ -258,7 +268,26 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def fit_traces(self, ts) -> "GeneralCalibrator":
-        """:meth:`fit` on every labeled run of the TraceSet ``ts``."""
+        """:meth:`fit` on every labeled run of a TraceSet.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs (unlabeled ones are left out).
+
+        Returns
+        -------
+        self : GeneralCalibrator
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit_traces(ts)
+        >>> sorted(k for k, m in gac.models_.items() if m is not None)
+        ['with_alternatives', 'without_alternatives']
+        """
         ts = ts.labeled()
         return self.fit(gac_features(ts, top_k=self.top_k), ts.labels, meta=ts.meta)
 
@@ -273,16 +302,26 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.where(alt, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES).astype(object)
 
     def predict_proba(self, X) -> np.ndarray:
-        """[n, 2]: probability of failure, probability of success, each run scored by its kind's model.
+        """The probabilities of failure and success, each run scored by its kind's model.
 
         Parameters
         ----------
         X : DataFrame or array of the :func:`gac_features` layout
-            (A TraceSet is accepted too and scored as :meth:`predict_proba_traces` does.)
+            The runs' features. (A TraceSet is accepted too and scored as :meth:`predict_proba_traces` does,
+            for callers of the earlier API.)
 
         Returns
         -------
         ndarray of shape (n_runs, 2)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> X = gac_features(ts)
+        >>> GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels).predict_proba(X).shape
+        (1000, 2)
         """
         from ..traces import TraceSet
 
@@ -310,7 +349,25 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[(p > 0.5).astype(int)]
 
     def predict_proba_traces(self, ts) -> np.ndarray:
-        """[n, 2] for a TraceSet: each run scored by its kind's model on that model's own features."""
+        """The probabilities of a TraceSet's runs, each scored by its kind's model on that model's own features.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs (labels not needed).
+
+        Returns
+        -------
+        ndarray of shape (n_runs, 2)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> htc.load_model("gac").predict_proba_traces(ts).shape
+        (1000, 2)
+        """
         from ..features import extract
 
         check_is_fitted(self)
@@ -325,7 +382,26 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def score_traces(self, ts) -> GACScores:
-        """Every run of the TraceSet ``ts`` scored zero-shot (labels not needed)."""
+        """Every run of a TraceSet scored zero-shot (labels not needed).
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs.
+
+        Returns
+        -------
+        GACScores
+            Ids, confidences and which model scored each run (``to_frame()``, ``counts()``).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> htc.load_model("gac").score_traces(ts).counts()
+        {'with_alternatives': 1000, 'without_alternatives': 0}
+        """
         return GACScores(name=self.name, variant=self.variant, ids=np.asarray(ts.ids, dtype=object),
                          confidence=self.predict_proba_traces(ts)[:, 1], kind=self.kinds(ts))
 

@@ -139,9 +139,36 @@ def _draw(tr: np.ndarray, y: np.ndarray, size: int, seed: int) -> np.ndarray:
 
 def learning_curve(data, *, sizes: Sequence[int] = DEFAULT_SIZES, repeats=1, folds: int = 5, methods=None,
                    progress: Callable[[int, int, str], None] | None = None) -> LearningCurveResult:
-    """Learning curves of ``methods`` (default: every entry of :data:`CURVE_METHODS`) on the labeled runs of
-    ``data`` (a TraceSet); protocol in the module doc. ``repeats``: a number (seeds 42..) or a list of seeds.
-    ``progress(done, total, message)`` after each fit (neural baselines may take minutes)."""
+    """Learning curves: each method's held-out metrics by training size (protocol in the module docstring).
+
+    Parameters
+    ----------
+    data : TraceSet
+        Labeled runs.
+    sizes : sequence of int, default=(50, 100, 200, 400)
+        Training sizes.
+    repeats : int or sequence of int, default=1
+        A number (seeds 42, ...) or the seeds.
+    folds : int, default=5
+        Outer folds.
+    methods : sequence of str or CurveMethod, optional
+        Entries of ``CURVE_METHODS`` (default: all; the neural baselines need the ``[learning]`` extra).
+    progress : callable, optional
+        ``progress(done, total, message)`` after each fit.
+
+    Returns
+    -------
+    LearningCurveResult
+        ``to_frame()``, ``to_dict()``, ``table()``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> result = htc.learning_curve(ts, sizes=(50,), methods=["HTC-Reduced"], folds=3)
+    >>> result.to_frame()[["method", "size"]].values.tolist()
+    [['HTC-Reduced', 50]]
+    """
     from sklearn.model_selection import StratifiedKFold
 
     from ..traces import TraceSet

@@ -144,16 +144,54 @@ def _bin(y: np.ndarray, p: np.ndarray, n_bins: int, strategy: str) -> BinnedStat
 
 # ------------------------------------------------------------------- metrics
 def expected_calibration_error(y_true, y_prob, *, n_bins: int = 10, strategy: str = "uniform") -> float:
-    """Expected calibration error: sum over bins of |B|/N * |accuracy(B) - confidence(B)|.
+    """Expected calibration error: sum over bins of ``|B|/N * |accuracy(B) - confidence(B)|`` (lower is better).
 
-    Lower is better. ``strategy="uniform"`` uses equal-width bins on [0, 1]
-    (the paper's and DESIGN.md's default), ``"quantile"`` equal-mass bins.
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Confidences in [0, 1].
+    n_bins : int, default=10
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width bins on [0, 1] (the paper's and DESIGN.md's default) or equal-mass bins.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+    >>> round(htc.expected_calibration_error(y, p), 4)
+    0.225
     """
     return bin_predictions(y_true, y_prob, n_bins=n_bins, strategy=strategy).ece()
 
 
 def brier_score(y_true, y_prob) -> float:
-    """Mean squared difference between the predicted probability and the 0/1 outcome (lower is better)."""
+    """Mean squared difference between the predicted probability and the 0/1 outcome (lower is better).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Confidences in [0, 1].
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+    >>> round(htc.brier_score(y, p), 4)
+    0.0625
+    """
     y, p = _check_inputs(y_true, y_prob)
     return float(np.mean((p - y) ** 2))
 
@@ -161,8 +199,25 @@ def brier_score(y_true, y_prob) -> float:
 def auroc(y_true, y_prob) -> float:
     """Area under the ROC curve (ties count one half).
 
-    With a single class the AUROC is undefined: an ``UndefinedMetricWarning``
-    is issued and NaN returned.
+    With a single class the AUROC is undefined: an ``UndefinedMetricWarning`` is issued and NaN returned.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Scores (higher = more likely a success).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+    >>> htc.auroc(y, p)
+    1.0
     """
     y, p = _check_inputs(y_true, y_prob)
     n_pos = int(y.sum())
@@ -176,7 +231,30 @@ def auroc(y_true, y_prob) -> float:
 
 # --------------------------------------------------------- reliability curve
 def wilson_interval(successes, n, *, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a binomial proportion (NaN where n == 0)."""
+    """Wilson score interval of a binomial proportion (NaN where n == 0).
+
+    Parameters
+    ----------
+    successes : array-like
+        Successes per cell.
+    n : array-like
+        Trials per cell.
+    z : float, default=1.96
+        The normal quantile (1.96: a 95% interval).
+
+    Returns
+    -------
+    lower, upper : ndarray
+        The bounds, one per cell.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> lo, hi = htc.wilson_interval(np.array([8]), np.array([10]))
+    >>> round(float(lo[0]), 3), round(float(hi[0]), 3)
+    (0.49, 0.943)
+    """
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -248,9 +326,35 @@ def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "unif
                       n_bootstrap: int = 1000, random_state: int | None = 42) -> ReliabilityCurve:
     """Per-bin mean confidence, accuracy and count, with an interval for the accuracy.
 
-    ``interval="wilson"`` gives the Wilson score interval per bin;
-    ``"bootstrap"`` resamples the predictions ``n_bootstrap`` times (bins kept
-    fixed) and takes percentile intervals; ``None`` gives NaN bounds.
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Confidences in [0, 1].
+    n_bins : int, default=10
+    strategy : {"uniform", "quantile"}, default="uniform"
+        The binning (as :func:`expected_calibration_error`).
+    interval : {"wilson", "bootstrap"} or None, default="wilson"
+        Wilson score interval per bin; percentile intervals of ``n_bootstrap`` resamples (bins kept
+        fixed); or NaN bounds.
+    confidence_level : float, default=0.95
+    n_bootstrap : int, default=1000
+    random_state : int or None, default=42
+        The intervals' settings.
+
+    Returns
+    -------
+    ReliabilityCurve
+        ``edges``, ``mean_confidence``, ``accuracy``, ``count``, ``lower``, ``upper`` (empty bins: count 0,
+        NaN statistics).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+    >>> htc.reliability_curve(y, p, n_bins=5).count.tolist()
+    [1, 0, 1, 1, 1]
     """
     y, p = _check_inputs(y_true, y_prob)
     n_bins = _check_n_bins(n_bins)

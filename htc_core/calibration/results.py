@@ -22,7 +22,49 @@ ECE_DEFINITION = ("ECE: 10 equal-width bins on the pooled out-of-fold prediction
 
 @dataclass
 class EvaluationResult:
-    """Nested-CV evaluation of several methods on the same folds (DESIGN.md section 4)."""
+    """Nested-CV evaluation of several methods on the same folds (DESIGN.md section 4), from :func:`evaluate`.
+
+    Parameters
+    ----------
+    n : int
+        Trajectories evaluated.
+    positive_rate : float
+        Share of successes.
+    seeds : list of int
+        The repeats' seeds.
+    n_splits : int
+        Outer folds.
+    profile : str
+    top_k : int
+        The features' definitions.
+    methods : list of str
+        The methods, in table order.
+    summary : dict
+        Method -> metric -> ``{"mean", "std"}`` over repeats.
+    per_fold : DataFrame
+        Method, seed, fold, n_test, ece, brier, auroc, n_features, alpha, temperature.
+    oof_all : dict
+        Method -> out-of-fold predictions of shape (n_repeats, n).
+    ids : ndarray
+    labels : ndarray
+    folds : ndarray of shape (n_repeats, n)
+        The outer fold of each trajectory.
+    selected_counts, weights : dict
+        Per feature-selecting method: how often each feature was selected, and the weights of every fit.
+    notes : list of str
+    skipped : dict
+        Method -> why it did not run.
+    n_by_method : dict
+        Method -> trajectories it was evaluated on (default ``n``).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> result = htc.evaluate(ts, seeds=1, alphas=(1.0,), inner_folds=3, methods=["HTC-Reduced"])
+    >>> result.n, result.oof_all["HTC-Reduced"].shape
+    (500, (1, 500))
+    """
 
     n: int
     positive_rate: float

@@ -216,5 +216,30 @@ class ShiftAccumulator:
 
 
 def shift_check(model, data, *, name: str | None = None, threshold: float = SHIFT_THRESHOLD) -> ShiftReport:
-    """How far ``data`` (a TraceSet, or an HTC model's FeatureMatrix) lies from ``model``'s training data."""
+    """How far runs lie from a model's training data (standardized mean shift of each feature).
+
+    Parameters
+    ----------
+    model : HTCCalibrator, HTCGAM or GeneralCalibrator
+        A fitted model (its training summary holds the feature statistics).
+    data : TraceSet or FeatureMatrix
+        The runs (a FeatureMatrix for an HTC model).
+    name : str, optional
+        The model's name in the messages.
+    threshold : float, default=2.0
+        The shift (in training standard deviations) above which a feature counts as moved.
+
+    Returns
+    -------
+    ShiftReport
+        ``shifted``, ``verdict``, ``moved_features()``, ``message()``, ``to_frame()``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> report = htc.shift_check(htc.load_model("gac"), ts)
+    >>> report.shifted, report.verdict
+    (False, 'within the training data')
+    """
     return ShiftAccumulator(model, name=name, threshold=threshold).update(data).report()

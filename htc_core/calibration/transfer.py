@@ -103,11 +103,38 @@ def transfer(data, *, by: str = "dataset", variants: Sequence[str] = ("full", "r
              n_splits: int = 5, profile: str = "paper", top_k: int = 5, alphas: Sequence[float] = DEFAULT_ALPHAS,
              inner_folds: int = 5, max_iter: int = 1000,
              progress: Callable[[int, int, str], None] | None = None) -> TransferResult:
-    """The transfer matrix of ``data`` (a labeled TraceSet) grouped by ``by`` (dataset, model or framework).
+    """The transfer matrix: fit on each group, score every other group zero-shot.
 
     Unlabeled runs and groups whose labels cannot be evaluated (too few runs or one outcome) are left out,
     each with a note; at least two groups are needed (:class:`EvaluationError` otherwise).
-    ``progress(done, total, message)`` is called after each source group.
+
+    Parameters
+    ----------
+    data : TraceSet
+        Labeled runs.
+    by : {"dataset", "model", "framework"}, default="dataset"
+        The grouping column.
+    variants : sequence of str, default=("full", "reduced")
+        HTC variants.
+    seeds : int or sequence of int, default=3
+        Repeats of the inner alpha selection.
+    n_splits, profile, top_k, alphas, inner_folds, max_iter
+        As :func:`evaluate`.
+    progress : callable, optional
+        ``progress(done, total, message)`` after each source group.
+
+    Returns
+    -------
+    TransferResult
+        ``to_frame()``, ``to_dict()``, ``table()``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+    >>> result = htc.transfer(ts, variants=("reduced",), seeds=1, alphas=(1.0,), inner_folds=3)
+    >>> sorted(result.groups)
+    ['facts', 'units']
     """
     variants = _check_variants(variants)
     seeds_ = seed_list(seeds)

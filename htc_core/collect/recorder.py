@@ -68,17 +68,38 @@ def _default(o: Any) -> Any:
 class Recorder:
     """Append every LLM call of an agent run to an openai-calllog JSONL file.
 
+    ``rec.wrap(client)`` returns the client with its completion calls recorded (logprobs requested);
+    ``with rec.trajectory(id):`` groups the calls of one run; ``rec.outcome(success=...)`` labels it.
+
     Parameters
     ----------
-    path : the JSONL file (appended to; parent folders are created).
-    top_logprobs : alternatives requested per token (``top_logprobs=k``); 0 asks for chosen-token logprobs only.
-    trajectory_id : the id used outside ``trajectory()`` blocks (default: a new uuid).
-    metadata : written on every line under ``metadata`` (e.g. dataset, agent version).
-    force : when True, override ``logprobs``/``top_logprobs`` the caller passed.
-    monitor : a ``htc_core.Monitor`` used as a template: each trajectory gets its own copy, updated by every
-        recorded call; ``monitor`` / ``confidence`` give the current trajectory's, and each call's line gets
-        a ``monitor`` entry (see :mod:`htc_core.collect.live`). ``monitor=True``: a ``Monitor()`` of the
-        shipped ``gac-prefix`` model (no labels of your own needed).
+    path : str or path
+        The JSONL file (appended to; parent folders are created).
+    top_logprobs : int, default=5
+        Alternatives requested per token; 0 asks for chosen-token logprobs only.
+    trajectory_id : str, optional
+        The id used outside ``trajectory()`` blocks (default: a new uuid).
+    metadata : dict, optional
+        Written on every line under ``metadata`` (e.g. dataset, agent version).
+    force : bool, default=False
+        Override ``logprobs``/``top_logprobs`` the caller passed.
+    monitor : Monitor or True, optional
+        A :class:`Monitor` used as a template: each trajectory gets its own copy, updated by every recorded
+        call; ``monitor`` / ``confidence`` give the current trajectory's, and each call's line gets a
+        ``monitor`` entry (see :mod:`htc_core.collect.live`). ``True``: a ``Monitor()`` of the shipped
+        ``gac-prefix`` model (no labels of your own needed).
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> import htc_core as htc
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+    >>> rec = htc.Recorder(path)
+    >>> with rec.trajectory("run-1", dataset="demo"):
+    ...     rec.outcome(success=True)
+    >>> rec.close()
+    >>> [json.loads(line)["trajectory_id"] for line in open(path)]
+    ['run-1', 'run-1']
     """
 
     def __init__(self, path: str | os.PathLike, *, top_logprobs: int = 5, trajectory_id: str | None = None,

@@ -220,15 +220,49 @@ def _check_index(index, n: int) -> int:
 def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=None, n_reasons: int = 3,
                        min_abs_contribution: float = 0.05, correlation: float | None = DEFAULT_CORRELATION,
                        signals: list[Signal] | None = None) -> TrajectoryExplanation:
-    """Explain row ``index`` of ``X`` under a fitted ``HTCCalibrator`` or ``HTCGAM`` (whose contributions are
-    its shape functions' values at the run, with NaN weight and standardized value in the table).
+    """The reasons behind one run's calibrated confidence.
 
-    ``labels`` (1 success, 0 failure, NaN unknown) and ``groups`` (e.g. the
-    dataset of every row) choose the reference: successful runs of the same
-    group (all successful runs when the group has fewer than 5). Features are
-    merged into distinct signals on the rows of ``X`` (exact copies, and
-    ``|r| > correlation``; ``correlation=None``: exact copies only), or as
-    given by ``signals`` (from :func:`signal_groups`, to reuse them across runs).
+    Features are merged into distinct signals on the rows of ``X`` (exact copies, and ``|r| > correlation``),
+    and each signal's contribution to the logit is compared with a reference of successful runs.
+
+    Parameters
+    ----------
+    model : HTCCalibrator or HTCGAM
+        A fitted model (an HTC-GAM's contributions are its shape functions' values at the run).
+    X : FeatureMatrix or array of shape (n_runs, n_features)
+        The runs' features.
+    index : int
+        The row explained.
+    labels : array-like, optional
+        1 success, 0 failure, NaN unknown: the reference is the successful runs.
+    groups : array-like, optional
+        E.g. the dataset of every row: the reference is the successful runs of the same group (all successful
+        runs when the group has fewer than 5).
+    ids : array-like, optional
+        The runs' ids.
+    n_reasons : int, default=3
+        How many reasons.
+    min_abs_contribution : float, default=0.05
+        Smallest ``|contribution|`` that counts as a reason.
+    correlation : float or None, default=0.95
+        Merge threshold (None: exact copies only).
+    signals : list of Signal, optional
+        Precomputed signal groups (:func:`signal_groups`), to reuse them across runs.
+
+    Returns
+    -------
+    TrajectoryExplanation
+        ``confidence``, ``reasons``, ``summary``, ``table``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> fm = htc.extract(ts)
+    >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+    >>> why = htc.explain_trajectory(model, fm, 0, labels=ts.labels)
+    >>> bool(abs(why.confidence - model.predict_proba(fm[0])[0, 1]) < 1e-12)
+    True
     """
     Xv = check_matrix(X)
     n = Xv.shape[0]

@@ -47,8 +47,25 @@ def shipped_models() -> list[ShippedModel]:
 
 
 def load_model(model: str | Path):
-    """An HTCCalibrator or GeneralCalibrator from a shipped name (``gac``, ``gac-full``, ``gac-prefix``) or a JSON
-    file."""
+    """A shipped model or a model file.
+
+    Parameters
+    ----------
+    model : str or path
+        A shipped name (``gac``, ``gac-full``, ``gac-prefix``) or a JSON model file.
+
+    Returns
+    -------
+    GeneralCalibrator, HTCCalibrator or HTCGAM
+        Whichever the file holds.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> gac = htc.load_model("gac")
+    >>> type(gac).__name__, gac.variant
+    ('GeneralCalibrator', 'reduced')
+    """
     from ..general import load_any_model
 
     return load_any_model(model_path(model))
