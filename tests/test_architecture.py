@@ -178,6 +178,20 @@ def _reason_near(lines: list[str], lineno: int, word: str) -> bool:
     return any("#" in ln and word in ln.split("#", 1)[1].lower() for ln in window)
 
 
+def code_lines(src: str) -> int:
+    """Lines of a module less its docstrings (module, class, function): documentation never counts against
+    the size cap."""
+    tree = ast.parse(src)
+    doc = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+                    isinstance(first.value.value, str):
+                doc += first.end_lineno - first.lineno + 1
+    return len(src.splitlines()) - doc
+
+
 SOURCES = sorted(PKG.rglob("*.py")) + sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
 
 
@@ -186,9 +200,11 @@ def test_module_size_and_function_complexity(path: Path):
     mccabe = pytest.importorskip("mccabe")
     src = path.read_text(encoding="utf-8")
     lines = src.splitlines()
-    if len(lines) > MAX_MODULE_LINES:
+    n_code = code_lines(src)
+    if n_code > MAX_MODULE_LINES:
         head = "\n".join(lines[:40]).lower()
-        assert "# size:" in head, (f"{path.name} has {len(lines)} lines (> {MAX_MODULE_LINES}): split it by job, or "
+        assert "# size:" in head, (f"{path.name} has {n_code} lines besides docstrings (> {MAX_MODULE_LINES}): split "
+                                   "it by job, or "
                                    "write the reason in a '# size: ...' comment near the top")
     visitor = mccabe.PathGraphingAstVisitor()
     visitor.preorder(ast.parse(src, str(path)), visitor)

@@ -13,7 +13,6 @@ Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to
 The file is JSON (``"format": "htc-gac"``) holding both model files and the model card; never pickle.
 """
 
-# size: one concept (the GAC estimator, its feature layout and its model file), kept whole (issue 28 item 2)
 from __future__ import annotations
 
 import json
