@@ -157,9 +157,29 @@ def verbalized(ts: TraceSet) -> np.ndarray:
 
 
 def baseline_confidences(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> pd.DataFrame:
-    """Raw confidence of every baseline, one row per trajectory (columns by method name).
+    """Raw confidence of every single-signal baseline, one row per trajectory.
 
-    ``Verbalized`` is included only when at least one trajectory carries it.
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs.
+    profile : str, default="paper"
+    top_k : int, default=5
+        The token-confidence definitions (as :func:`htc_core.extract`).
+
+    Returns
+    -------
+    DataFrame
+        One column per baseline (LastStep-TP, GlobalTrace-TP, ...); ``Verbalized`` only when at least one
+        trajectory carries it.
+
+    Examples
+    --------
+    >>> from htc_core.calibration import baseline_confidences
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> baseline_confidences(ts).columns.tolist()[:2]
+    ['LastStep-TP', 'GlobalTrace-TP']
     """
     r = token_probabilities(ts, profile=profile, top_k=top_k)
     cols = {
@@ -178,13 +198,30 @@ def baseline_confidences(ts: TraceSet, *, profile: str = "paper", top_k: int = 5
 class TemperatureScaling:
     """``sigmoid(logit(c) / T)`` with one temperature fitted by minimizing log loss.
 
-    The log loss is convex in ``beta = 1 / T``; it is minimized by projected
-    Newton steps over ``T`` in ``[min_temperature, max_temperature]``. The
-    upper bound keeps the signal's ranking (AUROC) when the unconstrained
-    optimum is T = inf (a signal far above the success rate, or one that
-    ranks failures above successes): the fit then flattens the confidences
-    toward 0.5 without making them constant. Confidences are clipped to
-    ``[eps, 1 - eps]`` before the logit.
+    The log loss is convex in ``beta = 1 / T``; it is minimized by projected Newton steps over ``T`` in
+    ``[min_temperature, max_temperature]``. The upper bound keeps the signal's ranking (AUROC) when the
+    unconstrained optimum is T = inf (a signal far above the success rate, or one that ranks failures above
+    successes): the fit then flattens the confidences toward 0.5 without making them constant.
+
+    Parameters
+    ----------
+    eps : float, default=1e-6
+        Confidences are clipped to ``[eps, 1 - eps]`` before the logit.
+    min_temperature, max_temperature : float, default=0.01, 100.0
+        The temperature's bounds.
+    max_iter : int, default=100
+    tol : float, default=1e-10
+        The Newton iterations' cap and tolerance.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration import TemperatureScaling, baseline_confidences
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> raw = baseline_confidences(ts)["GlobalTrace-TP"].to_numpy()
+    >>> scaler = TemperatureScaling().fit(raw, ts.labels)
+    >>> bool(1.0 < scaler.temperature_ < 100.0), scaler.transform(raw).shape
+    (True, (500,))
     """
 
     def __init__(self, *, eps: float = 1e-6, min_temperature: float = 0.01, max_temperature: float = 100.0,

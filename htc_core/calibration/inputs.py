@@ -269,6 +269,16 @@ def expected_failed_checks(estimator) -> dict[str, str]:
     (scikit-learn's ``expected_failed_checks`` argument of ``check_estimator`` / ``parametrize_with_checks``,
     the successor of the ``_xfail_checks`` tag).
 
+    Parameters
+    ----------
+    estimator : HTCCalibrator, HTCGAM or GeneralCalibrator
+        The calibrator (an ``HTCCalibrator`` with a ``prior`` is the adapted model).
+
+    Returns
+    -------
+    dict
+        Check name -> why this calibrator fails it.
+
     Examples
     --------
     >>> from htc_core.calibration import HTCCalibrator

@@ -141,9 +141,44 @@ def early_warning(ts, *, steps: Sequence[int] | None = None, fractions: Sequence
                   false_alarm: float = 0.1, profile: str | None = None, top_k: int | None = None,
                   alphas: Sequence[float] = DEFAULT_ALPHAS,
                   progress: Callable[[int, int, str], None] | None = None) -> EarlyWarningResult:
-    """Evaluate ``methods`` on the k-step prefixes (``steps``: 1..K, default 1..min(longest run, 20)) and
-    on the ``fractions`` of each run, with trajectory folds; see the module docstring.
-    Raises :class:`EvaluationError` when the labels cannot be evaluated."""
+    """The evaluation protocol on the first k steps (and the first fractions) of every run.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        Labeled runs.
+    steps : sequence of int, optional
+        Prefix lengths (default 1..min(longest run, 20)).
+    fractions : sequence of float, default=(0.25, 0.5, 0.75, 1.0)
+        Prefixes as fractions of each run.
+    methods : sequence of str
+        Methods of :func:`htc_core.evaluate`.
+    seeds, n_splits, profile, top_k, alphas
+        As :func:`htc_core.evaluate` (trajectory folds).
+    false_alarm : float, default=0.1
+        The alert threshold's false-alarm rate on successful runs.
+    progress : callable, optional
+        ``progress(done, total, message)``.
+
+    Returns
+    -------
+    EarlyWarningResult
+        ``curve``, ``alerts``, ``first_alert``, ``table()``.
+
+    Raises
+    ------
+    EvaluationError
+        When the labels cannot be evaluated.
+
+    Examples
+    --------
+    >>> from htc_core.calibration import early_warning
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> result = early_warning(ts, steps=[1], fractions=(1.0,), methods=("HTC-Reduced",), seeds=1, alphas=(1.0,))
+    >>> result.methods
+    ['HTC-Reduced']
+    """
     from ..traces.prefix import prefixes
 
     steps, fractions = _check_args(ts, false_alarm, steps, fractions)

@@ -56,7 +56,27 @@ class RiskCoverage:
 
 
 def risk_coverage_curve(y_true, y_prob) -> RiskCoverage:
-    """Coverage and selective accuracy for every distinct confidence used as the keep-threshold."""
+    """Coverage and selective accuracy for every distinct confidence used as the keep-threshold.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Confidences.
+
+    Returns
+    -------
+    RiskCoverage
+        ``threshold``, ``coverage``, ``accuracy``, ``aurc``, ``to_frame()``.
+
+    Examples
+    --------
+    >>> from htc_core.calibration import risk_coverage_curve
+    >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+    >>> risk_coverage_curve(y, p).coverage.tolist()
+    [0.25, 0.5, 0.75, 1.0]
+    """
     y, p = _check_inputs(y_true, y_prob)
     order = np.argsort(-p, kind="stable")
     ps, ys = p[order], y[order]
@@ -73,8 +93,27 @@ def risk_coverage_curve(y_true, y_prob) -> RiskCoverage:
 
 
 def roc_curve(y_true, y_prob) -> pd.DataFrame:
-    """Columns threshold, fpr, tpr, starting at (0, 0) with threshold +inf; ties are one point. NaN rates when
-    one class is missing."""
+    """The ROC curve, starting at (0, 0) with threshold +inf; ties are one point.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Scores.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``threshold``, ``fpr``, ``tpr`` (NaN rates when one class is missing).
+
+    Examples
+    --------
+    >>> from htc_core.calibration import roc_curve
+    >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+    >>> roc_curve(y, p)["tpr"].tolist()
+    [0.0, 0.3333333333333333, 0.6666666666666666, 1.0, 1.0]
+    """
     y, p = _check_inputs(y_true, y_prob)
     order = np.argsort(-p, kind="stable")
     ps, ys = p[order], y[order]
@@ -90,8 +129,37 @@ def roc_curve(y_true, y_prob) -> pd.DataFrame:
 
 def bootstrap_interval(metric: Callable[[np.ndarray, np.ndarray], float], y_true, y_prob, *,
                        n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """(value, low, high): ``metric(y, p)`` on all runs and the percentile bootstrap interval of ``level``
-    over ``n_boot`` resamples of the runs (resamples where the metric is undefined are left out)."""
+    """A metric on all runs and its percentile bootstrap interval over resamples of the runs.
+
+    Resamples where the metric is undefined are left out.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(y, p) -> float``.
+    y_true, y_prob : array-like of shape (n,)
+        Outcomes and confidences.
+    n_boot : int, default=1000
+        Resamples.
+    level : float, default=0.95
+        The interval's level.
+    seed : int, default=0
+        The resampling seed.
+
+    Returns
+    -------
+    value, low, high : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.calibration import bootstrap_interval
+    >>> value, low, high = bootstrap_interval(htc.brier_score, np.array([1, 0, 1, 1] * 10),
+    ...                                       np.array([0.9, 0.2, 0.6, 0.8] * 10), n_boot=200)
+    >>> bool(low <= value <= high)
+    True
+    """
     y, p = _check_inputs(y_true, y_prob)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
         raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
