@@ -214,8 +214,29 @@ class Monitor:
 
     # ------------------------------------------------------------------ update
     def add_step(self, logprobs, top_logprobs=None) -> float:
-        """Add one step (its chosen-token logprobs and optional alternatives); return the calibrated
-        confidence of the trajectory so far."""
+        """Add one step of the running trajectory and return its calibrated confidence so far.
+
+        Parameters
+        ----------
+        logprobs : array-like of float
+            The chosen tokens' log-probabilities of one LLM call.
+        top_logprobs : array-like of shape (n_tokens, k), optional
+            Their alternatives' log-probabilities, sorted descending.
+
+        Returns
+        -------
+        float
+            The calibrated confidence after this step.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor()
+        >>> first = mon.add_step([-0.1, -0.2, -0.05])
+        >>> second = mon.add_step([-0.3, -0.01])
+        >>> mon.n_steps, len(mon.history)
+        (2, 2)
+        """
         if self._parts is not None:
             return self._add_routed(logprobs, top_logprobs)
         lp = logprobs

@@ -153,6 +153,24 @@ class LoadReport:
         return d
 
     def summary(self, max_lines: int = 10) -> str:
+        """The load in a few lines: counts, then the first problems.
+
+        Parameters
+        ----------
+        max_lines : int, default=10
+            The most problems listed.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, report = htc.load("sample_runs/units/")
+        >>> print(report.summary().splitlines()[1])
+        trajectories read: 500
+        """
         lines = [
             f"files: {len(self.files)}",
             f"trajectories read: {self.trajectories_read}",

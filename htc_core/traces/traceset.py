@@ -220,7 +220,24 @@ class TraceSet:
 
     # ------------------------------------------------------------- slicing
     def take(self, indices: Sequence[int] | np.ndarray) -> "TraceSet":
-        """A new trace set holding the trajectories at ``indices`` (in that order)."""
+        """A new trace set holding the trajectories at some positions, in that order.
+
+        Parameters
+        ----------
+        indices : sequence of int or ndarray
+            Trajectory positions (negative ones count from the end).
+
+        Returns
+        -------
+        TraceSet
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts.take([2, 0]).ids.tolist() == [ts.ids[2], ts.ids[0]]
+        True
+        """
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if idx.size and (idx.min() < -self.n_trajectories or idx.max() >= self.n_trajectories):
             raise IndexError(f"trajectory index out of range for a set of {self.n_trajectories}")
@@ -258,7 +275,24 @@ class TraceSet:
         return np.full(self.n_steps, None, dtype=object)
 
     def select(self, ids: Iterable[str]) -> "TraceSet":
-        """A new trace set holding the trajectories with the given ids (in that order)."""
+        """A new trace set holding the trajectories with the given ids, in that order.
+
+        Parameters
+        ----------
+        ids : iterable of str
+            Trajectory ids (an unknown id raises KeyError).
+
+        Returns
+        -------
+        TraceSet
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> len(ts.select([ts.ids[5], ts.ids[7]]))
+        2
+        """
         pos = {v: i for i, v in enumerate(self.ids)}
         wanted = list(ids)
         missing = [v for v in wanted if v not in pos]
@@ -267,12 +301,42 @@ class TraceSet:
         return self.take([pos[v] for v in wanted])
 
     def filter(self, mask: np.ndarray) -> "TraceSet":
+        """A new trace set holding the trajectories where a mask is True.
+
+        Parameters
+        ----------
+        mask : ndarray of bool of shape (n_trajectories,)
+
+        Returns
+        -------
+        TraceSet
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> len(ts.filter(ts.labels == 1))
+        211
+        """
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != (self.n_trajectories,):
             raise ValueError(f"mask must have shape ({self.n_trajectories},), got {mask.shape}")
         return self.take(np.flatnonzero(mask))
 
     def labeled(self) -> "TraceSet":
+        """The trajectories that carry a success label.
+
+        Returns
+        -------
+        TraceSet
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> len(ts.labeled())
+        500
+        """
         return self.filter(~self.meta["success"].isna().to_numpy())
 
     # ------------------------------------------------------------ iteration
