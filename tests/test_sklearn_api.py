@@ -10,6 +10,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -19,6 +21,7 @@ from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.gam import HTCGAM
 from htc_core.calibration.general import GeneralCalibrator, gac_features
 from htc_core.calibration.inputs import expected_failed_checks
+from htc_core.features import FeatureMatrix
 
 SAMPLE = ["sample_runs/units/", "sample_runs/facts/"]
 
@@ -146,3 +149,26 @@ def test_bad_features_are_named_by_row_and_column(runs):
     bad = pd.DataFrame(np.zeros((2, 2)), columns=["a", "b"])
     with pytest.raises(ValueError, match="X lacks 48 feature"):
         m.predict_proba(bad)
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_feature_matrix_rows_match_numpy_indexing(data):
+    n = data.draw(st.integers(1, 12))
+    fm = FeatureMatrix(np.arange(n * 3, dtype=float).reshape(n, 3), np.array([f"r{i}" for i in range(n)], dtype=object),
+                       "paper", 5, ("a", "b", "c"))
+    kind = data.draw(st.sampled_from(["ints", "mask", "slice", "int"]))
+    if kind == "ints":
+        key = np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=2 * n)), dtype=np.intp)
+    elif kind == "mask":
+        key = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    elif kind == "slice":
+        key = slice(data.draw(st.integers(-n, n)), data.draw(st.integers(-n, n)), data.draw(st.sampled_from([1, 2, -1])))
+    else:
+        key = data.draw(st.integers(-n, n - 1))
+    sub = fm[key]
+    want = fm.values[key] if kind != "int" else fm.values[[key]]
+    ids = fm.ids[key] if kind != "int" else fm.ids[[key]]
+    assert np.array_equal(sub.values, want) and list(sub.ids) == list(ids)
+    assert (sub.profile, sub.top_k, sub.names) == (fm.profile, fm.top_k, fm.names)
+    assert np.array_equal(np.asarray(sub), want) and len(sub) == len(want)
