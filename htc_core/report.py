@@ -72,6 +72,9 @@ class LoadReport:
         File -> the format it was read as.
     labels : dict or None
         The labels join, when a labels file was given (rows, matched, unlabeled, unmatched rows).
+    tool_lines : int
+        Lines or spans read as a step's tool call and observation (call-log tool lines, OpenTelemetry TOOL
+        spans).
 
     Examples
     --------
