@@ -37,6 +37,7 @@ ESTIMATORS = [HTCCalibrator(alphas=(0.1, 1.0)), HTCGAM(alphas=(2.0,), linear_alp
               GeneralCalibrator(alphas=(0.1, 1.0)), HTCCalibrator(alphas=(1.0,), prior=_prior())]
 
 
+@pytest.mark.heavy  # ~220 conformance checks, about a minute of CPU: the second test command
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks, xfail_strict=True)
 def test_scikit_learn_conformance(estimator, check):
     check(estimator)
