@@ -10,12 +10,19 @@ Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to
   every run has the same definitions), fitted on all runs; it scores runs without alternatives (and every
   run when the first model is absent).
 
+Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.calibration.transfer_eval`), the
+routed model's logit is combined with a training-free signal of the run
+(:mod:`htc_core.calibration.transfer_methods`): ``sigmoid(a z + b logit(signal) + c)``.
+:meth:`GeneralCalibrator.assess` gives every zero-shot score its applicability verdict and expected ECE range
+(:mod:`htc_core.calibration.expected_error`, from the card's leave-one-family-out points).
+
 The file is JSON (``"format": "htc-gac"``) holding both model files and the model card; never pickle.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +68,7 @@ class GeneralCalibrator:
     """A GAC: ``models`` maps ``"with_alternatives"`` / ``"without_alternatives"`` to fitted
     :class:`HTCCalibrator` s (the first may be None); ``card`` is the model card (a JSON object)."""
 
-    def __init__(self, models: dict, *, name: str = "gac", card: dict | None = None):
+    def __init__(self, models: dict, *, name: str = "gac", card: dict | None = None, transfer: dict | None = None):
         if models.get(WITHOUT_ALTERNATIVES) is None:
             raise ValueError("models must hold a 'without_alternatives' calibrator (it scores every run without "
                              "alternatives)")
@@ -71,6 +78,7 @@ class GeneralCalibrator:
         self.models = {k: models.get(k) for k in KINDS}
         self.name = name
         self.card = dict(card or {})
+        self.transfer = _check_transfer(transfer)
 
     @property
     def variant(self) -> str:
@@ -83,19 +91,52 @@ class GeneralCalibrator:
             alt[:] = False
         return np.where(alt, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES).astype(object)
 
-    def predict_proba(self, ts) -> np.ndarray:
-        """[n, 2] for a TraceSet: each run scored by its kind's model on that model's features."""
+    def decision_function(self, ts) -> np.ndarray:
+        """The routed model's logit per run (before any ``transfer`` combination)."""
         from ..features import extract
 
         kinds = self.kinds(ts)
-        p = np.empty(len(kinds))
+        z = np.empty(len(kinds))
         for kind in KINDS:
             rows = np.flatnonzero(kinds == kind)
             if len(rows):
                 m = self.models[kind]
                 sub = ts if len(rows) == len(kinds) else ts.take(rows)
-                p[rows] = m.predict_proba(extract(sub, profile=m.profile_, top_k=m.top_k_))[:, 1]
+                z[rows] = m.decision_function(extract(sub, profile=m.profile_, top_k=m.top_k_))
+        return z
+
+    def predict_proba(self, ts) -> np.ndarray:
+        """[n, 2] for a TraceSet: each run scored by its kind's model on that model's features (combined with
+        the ``transfer`` signal when the file holds one)."""
+        from .transfer_methods import logit, sigmoid, training_free_signals
+
+        z = self.decision_function(ts)
+        if self.transfer is not None:
+            a, b, c = self.transfer["coef"]
+            sig = training_free_signals(ts)[self.transfer["signal"]].to_numpy()
+            sig = np.where(np.isfinite(sig), sig, self.transfer.get("fill", 0.5))
+            z = a * z + b * logit(sig) + c
+        p = sigmoid(z)
         return np.column_stack([1.0 - p, p])
+
+    def assess(self, shift_report, raw_confidence: np.ndarray, alternatives: np.ndarray, confidence: np.ndarray):
+        """The applicability verdict and expected ECE range (:class:`~.expected_error.ExpectedError`) of a run set
+        from its shift report, the routed model's confidences (before ``transfer``), which runs list top-k
+        alternatives, and the final confidences."""
+        from .expected_error import expected_ece
+        from .transfer_methods import em_prior
+
+        info = self.card.get("expected_error") or {}
+        rate = float(info.get("training_rate", self.models[WITHOUT_ALTERNATIVES].training_summary_.get(
+            "positive_rate", 0.5)))
+        raw = np.asarray(raw_confidence, dtype=np.float64)
+        measures = {"max_shift": 0.0 if not shift_report.known or np.isnan(shift_report.max_shift)
+                    else float(shift_report.max_shift),
+                    "rate_gap": abs(float(raw.mean()) - rate) if raw.size else 0.0,
+                    "em_gap": abs(em_prior(raw, rate).prior - rate) if raw.size else 0.0,
+                    "missing_topk": float((~np.asarray(alternatives, bool)).mean())
+                    - float(info.get("training_share_without_alternatives", 0.0)) if raw.size else 0.0}
+        return expected_ece(list(info.get("points") or []), measures, confidence)
 
     def score(self, ts) -> GACScores:
         """Every run of a TraceSet scored zero-shot (labels not needed)."""
@@ -108,7 +149,7 @@ class GeneralCalibrator:
                 "routing": "runs that list top-k alternatives -> models.with_alternatives ('paper' profile); "
                            "runs without -> models.without_alternatives ('chosen' profile)",
                 "models": {k: (None if m is None else m.to_dict()) for k, m in self.models.items()},
-                "card": self.card}
+                "transfer": self.transfer, "card": self.card}
 
     def save(self, path: str | Path) -> Path:
         """Write the GAC as JSON (atomic: a failed save leaves the previous file intact)."""
@@ -130,7 +171,8 @@ class GeneralCalibrator:
         parsed = {k: HTCCalibrator.from_dict(v, source=f"{source} (models.{k})")
                   for k, v in models.items() if v is not None and k in KINDS}
         try:
-            return cls(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {})
+            return cls(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {},
+                       transfer=obj.get("transfer"))
         except ValueError as e:
             raise ValueError(f"{source} is not a valid GAC model file: {e}") from None
 
@@ -141,6 +183,21 @@ class GeneralCalibrator:
     def __repr__(self) -> str:
         have = [k for k, m in self.models.items() if m is not None]
         return f"GeneralCalibrator(name={self.name!r}, variant={self.variant!r}, models={have})"
+
+
+def _check_transfer(t) -> dict | None:
+    """None, or ``{"method", "signal", "coef": [a, b, c]}`` with a known signal and three finite numbers."""
+    from .transfer_methods import SIGNALS
+
+    if t is None:
+        return None
+    if not isinstance(t, dict) or t.get("signal") not in SIGNALS:
+        raise ValueError(f"'transfer' must be an object whose 'signal' is one of {sorted(SIGNALS)}, got {t!r}")
+    coef = t.get("coef")
+    if (not isinstance(coef, list) or len(coef) != 3 or
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in coef)):
+        raise ValueError(f"'transfer.coef' must be a list of three finite numbers, got {coef!r}")
+    return {**t, "coef": [float(v) for v in coef]}
 
 
 def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,

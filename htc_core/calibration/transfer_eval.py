@@ -10,7 +10,10 @@ held-out family is scored zero-shot by each candidate of :mod:`htc_core.calibrat
 - ``em``: the EM base-rate correction of the ``gac`` confidences;
 - ``iw``: a weighted Platt step on the training runs, weights from a domain classifier (training vs held out);
 - ``stack``: a logistic stack of the ``gac`` logit with the training-free signal that ranked best on the
-  training runs; ``stack+em``: then the EM correction.
+  training runs; ``stack+em``: then the EM correction;
+- ``signal``: that signal alone, Platt-scaled on the training runs (no trajectory model at all);
+- ``stack-oof``: the stack fitted on *out-of-family* GAC logits of the training runs (3 folds by family
+  inside the training families), so the stack weighs the GAC as it transfers, not as it fits.
 
 Next to them, each training-free signal's AUROC on the held-out family, and the shift measurements the
 expected-error range is built from (:mod:`htc_core.calibration.expected_error`). No held-out label reaches a fit:
@@ -31,9 +34,12 @@ from .grouping import has_alternatives, score_metrics
 from .transfer_methods import (SIGNALS, domain_weights, em_prior, logit, sigmoid, stack_logits,
                                target_standardized_logit, training_free_signals, weighted_platt)
 
-__all__ = ["METHODS", "model_family", "family_groups", "TransferChoice", "leave_one_family_out"]
+__all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
+           "prepare", "fit_transfer", "expected_error_points"]
 
-METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em")
+METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "stack-oof")
+#: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set
+SHIPPABLE = ("gac", "stack", "signal", "stack-oof")
 _SUFFIX = re.compile(r"-(greedy|sampled.*)$")
 
 
@@ -66,8 +72,10 @@ class TransferChoice:
         return out.reindex([m for m in METHODS if m in out.index])
 
     def best(self) -> str:
-        """The method with the lowest mean ECE (ties: lower worst ECE)."""
+        """The method a GAC file can hold (:data:`SHIPPABLE`: scores one run at a time) with the lowest mean ECE
+        (ties: the lower worst ECE)."""
         s = self.summary()
+        s = s[s.index.isin(SHIPPABLE)]
         return str(s.sort_values(["ece_mean", "ece_worst"]).index[0])
 
     def wins_vs_signal(self, method: str) -> pd.DataFrame:
@@ -108,7 +116,8 @@ class TransferChoice:
 def _fit(X, y, profile, seed, fit_kw):
     from .calibrators import HTCCalibrator
 
-    return HTCCalibrator(variant="reduced", random_state=seed, profile=profile, **fit_kw).fit(X, y)
+    kw = {"variant": "reduced", **fit_kw}
+    return HTCCalibrator(random_state=seed, profile=profile, **kw).fit(X, y)
 
 
 def _auroc(y, s) -> float:
@@ -158,8 +167,30 @@ def _held_out(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict, dict, dic
     p["stack"] = sigmoid(z_st)
     st_tr = sigmoid(c[0] * z_tr + c[1] * logit(s_tr) + c[2])
     p["stack+em"] = em_prior(p["stack"], float(st_tr.mean())).adjusted
+    a_s, b_s = weighted_platt(logit(s_tr), y[tr])
+    p["signal"] = sigmoid(a_s * logit(s_te) + b_s)
+    c_oof = stack_logits(_oof_logits(d, tr, seed, fit_kw), s_tr, y[tr])
+    p["stack-oof"] = sigmoid(c_oof[0] * z_te + c_oof[1] * logit(s_te) + c_oof[2])
     shift = _shift_row(models, feats, alt, tr, te, p["gac"], em.prior, train_rate)
     return p, shift, models, name
+
+
+def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, n_folds: int = 3) -> np.ndarray:
+    """GAC logits of the training rows ``tr``, each from a GAC fitted without its family (families dealt
+    round-robin into ``n_folds`` folds)."""
+    y, groups, feats, alt = d["y"], d["groups"], d["features"], d["alt"]
+    fams = sorted(set(groups[tr]))
+    fold_of = {f: i % n_folds for i, f in enumerate(fams)}
+    fold = np.array([fold_of[g] for g in groups[tr]])
+    z = np.zeros(len(tr))
+    for k in range(min(n_folds, len(fams))):
+        inner_tr, inner_te = tr[fold != k], tr[fold == k]
+        models = {WITHOUT_ALTERNATIVES: _fit(feats["chosen"][inner_tr], y[inner_tr], "chosen", seed, fit_kw)}
+        wa = inner_tr[alt[inner_tr]]
+        if len(wa) and len(set(y[wa])) == 2:
+            models[WITH_ALTERNATIVES] = _fit(feats["paper"][wa], y[wa], "paper", seed, fit_kw)
+        z[fold == k] = _kind_logits(models, feats, alt, inner_te, tts=False)
+    return z
 
 
 def _shift_row(models, feats, alt, tr, te, p_gac, em_rate, train_rate) -> dict:
@@ -202,3 +233,38 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3,
         if progress is not None:
             progress(i + 1, len(fams), g)
     return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen)
+
+
+def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
+                 models: dict | None = None) -> dict | None:
+    """The ``transfer`` entry of a GAC fitted on all of ``d`` (from :func:`prepare`) for a :data:`SHIPPABLE`
+    method: None for ``gac``; the signal chosen on all runs and the stack coefficients otherwise (``stack-oof``
+    from out-of-family logits, ``stack`` from the fitted ``models``' own logits, ``signal`` without the GAC)."""
+    if method not in SHIPPABLE:
+        raise ValueError(f"method must be one of {SHIPPABLE}, got {method!r}")
+    if method == "gac":
+        return None
+    y, sig = d["y"], d["signals"]
+    rows = np.arange(len(y))
+    name = _best_signal(y, sig)
+    s = sig[name].to_numpy()
+    fill = float(np.nanmedian(s))
+    s = np.where(np.isfinite(s), s, fill)
+    if method == "signal":
+        a, b = weighted_platt(logit(s), y)
+        coef = [0.0, a, b]
+    else:
+        fit_kw = {"inner_folds": inner_folds, "variant": variant}
+        z = (_oof_logits(d, rows, seed, fit_kw) if method == "stack-oof"
+             else _kind_logits(models, d["features"], d["alt"], rows, tts=False))
+        coef = [float(v) for v in stack_logits(z, s, y)]
+    return {"method": method, "signal": name, "coef": [float(v) for v in coef], "fill": fill,
+            "what": SIGNALS[name]}
+
+
+def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
+    """One point per held-out family: its shift measures and the ECE ``method`` reached there."""
+    ece = choice.rows[choice.rows.method == method].set_index("family").ece
+    return [{"family": r["family"], "n": int(r["n"]), "ece": round(float(ece[r["family"]]), 4),
+             **{k: round(float(r[k]), 4) for k in ("max_shift", "rate_gap", "em_gap", "missing_topk")}}
+            for r in choice.shifts.to_dict("records")]
