@@ -50,13 +50,10 @@ def gac_expected(ws: Workspace, name: str = DEFAULT_GAC):
     """The shipped GAC's applicability verdict and expected ECE range on the selection
     (:meth:`~htc_core.calibration.general.GeneralCalibrator.assess`)."""
     def run(progress):
-        from ..calibration.transfer_methods import sigmoid
-
         progress(0.2, f"measuring the shift of {len(ws):,} runs from the training data")
         gac, ts = shipped_gac(name), _shift_sample(ws)
         rep = shift_check(gac, ts, name=name.upper())
-        return gac.assess(rep, sigmoid(gac.decision_function(ts)), gac.kinds(ts) == "with_alternatives",
-                          gac.predict_proba(ts)[:, 1])
+        return gac.assess(rep, gac.kinds(ts) == "with_alternatives", gac.predict_proba(ts)[:, 1])
 
     return compute.computed(cache_key("gac-expected", name), f"Expected error of the shipped {name.upper()}", run)
 

@@ -26,12 +26,11 @@ def evaluate_set(gac, ts) -> dict:
 
     from ..calibration.grouping import score_metrics
     from ..calibration.shift import shift_check
-    from ..calibration.transfer_methods import SIGNALS, sigmoid, training_free_signals
+    from ..calibration.transfer_methods import SIGNALS, training_free_signals
 
     y = ts.labels
     p = gac.predict_proba(ts)[:, 1]
-    raw = sigmoid(gac.decision_function(ts))
-    expected = gac.assess(shift_check(gac, ts, name=gac.name), raw, gac.kinds(ts) == "with_alternatives", p)
+    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", p)
     sig = training_free_signals(ts)
     aur = {}
     for s in SIGNALS:

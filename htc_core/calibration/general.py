@@ -119,17 +119,16 @@ class GeneralCalibrator:
         p = sigmoid(z)
         return np.column_stack([1.0 - p, p])
 
-    def assess(self, shift_report, raw_confidence: np.ndarray, alternatives: np.ndarray, confidence: np.ndarray):
+    def assess(self, shift_report, alternatives: np.ndarray, confidence: np.ndarray):
         """The applicability verdict and expected ECE range (:class:`~.expected_error.ExpectedError`) of a run set
-        from its shift report, the routed model's confidences (before ``transfer``), which runs list top-k
-        alternatives, and the final confidences."""
+        from its shift report, which runs list top-k alternatives, and the GAC's confidences."""
         from .expected_error import expected_ece
         from .transfer_methods import em_prior
 
         info = self.card.get("expected_error") or {}
         rate = float(info.get("training_rate", self.models[WITHOUT_ALTERNATIVES].training_summary_.get(
             "positive_rate", 0.5)))
-        raw = np.asarray(raw_confidence, dtype=np.float64)
+        raw = np.asarray(confidence, dtype=np.float64)
         measures = {"max_shift": 0.0 if not shift_report.known or np.isnan(shift_report.max_shift)
                     else float(shift_report.max_shift),
                     "rate_gap": abs(float(raw.mean()) - rate) if raw.size else 0.0,

@@ -12,6 +12,7 @@ held-out family is scored zero-shot by each candidate of :mod:`htc_core.calibrat
 - ``stack``: a logistic stack of the ``gac`` logit with the training-free signal that ranked best on the
   training runs; ``stack+em``: then the EM correction;
 - ``signal``: that signal alone, Platt-scaled on the training runs (no trajectory model at all);
+  ``signal+em``: then the EM correction;
 - ``stack-oof``: the stack fitted on *out-of-family* GAC logits of the training runs (3 folds by family
   inside the training families), so the stack weighs the GAC as it transfers, not as it fits.
 
@@ -37,7 +38,7 @@ from .transfer_methods import (SIGNALS, domain_weights, em_prior, logit, sigmoid
 __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
            "prepare", "fit_transfer", "expected_error_points"]
 
-METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "stack-oof")
+METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof")
 #: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set
 SHIPPABLE = ("gac", "stack", "signal", "stack-oof")
 _SUFFIX = re.compile(r"-(greedy|sampled.*)$")
@@ -169,31 +170,39 @@ def _held_out(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict, dict, dic
     p["stack+em"] = em_prior(p["stack"], float(st_tr.mean())).adjusted
     a_s, b_s = weighted_platt(logit(s_tr), y[tr])
     p["signal"] = sigmoid(a_s * logit(s_te) + b_s)
-    c_oof = stack_logits(_oof_logits(d, tr, seed, fit_kw), s_tr, y[tr])
+    p["signal+em"] = em_prior(p["signal"], float(sigmoid(a_s * logit(s_tr) + b_s).mean())).adjusted
+    c_oof = stack_logits(_oof_logits(d, tr, seed, fit_kw, models), s_tr, y[tr])
     p["stack-oof"] = sigmoid(c_oof[0] * z_te + c_oof[1] * logit(s_te) + c_oof[2])
-    shift = _shift_row(models, feats, alt, tr, te, p["gac"], em.prior, train_rate)
+    shift = _shift_row(models, feats, alt, tr, te, train_rate)
     return p, shift, models, name
 
 
-def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, n_folds: int = 3) -> np.ndarray:
+def _rate_gaps(p: np.ndarray, train_rate: float) -> dict:
+    """|mean confidence - training rate| and |EM base rate - training rate| of one method's confidences."""
+    return {"rate_gap": abs(float(p.mean()) - train_rate), "em_gap": abs(em_prior(p, train_rate).prior - train_rate)}
+
+
+def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, models: dict, n_folds: int = 3) -> np.ndarray:
     """GAC logits of the training rows ``tr``, each from a GAC fitted without its family (families dealt
-    round-robin into ``n_folds`` folds)."""
+    round-robin into ``n_folds`` folds); with one training family, ``models``' own logits."""
     y, groups, feats, alt = d["y"], d["groups"], d["features"], d["alt"]
     fams = sorted(set(groups[tr]))
+    if len(fams) < 2:
+        return _kind_logits(models, feats, alt, tr, tts=False)
     fold_of = {f: i % n_folds for i, f in enumerate(fams)}
     fold = np.array([fold_of[g] for g in groups[tr]])
     z = np.zeros(len(tr))
     for k in range(min(n_folds, len(fams))):
         inner_tr, inner_te = tr[fold != k], tr[fold == k]
-        models = {WITHOUT_ALTERNATIVES: _fit(feats["chosen"][inner_tr], y[inner_tr], "chosen", seed, fit_kw)}
+        inner = {WITHOUT_ALTERNATIVES: _fit(feats["chosen"][inner_tr], y[inner_tr], "chosen", seed, fit_kw)}
         wa = inner_tr[alt[inner_tr]]
         if len(wa) and len(set(y[wa])) == 2:
-            models[WITH_ALTERNATIVES] = _fit(feats["paper"][wa], y[wa], "paper", seed, fit_kw)
-        z[fold == k] = _kind_logits(models, feats, alt, inner_te, tts=False)
+            inner[WITH_ALTERNATIVES] = _fit(feats["paper"][wa], y[wa], "paper", seed, fit_kw)
+        z[fold == k] = _kind_logits(inner, feats, alt, inner_te, tts=False)
     return z
 
 
-def _shift_row(models, feats, alt, tr, te, p_gac, em_rate, train_rate) -> dict:
+def _shift_row(models, feats, alt, tr, te, train_rate) -> dict:
     from .shift import shift_check_matrix
 
     d = 0.0
@@ -201,8 +210,7 @@ def _shift_row(models, feats, alt, tr, te, p_gac, em_rate, train_rate) -> dict:
         rows = te[alt[te]] if kind == WITH_ALTERNATIVES else (te[~alt[te]] if WITH_ALTERNATIVES in models else te)
         if len(rows):
             d = max(d, shift_check_matrix(m, feats[KIND_PROFILE[kind]][rows]))
-    return {"max_shift": d, "rate_gap": abs(float(p_gac.mean()) - train_rate), "em_gap": abs(em_rate - train_rate),
-            "missing_topk": float((~alt[te]).mean()) - float((~alt[tr]).mean()), "train_rate": train_rate}
+    return {"max_shift": d, "missing_topk": float((~alt[te]).mean()) - float((~alt[tr]).mean()), "train_rate": train_rate}
 
 
 def prepare(ts) -> dict:
@@ -227,7 +235,8 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3,
         p, shift, _, name = _held_out(d, g, seed, {"inner_folds": inner_folds})
         chosen[g] = name
         for m in METHODS:
-            rows.append({"family": g, "method": m, "n": len(te), **score_metrics(y, p[m])})
+            rows.append({"family": g, "method": m, "n": len(te), **score_metrics(y, p[m]),
+                         **_rate_gaps(p[m], shift["train_rate"])})
         shifts.append({"family": g, "n": len(te), "rate": float(y.mean()), **shift})
         aur[g] = {s: _auroc(y, d["signals"][s].to_numpy()[te]) for s in SIGNALS}
         if progress is not None:
@@ -255,7 +264,7 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
         coef = [0.0, a, b]
     else:
         fit_kw = {"inner_folds": inner_folds, "variant": variant}
-        z = (_oof_logits(d, rows, seed, fit_kw) if method == "stack-oof"
+        z = (_oof_logits(d, rows, seed, fit_kw, models) if method == "stack-oof"
              else _kind_logits(models, d["features"], d["alt"], rows, tts=False))
         coef = [float(v) for v in stack_logits(z, s, y)]
     return {"method": method, "signal": name, "coef": [float(v) for v in coef], "fill": fill,
@@ -264,7 +273,8 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
 
 def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
     """One point per held-out family: its shift measures and the ECE ``method`` reached there."""
-    ece = choice.rows[choice.rows.method == method].set_index("family").ece
-    return [{"family": r["family"], "n": int(r["n"]), "ece": round(float(ece[r["family"]]), 4),
-             **{k: round(float(r[k]), 4) for k in ("max_shift", "rate_gap", "em_gap", "missing_topk")}}
+    rows = choice.rows[choice.rows.method == method].set_index("family")
+    return [{"family": r["family"], "n": int(r["n"]), "ece": round(float(rows.ece[r["family"]]), 4),
+             "rate_gap": round(float(rows.rate_gap[r["family"]]), 4), "em_gap": round(float(rows.em_gap[r["family"]]), 4),
+             **{k: round(float(r[k]), 4) for k in ("max_shift", "missing_topk")}}
             for r in choice.shifts.to_dict("records")]

@@ -201,25 +201,22 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 class _AssessParts:
-    """What a GAC's expected-error assessment needs, gathered chunk by chunk: the routed model's confidences,
-    which runs list alternatives, and the final confidences (three floats per run)."""
+    """What a GAC's expected-error assessment needs, gathered chunk by chunk: which runs list alternatives and
+    the confidences (a flag and a float per run)."""
 
     def __init__(self):
-        self.raw, self.alt, self.conf = [], [], []
+        self.alt, self.conf = [], []
 
     def update(self, model, ts, confidence) -> None:
         import numpy as np
 
-        from ..calibration.transfer_methods import sigmoid
-
-        self.raw.append(sigmoid(model.decision_function(ts)))
         self.alt.append(model.kinds(ts) == "with_alternatives")
         self.conf.append(np.asarray(confidence, dtype=float))
 
     def arrays(self):
         import numpy as np
 
-        return np.concatenate(self.raw), np.concatenate(self.alt), np.concatenate(self.conf)
+        return np.concatenate(self.alt), np.concatenate(self.conf)
 
 
 def _report_expected(expected, rep, name: str) -> None:

@@ -119,10 +119,7 @@ def _print_expected(gac, ts, final) -> None:
     import sys
 
     from ..calibration.shift import shift_check
-    from ..calibration.transfer_methods import sigmoid
-
-    expected = gac.assess(shift_check(gac, ts, name=gac.name), sigmoid(gac.decision_function(ts)),
-                          gac.kinds(ts) == "with_alternatives", final)
+    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", final)
     line = f"applicability: {expected.message()}"
     print(f"htc monitor: warning: {line}" if expected.flagged else line, file=sys.stderr if expected.flagged else
           sys.stdout)
