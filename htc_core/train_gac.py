@@ -128,8 +128,8 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
         "applicability": "each sub-model's training.feature_stats holds the per-feature mean and std of its "
                          "training runs; htc score prints the verdict and the expected ECE range with every "
                          "zero-shot score: outside the training data when a used feature's mean moves by 2 "
-                         "training sd, the predicted base rate by 0.10, the EM base rate by 0.15 or the share of "
-                         "runs without top-k alternatives by 0.5 (htc_core.calibration.shift, expected_error)",
+                         "training sd, the predicted base rate by 0.10 or the share of runs without top-k "
+                         "alternatives by 0.5 (htc_core.calibration.shift, expected_error)",
         "regenerate": "python -m htc_core.train_gac   (the leave-one-family-out table alone: "
                       "python -m htc_core.train_gac --table-only)",
     }
