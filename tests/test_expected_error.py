@@ -73,3 +73,31 @@ def test_transfer_entry_round_trips_and_is_validated(tmp_path):
         obj["transfer"] = bad
         with pytest.raises(ValueError, match=match):
             GeneralCalibrator.from_dict(obj)
+
+
+def test_shipped_gac_flags_a_base_rate_shift_that_feature_means_miss():
+    """Real runs: the successful runs of the project's own families (base rate 1.0 instead of ~0.4) move no
+    used feature's mean by 2 training sd, but the GAC's predicted base rate moves, and the check says so."""
+    from htc_core.calibration.models import load_model
+    from htc_core.calibration.shift import shift_check
+    from htc_core.formats import load
+
+    from conftest import REPO
+
+    gac = load_model("gac")
+    ts, _ = load([str(REPO / "sample_runs" / "units"), str(REPO / "sample_runs" / "strings")])
+    ok = ts.filter(ts.labels == 1)
+    rep = shift_check(gac, ok)
+    p = gac.predict_proba(ok)[:, 1]
+    e = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p)
+    assert "rate_gap" in e.flagged and e.verdict == "outside the training data"
+    assert e.measures["rate_gap"] >= 0.1 and e.low < e.high
+
+
+def test_htc_score_gac_prints_verdict_and_expected_range(tmp_path, capsys, uala_run_a):
+    from htc_core.cli import main
+
+    assert main(["score", "gac", str(uala_run_a), "--out", str(tmp_path / "s.csv")]) == 0
+    cap = capsys.readouterr()
+    assert "applicability: outside the training data" in cap.err and "expected ECE" in cap.err
+    assert "missing_topk 1.00" in cap.err and "label about" in cap.err
