@@ -52,11 +52,11 @@ def all_prefixes(ts):
     return concat(parts)
 
 
-def fit_prefix_gac(ts, *, variant: str = "reduced", seed: int = 42):
-    """A GAC fitted on every prefix of every labeled run of ``ts``."""
+def fit_prefix_gac(ts, *, variant: str = "reduced", seed: int = 42, **fit_kw):
+    """A GAC fitted on every prefix of every labeled run of ``ts`` (``fit_kw``: HTCCalibrator parameters)."""
     from .calibration.general import fit_general
 
-    return fit_general(all_prefixes(ts.labeled()), variant=variant, name=NAME, seed=seed)
+    return fit_general(all_prefixes(ts.labeled()), variant=variant, name=NAME, seed=seed, **fit_kw)
 
 
 def _cuts():
@@ -71,7 +71,7 @@ def prefix_leave_one_out(ts, *, by: str = "family", variant: str = "reduced", se
     ``by="family"``: task x model family (:func:`htc_core.calibration.transfer_eval.family_groups`)."""
     from .calibration.general import fit_general
     from .calibration.grouping import score_metrics
-    from .calibration.transfer_eval import family_groups
+    from .calibration.transfer_eval import EXPERIMENT_ALPHAS, family_groups
     from .traces.prefix import prefixes
 
     ts = ts.labeled()
@@ -82,8 +82,9 @@ def prefix_leave_one_out(ts, *, by: str = "family", variant: str = "reduced", se
         y = test.labels
         if min(int(y.sum()), int(len(y) - y.sum())) < 1:
             continue
-        models = {NAME: fit_prefix_gac(train, variant=variant, seed=seed),
-                  "gac (whole runs)": fit_general(train, variant=variant, seed=seed)}
+        kw = {"alphas": EXPERIMENT_ALPHAS, "inner_folds": 3}    # the experiment's coarser grid (see transfer_eval)
+        models = {NAME: fit_prefix_gac(train, variant=variant, seed=seed, **kw),
+                  "gac (whole runs)": fit_general(train, variant=variant, seed=seed, **kw)}
         for label, cut in _cuts():
             part = prefixes(test, **cut)
             for name, m in models.items():
