@@ -3,11 +3,13 @@
 # into htc-trace JSONL, one folder per family, through the project's own importer. Only trajectories with
 # a labels row are kept (a recording stopped mid-run leaves its last calls without an outcome). The
 # greedy arithmetic call log (labeled part) and its labels CSV are kept under _calllog/ as an importer example.
-# RAW (default sample_runs/_raw*) picks the raw folders, e.g. RAW='sample_runs/_raw_gemma*' for the Gemma runs.
+# RAW (default sample_runs/_raw*) picks the raw folders and DEST (default: one folder per family) where the
+# run sets go, e.g. RAW='sample_runs/_raw_gemma*' DEST=sample_runs/gemma3 for the Gemma runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p sample_runs/_calllog
 export RAW="${RAW:-sample_runs/_raw*}"
+export DEST="${DEST:-}"
 python - <<'PY' > sample_runs/_converted.txt
 import csv, glob, json, os, sys
 from collections import defaultdict
@@ -30,10 +32,11 @@ for stem, files in sorted(logs.items()):
         first.setdefault(tid, i)
     order = sorted(first.values(), key=lambda i: keep.ids[i])
     keep = keep.take(order)
-    os.makedirs(f"sample_runs/{fam}", exist_ok=True)
-    native.write(keep, f"sample_runs/{fam}/{stem}.jsonl")
-    print(f"sample_runs/{fam}/{stem}.jsonl")
-    print(f"sample_runs/{fam}/{stem}.jsonl: {keep.n_trajectories} labeled trajectories of {recorded} recorded, "
+    dest = os.environ["DEST"] or f"sample_runs/{fam}"
+    os.makedirs(dest, exist_ok=True)
+    native.write(keep, f"{dest}/{stem}.jsonl")
+    print(f"{dest}/{stem}.jsonl")
+    print(f"{dest}/{stem}.jsonl: {keep.n_trajectories} labeled trajectories of {recorded} recorded, "
           f"success rate {keep.labels.mean():.3f}", file=sys.stderr)
     if fam == "arithmetic" and stem.endswith("SmolLM2-135M-greedy"):
         ids = set(keep.ids)

@@ -11,4 +11,4 @@ for fam in $FAMILIES; do
   nice -n 10 python -m htc_core.demo_agent.collect_runs --model gemma3 --family "$fam" --n "$N" --config "$CONFIG" \
       --threads 1 --out-dir "sample_runs/_raw_gemma_$CONFIG"
 done
-RAW="sample_runs/_raw_gemma_$CONFIG" bash sample_runs/convert_raw.sh
+RAW="sample_runs/_raw_gemma_$CONFIG" DEST=sample_runs/gemma3 bash sample_runs/convert_raw.sh
