@@ -115,7 +115,12 @@ class GeneralCalibrator:
             a, b, c = self.transfer["coef"]
             sig = training_free_signals(ts)[self.transfer["signal"]].to_numpy()
             sig = np.where(np.isfinite(sig), sig, self.transfer.get("fill", 0.5))
-            z = a * z + b * logit(sig) + c
+            zs = logit(sig)
+            z = a * z + b * zs + c
+            fb = self.transfer.get("fallback")
+            if fb:      # runs of a kind no training run had: the signal alone (see fit_transfer)
+                rows = np.isin(self.kinds(ts), fb["kinds"])
+                z[rows] = fb["coef"][1] * zs[rows] + fb["coef"][2]
         p = sigmoid(z)
         return np.column_stack([1.0 - p, p])
 
@@ -196,6 +201,12 @@ def _check_transfer(t) -> dict | None:
     if (not isinstance(coef, list) or len(coef) != 3 or
             not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in coef)):
         raise ValueError(f"'transfer.coef' must be a list of three finite numbers, got {coef!r}")
+    fb = t.get("fallback")
+    if fb is not None and (not isinstance(fb, dict) or not isinstance(fb.get("kinds"), list)
+                           or not set(fb["kinds"]) <= set(KINDS) or not isinstance(fb.get("coef"), list)
+                           or len(fb["coef"]) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v)
+                                                              for v in fb["coef"])):
+        raise ValueError(f"'transfer.fallback' must be {{'kinds': [...], 'coef': [a, b, c]}}, got {fb!r}")
     return {**t, "coef": [float(v) for v in coef]}
 
 

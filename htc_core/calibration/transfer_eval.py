@@ -272,8 +272,14 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
         z = (_oof_logits(d, rows, seed, fit_kw, models) if method == "stack-oof"
              else _kind_logits(models, d["features"], d["alt"], rows, tts=False))
         coef = [float(v) for v in stack_logits(z, s, y)]
-    return {"method": method, "signal": name, "coef": [float(v) for v in coef], "fill": fill,
-            "what": SIGNALS[name]}
+    out = {"method": method, "signal": name, "coef": [float(v) for v in coef], "fill": fill, "what": SIGNALS[name]}
+    if not (~d["alt"]).any():
+        # no training run lacks top-k alternatives: the without-alternatives model has never seen such a run
+        # (its features move by 4+ training sd on UALA HotpotQA), so those runs get the Platt-scaled signal alone
+        a, b = weighted_platt(logit(s), y)
+        out["fallback"] = {"kinds": [WITHOUT_ALTERNATIVES], "coef": [0.0, a, b],
+                           "why": "no training run lacked top-k alternatives"}
+    return out
 
 
 def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
