@@ -21,7 +21,7 @@ def small(tmp_path_factory, uala_run_a):
     """Real runs: 40 greedy runs of each sample-run family (top-5) and 60 UALA runs (none); two/ holds the
     units runs and the UALA runs (two groups, for the slower leave-one-out)."""
     d = tmp_path_factory.mktemp("runs")
-    ts, _ = load([str(p) for p in sorted((REPO / "sample_runs").glob("*/*greedy.jsonl"))])
+    ts, _ = load([str(p) for p in sorted((REPO / "sample_runs").glob("*/*SmolLM2-135M-greedy.jsonl"))])
     g = ts.meta.dataset.astype(str).to_numpy()
     idx = np.concatenate([np.flatnonzero(g == x)[:40] for x in sorted(set(g))])
     write(ts.take(idx), d / "sample.jsonl")
@@ -90,7 +90,9 @@ def test_shipped_models_and_cards(capsys):
             continue
         c = m.card
         assert c["name"] == m.name and c["training_data"]["n"] > 2000
-        assert c["training_data"]["runs_without_alternatives"] > 0 and c["training_data"]["runs_with_alternatives"] > 0
+        # trained on the project's own runs (all with top-k alternatives); UALA HotpotQA is the foreign set
+        assert c["training_data"]["runs_without_alternatives"] == 0 and c["training_data"]["runs_with_alternatives"] > 0
+        assert c["transfer"]["held"]["fallback"]["kinds"] == ["without_alternatives"]
         assert {r["dataset"] for r in c["training_data"]["by_dataset_and_model"]} >= {"docs", "lists", "units"}
         assert {r["model_family"] for r in c["training_data"]["run_sets"]} == {"SmolLM2-135M", "Gemma3-270M"}
         assert all(r["runs"] > 0 and 0 < r["success_rate"] < 1 for r in c["training_data"]["run_sets"])
@@ -105,7 +107,7 @@ def test_shipped_models_and_cards(capsys):
     assert [m["name"] for m in obj] == ["gac", "gac-full", "gac-prefix"]
     assert main(["models", "gac"]) == 0
     out = capsys.readouterr().out
-    assert "routing:" in out and "HotpotQA" in out and "GAC (pooled)" in out
+    assert "routing:" in out and "Gemma3-270M" in out and "transfer: stack-oof" in out and "mean / worst" in out
 
 
 def test_score_with_shipped_gac_routes_each_run(small, tmp_path, capsys):
