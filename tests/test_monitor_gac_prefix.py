@@ -121,4 +121,4 @@ def test_models_lists_the_prefix_model(capsys):
     assert "gac-prefix" in names
     assert main(["models", "gac-prefix"]) == 0
     out = capsys.readouterr().out
-    assert "gac-prefix, step 1" in out and "HotpotQA" in out
+    assert "gac-prefix, step 1" in out and "units | Gemma3-270M" in out
