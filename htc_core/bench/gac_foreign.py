@@ -16,8 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_FOREIGN = REPO.parent / "shared" / "data" / "uala-hotpotqa"
+from . import shared_data_dir
+
+DEFAULT_FOREIGN = shared_data_dir() / "uala-hotpotqa"
 
 
 def evaluate_set(gac, ts) -> dict:
