@@ -105,6 +105,8 @@ with ui.page_errors("runs"):
         st.info(f"{n_unlabeled:,} of {len(ws):,} selected runs have no outcome label. They are scored by "
                 f"{experiments.GAC_NOTE}. Calibration and the honest evaluation need labels: "
                 f"{experiments.LABELS_HOWTO}.")
+        expected = adapt_views.gac_expected(ws)
+        (st.warning if expected.flagged else st.info)(ui.md(f"GAC zero-shot on this selection: {expected.message()}"))
         shift = adapt_views.gac_shift(ws)
         if shift.shifted:
             st.warning(ui.md(shift.message(prior="gac")))
@@ -121,6 +123,8 @@ with ui.page_errors("runs"):
     f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
     f_flags = st.multiselect("Structural flags (all must be raised)", list(explain.FLAGS), key="browse_flags",
                              format_func=explain.FLAGS.get, placeholder="any")
+    if f_conf == gac_option and not n_unlabeled:
+        st.caption(ui.md(f"GAC zero-shot on this selection: {adapt_views.gac_expected(ws).message()}"))
     conf_col, values = f_conf, None
     if f_conf.endswith("(out-of-fold)"):
         conf_col = f_conf.removesuffix(" (out-of-fold)") + " (OOF)"

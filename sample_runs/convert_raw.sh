@@ -3,17 +3,21 @@
 # into htc-trace JSONL, one folder per family, through the project's own importer. Only trajectories with
 # a labels row are kept (a recording stopped mid-run leaves its last calls without an outcome). The
 # greedy arithmetic call log (labeled part) and its labels CSV are kept under _calllog/ as an importer example.
+# RAW (default sample_runs/_raw*) picks the raw folders and DEST (default: one folder per family) where the
+# run sets go, e.g. RAW='sample_runs/_raw_gemma*' DEST=sample_runs/gemma3 for the Gemma runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p sample_runs/_calllog
-python - <<'PY'
-import csv, glob, json, os
+export RAW="${RAW:-sample_runs/_raw*}"
+export DEST="${DEST:-}"
+python - <<'PY' > sample_runs/_converted.txt
+import csv, glob, json, os, sys
 from collections import defaultdict
 from htc_core.formats import load, native
 from htc_core.traces import concat
 
 logs = defaultdict(list)
-for log in sorted(glob.glob("sample_runs/_raw*/*.calllog.jsonl")):
+for log in sorted(glob.glob(os.environ["RAW"] + "/*.calllog.jsonl")):
     logs[os.path.basename(log)[: -len(".calllog.jsonl")]].append(log)
 for stem, files in sorted(logs.items()):
     fam = stem.split("_")[0]
@@ -28,11 +32,13 @@ for stem, files in sorted(logs.items()):
         first.setdefault(tid, i)
     order = sorted(first.values(), key=lambda i: keep.ids[i])
     keep = keep.take(order)
-    os.makedirs(f"sample_runs/{fam}", exist_ok=True)
-    native.write(keep, f"sample_runs/{fam}/{stem}.jsonl")
-    print(f"sample_runs/{fam}/{stem}.jsonl: {keep.n_trajectories} labeled trajectories of {recorded} recorded, "
-          f"success rate {keep.labels.mean():.3f}")
-    if fam == "arithmetic" and stem.endswith("-greedy"):
+    dest = os.environ["DEST"] or f"sample_runs/{fam}"
+    os.makedirs(dest, exist_ok=True)
+    native.write(keep, f"{dest}/{stem}.jsonl")
+    print(f"{dest}/{stem}.jsonl")
+    print(f"{dest}/{stem}.jsonl: {keep.n_trajectories} labeled trajectories of {recorded} recorded, "
+          f"success rate {keep.labels.mean():.3f}", file=sys.stderr)
+    if fam == "arithmetic" and stem.endswith("SmolLM2-135M-greedy"):
         ids = set(keep.ids)
         with open(f"sample_runs/_calllog/{stem}.calllog.jsonl", "w") as dst:
             for log in files:
@@ -49,4 +55,6 @@ for stem, files in sorted(logs.items()):
             w.writeheader()
             w.writerows(sorted(rows, key=lambda r: r["id"]))
 PY
-python sample_runs/add_step_fields.py   # input / tool / observation / error of every step, replayed with the agent's own tools
+# input / tool / observation / error of every step, replayed with the agent's own tools
+python sample_runs/add_step_fields.py $(cat sample_runs/_converted.txt)
+rm -f sample_runs/_converted.txt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from htc_core.demo_agent.runner import ACTION, FINAL, TOOL_OF_FAMILY, few_shot, system_prompt
+from htc_core.demo_agent.runner import ACTION, FINAL, parse_action, TOOL_OF_FAMILY, few_shot, system_prompt
 from htc_core.demo_agent.tasks import FAMILIES, check_answer, make_tasks
 from htc_core.demo_agent.tools import calculator, converter, python_sandbox, run_tool, search
 
@@ -75,7 +75,44 @@ def test_prompt_examples_parse_with_the_runners_own_patterns():
         actions = [m["content"] for m in msgs if m["role"] == "assistant" and "Action:" in m["content"]]
         finals = [m["content"] for m in msgs if m["role"] == "assistant" and "Final Answer" in m["content"]]
         for a in actions:
-            m = ACTION.search(a)
-            assert m and m.group(1) == tool
-            assert not run_tool(m.group(1), m.group(2)).startswith("Error")
+            m = parse_action(a)
+            assert m and m[0] == tool
+            assert not run_tool(*m).startswith("Error")
         assert all(FINAL.search(f) for f in finals)
+
+
+def test_document_lookup_finds_the_town_and_ranks_by_bm25():
+    from htc_core.demo_agent.documents import TOWNS, lookup, passage
+
+    for town in TOWNS:
+        assert lookup(f"{town} mayor").startswith(passage(town))
+    assert lookup("Brackwell known for") == passage("Brackwell")
+    assert lookup("zzz qqq").startswith("No document matches")
+    assert lookup("?").startswith("Error")
+    assert len(lookup("Vessa").split(". ")) > 3                # a shared river: two passages come back
+
+
+def test_docs_gold_answers_are_in_the_retrieved_passage():
+    from htc_core.demo_agent.documents import lookup
+
+    tasks = make_tasks("docs", 60)
+    assert sum(t.gold in lookup(t.question) for t in tasks) >= 0.9 * len(tasks)
+
+
+@pytest.mark.parametrize("code,out", [("sum([1, 2, 3])", "6"), ("xs = [4, 9, 2]; sorted(xs)[1]", "4"),
+                                      ("xs = [1, 2]\nys = xs + [3]\nlen(ys)", "3"), ("sum([1.5, 2]) / 2", "1.75"),
+                                      ("max([3, 8]) - min([3, 8])", "5"), ("reversed([1, 2])[0]", "2")])
+def test_code_snippets(code, out):
+    assert run_tool("code", code) == out
+
+
+@pytest.mark.parametrize("code", ["__import__('os')", "open('x')", "[x for x in [1]]", "import os; 1",
+                                  "xs = [1] * 10**9", "2 ** 100", "y", "x = 1", "def f(): pass", "(1).real"])
+def test_code_sandbox_refuses(code):
+    assert run_tool("code", code).startswith("Error")
+
+
+def test_lists_gold_answers_follow_from_the_snippet_tool():
+    for t in make_tasks("lists", 50):
+        nums = [int(v) for v in t.question.rstrip("?").split("numbers ")[-1].split(" of ")[-1].split(", ")]
+        assert min(nums) <= float(t.gold) <= sum(nums)

@@ -70,3 +70,31 @@ def test_collect_records_through_the_collector_and_imports(client, tmp_path):
     steps = {r["id"]: int(r["steps"]) for r in rows}
     per_traj = {tid: sum(1 for ln in lines if ln["trajectory_id"] == tid) for tid in steps}
     assert per_traj == steps                                                  # no extra call for the confidence
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    try:
+        from htc_core.collect.local_server import gemma3_model_path
+        from htc_core.demo_agent.llm import LocalChatClient
+
+        return LocalChatClient(str(gemma3_model_path()), n_threads=2, prompt_format="plain",
+                               model_name="gemma-3-270m-Q4_K_M")
+    except (ImportError, RuntimeError, FileNotFoundError) as e:
+        if os.environ.get("HTC_REQUIRE_LLAMA") == "1" and not isinstance(e, FileNotFoundError):
+            pytest.fail(f"HTC_REQUIRE_LLAMA=1 but llama.cpp is unavailable: {e}")
+        pytest.skip(f"Gemma 3 270M unavailable: {e}")
+
+
+def test_gemma_base_model_runs_the_agent_few_shot_with_logprobs(gemma):
+    """The base model gets a plain few-shot transcript (no chat template) and follows the ReAct format."""
+    task = make_tasks("docs", 1, seed=5)[0]
+    text = gemma.prompt_text([{"role": "system", "content": "S"}, {"role": "user", "content": "Question: q"},
+                              {"role": "assistant", "content": "Thought: t"}])
+    assert text == "S\n\nQuestion: q\nThought: t\n" and "<" not in text
+    run = run_agent(gemma, task, AgentSettings(max_steps=3, max_tokens=32), model="gemma3")
+    assert 1 <= len(run.steps) <= 3
+    content = run.steps[0]["response"]["choices"][0]["logprobs"]["content"]
+    assert content and all(t["logprob"] <= 0 and len(t["top_logprobs"]) == 5 for t in content)
+    assert all(abs(t["top_logprobs"][0]["logprob"] - max(a["logprob"] for a in t["top_logprobs"])) < 1e-12
+               for t in content)

@@ -82,6 +82,8 @@ def test_unlabeled_upload_is_scored_by_the_shipped_gac(tmp_path, monkeypatch, tw
     at = _start(tmp_path, monkeypatch, d)
     notes = " ".join(i.value for i in at.info)
     assert "60 of 60 selected runs have no outcome label" in notes and "zero-shot" in notes
+    said = notes + " ".join(w.value for w in at.warning)
+    assert "on this selection:" in said and "expected ECE" in said and "training data" in said   # verdict + range
     shown = at.dataframe[1].value
     assert "GAC" in shown.columns
     want = load_model("gac").predict_proba(unl)[:, 1]

@@ -21,7 +21,7 @@ def small(tmp_path_factory, uala_run_a):
     """Real runs: 40 greedy runs of each sample-run family (top-5) and 60 UALA runs (none); two/ holds the
     units runs and the UALA runs (two groups, for the slower leave-one-out)."""
     d = tmp_path_factory.mktemp("runs")
-    ts, _ = load([str(p) for p in sorted((REPO / "sample_runs").glob("*/*greedy.jsonl"))])
+    ts, _ = load([str(p) for p in sorted((REPO / "sample_runs").glob("*/*SmolLM2-135M-greedy.jsonl"))])
     g = ts.meta.dataset.astype(str).to_numpy()
     idx = np.concatenate([np.flatnonzero(g == x)[:40] for x in sorted(set(g))])
     write(ts.take(idx), d / "sample.jsonl")
@@ -90,17 +90,24 @@ def test_shipped_models_and_cards(capsys):
             continue
         c = m.card
         assert c["name"] == m.name and c["training_data"]["n"] > 2000
-        assert c["training_data"]["runs_without_alternatives"] > 0 and c["training_data"]["runs_with_alternatives"] > 0
-        assert {r["dataset"] for r in c["training_data"]["by_dataset_and_model"]} >= {"HotpotQA", "units"}
+        # trained on the project's own runs (all with top-k alternatives); UALA HotpotQA is the foreign set
+        assert c["training_data"]["runs_without_alternatives"] == 0 and c["training_data"]["runs_with_alternatives"] > 0
+        assert c["transfer"]["held"]["fallback"]["kinds"] == ["without_alternatives"]
+        assert {r["dataset"] for r in c["training_data"]["by_dataset_and_model"]} >= {"docs", "lists", "units"}
+        assert {r["model_family"] for r in c["training_data"]["run_sets"]} == {"SmolLM2-135M", "Gemma3-270M"}
+        assert all(r["runs"] > 0 and 0 < r["success_rate"] < 1 for r in c["training_data"]["run_sets"])
         assert c["models"]["with_alternatives"]["profile"] == "paper"
         assert c["models"]["without_alternatives"]["profile"] == "chosen"
-        assert {r["method"] for r in c["leave_one_out"]["rows"]} >= {"GAC (by-kind)", "DirectTrain"}
+        loo = c["leave_one_out"]
+        assert {r["method"] for r in loo["rows"]} >= {"gac", "em", "tts", "iw", "stack-oof", "signal"}
+        assert loo["chosen"] in loo["summary"] and c["transfer"]["chosen"] == loo["chosen"]
+        assert len(c["expected_error"]["points"]) == len({r["family"] for r in loo["rows"]}) >= 8
         assert "decision" in c and "sample_runs" in c["training_data"]["sources"]
     obj = _json(capsys, ["models", "--json"])
     assert [m["name"] for m in obj] == ["gac", "gac-full", "gac-prefix"]
     assert main(["models", "gac"]) == 0
     out = capsys.readouterr().out
-    assert "routing:" in out and "HotpotQA" in out and "GAC (pooled)" in out
+    assert "routing:" in out and "Gemma3-270M" in out and "transfer: stack-oof" in out and "mean / worst" in out
 
 
 def test_score_with_shipped_gac_routes_each_run(small, tmp_path, capsys):
@@ -142,17 +149,25 @@ def test_training_script_writes_both_models_with_cards(small, tmp_path, capsys):
     from htc_core.train_gac import main as train
 
     out = tmp_path / "models"
-    assert train(["--sample-runs", str(small / "two" / "units.jsonl"), "--uala", str(small / "two" / "uala.jsonl"), "--out", str(out),
-                  "--seeds", "1"]) == 0
+    assert train(["--sample-runs", str(small / "two" / "units.jsonl"), "--uala", str(small / "two" / "uala.jsonl"),
+                  "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["gac-full.json", "gac.json"]
-    assert "GAC (pooled)" in capsys.readouterr().out            # the leave-one-out table it decided from
+    table = capsys.readouterr().out
+    assert "leave-one-family-out" in table and "stack-oof" in table     # the table it decided from
     for name, variant in (("gac", "reduced"), ("gac-full", "full")):
         g = GeneralCalibrator.load(out / f"{name}.json")
         assert g.name == name and g.variant == variant
         td = g.card["training_data"]
         assert td["n"] == 100 and td["runs_with_alternatives"] == 40 and td["runs_without_alternatives"] == 60
+        assert {(r["task"], r["runs"]) for r in td["run_sets"]} == {("units", 40), ("HotpotQA", 60)}
         assert g.card["models"]["with_alternatives"]["n_train"] == 40
         loo = g.card["leave_one_out"]
-        assert {r["heldout"] for r in loo["rows"]} == {"HotpotQA", "units"}
-        assert {r["variant"] for r in loo["rows"]} == {variant}
-        assert set(loo["mean_by_kind_of_heldout"]["GAC (by-kind)"]) == {"with_alternatives", "without_alternatives"}
+        assert {r["family"] for r in loo["rows"]} == {"HotpotQA | Llama-2-70b-hf", "units | SmolLM2-135M"}
+        assert g.card["transfer"]["chosen"] == loo["chosen"]
+        assert (g.transfer is None) == (loo["chosen"] == "gac")
+        assert len(g.card["expected_error"]["points"]) == 2
+    # the card's table is reproduced by a command
+    assert train(["--sample-runs", str(small / "two" / "units.jsonl"), "--uala", str(small / "two" / "uala.jsonl"),
+                  "--table-only", "--out", str(tmp_path / "none")]) == 0
+    assert capsys.readouterr().out.strip() == table.split("\nwrote")[0].strip()
+    assert not (tmp_path / "none").exists()

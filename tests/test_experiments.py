@@ -29,7 +29,7 @@ def _subset(ts, per_group: int, seed: int = 0):
 @pytest.fixture(scope="module")
 def runs():
     """60 real greedy SmolLM2 runs of each of the 4 task families (with top-5 alternatives)."""
-    ts, _ = load([str(p) for p in sorted((REPO / "sample_runs").glob("*/*greedy.jsonl"))])
+    ts, _ = load([str(p) for p in sorted((REPO / "sample_runs").glob("*/*SmolLM2-135M-greedy.jsonl"))])
     return _subset(ts, 60)
 
 

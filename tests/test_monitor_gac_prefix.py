@@ -45,7 +45,9 @@ def test_default_monitor_is_the_shipped_prefix_gac():
     card = mon.model.card
     assert card["training_data"]["n_prefixes"] > card["training_data"]["n"] > 2000
     heldout = {r["heldout"] for r in card["leave_one_out"]["rows"]}
-    assert heldout >= {"HotpotQA", "arithmetic", "facts", "strings", "units"}
+    assert heldout >= {f"{t} | {m}" for t in ("arithmetic", "facts", "strings", "units")
+                       for m in ("SmolLM2-135M", "Gemma3-270M")}
+    assert {p["family"] for p in card["expected_error"]["points"]} == heldout
     prefixes_seen = {r["prefix"] for r in card["leave_one_out"]["rows"]}
     assert {"step 1", "25% of steps", "100% of steps"} <= prefixes_seen
 
@@ -119,4 +121,4 @@ def test_models_lists_the_prefix_model(capsys):
     assert "gac-prefix" in names
     assert main(["models", "gac-prefix"]) == 0
     out = capsys.readouterr().out
-    assert "gac-prefix, step 1" in out and "HotpotQA" in out
+    assert "gac-prefix, step 1" in out and "units | Gemma3-270M" in out

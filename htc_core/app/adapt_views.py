@@ -16,7 +16,7 @@ from .experiments import shipped_gac
 from .session import cache_key
 from .workspace import Workspace
 
-__all__ = ["gac_shift", "adapt_comparison", "AdaptView", "adapt_view", "MIN_LABELS"]
+__all__ = ["gac_shift", "gac_expected", "adapt_comparison", "AdaptView", "adapt_view", "MIN_LABELS"]
 
 #: the section is offered from 2 runs of each outcome (fewer cannot be compared out of fold)
 MIN_LABELS = 2
@@ -44,6 +44,18 @@ def gac_shift(ws: Workspace, name: str = DEFAULT_GAC) -> ShiftReport:
         return shift_check(shipped_gac(name), _shift_sample(ws), name=name.upper())
 
     return compute.computed(cache_key("gac-shift", name), f"Applicability of the shipped {name.upper()}", run)
+
+
+def gac_expected(ws: Workspace, name: str = DEFAULT_GAC):
+    """The shipped GAC's applicability verdict and expected ECE range on the selection
+    (:meth:`~htc_core.calibration.general.GeneralCalibrator.assess`)."""
+    def run(progress):
+        progress(0.2, f"measuring the shift of {len(ws):,} runs from the training data")
+        gac, ts = shipped_gac(name), _shift_sample(ws)
+        rep = shift_check(gac, ts, name=name.upper())
+        return gac.assess(rep, gac.kinds(ts) == "with_alternatives", gac.predict_proba(ts)[:, 1])
+
+    return compute.computed(cache_key("gac-expected", name), f"Expected error of the shipped {name.upper()}", run)
 
 
 def adapt_comparison(ws: Workspace, positions, name: str = DEFAULT_GAC) -> LabelComparison:

@@ -12,6 +12,7 @@
     python -m htc_core.bench ingest        htc features end to end vs json.loads; 30k/300k/1M scaling (time, memory)
     python -m htc_core.bench scaling       htc features local vs Dask 1 and 2 workers at 10k/100k/1M runs vs json.loads
     python -m htc_core.bench gam           htc evaluate with HTC-GAM on 500 runs vs the default table; GAM vs Reduced
+    python -m htc_core.bench gac_foreign   the shipped GAC zero-shot on a foreign run set vs training-free signals
     python -m htc_core.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
     python -m htc_core.bench coldstart     first fit / score / Monitor / evaluate with an empty kernel cache vs warm
     python -m htc_core.bench all           features, formats, calibration and monitor
@@ -20,7 +21,7 @@ Options after the name go to that benchmark (``python -m htc_core.bench NAME --h
 """
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
-              "scaling", "learning", "dashboard_scale", "flags", "coldstart")
+              "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign")
 
 
 def shared_data_dir():

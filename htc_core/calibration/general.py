@@ -10,12 +10,20 @@ Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to
   every run has the same definitions), fitted on all runs; it scores runs without alternatives (and every
   run when the first model is absent).
 
+Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.calibration.transfer_eval`), the
+routed model's logit is combined with a training-free signal of the run
+(:mod:`htc_core.calibration.transfer_methods`): ``sigmoid(a z + b logit(signal) + c)``. The signal is read off
+the runs' tokens, so a GAC with a ``transfer`` scores TraceSets (:meth:`GeneralCalibrator.predict_proba_traces`).
+:meth:`GeneralCalibrator.assess` gives every zero-shot score its applicability verdict and expected ECE range
+(:mod:`htc_core.calibration.expected_error`, from the card's leave-one-family-out points).
+
 The file is JSON (``"format": "htc-gac"``) holding both model files and the model card; never pickle.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -33,7 +41,7 @@ from .inputs import TraceSetMixin, check_predict_data, check_saveable_labels, un
 from .model_file import read_model_file
 from .solvers import DEFAULT_ALPHAS
 
-__all__ = ["GeneralCalibrator", "GACScores", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "gac_features",
+__all__ = ["GeneralCalibrator", "GACScores", "check_transfer", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "gac_features",
            "load_any_model"]
 
 GAC_FORMAT = "htc-gac"
@@ -153,6 +161,11 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         The model's name (shown by the CLI and the dashboard).
     card : dict or None, default=None
         The model card, a JSON object saved with the model.
+    transfer : dict or None, default=None
+        A fixed combination of the routed logit with a training-free signal,
+        ``{"method", "signal", "coef": [a, b, c], "fallback": {"kinds", "coef"} (optional)}``, as the shipped
+        models hold it (chosen by ``python -m htc_core.train_gac``); :meth:`fit` leaves it as given. It needs
+        the runs' tokens, so only the TraceSet methods apply it.
 
     Attributes
     ----------
@@ -178,7 +191,8 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, variant: str = "reduced", alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
-                 random_state: int | None = 42, top_k: int = 5, name: str = "gac", card: dict | None = None):
+                 random_state: int | None = 42, top_k: int = 5, name: str = "gac", card: dict | None = None,
+                 transfer: dict | None = None):
         self.variant = variant
         self.alphas = alphas
         self.inner_folds = inner_folds
@@ -186,6 +200,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         self.top_k = top_k
         self.name = name
         self.card = card
+        self.transfer = transfer
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -196,7 +211,8 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return hasattr(self, "models_")
 
     @classmethod
-    def from_models(cls, models: dict, *, name: str = "gac", card: dict | None = None) -> "GeneralCalibrator":
+    def from_models(cls, models: dict, *, name: str = "gac", card: dict | None = None,
+                    transfer: dict | None = None) -> "GeneralCalibrator":
         """A fitted GAC from fitted :class:`HTCCalibrator` s: ``models`` maps ``"with_alternatives"`` (may be
         None) and ``"without_alternatives"`` (required) to them."""
         if models.get(WITHOUT_ALTERNATIVES) is None:
@@ -208,7 +224,8 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         base = models[WITHOUT_ALTERNATIVES]
         gac = cls(variant=base.variant, alphas=tuple(np.ravel(base.alpha_candidates_).tolist())
                   if hasattr(base, "alpha_candidates_") else DEFAULT_ALPHAS, inner_folds=base.inner_folds,
-                  random_state=base.random_state, top_k=int(base.top_k_), name=name, card=dict(card or {}))
+                  random_state=base.random_state, top_k=int(base.top_k_), name=name, card=dict(card or {}),
+                  transfer=check_transfer(transfer))
         gac.models_ = {k: models.get(k) for k in KINDS}
         gac.classes_ = np.array([0, 1])
         gac.n_features_in_ = 1 + 2 * int(base.n_features_in_)
@@ -327,6 +344,10 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         if isinstance(X, TraceSet):
             return self.predict_proba_traces(X)
         check_is_fitted(self)
+        if self.transfer is not None:
+            raise ValueError(f"GAC {self.name!r} combines its logit with a training-free signal of the runs' tokens "
+                             f"({self.transfer.get('signal')}), which a feature frame does not hold: score a "
+                             "TraceSet with predict_proba_traces(ts)")
         values, names, _ = unpack_features(X)
         X = check_predict_data(self, values)
         alt, blocks, block_names = _split_layout(X, names)
@@ -367,18 +388,54 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> htc.load_model("gac").predict_proba_traces(ts).shape
         (1000, 2)
         """
+        from .transfer_methods import logit, sigmoid, training_free_signals
+
+        z = self.decision_function_traces(ts)
+        t = check_transfer(self.transfer)
+        if t is not None:
+            a, b, c = t["coef"]
+            sig = training_free_signals(ts)[t["signal"]].to_numpy()
+            zs = logit(np.where(np.isfinite(sig), sig, t.get("fill", 0.5)))
+            z = a * z + b * zs + c
+            fb = t.get("fallback")
+            if fb:      # runs of a kind no training run had: the signal alone
+                rows = np.isin(self.kinds(ts), fb["kinds"])
+                z[rows] = fb["coef"][1] * zs[rows] + fb["coef"][2]
+        p = sigmoid(z)
+        return np.column_stack([1.0 - p, p])
+
+    def decision_function_traces(self, ts) -> np.ndarray:
+        """The routed model's logit for each run of a TraceSet (before any ``transfer`` combination)."""
         from ..features import extract
 
         check_is_fitted(self)
         kinds = self.kinds(ts)
-        p = np.empty(len(kinds))
+        z = np.empty(len(kinds))
         for kind in KINDS:
             rows = np.flatnonzero(kinds == kind)
             if len(rows):
                 m = self.models[kind]
                 sub = ts if len(rows) == len(kinds) else ts.take(rows)
-                p[rows] = m.predict_proba(extract(sub, profile=m.profile_, top_k=m.top_k_))[:, 1]
-        return np.column_stack([1.0 - p, p])
+                z[rows] = m.decision_function(extract(sub, profile=m.profile_, top_k=m.top_k_))
+        return z
+
+    def assess(self, shift_report, alternatives: np.ndarray, confidence: np.ndarray):
+        """The applicability verdict and expected ECE range (:class:`~.expected_error.ExpectedError`) of a run set
+        from its shift report, which runs list top-k alternatives, and the GAC's confidences."""
+        from .expected_error import expected_ece
+        from .transfer_methods import em_prior
+
+        info = (self.card or {}).get("expected_error") or {}
+        rate = float(info.get("training_rate", self.models[WITHOUT_ALTERNATIVES].training_summary_.get(
+            "positive_rate", 0.5)))
+        raw = np.asarray(confidence, dtype=np.float64)
+        measures = {"max_shift": 0.0 if not shift_report.known or np.isnan(shift_report.max_shift)
+                    else float(shift_report.max_shift),
+                    "rate_gap": abs(float(raw.mean()) - rate) if raw.size else 0.0,
+                    "em_gap": abs(em_prior(raw, rate).prior - rate) if raw.size else 0.0,
+                    "missing_topk": float((~np.asarray(alternatives, bool)).mean())
+                    - float(info.get("training_share_without_alternatives", 0.0)) if raw.size else 0.0}
+        return expected_ece(list(info.get("points") or []), measures, confidence)
 
     def score_traces(self, ts) -> GACScores:
         """Every run of a TraceSet scored zero-shot (labels not needed).
@@ -422,7 +479,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
                 "routing": "runs that list top-k alternatives -> models.with_alternatives ('paper' profile); "
                            "runs without -> models.without_alternatives ('chosen' profile)",
                 "models": {k: (None if m is None else m.to_dict()) for k, m in self.models.items()},
-                "card": dict(self.card or {})}
+                "transfer": check_transfer(self.transfer), "card": dict(self.card or {})}
 
     def save(self, path: str | Path) -> Path:
         """Write the GAC as JSON (atomic: a failed save leaves the previous file intact)."""
@@ -445,7 +502,8 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         parsed = {k: HTCCalibrator.from_dict(v, source=f"{source} (models.{k})")
                   for k, v in models.items() if v is not None and k in KINDS}
         try:
-            return cls.from_models(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {})
+            return cls.from_models(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {},
+                                   transfer=obj.get("transfer"))
         except ValueError as e:
             raise ValueError(f"{source} is not a valid GAC model file: {e}") from None
 
@@ -458,6 +516,27 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         have = [k for k, m in self.models_.items() if m is not None] if hasattr(self, "models_") else None
         fitted = f", models={have}" if have is not None else ""
         return f"GeneralCalibrator(name={self.name!r}, variant={self.variant!r}{fitted})"
+
+
+def check_transfer(t) -> dict | None:
+    """None, or ``{"method", "signal", "coef": [a, b, c]}`` with a known signal and three finite numbers."""
+    from .transfer_methods import SIGNALS
+
+    if t is None:
+        return None
+    if not isinstance(t, dict) or t.get("signal") not in SIGNALS:
+        raise ValueError(f"'transfer' must be an object whose 'signal' is one of {sorted(SIGNALS)}, got {t!r}")
+    coef = t.get("coef")
+    if (not isinstance(coef, list) or len(coef) != 3 or
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in coef)):
+        raise ValueError(f"'transfer.coef' must be a list of three finite numbers, got {coef!r}")
+    fb = t.get("fallback")
+    if fb is not None and (not isinstance(fb, dict) or not isinstance(fb.get("kinds"), list)
+                           or not set(fb["kinds"]) <= set(KINDS) or not isinstance(fb.get("coef"), list)
+                           or len(fb["coef"]) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v)
+                                                              for v in fb["coef"])):
+        raise ValueError(f"'transfer.fallback' must be {{'kinds': [...], 'coef': [a, b, c]}}, got {fb!r}")
+    return {**t, "coef": [float(v) for v in coef]}
 
 
 def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["SHIFT_THRESHOLD", "ShiftReport", "ShiftAccumulator", "feature_stats", "shift_check"]
+__all__ = ["SHIFT_THRESHOLD", "ShiftReport", "ShiftAccumulator", "feature_stats", "shift_check",
+           "shift_check_matrix"]
 
 SHIFT_THRESHOLD = 2.0
 #: how many labeled runs the warning suggests (the issue's aim: adapting with 50 labels)
@@ -213,6 +214,13 @@ class ShiftAccumulator:
         return ShiftReport(model=self.name, n_runs=int(sum(self._n.values())), threshold=self.threshold,
                            frame=pd.DataFrame(rows, columns=list(COLUMNS)),
                            n_by_part={p: int(n) for p, n in self._n.items() if n}, notes=notes)
+
+
+def shift_check_matrix(model, X) -> float:
+    """The largest |standardized mean shift| of a used feature of one HTC model on the feature matrix ``X``
+    (the model's columns, in its order); 0 when the model holds no training statistics."""
+    rep = ShiftAccumulator(model).update(X).report()
+    return 0.0 if not rep.known or np.isnan(rep.max_shift) else float(rep.max_shift)
 
 
 def shift_check(model, data, *, name: str | None = None, threshold: float = SHIFT_THRESHOLD) -> ShiftReport:

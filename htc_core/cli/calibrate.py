@@ -169,6 +169,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     reader = chunk_reader(args)
     metrics = MetricState()
     shift = _shift_accumulator(model, args.model)
+    assess = _AssessParts() if hasattr(model, "assess") else None
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
     with TableWriter(out) as w:
         for i, (ts, more) in enumerate(_lookahead(reader)):
@@ -185,12 +186,49 @@ def cmd_score(args: argparse.Namespace) -> int:
             w.write(df)
             if shift is not None:
                 shift.update(ts)
+            if assess is not None:
+                assess.update(model, ts, df["confidence"].to_numpy())
         report_problems(reader)
     print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
     _print_metrics(metrics)
     if shift is not None:
-        _report_shift(shift.report(), args.model)
+        rep = shift.report()
+        if assess is not None and w.rows:
+            _report_expected(model.assess(rep, *assess.arrays()), rep, args.model)
+        else:
+            _report_shift(rep, args.model)
     return 0
+
+
+class _AssessParts:
+    """What a GAC's expected-error assessment needs, gathered chunk by chunk: which runs list alternatives and
+    the confidences (a flag and a float per run)."""
+
+    def __init__(self):
+        self.alt, self.conf = [], []
+
+    def update(self, model, ts, confidence) -> None:
+        import numpy as np
+
+        self.alt.append(model.kinds(ts) == "with_alternatives")
+        self.conf.append(np.asarray(confidence, dtype=float))
+
+    def arrays(self):
+        import numpy as np
+
+        return np.concatenate(self.alt), np.concatenate(self.conf)
+
+
+def _report_expected(expected, rep, name: str) -> None:
+    """Always: the verdict and the expected ECE range; on stderr as a warning when outside the training data."""
+    prior = name if not name.endswith(".json") else "MODEL.json"
+    line = f"applicability: {expected.message()}"
+    if expected.flagged:
+        print(f"htc score: warning: {line}", file=sys.stderr)
+        if rep.shifted:
+            print(f"htc score: warning: {rep.message(prior=prior)}", file=sys.stderr)
+    else:
+        print(line)
 
 
 def _shift_accumulator(model, name: str):

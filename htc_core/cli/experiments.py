@@ -100,7 +100,11 @@ def _card_text(m, *, full: bool) -> str:
             lines.append(f"  {kind}: profile {sub['profile']}, top-k {sub['top_k']}, {sub['n_train']} runs, "
                          f"alpha {sub['alpha']:g}, {sub['n_selected']} features kept")
     loo = c.get("leave_one_out", {})
-    rows = [r for r in loo.get("rows", []) if full or r["method"] in ("GAC (by-kind)", "DirectTrain")]
+    if "summary" in loo:
+        lines += _family_lines(c, loo, full)
+        rows = []
+    else:
+        rows = [r for r in loo.get("rows", []) if full or r["method"] in ("GAC (by-kind)", "DirectTrain")]
     if rows:
         lines.append(f"  leave-one-{loo.get('by', 'dataset')}-out (zero-shot on the held-out group; mean over seeds "
                      f"{', '.join(map(str, loo.get('seeds', [])))}):")
@@ -112,6 +116,26 @@ def _card_text(m, *, full: bool) -> str:
         lines.append(f"  decision: {c.get('decision', '')}")
     lines.append(f"  use: htc score {m.name} INPUT --out scores.csv" + ("" if full else f"   (full card: htc models {m.name})"))
     return "\n".join(lines)
+
+
+def _family_lines(c: dict, loo: dict, full: bool) -> list[str]:
+    """The leave-one-family-out section of a card: the shipped transfer method per held-out family (every
+    candidate with the full card), mean and worst over the families."""
+    chosen = loo.get("chosen", "gac")
+    held = (c.get("transfer") or {}).get("held") or {}
+    what = f"{chosen}" + (f" (signal {held.get('signal')}, coef {held.get('coef')})" if held else "")
+    out = [f"  transfer: {what}, chosen leave-one-family-out (python -m htc_core.train_gac --table-only)"]
+    methods = loo.get("methods", []) if full else [m for m in ("gac", chosen) if m]
+    for r in loo.get("rows", []):
+        if r["method"] in dict.fromkeys(methods):
+            out.append(f"    {r['family']:<28} {r['method']:<10} ECE {r['ece']:.3f}  Brier {r['brier']:.3f}  "
+                       f"AUROC {r['auroc']:.3f}")
+    for m in dict.fromkeys(methods):
+        s = loo.get("summary", {}).get(m)
+        if s:
+            out.append(f"    {'mean / worst':<28} {m:<10} ECE {s['ece_mean']:.3f} / {s['ece_worst']:.3f}  AUROC "
+                       f"{s['auroc_mean']:.3f} / {s['auroc_worst']:.3f}")
+    return out
 
 
 def register(sub) -> None:

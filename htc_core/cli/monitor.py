@@ -109,7 +109,20 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     alerted = df.groupby("id")["alert"].any()
     msg = f"; {int(alerted.sum())} runs alerted (confidence < {args.threshold})" if args.threshold is not None else ""
     print(f"replayed {len(ts)} runs ({len(df)} steps) through a Monitor of {args.model}{msg}; wrote {out}")
+    if hasattr(monitor.model, "assess") and len(ts):
+        _print_expected(monitor.model, ts, df.groupby("id", sort=False)["confidence"].last().to_numpy())
     return 0
+
+
+def _print_expected(gac, ts, final) -> None:
+    """The GAC's applicability verdict and expected ECE range for the replayed runs (final confidences)."""
+    import sys
+
+    from ..calibration.shift import shift_check
+    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", final)
+    line = f"applicability: {expected.message()}"
+    print(f"htc monitor: warning: {line}" if expected.flagged else line, file=sys.stderr if expected.flagged else
+          sys.stdout)
 
 
 def _threshold(value: str) -> float:

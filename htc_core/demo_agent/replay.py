@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .runner import ACTION, FINAL, INVALID_REPLY, TOOL_OF_FAMILY, few_shot, system_prompt
+from .runner import FINAL, parse_action, INVALID_REPLY, TOOL_OF_FAMILY, few_shot, system_prompt
 from .tools import run_tool
 
 __all__ = ["INVALID_REPLY", "replay_steps", "observation_of", "messages_text"]
@@ -31,9 +31,9 @@ def observation_of(text: str) -> tuple[dict | None, str | None]:
     final answer."""
     if FINAL.search(text):
         return None, None
-    action = ACTION.search(text)
+    action = parse_action(text)
     if action:
-        return {"name": action.group(1), "arguments": action.group(2)}, run_tool(action.group(1), action.group(2))
+        return {"name": action[0], "arguments": action[1]}, run_tool(*action)
     return None, INVALID_REPLY
 
 

@@ -18,7 +18,8 @@ from typing import Any, Callable
 from .tasks import Task, check_answer
 from .tools import run_tool
 
-TOOL_OF_FAMILY = {"arithmetic": "calculator", "units": "convert", "facts": "search", "strings": "python"}
+TOOL_OF_FAMILY = {"arithmetic": "calculator", "units": "convert", "facts": "search", "strings": "python",
+                  "docs": "lookup", "lists": "code"}
 
 TOOL_HELP = {
     "calculator": "calculator[expression] evaluates arithmetic, e.g. calculator[12 * 7 + 3]",
@@ -28,6 +29,10 @@ TOOL_HELP = {
               "e.g. search[France]",
     "python": "python[expression] runs string functions: reverse(s), upper(s), lower(s), len(s), count(s, c), "
               "e.g. python[reverse('cat')]",
+    "lookup": "lookup[keywords] searches a collection of documents about towns and returns the best passage, "
+              "e.g. lookup[Arlenford mayor]",
+    "code": "code[snippet] runs a short Python snippet on lists of numbers (sum, max, min, sorted, len, round; "
+            "statements separated by ';') and returns the last value, e.g. code[xs = [3, 8, 5]; max(xs)]",
 }
 
 EXAMPLES = {
@@ -47,6 +52,18 @@ EXAMPLES = {
                 "tac", "tac"),
                ("How many letters are in 'sunflower'?", "I can count the letters.", "python[len('sunflower')]",
                 "9", "9")],
+    "lookup": [("What is Brackwell known for?", "I should search the documents for Brackwell.",
+                "lookup[Brackwell known for]",
+                "Brackwell is a town in the western coast, founded in 1811 on the river Tamber. It has 9200 "
+                "inhabitants, its mayor is Owen Pryce, and it is known for its wool.", "wool"),
+               ("In which year was Millbrook founded?", "I should search the documents for Millbrook.",
+                "lookup[Millbrook founded]",
+                "Millbrook is a town in the central plain, founded in 1884 on the river Ember. It has 7400 "
+                "inhabitants, its mayor is Greta Novak, and it is known for its flour.", "1884")],
+    "code": [("What is the sum of the numbers 12, 7, 30?", "I can add them with a snippet.",
+              "code[sum([12, 7, 30])]", "49", "49"),
+             ("What is the smallest of the numbers 44, 18, 61, 25?", "I can take the minimum.",
+              "code[xs = [44, 18, 61, 25]; min(xs)]", "18", "18")],
 }
 
 ACTION = re.compile(r"Action:\s*([A-Za-z_]+)\s*\[(.*?)\]", re.S)
@@ -54,6 +71,24 @@ FINAL = re.compile(r"Final Answer:\s*(.+)", re.I)
 CONF_NUM = re.compile(r"(\d{1,3}(?:\.\d+)?)")
 #: what the agent is told after a step with neither an action nor a final answer
 INVALID_REPLY = "Please reply with 'Action: <tool>[<input>]' or 'Final Answer: <answer>'."
+
+
+def parse_action(text: str) -> tuple[str, str] | None:
+    """(tool, argument) of the first ``Action: tool[argument]`` in ``text``, or None. The argument ends at the
+    first ``]``, except for the ``code`` tool, whose snippets hold lists: there it ends at the ``]`` that
+    balances the opening ``[`` (or at the last ``]`` of the text when none balances)."""
+    m = ACTION.search(text)
+    if m is None:
+        return None
+    name, arg = m.group(1), m.group(2)
+    if name.lower() == "code":
+        depth, start = 1, m.start(2)
+        for i in range(start, len(text)):
+            depth += {"[": 1, "]": -1}.get(text[i], 0)
+            if depth == 0:
+                return name, text[start:i]
+        return name, text[start:text.rindex("]")]
+    return name, arg
 
 
 def system_prompt(tool: str) -> str:
@@ -131,7 +166,7 @@ def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = 
         text = _content(resp)
         messages.append({"role": "assistant", "content": text})
         final = FINAL.search(text)
-        action = ACTION.search(text)
+        action = parse_action(text)
         kind = "final" if final else ("action" if action else "invalid")
         run.steps.append({"name": kind, "text": text, "response": resp})
         if final:
@@ -139,7 +174,7 @@ def run_agent(client: Any, task: Task, settings: AgentSettings, *, model: str = 
             run.stop_reason = "final_answer"
             break
         if action:
-            obs = run_tool(action.group(1), action.group(2))
+            obs = run_tool(*action)
         else:
             obs = INVALID_REPLY
         messages.append({"role": "user", "content": f"Observation: {obs}"})

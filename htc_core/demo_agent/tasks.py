@@ -1,9 +1,12 @@
 """Task families for the recorded agent runs, generated from a seed, with gold answers.
 
-Four kinds, so that transfer and a general calibrator can be studied:
+Six kinds, so that transfer and a general calibrator can be studied:
 ``arithmetic`` (multi-step word problems, calculator), ``units`` (unit
-conversion, converter), ``facts`` (lookup in the bundled fact table, search)
-and ``strings`` (string manipulation, restricted Python sandbox).
+conversion, converter), ``facts`` (lookup in the bundled fact table, search),
+``strings`` (string manipulation, restricted Python sandbox), ``docs``
+(questions about invented towns answered from a local document set, BM25
+``lookup``) and ``lists`` (statistics of a list of numbers, a sandboxed
+interpreter of short Python snippets, ``code``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from .documents import TOWNS, attribute
+from .snippets import code_tool
 from .tools import FACTS, calculator, convert_units, format_number, python_sandbox
 
 
@@ -105,7 +110,40 @@ def _strings(rng: random.Random, i: int) -> Task:
     return Task(f"strings-{i:04d}", "strings", q, gold, "number" if gold.isdigit() else "text")
 
 
-FAMILIES = {"arithmetic": _arithmetic, "units": _units, "facts": _facts, "strings": _strings}
+_DOC_QUESTIONS = {"founded": "In which year was {t} founded?", "river": "On which river is {t}?",
+                  "population": "How many inhabitants does {t} have?", "mayor": "Who is the mayor of {t}?",
+                  "product": "What is {t} known for?"}
+
+
+def _docs(rng: random.Random, i: int) -> Task:
+    town = rng.choice(sorted(TOWNS))
+    attr = rng.choice(sorted(_DOC_QUESTIONS))
+    gold = attribute(town, attr)
+    return Task(f"docs-{i:04d}", "docs", _DOC_QUESTIONS[attr].format(t=town), gold,
+                "number" if gold.isdigit() else "text")
+
+
+def _lists(rng: random.Random, i: int) -> Task:
+    xs = [rng.randint(1, 99) for _ in range(rng.randint(4, 7))]
+    shown = ", ".join(map(str, xs))
+    form = rng.randrange(5)
+    if form == 0:
+        q, code = f"What is the sum of the numbers {shown}?", f"sum({xs})"
+    elif form == 1:
+        q, code = f"What is the average of the numbers {shown}?", f"sum({xs}) / len({xs})"
+    elif form == 2:
+        q, code = f"What is the second largest of the numbers {shown}?", f"sorted({xs})[-2]"
+    elif form == 3:
+        q, code = f"What is the difference between the largest and the smallest of {shown}?", f"max({xs}) - min({xs})"
+    else:
+        q, code = f"What is the median of the numbers {shown}?", f"sorted({xs})[{len(xs) // 2}]"
+        if len(xs) % 2 == 0:
+            code = f"(sorted({xs})[{len(xs) // 2 - 1}] + sorted({xs})[{len(xs) // 2}]) / 2"
+    return Task(f"lists-{i:04d}", "lists", q, code_tool(code), "number")
+
+
+FAMILIES = {"arithmetic": _arithmetic, "units": _units, "facts": _facts, "strings": _strings, "docs": _docs,
+            "lists": _lists}
 
 
 def make_tasks(family: str, n: int, seed: int = 0) -> list[Task]:

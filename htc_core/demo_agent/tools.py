@@ -12,6 +12,9 @@ import math
 import operator
 import re
 
+from .documents import lookup
+from .snippets import code_tool
+
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
 _UNOPS = {ast.UAdd: operator.pos, ast.USub: operator.neg}
@@ -193,7 +196,8 @@ def python_sandbox(arg: str) -> str:
     return str(out)
 
 
-TOOLS = {"calculator": calculator, "convert": converter, "search": search, "python": python_sandbox}
+TOOLS = {"calculator": calculator, "convert": converter, "search": search, "python": python_sandbox,
+         "lookup": lookup, "code": code_tool}
 
 
 def run_tool(name: str, arg: str) -> str:
@@ -203,5 +207,5 @@ def run_tool(name: str, arg: str) -> str:
     return fn(arg)
 
 
-__all__ = ["TOOLS", "run_tool", "calculator", "converter", "search", "python_sandbox", "FACTS", "UNITS",
+__all__ = ["TOOLS", "run_tool", "lookup", "code_tool", "calculator", "converter", "search", "python_sandbox", "FACTS", "UNITS",
            "format_number", "convert_units", "math"]

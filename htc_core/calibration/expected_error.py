@@ -1,0 +1,108 @@
+"""The expected calibration error of a zero-shot score, from the leave-one-family-out errors at a similar shift.
+
+A GAC's card holds, for every family it was evaluated on leave-one-family-out
+(:mod:`htc_core.calibration.transfer_eval`), the shift of that family from the rest and the ECE the shipped
+method reached there (``card["expected_error"]["points"]``). For a new run set the same shift is measured
+without labels (:func:`shift_measures`):
+
+- ``max_shift``: the largest standardized mean shift of a used feature (:mod:`htc_core.calibration.shift`);
+- ``rate_gap``: |mean zero-shot confidence - the training base rate|: a run set whose predicted success rate
+  is far from the training one has a shifted base rate (the check fires on it, not only on feature means);
+- ``em_gap``: |EM estimate of the base rate (Saerens et al. 2002) - the training base rate| (distance only);
+- ``missing_topk``: the share of runs without top-k alternatives minus that share in training.
+
+:func:`expected_ece` takes the ``k`` families nearest in these measures (each scaled by its flag level) and
+returns the range of their ECE, widened by the ECE a perfectly calibrated confidence shows on this many runs
+(sampling noise; :func:`ece_floor`). Beyond every measured shift the upper end is the worst ECE measured, and
+the message says the set is beyond what was measured. The verdict is "outside the training data" when any
+measure passes its flag level (:data:`FLAGS`). The EM estimate is a distance measure only, not a flag: with a
+confidence that ranks weakly (AUROC ~0.75) EM drifts far from the true base rate on the project's own held-out
+families (gaps of 0.2-0.56 where the true base rates differ by under 0.2), so it would flag every set.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["FLAGS", "ExpectedError", "ece_floor", "expected_ece", "labels_to_know"]
+
+#: measure -> the level at which it flags the set as outside the training data
+FLAGS = {"max_shift": 2.0, "rate_gap": 0.10, "missing_topk": 0.5}
+#: measure -> its distance scale for "a similar shift" (the flag level where there is one)
+SCALES = {**FLAGS, "em_gap": 0.3}
+MEASURES = tuple(SCALES)
+
+
+def ece_floor(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> float:
+    """Mean ECE of *perfectly calibrated* confidences ``p`` (labels drawn as Bernoulli(p)): the part of a
+    measured ECE that is sampling noise on ``len(p)`` runs."""
+    from .metrics import _fast_ece
+
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
+    if p.size == 0:
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    vals = [float(_fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)]
+    return float(np.mean(vals))
+
+
+def labels_to_know(half_width: float) -> int:
+    """Labeled runs whose success rate has a standard error under ``half_width`` (at most 0.5/sqrt(n))."""
+    return int(min(400, max(20, math.ceil(0.25 / max(half_width, 1e-3) ** 2))))
+
+
+@dataclass
+class ExpectedError:
+    low: float
+    high: float
+    verdict: str                        # "within the training data" / "outside the training data"
+    flagged: list = field(default_factory=list)        # the measures past their flag level
+    measures: dict = field(default_factory=dict)
+    nearest: list = field(default_factory=list)        # the families the range comes from
+    extrapolated: bool = False
+    floor: float = 0.0
+
+    @property
+    def n_labels(self) -> int:
+        return labels_to_know(max((self.high - self.low) / 2, 0.025))
+
+    def message(self) -> str:
+        why = "; ".join(f"{m} {self.measures[m]:.2f} >= {FLAGS[m]:g}" for m in self.flagged)
+        head = f"{self.verdict}" + (f" ({why})" if why else "")
+        tail = (" (beyond the shifts measured leave-one-family-out: the upper end is the worst measured)"
+                if self.extrapolated else "")
+        return (f"{head}; expected ECE {self.low:.2f}-{self.high:.2f}{tail}, from the leave-one-family-out "
+                f"errors of {', '.join(self.nearest)}: label about {self.n_labels} runs to know")
+
+    def to_dict(self) -> dict:
+        return {"low": round(self.low, 4), "high": round(self.high, 4), "verdict": self.verdict,
+                "flagged": list(self.flagged), "measures": {k: round(float(v), 4) for k, v in self.measures.items()},
+                "nearest": list(self.nearest), "extrapolated": self.extrapolated, "ece_floor": round(self.floor, 4),
+                "labels_to_know": self.n_labels, "message": self.message()}
+
+
+def _scaled(m: dict) -> np.ndarray:
+    return np.array([abs(float(m.get(k, 0.0) or 0.0)) / SCALES[k] for k in MEASURES])
+
+
+def expected_ece(points: list[dict], measures: dict, confidences: np.ndarray, *, k: int = 3) -> ExpectedError:
+    """The expected ECE range of a run set with shift ``measures`` and zero-shot ``confidences``, from the
+    leave-one-family-out ``points`` (dicts with the measures, ``family`` and ``ece``)."""
+    flagged = [m for m in FLAGS if abs(float(measures.get(m, 0.0) or 0.0)) >= FLAGS[m]]
+    verdict = "outside the training data" if flagged else "within the training data"
+    floor = ece_floor(confidences)
+    if not points:
+        return ExpectedError(floor, 1.0, verdict, flagged, dict(measures), [], True, floor)
+    P = np.array([_scaled(p) for p in points])
+    x = _scaled(measures)
+    dist = np.sqrt(((P - x) ** 2).sum(axis=1))
+    order = np.argsort(dist)[: max(1, min(k, len(points)))]
+    ece = np.array([float(p["ece"]) for p in points])
+    extrapolated = bool(np.any(x > P.max(axis=0) + 1e-9) and dist[order[0]] > 1.0)
+    low = max(0.0, float(ece[order].min()) - floor / 2)
+    high = float(ece.max() if extrapolated else ece[order].max()) + floor
+    return ExpectedError(max(low, floor / 2), min(1.0, high), verdict, flagged, dict(measures),
+                         [str(points[i].get("family", i)) for i in order], extrapolated, floor)

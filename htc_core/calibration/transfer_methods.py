@@ -1,0 +1,181 @@
+"""Ways to carry a calibrator to a run set without its labels (the GAC's transfer candidates).
+
+Each is a small, separately testable step on arrays; :mod:`htc_core.calibration.transfer_eval` compares
+them leave-one-family-out and the shipped GAC holds the one that won there (its card says which).
+
+- :func:`target_standardized_logit` (test-time standardization): the model's weights applied to features
+  standardized with the *scored* runs' own mean and standard deviation instead of the training ones, so a
+  shift of a feature's location or scale between run sets does not move the logit.
+- :func:`em_prior` / :func:`prior_adjust` (label shift, Saerens, Latinne & Decaestecker 2002): the
+  confidences p(y=1|x) of a model trained at base rate pi_s are re-weighted for an unknown target base
+  rate pi_t, estimated by EM on the unlabeled scored runs:
+  ``p_t(x) = (pi_t/pi_s) p / ((pi_t/pi_s) p + ((1-pi_t)/(1-pi_s)) (1-p))`` and ``pi_t = mean p_t(x)``.
+- :func:`domain_weights` (covariate shift): a logistic domain classifier tells training runs from scored
+  runs; each training run gets the weight ``P(target|x) / P(source|x) * n_s / n_t`` (clipped, mean 1), and
+  the model's logit is re-fitted by a weighted Platt step on the training runs (:func:`weighted_platt`).
+- :func:`training_free_signals` and :func:`stack_logits`: the raw signals uncertainty toolkits ship
+  (length-normalized sequence probability, minimum token probability, minus the mean entropy of the top-k
+  alternatives), and a logistic stack of the model's logit with one such signal's logit, so the combined
+  score ranks at least as the signal does wherever the signal carries the ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SIGNALS", "training_free_signals", "target_standardized_logit", "EMPrior", "em_prior",
+           "prior_adjust", "domain_weights", "weighted_platt", "stack_logits", "logit", "sigmoid"]
+
+#: the training-free signals: column -> what it is
+SIGNALS = {"seq_prob": "length-normalized sequence probability (geometric mean of the chosen tokens' probabilities)",
+           "min_prob": "minimum chosen-token probability over all steps",
+           "neg_entropy": "minus the mean entropy of the renormalized top-k alternatives over all steps"}
+EPS = 1e-6
+
+
+def logit(p) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), EPS, 1 - EPS)
+    return np.log(p) - np.log1p(-p)
+
+
+def sigmoid(z) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    return np.where(z >= 0, 1.0 / (1.0 + np.exp(-np.abs(z))), np.exp(-np.abs(z)) / (1.0 + np.exp(-np.abs(z))))
+
+
+def training_free_signals(ts) -> pd.DataFrame:
+    """Per run: ``seq_prob``, ``min_prob`` and ``neg_entropy`` (NaN where a run has no tokens, or no top-k
+    alternatives for the entropy), from the chosen tokens' logprobs over all steps."""
+    from ..features.segments import seg_mean, seg_min
+
+    off = ts.step_offsets[ts.traj_offsets]
+    lens = np.diff(off)
+    lp = np.asarray(ts.logprob, dtype=np.float64)
+    seq = np.where(lens > 0, np.exp(seg_mean(np.nan_to_num(lp, nan=0.0), off)), np.nan)
+    mn = np.where(lens > 0, np.exp(seg_min(np.nan_to_num(lp, nan=0.0), off)), np.nan)
+    tl = np.asarray(ts.top_logprobs, dtype=np.float64)
+    if tl.ndim == 2 and tl.shape[1] > 0 and len(tl):
+        q = np.exp(np.where(np.isnan(tl), -np.inf, tl))
+        z = q.sum(axis=1)
+        has = z > 0
+        qn = q / np.where(has, z, 1.0)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = -np.where(qn > 0, qn * np.log(qn), 0.0).sum(axis=1)
+        tok_has = has.astype(np.float64)
+        n_has = np.add.reduceat(tok_has, off[:-1]) if len(tok_has) else np.zeros(len(lens))
+        s_h = np.add.reduceat(np.where(has, h, 0.0), off[:-1]) if len(tok_has) else np.zeros(len(lens))
+        n_has = np.where(lens > 0, n_has, 0.0)
+        ent = np.where(n_has > 0, -s_h / np.maximum(n_has, 1), np.nan)
+    else:
+        ent = np.full(len(lens), np.nan)
+    return pd.DataFrame({"seq_prob": seq, "min_prob": mn, "neg_entropy": ent})
+
+
+def target_standardized_logit(model, X: np.ndarray, *, min_runs: int = 20) -> np.ndarray:
+    """The logit of a fitted linear model (``coef_``, ``intercept_``, ``scale_``) on ``X`` standardized with
+    ``X``'s own column means and standard deviations (test-time standardization). A column whose target
+    std is 0 keeps the training scale. Fewer than ``min_runs`` rows: the training standardization is kept
+    (the target statistics would be mostly noise)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] < min_runs:
+        return np.asarray(model.decision_function(X), dtype=np.float64)
+    mu = X.mean(axis=0)
+    sd = X.std(axis=0)
+    sd = np.where(sd > 1e-12, sd, np.asarray(model.scale_, dtype=np.float64))
+    return (X - mu) / sd @ np.asarray(model.coef_[0], dtype=np.float64) + float(model.intercept_[0])
+
+
+@dataclass
+class EMPrior:
+    prior: float           # the estimated base rate of the scored runs
+    adjusted: np.ndarray   # the confidences re-weighted for it
+    n_iter: int
+    converged: bool
+
+
+def prior_adjust(p, train_prior: float, target_prior: float) -> np.ndarray:
+    """Bayes' rule for a changed base rate: p(y=1|x) at ``train_prior`` -> at ``target_prior``."""
+    p = np.clip(np.asarray(p, dtype=np.float64), EPS, 1 - EPS)
+    a = target_prior / train_prior
+    b = (1 - target_prior) / (1 - train_prior)
+    return a * p / (a * p + b * (1 - p))
+
+
+def em_prior(p, train_prior: float, *, tol: float = 1e-7, max_iter: int = 2000) -> EMPrior:
+    """Saerens-Latinne-Decaestecker EM: the target base rate that makes the mean adjusted confidence equal to
+    itself, and the adjusted confidences. ``train_prior`` is the training base rate of the model."""
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    if not 0 < train_prior < 1:
+        raise ValueError(f"train_prior must lie in (0, 1), got {train_prior!r}")
+    if p.size == 0 or not np.isfinite(p).all():
+        raise ValueError("p must be a non-empty array of finite confidences")
+    pi = train_prior
+    for it in range(1, max_iter + 1):
+        adj = prior_adjust(p, train_prior, pi)
+        new = float(np.clip(adj.mean(), 1e-4, 1 - 1e-4))
+        if abs(new - pi) < tol:
+            return EMPrior(new, prior_adjust(p, train_prior, new), it, True)
+        pi = new
+    return EMPrior(pi, prior_adjust(p, train_prior, pi), max_iter, False)
+
+
+def domain_weights(Xs: np.ndarray, Xt: np.ndarray, *, C: float = 0.1, clip: float = 20.0) -> np.ndarray:
+    """Importance weight of each source row for the target distribution, by a logistic domain classifier on
+    features standardized with the pooled statistics; mean 1 over the source rows, clipped at ``clip``."""
+    from sklearn.linear_model import LogisticRegression
+
+    Xs, Xt = np.asarray(Xs, dtype=np.float64), np.asarray(Xt, dtype=np.float64)
+    X = np.vstack([Xs, Xt])
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    Z = (X - mu) / np.where(sd > 1e-12, sd, 1.0)
+    d = np.r_[np.zeros(len(Xs)), np.ones(len(Xt))]
+    clf = LogisticRegression(C=C, max_iter=2000).fit(Z, d)
+    ps = clf.predict_proba(Z[: len(Xs)])[:, 1]
+    w = ps / np.clip(1 - ps, 1e-9, None) * len(Xs) / len(Xt)
+    w = np.minimum(w / w.mean(), clip)
+    return w / w.mean()
+
+
+def weighted_platt(z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, *, ridge: float = 1e-4,
+                   max_iter: int = 100) -> tuple[float, float]:
+    """(slope, intercept) of ``sigmoid(a z + b)`` minimizing the weighted log loss (Newton steps)."""
+    z = np.asarray(z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(z) if w is None else np.asarray(w, dtype=np.float64)
+    A = np.column_stack([z, np.ones_like(z)])
+    coef = np.zeros(2)
+    lam = ridge * w.sum()
+    for _ in range(max_iter):
+        p = sigmoid(A @ coef)
+        g = A.T @ (w * (p - y)) + lam * coef
+        H = (A * (w * p * (1 - p))[:, None]).T @ A + lam * np.eye(2)
+        step = np.linalg.solve(H, g)
+        coef -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return float(coef[0]), float(coef[1])
+
+
+def stack_logits(z_model: np.ndarray, signal: np.ndarray, y: np.ndarray, *, ridge: float = 1e-3,
+                 max_iter: int = 100) -> np.ndarray:
+    """[a, b, c] of ``sigmoid(a z_model + b logit(signal) + c)`` by (ridged) log loss, with the signal's weight
+    kept non-negative (a training-free confidence is never turned upside down)."""
+    zs = logit(signal)
+    A = np.column_stack([np.asarray(z_model, dtype=np.float64), zs, np.ones_like(zs)])
+    y = np.asarray(y, dtype=np.float64)
+    coef = np.zeros(3)
+    lam = ridge * len(y)
+    for _ in range(max_iter):
+        p = sigmoid(A @ coef)
+        g = A.T @ (p - y) + lam * coef
+        H = (A * (p * (1 - p))[:, None]).T @ A + lam * np.eye(3)
+        step = np.linalg.solve(H, g)
+        coef -= step
+        if coef[1] < 0:
+            coef[1] = 0.0
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return coef

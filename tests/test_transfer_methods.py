@@ -1,0 +1,130 @@
+"""Every transfer method of htc_core.calibration.transfer_methods against a synthetic shift with a known answer."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from htc_core.calibration.grouping import score_metrics
+from htc_core.calibration.transfer_methods import (domain_weights, em_prior, logit, prior_adjust, sigmoid,
+                                                   stack_logits, target_standardized_logit, training_free_signals,
+                                                   weighted_platt)
+from htc_core.traces import TraceSet, _empty_meta
+
+
+def _posterior(x, prior):
+    """Exact p(y=1|x) for x ~ N(+1, 1) (y=1) / N(-1, 1) (y=0) at base rate ``prior``: logit = 2x + log odds."""
+    return sigmoid(2 * x + np.log(prior / (1 - prior)))
+
+
+def _sample(n, prior, rng):
+    y = (rng.random(n) < prior).astype(float)
+    return rng.normal(np.where(y == 1, 1.0, -1.0), 1.0), y
+
+
+@pytest.mark.parametrize("train_prior,target_prior", [(0.4, 0.15), (0.4, 0.7), (0.2, 0.5), (0.5, 0.5)])
+def test_em_recovers_a_known_base_rate_change(train_prior, target_prior):
+    rng = np.random.default_rng(0)
+    x, y = _sample(20_000, target_prior, rng)
+    p = _posterior(x, train_prior)            # a model calibrated at the training base rate
+    res = em_prior(p, train_prior)
+    assert res.converged
+    assert abs(res.prior - target_prior) <= 0.02
+    # the adjusted confidences are the exact posterior at the target rate, up to the estimate's error
+    assert np.max(np.abs(res.adjusted - _posterior(x, target_prior))) < 0.05
+    before, after = score_metrics(y, p)["ece"], score_metrics(y, res.adjusted)["ece"]
+    assert after <= 0.02
+    if abs(train_prior - target_prior) > 0.1:
+        assert before > 0.05
+
+
+def test_prior_adjust_is_identity_at_the_same_rate_and_inverts():
+    p = np.linspace(0.01, 0.99, 50)
+    assert np.allclose(prior_adjust(p, 0.3, 0.3), p)
+    assert np.allclose(prior_adjust(prior_adjust(p, 0.3, 0.6), 0.6, 0.3), p, atol=1e-9)
+
+
+def test_em_rejects_bad_input():
+    with pytest.raises(ValueError, match="train_prior"):
+        em_prior([0.5], 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        em_prior([0.5, np.nan], 0.5)
+
+
+class _Linear:
+    def __init__(self, mean, scale, coef, b):
+        self.mean_, self.scale_ = np.asarray(mean, float), np.asarray(scale, float)
+        self.coef_, self.intercept_ = np.asarray([coef], float), np.asarray([b], float)
+
+    def decision_function(self, X):
+        return (np.asarray(X) - self.mean_) / self.scale_ @ self.coef_[0] + self.intercept_[0]
+
+
+def test_test_time_standardization_undoes_a_location_and_scale_shift():
+    rng = np.random.default_rng(1)
+    X = rng.normal(0, 1, (4000, 3))
+    m = _Linear([0, 0, 0], [1, 1, 1], [1.0, -0.5, 0.2], -0.3)
+    shifted = X * np.array([3.0, 0.5, 1.0]) + np.array([5.0, -2.0, 0.0])   # a known affine shift per feature
+    z_plain = m.decision_function(shifted)
+    z_tts = target_standardized_logit(m, shifted)
+    z_true = m.decision_function(X)
+    assert np.max(np.abs(z_tts - z_true)) < 0.1          # recovered up to the sampling error of mean/std
+    assert np.max(np.abs(z_plain - z_true)) > 3           # the plain logit is far off
+    assert np.allclose(target_standardized_logit(m, shifted[:5]), z_plain[:5])   # too few rows: unchanged
+
+
+def test_domain_weights_reweight_the_source_to_the_target_mean():
+    rng = np.random.default_rng(2)
+    xs, xt = rng.normal(0, 1, (6000, 1)), rng.normal(0.8, 1, (3000, 1))
+    w = domain_weights(xs, xt, C=10.0)
+    assert w.min() > 0 and abs(w.mean() - 1) < 1e-9
+    assert abs(float(np.average(xs[:, 0], weights=w)) - 0.8) < 0.1       # the importance-weighted source mean
+    # the true density ratio is exp(0.8 x - 0.32): the weights follow it
+    assert np.corrcoef(np.log(w), xs[:, 0])[0, 1] > 0.99
+
+
+def test_weighted_platt_recovers_slope_and_intercept():
+    rng = np.random.default_rng(3)
+    z = rng.normal(0, 2, 40_000)
+    y = (rng.random(z.size) < sigmoid(0.5 * z - 0.7)).astype(float)
+    a, b = weighted_platt(z, y)
+    assert abs(a - 0.5) < 0.03 and abs(b + 0.7) < 0.05
+    # weights that drop half of the rows give the same answer on the other half
+    w = (np.arange(z.size) % 2 == 0).astype(float)
+    a2, b2 = weighted_platt(z, y, w)
+    assert abs(a2 - 0.5) < 0.05 and abs(b2 + 0.7) < 0.07
+
+
+def test_stack_ranks_as_the_signal_when_the_model_is_noise():
+    rng = np.random.default_rng(4)
+    y = (rng.random(5000) < 0.4).astype(float)
+    signal = sigmoid(np.where(y == 1, 1.0, -1.0) + rng.normal(0, 1, y.size))
+    z_model = rng.normal(0, 1, y.size)
+    a, b, c = stack_logits(z_model, signal, y)
+    assert b > 0.5 and abs(a) < 0.1
+    p = sigmoid(a * z_model + b * logit(signal) + c)
+    assert score_metrics(y, p)["auroc"] >= score_metrics(y, signal)["auroc"] - 0.01
+    # a signal that is anti-correlated is never turned upside down
+    _, b_neg, _ = stack_logits(z_model, 1 - signal, y)
+    assert b_neg == 0.0
+
+
+def _traceset(token_lp, top, steps_per_traj):
+    n_tok = [len(s) for s in token_lp]
+    meta = _empty_meta(len(steps_per_traj))
+    meta["id"] = np.array([f"t{i}" for i in range(len(steps_per_traj))], dtype=object)
+    return TraceSet(logprob=np.concatenate(token_lp), top_logprobs=np.concatenate(top),
+                    step_offsets=np.r_[0, np.cumsum(n_tok)].astype(np.int64),
+                    traj_offsets=np.r_[0, np.cumsum(steps_per_traj)].astype(np.int64), meta=meta)
+
+
+def test_training_free_signals_by_hand():
+    lp = [np.log([0.5, 0.25]), np.log([1.0]), np.log([0.8, 0.2])]
+    top = [np.log([[0.5, 0.5], [0.25, 0.25]]), np.log([[1.0, 1e-300]]), np.full((2, 2), np.nan)]
+    ts = _traceset(lp, top, [2, 1])
+    s = training_free_signals(ts)
+    assert s.seq_prob.iloc[0] == pytest.approx((0.5 * 0.25 * 1.0) ** (1 / 3))
+    assert s.min_prob.iloc[0] == pytest.approx(0.25)
+    assert s.neg_entropy.iloc[0] == pytest.approx(-(np.log(2) + np.log(2) + 0.0) / 3)
+    assert s.seq_prob.iloc[1] == pytest.approx(0.4)
+    assert np.isnan(s.neg_entropy.iloc[1])                    # no alternatives: no entropy
+    assert isinstance(s, pd.DataFrame) and list(s.columns) == ["seq_prob", "min_prob", "neg_entropy"]
