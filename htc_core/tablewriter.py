@@ -42,13 +42,24 @@ class TableWriter:
         return self
 
     def __exit__(self, *exc) -> bool:
+        """Finish the file, then rename it onto the target only if the block and the finish both succeeded.
+
+        A failing finish (``ParquetWriter.close`` on a full disk writes the footer) is passed to the atomic
+        rename as the block's exception: the temporary file is removed, the previous output kept, and the
+        error raised (a ``return`` inside ``finally`` would swallow it and rename an unreadable file)."""
         try:
             if self._parquet is not None:
-                self._parquet.close()
+                writer, self._parquet = self._parquet, None
+                writer.close()
             elif self.kind == "parquet" and exc[0] is None:  # no chunk: an empty table with no columns
                 pd.DataFrame().to_parquet(self._tmp, index=False)
-        finally:
-            return self._stack.__exit__(*exc)
+        except BaseException as e:
+            if exc[0] is not None:  # the block's own error is the one to report
+                return self._stack.__exit__(*exc)
+            if not self._stack.__exit__(type(e), e, e.__traceback__):
+                raise
+            return False
+        return self._stack.__exit__(*exc)
 
     def write(self, df: pd.DataFrame) -> None:
         if self._tmp is None:

@@ -1,0 +1,46 @@
+"""Hostile input, round three (issue 30): each defect of the round fixed at its cause, one regression test
+each (the defect's number in the issue is in the test's name), plus issue 28 item 6 (tablewriter)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from htc_core.cli import main
+from hostile_records import ROOT
+
+SAMPLE = ROOT / "sample_runs" / "units"
+
+
+# -- issue 28 item 6: a failing ParquetWriter.close is not swallowed ----------------------------------------
+def test_tablewriter_failing_parquet_close_keeps_the_previous_file(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from htc_core.tablewriter import TableWriter
+
+    out = tmp_path / "o.parquet"
+    pd.DataFrame({"id": ["a", "b"], "x": [1.0, 2.0]}).to_parquet(out, index=False)
+    before = out.read_bytes()
+
+    def full(self):
+        raise OSError(28, "No space left on device (injected at close)")
+
+    monkeypatch.setattr(pq.ParquetWriter, "close", full)
+    with pytest.raises(OSError, match="No space left"):
+        with TableWriter(out) as w:
+            w.write(pd.DataFrame({"id": ["c"], "x": [3.0]}))
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["o.parquet"]
+
+
+def test_tablewriter_block_error_wins_over_a_failing_close(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from htc_core.tablewriter import TableWriter
+
+    monkeypatch.setattr(pq.ParquetWriter, "close", lambda self: (_ for _ in ()).throw(OSError(28, "full")))
+    with pytest.raises(KeyError, match="the block's own"):
+        with TableWriter(tmp_path / "o.parquet") as w:
+            w.write(pd.DataFrame({"x": [1.0]}))
+            raise KeyError("the block's own")
+    assert list(tmp_path.iterdir()) == []
