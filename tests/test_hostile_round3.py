@@ -3,6 +3,7 @@ each (the defect's number in the issue is in the test's name), plus issue 28 ite
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -44,3 +45,25 @@ def test_tablewriter_block_error_wins_over_a_failing_close(tmp_path, monkeypatch
             w.write(pd.DataFrame({"x": [1.0]}))
             raise KeyError("the block's own")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- #15: Monitor.add_step takes real numbers only -----------------------------------------------------------
+@pytest.mark.parametrize("logprobs,top", [
+    ([-0.1, complex(-0.2, 3.0)], None),
+    ([-0.1, np.complex128(-0.2 + 3j)], None),
+    (np.array([-0.1, -0.2 + 3j]), None),
+    ([-0.1, -(10 ** 400)], None),
+    ([-0.1, -0.2], np.array([[-0.3], [-0.4 + 1j]])),
+    ([-0.1, -0.2], [[-0.3], [np.complex128(-0.4 + 1j)]]),
+    ([-0.1, -0.2], [[-0.3], [-(10 ** 400)]]),
+])
+def test_15_monitor_refuses_complex_and_huge_ints_without_adding_the_step(logprobs, top):
+    from htc_core.monitor import Monitor
+
+    mon = Monitor()
+    mon.add_step([-0.05, -0.3])
+    before = (mon.confidence, len(mon.history))
+    with pytest.raises(ValueError, match="real numbers|beyond float range|complex"):
+        mon.add_step(logprobs, top)
+    assert (mon.confidence, len(mon.history)) == before
+    assert mon.add_step([-0.1]) == mon.confidence           # still usable

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import math
 import re
 
 import streamlit as st
@@ -105,7 +106,9 @@ def apply_ab_url(names: dict) -> None:
             st.session_state[key] = first
         elif param == "trust":
             with contextlib.suppress(ValueError):
-                st.session_state[key] = min(0.95, max(0.05, round(round(float(first) / 0.05) * 0.05, 2)))
+                trust = float(first)
+                if math.isfinite(trust):  # inf, 1e309 (inf once parsed) and nan are left out like any junk
+                    st.session_state[key] = min(0.95, max(0.05, round(round(trust / 0.05) * 0.05, 2)))
         elif param in ("conf", "ma", "mb"):
             st.session_state[key] = first
 
