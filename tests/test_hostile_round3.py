@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from htc_core.cli import main
 from hostile_records import ROOT
@@ -67,3 +69,48 @@ def test_15_monitor_refuses_complex_and_huge_ints_without_adding_the_step(logpro
         mon.add_step(logprobs, top)
     assert (mon.confidence, len(mon.history)) == before
     assert mon.add_step([-0.1]) == mon.confidence           # still usable
+
+
+# -- #8: bidi isolation of untrusted text --------------------------------------------------------------------
+_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def _open_after(text: str) -> int:
+    """How many embeddings/overrides/isolates are still open at the end of ``text`` (UAX #9 matching)."""
+    from htc_core.bidi import PDF, PDI
+
+    stack = []
+    for ch in text:
+        if ch in "\u202a\u202b\u202d\u202e":
+            stack.append(PDF)
+        elif ch in "\u2066\u2067\u2068":
+            stack.append(PDI)
+        elif ch == PDF and stack and stack[-1] == PDF:
+            stack.pop()
+        elif ch == PDI and PDI in stack:
+            del stack[len(stack) - 1 - stack[::-1].index(PDI):]
+    return len(stack)
+
+
+@given(st.text(alphabet=st.sampled_from(list(_CONTROLS + "ab1 ש")), max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_8_isolate_closes_everything_the_text_opened(text):
+    from htc_core.bidi import isolate
+
+    out = isolate(text)
+    assert _open_after(out) == 0
+    assert out.replace("\u2069", "").find(text.replace("\u2069", "")) >= 0    # all shown but stray PDIs
+    if out != text:
+        assert out.startswith("\u2068") and out.endswith("\u2069")
+        assert _open_after(out[:-1]) == 1            # our own FSI is the one the final PDI closes
+
+
+def test_8_plain_text_is_untouched_and_md_isolates_the_dashboard_names():
+    from htc_core.app.layout import md
+    from htc_core.app.plots import esc
+    from htc_core.bidi import isolate
+
+    assert isolate("units · SmolLM2 <b>") == "units · SmolLM2 <b>" and md("plain") == "plain"
+    evil = "ds\u202eevil"
+    assert md(evil) == "\u2068ds\u202eevil\u202c\u2069"
+    assert esc(evil) == "\u2068ds\u202eevil\u202c\u2069"

@@ -12,6 +12,7 @@ import re
 
 import streamlit as st
 
+from ..bidi import isolate
 from ..confidence import PROFILES
 from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, MODELS, PAGES, PROFILE, RUNSETS, SEEDS, TOP_K,
                       data_dir, full_workspace, run_set_names, workspace)
@@ -265,5 +266,6 @@ def md(text) -> str:
     """
     if text is None:
         return ""
-    out = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(str(text), quote=False))
+    text = isolate(text)    # a bidi override inside cannot reverse the text around it (issue 30 #8)
+    out = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(text, quote=False))
     return _SHORTCODE_COLON.sub(":\u200b", out)
