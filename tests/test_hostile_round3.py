@@ -114,3 +114,56 @@ def test_8_plain_text_is_untouched_and_md_isolates_the_dashboard_names():
     evil = "ds\u202eevil"
     assert md(evil) == "\u2068ds\u202eevil\u202c\u2069"
     assert esc(evil) == "\u2068ds\u202eevil\u202c\u2069"
+
+
+# -- #16 / #17: the applicability check ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def units_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shift")
+    assert main(["fit", str(SAMPLE), "--out", str(d / "m.json")]) == 0
+    one = d / "one.jsonl"
+    first = next(p for p in sorted(SAMPLE.glob("*.jsonl")))
+    one.write_text(first.read_text(encoding="utf-8").splitlines(True)[0], encoding="utf-8")
+    return d / "m.json", one
+
+
+def test_16_applicability_line_prints_the_effective_threshold(units_model, tmp_path, capsys):
+    model, one = units_model
+    capsys.readouterr()
+    assert main(["score", str(model), str(one), "--out", str(tmp_path / "s.csv")]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("applicability:"))
+    shift = float(line.split("used feature ")[1].split(" <")[0])
+    limit = float(line.split(" < ")[1].split(";")[0].split(")")[0])
+    assert limit == 3 and shift < limit and "raised to 3/sqrt(runs)" in line, line
+
+
+def test_17_training_std_0_of_a_used_feature_is_compared_exactly_and_said(units_model, tmp_path, capsys):
+    import json
+
+    from htc_core.calibration.calibrators import HTCCalibrator
+    from htc_core.calibration.shift import shift_check
+    from htc_core.features import extract
+    from htc_core.formats import load
+
+    model, one = units_model
+    obj = json.loads(model.read_text())
+    m = HTCCalibrator.from_dict(obj)
+    fm = extract(load(str(SAMPLE))[0])
+    used = [j for j, c in enumerate(np.ravel(m.coef_)) if c != 0]
+    assert used
+    j = used[0]
+    obj["training"]["feature_stats"]["std"][j] = 0.0
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(obj))
+    assert shift_check(HTCCalibrator.from_dict(obj), fm).frame.moved.sum() == 0   # the training runs themselves
+    rep = shift_check(HTCCalibrator.from_dict(obj), fm.take(np.arange(5)))
+    name = m.feature_names_in_[j]
+    row = rep.frame[rep.frame.feature == name].iloc[0]
+    assert row.used and np.isinf(row["shift"]) and row.moved and rep.shifted     # the training mean is not matched
+    assert any("training std 0" in n and name in n for n in rep.notes)
+    json.dumps(rep.to_dict(), allow_nan=False)                                    # still valid JSON
+    capsys.readouterr()
+    assert main(["score", str(tampered), str(one), "--out", str(tmp_path / "s.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "training std 0" in err and name in err

@@ -208,6 +208,8 @@ def _report_shift(rep, name: str) -> None:
         print(f"htc score: warning: {rep.message(prior=prior)}", file=sys.stderr)
     else:
         print(f"applicability: {rep.message(prior=prior)}")
+    for note in rep.notes:   # e.g. a used feature with training std 0 (a constant or a tampered file)
+        print(f"htc score: warning: applicability check: {note}", file=sys.stderr)
 
 
 def register(sub) -> None:
