@@ -167,3 +167,18 @@ def test_17_training_std_0_of_a_used_feature_is_compared_exactly_and_said(units_
     assert main(["score", str(tampered), str(one), "--out", str(tmp_path / "s.csv")]) == 0
     err = capsys.readouterr().err
     assert "training std 0" in err and name in err
+
+
+# -- #2: early-warning's --max-steps is capped by the data ---------------------------------------------------
+def test_2_early_warning_max_steps_beyond_the_longest_run_is_capped(tmp_path, capsys):
+    import json
+
+    from test_cli_calibration import write_runs
+
+    runs = write_runs(tmp_path / "runs.jsonl", n=80)
+    assert main(["early-warning", str(runs), "--max-steps", "1000000000", "--seeds", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    longest = 3
+    lengths = {r["k"] for r in res["curve"] if r["kind"] == "steps"}
+    assert lengths == {1.0, 2.0, 3.0} and max(r["step"] for r in res["alerts"]) <= longest
+    assert any("capped at" in n and "1,000,000,000 asked" in n for n in res["notes"])

@@ -63,6 +63,18 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `htc import ... | head`: the reader went away; not an error of ours
         _silence_stdout()
         return 141
+    except OSError as e:     # a full disk, a vanished folder, a read-only file system: the system's words, no trace
+        print(f"htc {args.command}: error: {_os_message(e)}", file=sys.stderr)
+        return 1
+
+
+def _os_message(e: OSError) -> str:
+    """``[Errno 28] No space left on device: 'out/x.csv'`` as 'No space left on device (out/x.csv)'; the
+    output files are written atomically (htc_core.atomic), so the previous ones are intact."""
+    what = e.strerror or str(e) or type(e).__name__
+    name = e.filename if e.filename is not None else None
+    where = f" ({name})" if name is not None else ""
+    return f"{what}{where}; any previous output file was left as it was"
 
 
 def _silence_stdout() -> None:
