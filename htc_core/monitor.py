@@ -54,7 +54,7 @@ from .features import FEATURE_NAMES, FeatureMatrix
 from .features import incremental as inc
 from .formats.common import VLLM_NEG_INF
 
-__all__ = ["Monitor", "Alert"]
+__all__ = ["Monitor", "Alert", "fitted_on_prefixes"]
 
 if inc.FEATURE_ORDER != FEATURE_NAMES:  # pragma: no cover - guarded by tests
     raise ImportError("htc_core.features.incremental.FEATURE_ORDER no longer matches FEATURE_NAMES")
@@ -79,6 +79,18 @@ class Alert:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def fitted_on_prefixes(model: Any) -> bool:
+    """Whether ``model`` was fitted on prefixes of runs, as a live monitor needs: the shipped ``gac-prefix``, a
+    GAC whose sub-models all were, or a model whose training summary says ``fitted_on: prefixes`` (recorded by
+    ``fit`` when every training id is ``RUN@k``, as ``htc prefixes`` and ``htc fit --prefixes`` write them)."""
+    subs = getattr(model, "models", None)
+    if isinstance(subs, dict):
+        parts = [m for m in subs.values() if m is not None]
+        return str(getattr(model, "name", "")).startswith("gac-prefix") or (
+            bool(parts) and all(fitted_on_prefixes(m) for m in parts))
+    return (getattr(model, "training_summary_", None) or {}).get("fitted_on") == "prefixes"
 
 
 def _as_model(model: Any):

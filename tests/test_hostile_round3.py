@@ -182,3 +182,119 @@ def test_2_early_warning_max_steps_beyond_the_longest_run_is_capped(tmp_path, ca
     lengths = {r["k"] for r in res["curve"] if r["kind"] == "steps"}
     assert lengths == {1.0, 2.0, 3.0} and max(r["step"] for r in res["alerts"]) <= longest
     assert any("capped at" in n and "1,000,000,000 asked" in n for n in res["notes"])
+
+
+# -- item 1: htc monitor with a model fitted on whole runs --------------------------------------------------
+@pytest.fixture(scope="module")
+def monitor_models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("monitor-models")
+    greedy = str(SAMPLE / "units_SmolLM2-135M-greedy.jsonl")
+    assert main(["fit", greedy, "--out", str(d / "whole.json")]) == 0
+    assert main(["fit", greedy, "--prefixes", "--out", str(d / "prefix.json")]) == 0
+    return d / "whole.json", d / "prefix.json"
+
+
+def test_item1_monitor_refuses_a_whole_run_model_unless_asked(monitor_models, tmp_path, capsys):
+    import json
+
+    whole, prefix = monitor_models
+    assert json.loads(whole.read_text())["training"]["fitted_on"] == "whole runs"
+    assert json.loads(prefix.read_text())["training"]["fitted_on"] == "prefixes"
+    out = tmp_path / "steps.csv"
+    capsys.readouterr()
+    assert main(["monitor", str(whole), str(SAMPLE), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "fitted on whole runs" in err and "htc fit RUNS --prefixes" in err and "--allow-whole-run-model" in err
+    assert not out.exists()
+    assert main(["monitor", str(whole), str(SAMPLE), "--out", str(out), "--allow-whole-run-model"]) == 0
+    assert "warning: " in capsys.readouterr().err
+    assert main(["monitor", str(prefix), str(SAMPLE), "--out", str(out)]) == 0
+    assert main(["monitor", "gac-prefix", str(SAMPLE), "--out", str(out)]) == 0
+    assert main(["monitor", "gac", str(SAMPLE), "--out", str(out)]) == 2
+
+
+def test_item1_fit_prefixes_equals_htc_prefixes_then_fit(monitor_models, tmp_path):
+    import json
+
+    _, prefix = monitor_models
+    greedy = str(SAMPLE / "units_SmolLM2-135M-greedy.jsonl")
+    assert main(["prefixes", greedy, "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main(["fit", str(tmp_path / "p.jsonl"), "--out", str(tmp_path / "m.json")]) == 0
+    a, b = json.loads(prefix.read_text()), json.loads((tmp_path / "m.json").read_text())
+    assert a["coef"] == b["coef"] and a["training"] == b["training"]
+
+
+# -- #3 #10 #11 #12: htc prefixes and htc monitor stream, write atomically, honour --out ----------------------
+def test_3_prefixes_of_a_long_run_are_written_in_bounded_batches(tmp_path, monkeypatch):
+    import json
+
+    import htc_core.cli.monitor as cm
+    from htc_core.formats import native
+
+    run = {"id": "long", "success": False, "steps": [{"logprobs": [-0.1, -0.2]} for _ in range(400)]}
+    src = tmp_path / "long.jsonl"
+    src.write_text(json.dumps(run) + "\n")
+    written, real = [], native.write
+
+    def spy(ts, fh):
+        written.append(int(ts.n_tokens))
+        return real(ts, fh)
+
+    monkeypatch.setattr(native, "write", spy)
+    monkeypatch.setattr(cm, "PREFIX_BATCH", 5_000)
+    out = tmp_path / "p.jsonl"
+    assert main(["prefixes", str(src), "--out", str(out)]) == 0
+    # 400 prefixes, 160,400 tokens in all: written in batches of about 5,000 (one prefix over it goes alone)
+    assert sum(written) == 2 * 400 * 401 // 2 and max(written) <= 5_000 + 2 * 400 and len(written) > 30
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert ids == [f"long@{k}" for k in range(1, 401)]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_11_12_monitor_writes_what_its_suffix_says_chunk_by_chunk(monitor_models, tmp_path, suffix):
+    import json
+
+    _, prefix = monitor_models
+    ref, out = tmp_path / "ref.csv", tmp_path / f"steps{suffix}"
+    assert main(["monitor", str(prefix), str(SAMPLE), "--threshold", "0.3", "--out", str(ref)]) == 0
+    assert main(["monitor", str(prefix), str(SAMPLE), "--threshold", "0.3", "--out", str(out),
+                 "--chunk-size", "7"]) == 0
+    got = {".csv": pd.read_csv, ".parquet": pd.read_parquet,
+           ".jsonl": lambda p: pd.DataFrame([json.loads(x) for x in p.read_text().splitlines()])}[suffix](out)
+    want = pd.read_csv(ref)
+    assert list(got.columns) == ["id", "step", "tokens", "confidence", "alert"] and len(got) == len(want) > 1000
+    assert (got["id"].astype(str).tolist() == want["id"].tolist()) and (got["alert"] == want["alert"]).all()
+    assert np.array_equal(got["confidence"].to_numpy(float), want["confidence"].to_numpy(float))
+
+
+@pytest.mark.parametrize("command,out", [
+    ("monitor", "{dir}/"), ("monitor", "/proc/version"), ("monitor", "{dir}/x.txt"),
+    ("prefixes", "{dir}/"), ("prefixes", "{dir}/x.csv"), ("prefixes", "/proc/version")])
+def test_11_a_bad_out_is_an_error_line_before_any_work(monitor_models, tmp_path, capsys, command, out):
+    _, prefix = monitor_models
+    target = out.format(dir=tmp_path)
+    args = [command, *([str(prefix)] if command == "monitor" else []), str(SAMPLE), "--out", target]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"htc {command}: error: --out" in err and "Traceback" not in err and "replayed" not in err
+
+
+@pytest.mark.parametrize("command", ["monitor", "prefixes"])
+def test_10_13_a_full_disk_keeps_the_previous_output(monitor_models, tmp_path, capsys, monkeypatch, command):
+    import os
+
+    _, prefix = monitor_models
+    out = tmp_path / ("prev.csv" if command == "monitor" else "prev.jsonl")
+    out.write_bytes(b"the previous output\n")
+    args = [command, *([str(prefix)] if command == "monitor" else []), str(SAMPLE), "--out", str(out)]
+
+    def full(fd):
+        raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(os, "fsync", full)
+    capsys.readouterr()
+    assert main(args) == 1
+    assert f"htc {command}: error: No space left on device" in capsys.readouterr().err
+    assert out.read_bytes() == b"the previous output\n"
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]

@@ -23,7 +23,8 @@ EPILOG = """examples:
   htc fit sample_runs/arithmetic/ --variant reduced --out out/model.json
   htc score out/model.json sample_runs/units/ --out out/scores.csv
   htc early-warning sample_runs/arithmetic/ --seeds 1
-  htc monitor out/model.json sample_runs/units/ --threshold 0.2 --out out/steps.csv
+  htc fit sample_runs/units/ --prefixes --out out/prefix_model.json     # a model for live monitoring
+  htc monitor out/prefix_model.json sample_runs/units/ --threshold 0.2 --out out/steps.csv
   htc score gac sample_runs/units/ --out out/scores.csv        # the shipped General Agent Calibrator
   htc transfer sample_runs/ --by dataset
   htc gac sample_runs/ ../shared/data/uala-hotpotqa/ --by dataset

@@ -70,6 +70,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if problem:
         raise CLIError(problem)
     _warn_small("fit", y)
+    if args.prefixes:
+        if args.prior:
+            raise CLIError("--prefixes and --prior cannot be combined; fit on `htc prefixes` output with --prior")
+        ts, n_runs = _every_prefix(ts), len(ts)
+        y = ts.labels
+        print(f"fitting on {len(ts):,} prefixes of {n_runs:,} runs (id@k: the first k steps; label: the run's outcome)")
     if args.prior:
         return _fit_with_prior(args, ts, out)
     fm = extract(ts, profile=args.profile, top_k=args.top_k)
@@ -88,6 +94,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f"alpha = {model.alpha_:g}, {model.n_selected_} of {model.n_features_in_} features kept")
     print(f"wrote {out}")
     return 0
+
+
+def _every_prefix(ts):
+    """Every prefix 1..S of every run, ids RUN@k (as `htc prefixes` writes them): a model for a live monitor."""
+    import numpy as np
+
+    from ..traces.prefix import prefix_pairs
+    from ..traces.traceset import _ranges
+
+    S = ts.steps_per_trajectory
+    lengths = _ranges(np.ones(len(S), np.int64), S + 1)
+    out = prefix_pairs(ts, np.repeat(np.arange(len(S)), S), lengths)
+    out.meta["id"] = [f"{v}@{k}" for v, k in zip(out.meta["id"], lengths)]
+    return out
 
 
 def _lookahead(chunks):
@@ -243,6 +263,10 @@ def register(sub) -> None:
                    help="reduced = L1 (default), full = L2, gam = HTC-GAM (spline shape functions per feature, "
                         "kept only when they beat HTC-Reduced in the inner CV, else the file holds HTC-Reduced)")
     p.add_argument("--out", required=True, metavar="MODEL.json", help="where to write the model")
+    p.add_argument("--prefixes", action="store_true",
+                   help="fit on every prefix (first 1, 2, ..., S steps) of every labeled run, each labeled with its "
+                        "run's outcome: the model `htc monitor` and htc_core.Monitor need (one fitted on whole runs "
+                        "scores a run after its first step far too low). Same as `htc prefixes` then `htc fit`")
     p.add_argument("--prior", metavar="MODEL",
                    help="adapt this model to the labeled runs instead of fitting from scratch: a shipped name (gac, "
                         "gac-full) or a model file. The fit uses the prior's features (its profile and top-k; for "
