@@ -298,3 +298,16 @@ def test_10_13_a_full_disk_keeps_the_previous_output(monitor_models, tmp_path, c
     assert f"htc {command}: error: No space left on device" in capsys.readouterr().err
     assert out.read_bytes() == b"the previous output\n"
     assert [p.name for p in tmp_path.iterdir()] == [out.name]
+
+
+# -- #14: a learning-curve file nested 100,000 deep ----------------------------------------------------------
+@pytest.mark.parametrize("shape", ["[" * 100_000 + "]" * 100_000, '{"rows": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                                   "[" * 100_000])
+def test_14_report_learning_curve_nested_100000_deep_is_an_error_line(tmp_path, capsys, shape):
+    curve = tmp_path / "deep.json"
+    curve.write_text(shape)
+    capsys.readouterr()
+    assert main(["report", str(SAMPLE), "--learning-curve", str(curve), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "htc report: error:" in err and str(curve) in err and "Traceback" not in err
+    assert not (tmp_path / "r.html").exists()
