@@ -311,3 +311,44 @@ def test_14_report_learning_curve_nested_100000_deep_is_an_error_line(tmp_path, 
     err = capsys.readouterr().err
     assert "htc report: error:" in err and str(curve) in err and "Traceback" not in err
     assert not (tmp_path / "r.html").exists()
+
+
+# -- #1: a disk-full upload ----------------------------------------------------------------------------------
+def test_1_disk_full_upload_removes_its_files_first_and_the_store_still_opens(tmp_path, monkeypatch):
+    import duckdb
+
+    import htc_core.app.store_write as sw
+    from htc_core.app.store import Store
+    from htc_core.formats import load
+
+    ts, _ = load(str(SAMPLE))
+    s = Store(tmp_path)
+    kept = s.add_run_set(ts.take(range(50)), name="kept", chunk=1000)
+    real = sw._discard
+    full = {"on": True}
+
+    def discard_on_a_full_disk(con, rs_id):
+        if full["on"]:
+            raise duckdb.IOException("IO Error: No space left on device (injected)")
+        return real(con, rs_id)
+
+    def boom(stage):
+        if stage == "after_steps":
+            raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(sw, "_discard", discard_on_a_full_disk)
+    s._fail_hook = boom
+    with pytest.raises(OSError, match="No space left"):        # the upload's own error, not the cleanup's
+        s.add_run_set(ts, name="too big", chunk=100)
+    s._fail_hook = None
+    with s._connect() as con:
+        (pending,) = con.execute("SELECT id FROM run_set_pending").fetchone()
+        con.execute("UPDATE run_set_pending SET pid = 2147483646")    # its process is gone
+    assert not list((tmp_path / "columns").glob(f"{pending}*"))       # the files went first
+    again = Store(tmp_path)                                            # the sweep cannot delete yet: still opens
+    assert again.run_set_ids() == [kept.run_set_id]
+    full["on"] = False
+    Store(tmp_path)                                                    # space again: the sweep finishes
+    with s._connect() as con:
+        assert con.execute("SELECT count(*) FROM run_set_pending").fetchone()[0] == 0
+    assert s.run_set_ids() == [kept.run_set_id] and len(s.trajectories()) == 50
