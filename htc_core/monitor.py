@@ -85,11 +85,9 @@ def fitted_on_prefixes(model: Any) -> bool:
     """Whether ``model`` was fitted on prefixes of runs, as a live monitor needs: the shipped ``gac-prefix``, a
     GAC whose sub-models all were, or a model whose training summary says ``fitted_on: prefixes`` (recorded by
     ``fit`` when every training id is ``RUN@k``, as ``htc prefixes`` and ``htc fit --prefixes`` write them)."""
-    subs = getattr(model, "models", None)
-    if isinstance(subs, dict):
+    if isinstance(subs := getattr(model, "models", None), dict):
         parts = [m for m in subs.values() if m is not None]
-        return str(getattr(model, "name", "")).startswith("gac-prefix") or (
-            bool(parts) and all(fitted_on_prefixes(m) for m in parts))
+        return str(getattr(model, "name", "")).startswith("gac-prefix") or all(map(fitted_on_prefixes, parts or [0]))
     return (getattr(model, "training_summary_", None) or {}).get("fitted_on") == "prefixes"
 
 

@@ -36,8 +36,9 @@ with ui.page_errors("inspector"):
     method = "HTC-GAM" if variant == "gam" else f"HTC-{variant.capitalize()}"
 
     row = frame.iloc[i]
-    st.caption(f"{ui.md(row['id'])} · dataset {ui.md(views.shown_text(row['dataset']))} · model "
-               f"{ui.md(views.shown_text(row['model']))} · framework {ui.md(views.shown_text(row['framework']))} · {row['steps']} steps · {row['tokens']} tokens · "
+    st.caption(f"{ui.md(views.clipped(row['id']))} · dataset {ui.md(views.clipped(views.shown_text(row['dataset'])))} · "
+               f"model {ui.md(views.clipped(views.shown_text(row['model'])))} · framework "
+               f"{ui.md(views.clipped(views.shown_text(row['framework'])))} · {row['steps']} steps · {row['tokens']} tokens · "
                f"{views.outcome_word(row['success'])}")
     raised = ws.flags.of(i)
     if raised:

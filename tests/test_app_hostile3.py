@@ -68,3 +68,43 @@ def test_7_compare_link_with_a_non_finite_trust_is_ignored(app, trust):
     assert 0.05 <= value <= 0.95                                 # a number in range, not nan or inf
     if trust == "0.7":
         assert value == 0.7
+
+
+@pytest.fixture
+def huge_app(tmp_path, sample_dir, monkeypatch):
+    """The sample runs plus one run whose question, answer, gold, one token and tool call are 1 MB unbroken."""
+    d = tmp_path / "samples"
+    d.mkdir()
+    (d / "arithmetic-small.jsonl").write_text((sample_dir / "arithmetic-small.jsonl").read_text())
+    mb = "x" * 1_000_000
+    huge = make_traj("huge-1", [([-0.1, -2.0, -0.3], None), ([-0.2, -0.05], None)], success=False, question="Q" + mb,
+                     dataset="arithmetic", model="SmolLM2-135M-greedy", answer="A" + mb, gold="G" + mb)
+    huge["steps"][0]["tokens"] = ["T" + mb, " b", " c"]
+    huge["steps"][1]["tool"] = {"name": "calc", "arguments": mb}
+    huge["steps"][1]["observation"] = "O" + mb
+    write_jsonl(d / "huge.jsonl", [huge])
+    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
+    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.session_state[ui.SEEDS] = 1
+    return at
+
+
+def test_5_megabyte_strings_reach_the_page_bounded_with_a_download(huge_app):
+    from htc_core.app.trajectory_view import TEXT_ON_PAGE
+
+    huge_app.query_params["id"] = "huge-1"
+    huge_app.run()
+    huge_app.switch_page("pages/inspector.py")
+    huge_app.run()
+    assert not problems(huge_app)
+    texts = [t.value for t in huge_app.text] + [c.value for c in huge_app.code] + \
+        [m.value for m in huge_app.markdown] + [c.value for c in huge_app.caption]
+    assert any(t.startswith("Question: Q") for t in texts)
+    assert max(len(t) for t in texts) <= TEXT_ON_PAGE + 1_000
+    assert sum(len(t) for t in texts) < 400_000                 # was > 5 MB: question, answer, gold, token, tool
+    assert all(max(map(len, t.split("\n"))) <= 1_100 for t in texts if t.startswith(("Question", "A", "G")))
+    labels = [b.proto.label for b in huge_app.get("download_button")]
+    for what in ("question", "final answer", "gold answer"):
+        assert any(lab.startswith(f"Download all of the {what} (1,000,001 characters)") for lab in labels), labels

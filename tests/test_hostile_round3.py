@@ -352,3 +352,27 @@ def test_1_disk_full_upload_removes_its_files_first_and_the_store_still_opens(tm
     with s._connect() as con:
         assert con.execute("SELECT count(*) FROM run_set_pending").fetchone()[0] == 0
     assert s.run_set_ids() == [kept.run_set_id] and len(s.trajectories()) == 50
+
+
+# -- #5: what of a huge text goes on the page ----------------------------------------------------------------
+@given(st.text(alphabet=st.sampled_from(list("ab\n")), max_size=3000), st.integers(1, 500), st.integers(1, 300))
+@settings(max_examples=200, deadline=None)
+def test_5_bounded_text_is_short_wrapped_and_a_prefix_of_the_text(text, chars, line):
+    from htc_core.app.trajectory_view import bounded
+
+    shown, cut = bounded(text, chars, line)
+    assert max(map(len, shown.split("\n"))) <= line
+    unwrapped_len = len(text[:chars])
+    assert len(shown) <= unwrapped_len + unwrapped_len // line + 1
+    assert cut == (shown != text)
+    if not cut:
+        assert shown == text
+
+
+def test_5_a_megabyte_token_and_id_are_clipped():
+    from htc_core.app.trajectory_panel import TOKEN_ON_PAGE, token_html
+    from htc_core.app.views import clipped
+
+    html = token_html(["x" * 1_000_000, "ok"], [0.5, 0.9])
+    assert len(html) < 2_000 and "1,000,000 characters" in html and TOKEN_ON_PAGE == 200
+    assert len(clipped("i" * 1_000_000)) < 250 and clipped("short") == "short"
