@@ -376,3 +376,51 @@ def test_5_a_megabyte_token_and_id_are_clipped():
     html = token_html(["x" * 1_000_000, "ok"], [0.5, 0.9])
     assert len(html) < 2_000 and "1,000,000 characters" in html and TOKEN_ON_PAGE == 200
     assert len(clipped("i" * 1_000_000)) < 250 and clipped("short") == "short"
+
+
+# -- #4: engines on a truncated or CRC-corrupt .jsonl.gz ------------------------------------------------------
+@pytest.fixture(scope="module")
+def broken_gz(tmp_path_factory):
+    import gzip
+
+    d = tmp_path_factory.mktemp("gz")
+    good = (SAMPLE / "units_SmolLM2-135M-greedy.jsonl").read_bytes()
+    other = gzip.compress((SAMPLE / "units_SmolLM2-135M-sampled-t0.7.jsonl").read_bytes())
+    (d / "a_good.jsonl").write_bytes(good)
+    (d / "b_cut.jsonl.gz").write_bytes(other[:30_000])                  # cut short mid-stream
+    crc = bytearray(gzip.compress(next((ROOT / "sample_runs" / "strings").glob("*.jsonl")).read_bytes()))
+    crc[-6] ^= 0xFF                                                       # the CRC of the trailer is wrong
+    (d / "c_crc.jsonl.gz").write_bytes(bytes(crc))
+    return d
+
+
+def _engine_case(broken_gz, tmp_path, capsys, engine):
+    ref, out = tmp_path / "ref.csv", tmp_path / f"{engine}.csv"
+    assert main(["features", str(broken_gz), "--out", str(ref)]) == 0
+    ref_err = capsys.readouterr().err
+    assert main(["features", str(broken_gz), "--out", str(out), "--engine", engine]) == 0
+    err = capsys.readouterr().err
+    assert out.read_bytes() == ref.read_bytes() and len(pd.read_csv(out)) > 500
+    for name, words in (("b_cut.jsonl.gz", "compressed file is cut short"), ("c_crc.jsonl.gz", "CRC check failed")):
+        assert any(name in line and words in line for line in err.splitlines()), err
+        assert any(name in line and words in line for line in ref_err.splitlines()), ref_err
+    assert "Traceback" not in err
+
+
+def test_4_engine_pieces_keep_the_good_runs_of_a_broken_gz_like_the_local_reader(broken_gz, tmp_path, capsys):
+    """The per-piece function the Dask and Spark workers run (engines.run(engine='local') runs it in-process)."""
+    from htc_core.engines import Task, run
+
+    ref = tmp_path / "ref.csv"
+    assert main(["features", str(broken_gz), "--out", str(ref)]) == 0
+    res = run([str(broken_gz)], Task("features"), tmp_path / "pieces.csv", engine="local")
+    assert (tmp_path / "pieces.csv").read_bytes() == ref.read_bytes()
+    errors = [str(p) for p in res.report.errors]
+    assert any("b_cut.jsonl.gz" in e and "cut short" in e for e in errors), errors
+    assert any("c_crc.jsonl.gz" in e and "CRC check failed" in e for e in errors), errors
+
+
+@pytest.mark.heavy
+def test_4_dask_keeps_the_good_runs_of_a_broken_gz(broken_gz, tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    _engine_case(broken_gz, tmp_path, capsys, "dask")
