@@ -424,3 +424,19 @@ def test_4_engine_pieces_keep_the_good_runs_of_a_broken_gz_like_the_local_reader
 def test_4_dask_keeps_the_good_runs_of_a_broken_gz(broken_gz, tmp_path, capsys):
     pytest.importorskip("dask.distributed")
     _engine_case(broken_gz, tmp_path, capsys, "dask")
+
+
+# -- item 5: htc score --out - ------------------------------------------------------------------------------
+def test_item5_score_out_dash_writes_the_csv_to_stdout_and_the_summary_to_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    ref = tmp_path / "s.csv"
+    subprocess.run([sys.executable, "-m", "htc_core", "score", "gac", str(SAMPLE), "--out", str(ref)], env=env,
+                   check=True, capture_output=True)
+    got = subprocess.run([sys.executable, "-m", "htc_core", "score", "gac", str(SAMPLE), "--out", "-"], env=env,
+                         capture_output=True)
+    assert got.returncode == 0 and got.stdout == ref.read_bytes()
+    err = got.stderr.decode()
+    assert "scored 500 trajectories" in err and "standard output" in err and "applicability:" in err

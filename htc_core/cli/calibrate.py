@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from .engine_opts import add_engine_options
@@ -179,18 +180,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     from ..scoring import score_frame
     from ..tablewriter import TableWriter
 
-    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
+    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work; None: '-', CSV on stdout
     try:
         model = load_model(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
     if args.engine != "local":
+        if out is None:
+            raise CLIError(f"--out - (standard output) is not supported with --engine {args.engine}; name a file")
         return _score_engine(args, model, out)
     reader = chunk_reader(args)
     metrics = MetricState()
     shift = _shift_accumulator(model, args.model)
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
-    with TableWriter(out) as w:
+    writer = TableWriter(out) if out is not None else TableWriter(None, stream=sys.stdout.buffer)
+    with writer as w, (contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext()):
         for i, (ts, more) in enumerate(_lookahead(reader)):
             if i == 0 and more:
                 verbalized = True
@@ -206,10 +210,13 @@ def cmd_score(args: argparse.Namespace) -> int:
             if shift is not None:
                 shift.update(ts)
         report_problems(reader)
-    print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
-    _print_metrics(metrics)
-    if shift is not None:
-        _report_shift(shift.report(), args.model)
+    with contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext():
+        # with --out -, standard output holds the CSV only: the summary goes to standard error
+        print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote "
+              f"{out if out is not None else 'CSV to standard output'}")
+        _print_metrics(metrics)
+        if shift is not None:
+            _report_shift(shift.report(), args.model)
     return 0
 
 
@@ -287,7 +294,8 @@ def register(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a model file written by `htc fit`, or a shipped model name "
                                                   "(gac, gac-full)")
     add_input_options(p)
-    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
+    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet; '-': CSV on standard "
+                                                                 "output (the summary then goes to standard error)")
     p.add_argument("--explain", action="store_true",
                    help="also write each run's structural flags (no final answer, step limit, repeated action, "
                         "...), its three strongest reasons (HTC models) and its 48 features")
