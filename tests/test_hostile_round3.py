@@ -440,3 +440,26 @@ def test_item5_score_out_dash_writes_the_csv_to_stdout_and_the_summary_to_stderr
     assert got.returncode == 0 and got.stdout == ref.read_bytes()
     err = got.stderr.decode()
     assert "scored 500 trajectories" in err and "standard output" in err and "applicability:" in err
+
+
+# -- item 2: a click that a redraw of the chart would drop is kept and replayed ------------------------------
+def test_item2_a_click_kept_by_the_callback_is_replayed_on_the_redrawn_chart():
+    import streamlit as st_
+
+    from htc_core.app import drill
+
+    class Empty:
+        selection = type("S", (), {"points": []})()
+
+    ctx = ("uniform", ("content", "abc"))
+    st_.session_state["cal_rel_test"] = {"selection": {"points": [{"customdata": ["HTC-Reduced", 3]}]}}
+    drill.keep_clicks("cal_rel_test", ctx)()                 # Streamlit calls it before the click's rerun
+    st_.session_state["cal_rel_test"] = {"selection": {"points": []}}   # the redrawn chart: a new, empty element
+    replayed = drill.clicked("cal_rel_test", Empty(), ctx)
+    assert [p["customdata"] for p in replayed.selection.points] == [["HTC-Reduced", 3]]
+    assert drill.clicked("cal_rel_test", Empty(), ("quantile", ("content", "abc"))) is None   # other bins
+    own = type("E", (), {"selection": type("S", (), {"points": [{"customdata": ["x", 1]}]})()})()
+    assert drill.clicked("cal_rel_test", own, ctx) is own    # the chart's own selection comes first
+    st_.session_state["cal_rel_test"] = {"selection": {"points": []}}   # the user cleared it
+    drill.keep_clicks("cal_rel_test", ctx)()
+    assert not drill.clicked("cal_rel_test", Empty(), ctx).selection.points
