@@ -14,7 +14,8 @@ from .._version import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
-COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve")
+COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve",
+                   "dashboard")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -50,7 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["dashboard"] and not set(argv[1:2]) & {"-h", "--help"}:
+        # every argument goes to `streamlit run` as written (argparse would take its --server.* options for ours)
+        args = parser.parse_args(["dashboard"])
+        args.streamlit_args = argv[1:]
+    else:
+        args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
