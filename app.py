@@ -23,7 +23,7 @@ from htc_core.app import ui  # noqa: E402
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-st.set_page_config(page_title="HTC · agent run calibration", page_icon=":material/target:", layout="wide")
+st.set_page_config(page_title="HTC · agent run calibration", page_icon="🎯", layout="wide")
 ui.configure(app_dir=Path(__file__).resolve().parent)
 
 pages = [

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import asdict, dataclass
 from itertools import chain
 from typing import Any, Callable
@@ -53,7 +54,7 @@ from .features import FEATURE_NAMES, FeatureMatrix
 from .features import incremental as inc
 from .formats.common import VLLM_NEG_INF
 
-__all__ = ["Monitor", "Alert"]
+__all__ = ["Monitor", "Alert", "fitted_on_prefixes"]
 
 if inc.FEATURE_ORDER != FEATURE_NAMES:  # pragma: no cover - guarded by tests
     raise ImportError("htc_core.features.incremental.FEATURE_ORDER no longer matches FEATURE_NAMES")
@@ -78,6 +79,16 @@ class Alert:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def fitted_on_prefixes(model: Any) -> bool:
+    """Whether ``model`` was fitted on prefixes of runs, as a live monitor needs: the shipped ``gac-prefix``, a
+    GAC whose sub-models all were, or a model whose training summary says ``fitted_on: prefixes`` (recorded by
+    ``fit`` when every training id is ``RUN@k``, as ``htc prefixes`` and ``htc fit --prefixes`` write them)."""
+    if isinstance(subs := getattr(model, "models", None), dict):
+        parts = [m for m in subs.values() if m is not None]
+        return str(getattr(model, "name", "")).startswith("gac-prefix") or all(map(fitted_on_prefixes, parts or [0]))
+    return (getattr(model, "training_summary_", None) or {}).get("fitted_on") == "prefixes"
 
 
 def _as_model(model: Any):
@@ -347,11 +358,25 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+def _real_array(values) -> np.ndarray:
+    """``values`` as float64; a complex value (its imaginary part would be dropped silently) raises TypeError,
+    an int beyond float range ValueError (numpy would raise OverflowError)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        try:
+            return np.asarray(values, dtype=np.float64)
+        except np.exceptions.ComplexWarning:
+            raise TypeError("complex values are not logprobs") from None
+        except OverflowError:
+            raise ValueError("a number beyond float range") from None
+
+
 def _chosen(values) -> np.ndarray:
     try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"logprobs must be a 1-D sequence of numbers, got {type(values).__name__}") from None
+        arr = _real_array(values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"logprobs must be a 1-D sequence of real numbers, got {type(values).__name__}"
+                         f" ({e})") from None
     if arr.ndim != 1:
         raise ValueError(f"logprobs must be 1-D (one value per token), got shape {arr.shape}")
     return np.ascontiguousarray(arr)
@@ -360,24 +385,33 @@ def _chosen(values) -> np.ndarray:
 def _equal_rows(values, n: int) -> np.ndarray | None:
     """[n, k] array when every token lists the same number of alternatives (the usual case), else None. Streamed
     into one array: measured 25% less than ``np.array`` of the nested lists, which discovers the shape value by
-    value."""
+    value. A complex value or an int beyond float range gives None: the row-by-row path names it."""
     try:
-        widths = set(map(len, values))
-        if len(widths) == 1 and (k := widths.pop()):
-            return np.fromiter(chain.from_iterable(values), np.float64, count=n * k).reshape(n, k)
-        arr = np.array(values, dtype=np.float64)
-        return arr if arr.ndim == 2 else None
-    except (TypeError, ValueError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            widths = set(map(len, values))
+            if len(widths) == 1 and (k := widths.pop()):
+                return np.fromiter(chain.from_iterable(values), np.float64, count=n * k).reshape(n, k)
+            arr = np.array(values, dtype=np.float64)
+            return arr if arr.ndim == 2 else None
+    except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
         return None
+
+
+def _alternatives_array(values: np.ndarray) -> np.ndarray:
+    try:
+        arr = _real_array(values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"top_logprobs must be real numbers ({e})") from None
+    if arr.ndim != 2:
+        raise ValueError(f"top_logprobs must be 2-D [tokens, alternatives], got shape {arr.shape}")
+    return np.ascontiguousarray(arr)
 
 
 def _alternatives(values, n: int) -> np.ndarray:
     """[n, w] float array (NaN-padded) from an array, a list of lists of numbers or OpenAI dict rows."""
     if isinstance(values, np.ndarray):
-        arr = values.astype(np.float64)
-        if arr.ndim != 2:
-            raise ValueError(f"top_logprobs must be 2-D [tokens, alternatives], got shape {arr.shape}")
-        return np.ascontiguousarray(arr)
+        return _alternatives_array(values)
     if not isinstance(values, (list, tuple)):
         raise ValueError(f"top_logprobs must be None, a 2-D array or a list of per-token lists, "
                          f"got {type(values).__name__}")
@@ -401,7 +435,7 @@ def _alternatives(values, n: int) -> np.ndarray:
     for i, row in enumerate(values):
         if row:
             try:
-                out[i, :len(row)] = np.asarray(row, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"top_logprobs[{i}] must be a list of numbers, got {row!r}") from None
+                out[i, :len(row)] = _real_array(row)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"top_logprobs[{i}] must be a list of real numbers ({e})") from None
     return out

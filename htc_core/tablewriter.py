@@ -22,11 +22,19 @@ SUFFIXES = (".csv", ".parquet", ".jsonl")
 class TableWriter:
     """Append DataFrames to one output file; see the module docstring."""
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        if not self.path.name.endswith(SUFFIXES):
-            raise ValueError(f"path must end in {', '.join(SUFFIXES)}, got {self.path}")
-        self.kind = self.path.suffix.lstrip(".")
+    def __init__(self, path: str | os.PathLike | None, *, stream: Any = None):
+        """``path``: the output file; or None and ``stream``, a binary file object (``sys.stdout.buffer``) that
+        gets CSV as it is written (no atomic rename: a pipe has no previous content to keep)."""
+        self.stream = stream
+        if path is None:
+            if stream is None:
+                raise ValueError("give a path, or stream= for CSV to a binary stream")
+            self.path, self.kind = None, "csv"
+        else:
+            self.path = Path(path)
+            if not self.path.name.endswith(SUFFIXES):
+                raise ValueError(f"path must end in {', '.join(SUFFIXES)}, got {self.path}")
+            self.kind = self.path.suffix.lstrip(".")
         self.rows = 0
         self.columns: list[str] | None = None
         self._stack = ExitStack()
@@ -37,18 +45,32 @@ class TableWriter:
     def __enter__(self) -> "TableWriter":
         from .atomic import atomic_path
 
+        if self.path is None:
+            self._tmp = Path(os.devnull)      # marks the block as entered; the rows go to the stream
+            return self
         self._tmp = self._stack.enter_context(atomic_path(self.path))
         self._tmp.write_bytes(b"")
         return self
 
     def __exit__(self, *exc) -> bool:
+        """Finish the file, then rename it onto the target only if the block and the finish both succeeded.
+
+        A failing finish (``ParquetWriter.close`` on a full disk writes the footer) is passed to the atomic
+        rename as the block's exception: the temporary file is removed, the previous output kept, and the
+        error raised (a ``return`` inside ``finally`` would swallow it and rename an unreadable file)."""
         try:
             if self._parquet is not None:
-                self._parquet.close()
+                writer, self._parquet = self._parquet, None
+                writer.close()
             elif self.kind == "parquet" and exc[0] is None:  # no chunk: an empty table with no columns
                 pd.DataFrame().to_parquet(self._tmp, index=False)
-        finally:
-            return self._stack.__exit__(*exc)
+        except BaseException as e:
+            if exc[0] is not None:  # the block's own error is the one to report
+                return self._stack.__exit__(*exc)
+            if not self._stack.__exit__(type(e), e, e.__traceback__):
+                raise
+            return False
+        return self._stack.__exit__(*exc)
 
     def write(self, df: pd.DataFrame) -> None:
         if self._tmp is None:
@@ -75,26 +97,34 @@ class TableWriter:
         """The text pandas writes (minimal quoting, True/False, empty for missing), with numbers formatted by
         Arrow's C++ writer: the shortest text that reads back to the same float64 (pandas formats each value
         in Python, ten times slower)."""
+        if self.stream is not None:
+            self._csv_rows(df, self.stream)
+            self.stream.flush()
+            return
+        with open(self._tmp, "ab") as raw:
+            self._csv_rows(df, raw)
+
+    def _csv_rows(self, df: pd.DataFrame, raw) -> None:
         import csv
+        import io
 
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
-        with open(self._tmp, "a", encoding="utf-8", newline="") as fh:
-            if self.rows == 0:
-                csv.writer(fh, lineterminator="\n").writerow(self.columns)
-            if not len(df):
-                return
-            df = df.copy(deep=False)
-            for c in df.columns:
-                if pd.api.types.is_bool_dtype(df[c].dtype):
-                    df[c] = df[c].map({True: "True", False: "False"}).astype(object)
-            table = pa.Table.from_pandas(df, preserve_index=False)
-            table = table.cast(pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f
-                                          for f in table.schema]))
-            fh.flush()
-            with open(self._tmp, "ab") as raw:
-                pacsv.write_csv(table, raw, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+        if self.rows == 0:
+            head = io.StringIO()
+            csv.writer(head, lineterminator="\n").writerow(self.columns)
+            raw.write(head.getvalue().encode("utf-8"))
+        if not len(df):
+            return
+        df = df.copy(deep=False)
+        for c in df.columns:
+            if pd.api.types.is_bool_dtype(df[c].dtype):
+                df[c] = df[c].map({True: "True", False: "False"}).astype(object)
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        table = table.cast(pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f
+                                      for f in table.schema]))
+        pacsv.write_csv(table, raw, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
 
     def _write_parquet(self, df: pd.DataFrame) -> None:
         import pyarrow as pa

@@ -59,16 +59,21 @@ with ui.page_errors("calibration"):
                             if binning == "uniform" else "10 equal-mass bins; the legend's ECE uses them, on the "
                             "first repeat, so it differs from the table's equal-width ECE)"))
             curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen), strategy=binning)
+            rel_context = (binning, ui.cache_key("reliability"))   # what decides the bins a click names
             rel_event = st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)
                                                                  if binning == "uniform" else None),
-                                        key="cal_reliability", on_select="rerun", selection_mode=("points",))
+                                        key="cal_reliability", selection_mode=("points",),
+                                        on_select=drill.keep_clicks("cal_reliability", rel_context))
+            rel_event = drill.clicked("cal_reliability", rel_event, rel_context)   # a click lost by a redraw
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,
                                        key=f"cal_hist_{'-'.join(res.methods)}")
             hist_bins = explain.binned_runs(res.oof[hist_method], res.labels, name=hist_method)
+            hist_context = (hist_method, ui.cache_key("histogram"))
             hist_event = st.plotly_chart(drill.histogram_figure(
                 hist_bins, title=f"{hist_method}: out-of-fold confidence by outcome"), key="cal_hist",
-                on_select="rerun", selection_mode=("points",))
+                on_select=drill.keep_clicks("cal_hist", hist_context), selection_mode=("points",))
+            hist_event = drill.clicked("cal_hist", hist_event, hist_context)
         # drill-down: the runs behind the bin or bar clicked last
         members = explain.reliability_members(res.labels, views.oof_predictions(res, chosen), curves)
         picked = drill.newest("cal_drill_last", {

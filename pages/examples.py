@@ -52,8 +52,8 @@ with ui.page_errors("examples"):
             for i, row in frame.iterrows():
                 with st.container(border=True):
                     st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
-                    st.text(f"Question: {row['question'] or '—'}")
-                    st.text(f"Answer:   {row['answer'] or '—'}\nGold:     {row['gold'] or '—'}")
+                    st.text(f"Question: {ui.isolate(row['question'] or '—')}")
+                    st.text(f"Answer:   {ui.isolate(row['answer'] or '—')}\nGold:     {ui.isolate(row['gold'] or '—')}")
                     m1, m2, m3 = st.columns(3)
                     m1.metric(f"{baseline}", f"{row['baseline']:.2f}")
                     m2.metric(f"{htc}", f"{row['htc']:.2f}", delta=f"{row['change']:+.2f}",
@@ -80,8 +80,9 @@ with ui.page_errors("examples"):
             for i, row in frame.iterrows():
                 with st.container(border=True):
                     st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
-                    st.text(f"Question: {row['question'] or '—'}")
-                    st.text(f"Answer:   {row['answer'] or '— (no final answer)'}\nGold:     {row['gold'] or '—'}")
+                    st.text(f"Question: {ui.isolate(row['question'] or '—')}")
+                    st.text(f"Answer:   {ui.isolate(row['answer'] or '— (no final answer)')}\n"
+                            f"Gold:     {ui.isolate(row['gold'] or '—')}")
                     st.metric(f"{htc} (out-of-fold)", explain.format_confidence(row["confidence"]))
                     if row["flags"]:
                         st.warning("Flags: " + ui.md(row["flags"]))

@@ -37,8 +37,11 @@ with ui.page_errors("feature_space"):
     st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of the standardized 48 features: {how}; {shown} "
                f"({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the chart's toolbar) "
                "to list the runs selected, then open one in the inspector.")
-    event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart", on_select="rerun",
+    fs_context = (method, ui.cache_key("feature_space"))      # the rows a click names
+    event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart",
+                            on_select=drill.keep_clicks("fs_chart", fs_context),
                             selection_mode=("points", "box", "lasso"))
+    event = drill.clicked("fs_chart", event, fs_context)      # a click lost by a redraw of the chart
     drill.show_runs(ws, drill.selected_points(event, len(ws)), key="fs_drill", confidence=htc_conf,
                     confidence_name="calibrated confidence", hint="No point selected yet.")
     with st.expander("Open a trajectory by id"):

@@ -16,12 +16,19 @@ with ui.page_errors("inspector"):
     c1, c2 = st.columns([2, 1])
     needle = c1.text_input("Find a trajectory (id or words of the question)", key="insp_search")
     frame = ws.frame()
-    cand, default = views.trajectory_choices(frame, needle, ws.position_of(wanted))
+    position = ws.position_of(wanted)
+    lost = wanted is not None and position is None and not needle   # a link to a run that is not here
+    cand, default = views.trajectory_choices(frame, needle, position)
     if not cand:
         st.info("No trajectory matches the search.")
         st.stop()
-    i = c1.selectbox("Trajectory", cand, index=default, format_func=lambda p: views.trajectory_label(frame, p),
-                     key=f"insp_pick_{wanted}_{needle}")
+    if lost:    # say so and keep the URL: never show another run under the link's id
+        st.warning(ui.md(views.missing_trajectory_note(wanted)))
+    i = c1.selectbox("Trajectory", cand, index=None if lost else default, placeholder="Pick a trajectory",
+                     format_func=lambda p: views.trajectory_label(frame, p),
+                     key=f"insp_pick_{views.short_key(wanted)}_{needle}")
+    if i is None:
+        st.stop()
     st.session_state[ui.INSPECT] = str(frame["key"].iat[i])
     ui.set_url_id(ws.url_id(i))       # /inspector?id=<trajectory id>: a reload or a shared link opens it
     variant = c2.radio("Explained by", ["reduced", "full", "gam"], horizontal=True, key="insp_variant",
@@ -29,8 +36,9 @@ with ui.page_errors("inspector"):
     method = "HTC-GAM" if variant == "gam" else f"HTC-{variant.capitalize()}"
 
     row = frame.iloc[i]
-    st.caption(f"{ui.md(row['id'])} · dataset {ui.md(views.shown_text(row['dataset']))} · model "
-               f"{ui.md(views.shown_text(row['model']))} · framework {ui.md(views.shown_text(row['framework']))} · {row['steps']} steps · {row['tokens']} tokens · "
+    st.caption(f"{ui.md(views.clipped(row['id']))} · dataset {ui.md(views.clipped(views.shown_text(row['dataset'])))} · "
+               f"model {ui.md(views.clipped(views.shown_text(row['model'])))} · framework "
+               f"{ui.md(views.clipped(views.shown_text(row['framework'])))} · {row['steps']} steps · {row['tokens']} tokens · "
                f"{views.outcome_word(row['success'])}")
     raised = ws.flags.of(i)
     if raised:

@@ -195,3 +195,47 @@ def test_the_app_starts_the_evaluation_early_only_while_the_store_is_idle(tmp_pa
     calibration(at)      # joins it, or finds its parts done (a job submitted just as it ended finds nothing to do)
     assert compute.CACHE_STATS["evaluation parts"] - computed == len(compute.EVAL_PARTS)   # each part once
     assert "HTC-Reduced" in set(at.dataframe[0].value["method"].str.replace("★ ", ""))
+
+
+def test_the_feature_space_projection_is_kept_in_the_store_across_a_restart(tmp_path, sample_dir, monkeypatch):
+    """Issue 30 item 5: UMAP is computed once per selection content; a restart reads it back from the store
+    instead of fitting again (the same points drawn)."""
+    compute._registry.clear()
+    at = fresh_app(tmp_path, sample_dir, monkeypatch)
+    at.run()
+    store = Store(tmp_path / "data")
+
+    def projections() -> list:
+        with store._connect() as con:
+            return [bytes(r[0]) for r in con.execute("SELECT data FROM results WHERE kind = 'projection'").fetchall()]
+
+    assert projections() == []
+    at.switch_page("pages/feature_space.py")
+    before = compute.CACHE_STATS.copy()
+    at.run()
+    assert not at.exception and not at.error
+    assert (compute.CACHE_STATS - before)["computed"] >= 1 and len(projections()) == 1
+    drawn = at.get("plotly_chart")[0].proto.spec
+    compute._registry.clear()                                        # a restart: empty memory, a new session
+    import htc_core.app.fits as fits
+
+    monkeypatch.setattr(fits, "project", lambda *a, **k: pytest.fail("UMAP fitted again after a restart"))
+    at2 = fresh_app(tmp_path, sample_dir, monkeypatch)
+    at2.run()
+    at2.switch_page("pages/feature_space.py")
+    before = compute.CACHE_STATS.copy()
+    at2.run()
+    assert not at2.exception and not at2.error
+    assert (compute.CACHE_STATS - before)["store"] >= 1 and len(projections()) == 1
+    assert at2.get("plotly_chart")[0].proto.spec == drawn
+
+
+def test_projection_bytes_round_trip_exactly():
+    from htc_core.app.projection import Projection
+
+    p = Projection(coords=np.random.default_rng(0).normal(size=(17, 2)), method="umap",
+                   params={"n_neighbors": 15, "fit_rows": 17}, seconds=1.5)
+    q = Projection.from_bytes(p.to_bytes())
+    assert np.array_equal(p.coords, q.coords) and (q.method, q.params, q.seconds) == (p.method, p.params, 1.5)
+    with pytest.raises(Exception):
+        Projection.from_bytes(b"not an npz")

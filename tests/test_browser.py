@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import re
 import socket
+import tempfile
 import subprocess
 import sys
 import time
@@ -156,8 +157,12 @@ def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, t
     upload = write_jsonl(tmp_path / "my-runs.jsonl", good + [evil] + ["{broken line"])
 
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    dialogs = []
+    dialogs, remote = [], []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    # offline and private (issue 30 #9): nothing is fetched from another host (the favicon is an inline emoji,
+    # the icon font is Streamlit's bundled copy), so the dashboard works without a network and leaks nothing
+    local = re.compile(r"^(data:|blob:|about:|https?://(localhost|127\.0\.0\.1)[:/])")
+    page.on("request", lambda r: None if local.match(r.url) else remote.append(r.url))
     page.goto(server["url"], wait_until="domcontentloaded")
     page.get_by_role("heading", name="Runs").first.wait_for(timeout=90_000)
     _settle(page)
@@ -231,5 +236,7 @@ def test_upload_through_the_file_chooser_and_visit_every_page(server, browser, t
     assert page.get_by_text(HOSTILE_Q).count() >= 1
     _assert_clean(page, "inspector (hostile trace)")
     assert not dialogs
+    assert not remote, remote[:5]
+    assert page.evaluate("document.querySelector(\"link[rel='shortcut icon']\").href").startswith("data:")
     page.screenshot(path=str(SHOTS / "trajectory_inspector_hostile.png"), full_page=False)
     page.close()

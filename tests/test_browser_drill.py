@@ -166,7 +166,7 @@ def test_click_a_feature_space_point_lists_it_and_opens_it(server, browser):
     pt = _click(page, 0, target["trace"], target["j"])
     try:
         n, text = _listed(page, timeout=15_000)
-    except Exception:   # the chart was still re-laying out when clicked: a user would click again
+    except Exception:   # the chart was still re-laying out when clicked (the browser sent no selection): click again
         pt = _click(page, 0, target["trace"], target["j"])
         n, text = _listed(page)
     assert n == 1 and text == "1 run: the selected point", text

@@ -107,7 +107,8 @@ def test_score_on_prefixes_equals_the_monitor_replay(tmp_path, capsys):
     assert main(["fit", str(REPO / "sample_runs" / "arithmetic"), "--out", str(model)]) == 0
     assert main(["prefixes", str(runs), "--out", str(pre)]) == 0
     assert main(["score", str(model), str(pre), "--out", str(scores)]) == 0
-    assert main(["monitor", str(model), str(runs), "--threshold", "0.2", "--out", str(steps)]) == 0
+    assert main(["monitor", str(model), str(runs), "--threshold", "0.2", "--out", str(steps),
+                 "--allow-whole-run-model"]) == 0
     s = pd.read_csv(scores)
     m = pd.read_csv(steps)
     m["key"] = m.id + "@" + m.step.astype(str)

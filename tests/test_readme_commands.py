@@ -220,3 +220,30 @@ def test_commands_write_only_to_ignored_folders():
             assert target.startswith(("out/", "/tmp/", "$TMPDIR")), f"{test_id}: --out {target}"
     assert "/out/" in (ROOT / ".gitignore").read_text().splitlines()
 
+
+
+@pytest.mark.docs
+def test_readme_monitor_example_alerts_no_more_successes_than_early_warning_promises(env, tmp_path):
+    """Issue 30 item 1: the README's live-monitor recipe (its `htc fit --prefixes` and `htc monitor` lines, run as
+    written) alerts on at most the 10% of successful runs the early-warning table's thresholds are set to."""
+    import pandas as pd
+
+    from htc_core.formats import load
+
+    lines = [c for _, kind, body in ITEMS if kind == "bash" for c in [body]
+             if re.match(r"htc (fit \S+ --prefixes|monitor out/prefix_model\.json)", c)]
+    fit = next(c for c in lines if c.startswith("htc fit"))
+    mon = next(c for c in lines if c.startswith("htc monitor"))
+    for cmd in (fit, mon):
+        out = run_command("bash", cmd, env)
+        assert out.returncode == 0, (cmd, out.stderr[-2000:])
+    steps = ROOT / re.search(r"--out\s+(\S+)", mon).group(1)
+    runs = re.search(r"htc monitor \S+ (\S+)", mon).group(1)
+    ts, _ = load(str(ROOT / runs))
+    alerted = pd.read_csv(steps).groupby("id")["alert"].any()
+    y = pd.Series(ts.labels, index=ts.ids).reindex(alerted.index)
+    ok, bad = int(alerted[y == 1].sum()), int(alerted[y == 0].sum())
+    print(f"README monitor example: {ok} of {int((y == 1).sum())} successful runs alerted, "
+          f"{bad} of {int((y == 0).sum())} failing runs")
+    assert ok <= 0.10 * int((y == 1).sum()), (ok, int((y == 1).sum()))
+    assert bad >= 0.5 * int((y == 0).sum())

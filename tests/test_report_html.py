@@ -20,7 +20,7 @@ pytestmark = pytest.mark.heavy     # whole-protocol runs (evaluation, transfer, 
 
 HOSTILE_Q = 'Which <img src=x onerror="window.__pwned=1"> city? </td></table><script>window.__pwned=2</script>'
 HOSTILE_ID = "run-<script>alert(1)</script>"
-HOSTILE_DATASET = "units<svg onload=alert(3)>"
+HOSTILE_DATASET = "units\u202e<svg onload=alert(3)>"   # U+202E: right-to-left override
 
 
 class _Tags(HTMLParser):
@@ -107,6 +107,16 @@ def test_untrusted_text_is_escaped(report):
     scripts = [s for s in p.scripts if s.startswith("(function(){var f=")]
     assert scripts and not any("<" in s for s in scripts)                  # figure JSON cannot close its element
     assert "MLP &lt;b&gt;" in report
+
+
+def test_a_bidi_override_in_a_name_cannot_reverse_the_text_after_it(report):
+    """Issue 30 #8: the dataset name's U+202E is closed (U+202C) inside an isolate (U+2068 ... U+2069) wherever
+    the name appears as text, so the header's counts and the rest of the page read as written."""
+    shown = "units\u202e&lt;svg onload=alert(3)&gt;"
+    outside_scripts = re.sub(r"<script.*?</script>", "", report, flags=re.S)
+    assert outside_scripts.count(shown) >= 1
+    assert outside_scripts.count(shown) == outside_scripts.count("\u2068" + shown + "\u202c\u2069")
+    assert "\u2068" not in outside_scripts.replace("\u2068" + shown + "\u202c\u2069", "")   # plain text untouched
 
 
 def test_report_in_python_leaves_out_what_was_not_computed(hostile_runs):

@@ -52,6 +52,38 @@ def _points(event) -> list[dict]:
         return []
 
 
+def keep_clicks(key: str, context) -> callable:
+    """The ``on_select`` callback of the chart ``key``: keeps each new selection in session state with the
+    ``context`` it was made in (what decides the bins: binning, selection content).
+
+    Why: Streamlit names a chart element by its figure, so a chart drawn again with another figure (the
+    Calibration page redraws when an evaluation part finishes) is a new element, and a click that landed on the
+    old one just before is dropped with it: the runs of the clicked bin were never listed (issue 30 item 2, the
+    flaky drill-down). The callback runs before the rerun the click starts, while the old element is still
+    known, so the click is kept and :func:`clicked` replays it on the redrawn chart."""
+    def keep() -> None:
+        st.session_state[f"{key}__kept"] = (context, st.session_state.get(key))
+    return keep
+
+
+def clicked(key: str, event, context):
+    """The selection to drill into: the chart's own (``event``) when it holds points, else the click
+    :func:`keep_clicks` kept for this chart in the same ``context`` (lost by a redraw); None when neither."""
+    if _points(event):
+        return event
+    kept_context, kept = st.session_state.get(f"{key}__kept", (None, None))
+    return _Event(kept) if kept_context == context and kept is not None else None
+
+
+class _Event:
+    """A kept selection state (a dict, as Streamlit stores it) read like a chart's event (``.selection.points``)."""
+
+    def __init__(self, state):
+        sel = state.get("selection", {}) if isinstance(state, Mapping) else getattr(state, "selection", {})
+        points = sel.get("points", []) if isinstance(sel, Mapping) else getattr(sel, "points", [])
+        self.selection = type("Selection", (), {"points": list(points or [])})()
+
+
 def _bin_ref(point: dict, names) -> tuple[str, int] | None:
     """(name, bin) from the last two customdata fields of a drillable point, or None."""
     cd = point.get("customdata")

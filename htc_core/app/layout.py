@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import math
 import re
 
 import streamlit as st
 
+from ..bidi import isolate
 from ..confidence import PROFILES
 from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, MODELS, PAGES, PROFILE, RUNSETS, SEEDS, TOP_K,
                       data_dir, full_workspace, run_set_names, workspace)
@@ -105,7 +107,9 @@ def apply_ab_url(names: dict) -> None:
             st.session_state[key] = first
         elif param == "trust":
             with contextlib.suppress(ValueError):
-                st.session_state[key] = min(0.95, max(0.05, round(round(float(first) / 0.05) * 0.05, 2)))
+                trust = float(first)
+                if math.isfinite(trust):  # inf, 1e309 (inf once parsed) and nan are left out like any junk
+                    st.session_state[key] = min(0.95, max(0.05, round(round(trust / 0.05) * 0.05, 2)))
         elif param in ("conf", "ma", "mb"):
             st.session_state[key] = first
 
@@ -262,5 +266,6 @@ def md(text) -> str:
     """
     if text is None:
         return ""
-    out = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(str(text), quote=False))
+    text = isolate(text)    # a bidi override inside cannot reverse the text around it (issue 30 #8)
+    out = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in html.escape(text, quote=False))
     return _SHORTCODE_COLON.sub(":\u200b", out)

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..bidi import isolate
 from ..features import FAMILIES, REGISTRY
 
 __all__ = [
@@ -43,8 +44,8 @@ def esc(value, limit: int | None = None) -> str:
     s = str(value)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    # quote=False: the text only ever lands in element content (Plotly shows &quot; literally)
-    return html.escape(s, quote=False)
+    # quote=False: the text only ever lands in element content (Plotly shows &quot; literally); bidi-isolated
+    return html.escape(isolate(s), quote=False)
 
 
 def short(value, limit: int = 80) -> str:

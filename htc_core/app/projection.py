@@ -41,6 +41,28 @@ class Projection:
     def __len__(self) -> int:
         return self.coords.shape[0]
 
+    def to_bytes(self) -> bytes:
+        """The projection as bytes for the store (an ``.npz``: the coordinates and a JSON header; no pickle)."""
+        import io
+        import json
+
+        buf = io.BytesIO()
+        head = json.dumps({"method": self.method, "params": self.params, "seconds": self.seconds}, default=str)
+        np.savez(buf, coords=np.asarray(self.coords, dtype=np.float64), head=np.array(head))
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "Projection":
+        import io
+        import json
+
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            coords, head = z["coords"], json.loads(str(z["head"]))
+        if coords.ndim != 2 or coords.shape[1] != 2:
+            raise ValueError(f"stored projection has coordinates of shape {coords.shape}, expected [n, 2]")
+        return cls(coords=coords, method=str(head["method"]), params=dict(head["params"]),
+                   seconds=float(head["seconds"]))
+
 
 def expected_seconds(n: int, method: str) -> float:
     """A rough estimate of the fit time on this project's 2-core machine (drives the progress bar)."""

@@ -21,6 +21,7 @@ read and written.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import uuid
@@ -35,6 +36,8 @@ from ..report import LoadReport
 from ..traces import TraceSet
 from .columnar import _obj_to_arrow, to_arrow
 from .row_groups import FullRowGroups
+
+log = logging.getLogger("htc.store")
 
 __all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
            "PENDING_SCHEMA"]
@@ -265,10 +268,21 @@ PENDING_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_set_pending (id VARCHAR PRIMAR
 
 
 def discard(store, rs_id: str) -> None:
-    """Remove every row and table of an unfinished run set (and its pending row)."""
-    with store._transaction(bump=False) as con:
-        _discard(con, rs_id)
-    for f in (store.data_dir / "columns").glob(f"{rs_id}*"):
+    """Remove every file, row and table of an unfinished run set (and its pending row). The files go first: on a
+    full disk they free the space the database needs to delete the rows. When the database cannot (still full),
+    the pending row stays and the next ``Store`` opened once this process is gone finishes the job."""
+    _unlink_columns(store.data_dir, rs_id)
+    try:
+        with store._transaction(bump=False) as con:
+            _discard(con, rs_id)
+    except Exception as e:     # called while another error propagates: that one is what the user must see
+        log.warning("could not remove the rows of unfinished run set %s yet (%s); the next start will", rs_id, e)
+
+
+def _unlink_columns(data_dir, rs_id: str) -> None:
+    from pathlib import Path
+
+    for f in (Path(data_dir) / "columns").glob(f"{rs_id}*"):
         f.unlink(missing_ok=True)
 
 
@@ -288,10 +302,14 @@ def sweep_pending(con, data_dir) -> list[str]:
     for rs_id, pid, h in con.execute("SELECT id, pid, host FROM run_set_pending").fetchall():
         if h != host or _alive(int(pid)):
             continue
-        _discard(con, rs_id)
+        _unlink_columns(data_dir, rs_id)     # first: on a full disk this frees the space the deletes need
+        try:
+            _discard(con, rs_id)
+        except Exception as e:   # the store still opens (everything committed is intact); retried next time
+            log.warning("could not remove unfinished run set %s yet (%s); retried when the store is next opened",
+                        rs_id, e)
+            continue
         gone.append(rs_id)
-        for f in (data_dir / "columns").glob(f"{rs_id}*"):
-            f.unlink(missing_ok=True)
     return gone
 
 

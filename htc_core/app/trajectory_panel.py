@@ -14,9 +14,12 @@ import streamlit as st
 from ..explain import format_confidence
 from .layout import md
 from .plots import _prob_color
-from .trajectory_view import StepView, TrajectoryView, preview
+from .trajectory_view import StepView, TrajectoryView, bounded, preview
 
-__all__ = ["render_answer", "render_steps", "token_html", "strip_html"]
+__all__ = ["render_answer", "render_steps", "token_html", "strip_html", "show_text"]
+
+#: characters of one token put on the page (a hostile token can be a megabyte)
+TOKEN_ON_PAGE = 200
 
 MARK = "outline: 2px solid #b00020; outline-offset: 1px; font-weight: 700;"
 
@@ -28,6 +31,7 @@ def token_html(tokens, probability, marked=()) -> str:
     parts = ['<div style="font-family: monospace; font-size: 0.85rem; line-height: 1.9; white-space: pre-wrap; '
              'word-break: break-word;">']
     for j, (t, p) in enumerate(zip(tokens, probability)):
+        t = t if len(t) <= TOKEN_ON_PAGE else f"{t[:TOKEN_ON_PAGE]}… ({len(t):,} characters)"
         txt = html.escape(t, quote=True) if t != "" else "␣"
         txt = txt.replace("\n", "↵\n")
         extra = MARK if j in marked else ""
@@ -54,30 +58,46 @@ def strip_html(probability, marked=()) -> str:
     return "".join(parts)
 
 
+def show_text(text: str, key: str, what: str, prefix: str = "") -> None:
+    """``st.text`` of an untrusted text that may be huge: at most :data:`TEXT_ON_PAGE` characters go on the
+    page, long lines wrapped (:func:`bounded`); the whole text is one click away as a download."""
+    shown, cut = bounded(text)
+    st.text(prefix + shown)
+    if cut:
+        st.caption(f"The {md(what)} has {len(text):,} characters; shown: its start, lines over "
+                   "1,000 characters wrapped.")
+        st.download_button(f"Download all of the {what} ({len(text):,} characters)",
+                           data=text.encode("utf-8", errors="replace"), file_name=f"{key}.txt", mime="text/plain",
+                           key=f"dl_{key}", on_click="ignore")
+
+
 def render_answer(view: TrajectoryView) -> None:
     """Question, then the final answer next to the gold answer (the plain fact first when there is none)."""
-    st.text(f"Question: {view.question or '—'}")
+    show_text(view.question or "—", "question", "question", prefix="Question: ")
     left, right = st.columns(2)
     with left.container(border=True):
         st.markdown("**Final answer**")
-        st.text(view.answer if view.answered else "— no final answer (the run ended without one)")
+        show_text(view.answer if view.answered else "— no final answer (the run ended without one)", "answer",
+                  "final answer")
     with right.container(border=True):
         st.markdown(f"**Gold answer** · the answer is **{view.verdict}**")
-        st.text(view.gold if view.gold is not None and str(view.gold).strip() else "— (no gold answer recorded)")
+        show_text(view.gold if view.gold is not None and str(view.gold).strip() else "— (no gold answer recorded)",
+                  "gold", "gold answer")
 
 
 def _long_text(label: str, text: str | None, key: str) -> None:
-    """``text`` under a caption, whole when short, else a preview plus the whole text in a fold."""
+    """``text`` under a caption, whole when short, else a preview plus the whole text in a fold (a download when
+    it is too long for the page)."""
     if text is None:
         return
     head, rest = preview(text)
     st.caption(label)
     if not rest:
-        st.text(text)
+        show_text(text, key, label.lower())
         return
-    st.text(head + f"  … ({rest:,} more characters)")
+    st.text(bounded(head)[0] + f"  … ({rest:,} more characters)")
     with st.expander(f"show all of the {md(label.lower())} ({len(text):,} characters)"):
-        st.text(text)
+        show_text(text, key, label.lower())
 
 
 def _summary(s: StepView) -> str:
@@ -87,7 +107,8 @@ def _summary(s: StepView) -> str:
         ch = "" if s.change is None else f" ({s.change:+.2f})"
         bits.append(f"confidence after it {format_confidence(s.confidence)}{ch}")
     if s.tool_call is not None:
-        bits.append(f"tool {md(s.tool_call)}")
+        head, rest = preview(s.tool_call, chars=200, lines=1)
+        bits.append(f"tool {md(head)}" + (f" … (+{rest:,} chars)" if rest else ""))
     if s.observation is not None:
         head, rest = preview(s.observation, chars=160, lines=1)
         bits.append(f"observation: {md(head)}" + (f" … (+{rest:,} chars)" if rest else ""))
@@ -103,7 +124,7 @@ def _step_body(s: StepView, key: str) -> None:
         head, rest = preview(s.input, chars=200, lines=3)
         if rest:
             with st.expander(f"Input that came in ({len(s.input):,} characters)"):
-                st.text(s.input)
+                show_text(s.input, f"{key}_in", "input")
         else:
             st.caption("Input that came in")
             st.text(s.input)
@@ -117,14 +138,16 @@ def _step_body(s: StepView, key: str) -> None:
                    "lowest outlined; hover for position and value)")
         st.html(strip_html(s.probability, s.marked))
     if s.lowest:
-        st.caption("Lowest-probability token(s): " + ", ".join(md(t) for t in s.lowest_text))
+        st.caption("Lowest-probability token(s): " + ", ".join(md(t if len(t) <= 2 * TOKEN_ON_PAGE else
+                                                                 t[:2 * TOKEN_ON_PAGE] + "…") for t in s.lowest_text))
     if len(s.probability) < s.n_tokens and s.has_token_text:
         st.caption(f"{s.n_tokens - len(s.probability):,} more tokens of this step are not coloured (the inspector "
                    "colours the first 4,000 of a run); the whole output text:")
-        st.text(s.output or "")
+        show_text(s.output or "", f"{key}_outall", "output")
     if s.tool_call is not None:
         st.caption("Tool call")
-        st.code(s.tool_call, language=None)
+        shown, cut = bounded(s.tool_call)
+        st.code(shown + (f"\n… ({len(s.tool_call):,} characters in all)" if cut else ""), language=None)
     _long_text("Observation (tool result)", s.observation, f"{key}_obs")
     _long_text("Error", s.error, f"{key}_err")
 

@@ -18,7 +18,8 @@ import pandas as pd
 from ..explain import token_steps
 from ..traces import TraceSet, tool_of
 
-__all__ = ["StepView", "TrajectoryView", "trajectory_view", "preview", "FOLD_CHARS", "OPEN_ALL_UP_TO"]
+__all__ = ["StepView", "TrajectoryView", "trajectory_view", "preview", "bounded", "FOLD_CHARS", "OPEN_ALL_UP_TO",
+           "TEXT_ON_PAGE", "LINE_ON_PAGE"]
 
 #: texts longer than this (or with more lines than FOLD_LINES) are folded behind a preview
 FOLD_CHARS = 600
@@ -42,6 +43,25 @@ def preview(text: str | None, chars: int = FOLD_CHARS, lines: int = FOLD_LINES) 
     if nl >= 0 and nl < cut:
         cut = nl
     return text[:cut], len(text) - cut
+
+
+#: the most characters of one text put on the page, and the longest line: a longer text shows its start (long
+#: lines wrapped) and a download of the whole; a megabyte of text in the page freezes the browser tab for minutes
+TEXT_ON_PAGE = 20_000
+LINE_ON_PAGE = 1_000
+
+
+def bounded(text: str | None, chars: int = TEXT_ON_PAGE, line: int = LINE_ON_PAGE) -> tuple[str, bool]:
+    """(what of ``text`` goes on the page, whether that is not all of it): at most ``chars`` characters, lines
+    longer than ``line`` broken every ``line`` characters (a 1 MB unbroken answer is laid out in no time)."""
+    if text is None:
+        return "", False
+    text = str(text)
+    head = text[:chars]
+    if max(map(len, head.split("\n"))) <= line:
+        return head, len(head) < len(text)
+    wrapped = "\n".join(part[i:i + line] for part in head.split("\n") for i in range(0, max(len(part), 1), line))
+    return wrapped, True
 
 
 @dataclass
@@ -75,7 +95,8 @@ class StepView:
     @property
     def lowest_text(self) -> list[str]:
         """The marked tokens for display: the token's text quoted, or its position."""
-        return [f"{t!r} p = {p:.3f}" if self.has_token_text else f"{t} (p = {p:.3f})" for t, p in self.lowest]
+        return [f"{t if len(t) <= 200 else t[:200] + '…'!r} p = {p:.3f}" if self.has_token_text
+                else f"{t} (p = {p:.3f})" for t, p in self.lowest]   # a hostile token can be a megabyte
 
     @property
     def tool_call(self) -> str | None:

@@ -16,6 +16,7 @@ Pages call these and the rest of ``htc_core``; the numbers they show come from
 
 from __future__ import annotations
 
+from ..bidi import isolate
 from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_parts,
                       computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
                       start_evaluation)
@@ -35,7 +36,7 @@ __all__ = [
     "full_workspace", "get_store", "parse_cli", "run_set_names", "selection", "settings", "store", "workspace",
     "workspace_for_profile",
     # layout
-    "follow_deep_link", "guard", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
+    "follow_deep_link", "guard", "isolate", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
     "restore_from_url", "write_url", "set_url_id", "run_set_ids", "apply_ab_url", "valid_choice", "write_ab_url",
     # compute
     "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_parts",

@@ -341,10 +341,31 @@ def trajectory_choices(frame: pd.DataFrame, needle: str, current: int | None) ->
     return cand.tolist(), int(np.argmax(frame["steps"].to_numpy()[cand]))
 
 
+def missing_trajectory_note(wanted: str) -> str:
+    """The inspector's message (plain text, to escape) for a link whose ``?id=`` names no trajectory of the
+    current selection: an unknown or mistyped id, a deleted run set, or one the sidebar's filters leave out."""
+    return (f"No trajectory {clipped(wanted, 80)} in the current selection: the id is unknown, its run set was deleted, or the "
+            "sidebar's filters leave it out. Pick one below, or widen the filters.")
+
+
+def short_key(value) -> str:
+    """A widget-key-safe stand-in for a (possibly huge) id: its length and a hash, stable across reruns."""
+    text, hashlib = "" if value is None else str(value), __import__("hashlib")
+    return f"{len(text)}-{hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=8).hexdigest()}"
+
+
+def clipped(value, limit: int = 200) -> str:
+    """A name or id for a one-line caption: at most ``limit`` characters, saying how long it really is."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text):,} characters)"
+
+
 def trajectory_label(frame: pd.DataFrame, position: int) -> str:
     """How the inspector's picker names a trajectory: its id and the start of its question."""
     q = frame["question"].iat[position]
-    return f"{frame['id'].iat[position]} · {'(no question recorded)' if _missing(q) else str(q)[:80]}"
+    tid = str(frame["id"].iat[position])
+    tid = tid if len(tid) <= 120 else f"{tid[:117]}..."      # a hostile id can be a megabyte
+    return f"{tid} · {'(no question recorded)' if _missing(q) else str(q)[:80]}"
 
 
 def _missing(v) -> bool:

@@ -11,6 +11,12 @@ On the project's own 2,000 recorded runs (``sample_runs/``, htc-trace JSONL), in
   fallback with the out-of-range hooks and the full value walk), against ``json.loads`` of those lines;
 - a line where every one of the checks has to walk: ``first_bad_value`` over the largest decoded run, against
   ``json.dumps`` of it (a walk the writer does anyway).
+
+``--bounded`` (issue 30, round three) runs the commands the round found unbounded, each in a new process, and
+prints its peak resident memory and CPU time: ``htc monitor`` on N one-step runs (default 200,000; the round
+used 1,000,000: 1.56 GB before), ``htc prefixes`` on one run of ``--long-steps`` steps (default 2,000: every
+prefix, quadratic output, memory one batch), ``htc early-warning --max-steps 1000000000`` on 80 one-step runs
+(killed at 21 GB before). The floor is ``htc features`` on the same one-step runs (reads them the same way).
 """
 
 from __future__ import annotations
@@ -79,10 +85,65 @@ def run(print_fn=print, copies: int = 1) -> dict:
     return out
 
 
+def _child(args: list[str], cwd: str) -> tuple[float, float, int]:
+    """(peak RSS in MB, CPU seconds, return code) of ``python -m htc_core ARGS`` in a new process."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.DEVNULL).returncode; u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(u.ru_maxrss, u.ru_utime + u.ru_stime, r)")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "htc_core", *args], cwd=cwd, env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]) / 1024, float(out[1]), int(out[2])
+
+
+def _one_step_runs(path: Path, n: int, steps: int = 1) -> None:
+    line = {"success": True, "steps": [{"logprobs": [-0.1, -0.5, -0.02]}] * steps}
+    with open(path, "wb") as fh:
+        for i in range(n):
+            line["id"], line["success"] = f"r{i}", bool(i % 3)
+            fh.write(orjson.dumps(line) + b"\n")
+
+
+def bounded(print_fn=print, runs: int = 200_000, long_steps: int = 2_000) -> dict:
+    """Peak memory and CPU of the commands round three found unbounded (see the module docstring)."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        _one_step_runs(t / "many.jsonl", runs)
+        _one_step_runs(t / "few.jsonl", 80)
+        _one_step_runs(t / "long.jsonl", 1, steps=long_steps)
+        probes = [
+            (f"htc features, {runs:,} one-step runs (floor)", ["features", "many.jsonl", "--out", "f.csv"]),
+            (f"htc monitor gac-prefix, {runs:,} one-step runs",
+             ["monitor", "gac-prefix", "many.jsonl", "--out", "m.csv"]),
+            (f"htc prefixes, one run of {long_steps:,} steps", ["prefixes", "long.jsonl", "--out", "p.jsonl"]),
+            ("htc early-warning --max-steps 1e9, 80 one-step runs",
+             ["early-warning", "few.jsonl", "--max-steps", "1000000000", "--seeds", "1"]),
+        ]
+        for name, args in probes:
+            mb, cpu, rc = _child(args, tmp)
+            out[name] = {"peak_mb": mb, "cpu_s": cpu, "rc": rc}
+            print_fn(f"{name:52s} peak {mb:7.0f} MB  CPU {cpu:7.1f} s  rc {rc}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m htc_core.bench hostile", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--copies", type=int, default=1, help="repeat the 2,000 runs N times (default: 1)")
+    p.add_argument("--bounded", action="store_true",
+                   help="instead: peak memory and CPU of monitor, prefixes and early-warning on inputs that broke "
+                        "them (round three), each in a new process")
+    p.add_argument("--runs", type=int, default=200_000, help="--bounded: one-step runs for monitor (default 200,000)")
+    p.add_argument("--long-steps", type=int, default=2_000,
+                   help="--bounded: steps of the one long run for prefixes (default 2,000)")
     args = p.parse_args(argv)
-    run(copies=args.copies)
+    if args.bounded:
+        bounded(runs=args.runs, long_steps=args.long_steps)
+    else:
+        run(copies=args.copies)
     return 0

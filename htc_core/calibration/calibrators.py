@@ -316,6 +316,10 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
                 if col in getattr(meta, "columns", ()):
                     vals = meta[col].dropna().astype(str).unique().tolist()
                     s[key] = sorted(vals)
+            if "id" in getattr(meta, "columns", ()) and len(meta):
+                # ids RUN@k are prefixes (`htc prefixes`, `htc fit --prefixes`): a model for a live monitor
+                prefix = meta["id"].astype(str).str.contains(r"@[0-9]+$", regex=True).all()
+                s["fitted_on"] = "prefixes" if prefix else "whole runs"
         return s
 
     # ------------------------------------------------------------- predict

@@ -125,15 +125,26 @@ def _check_args(ts, false_alarm, steps, fractions):
     if isinstance(false_alarm, bool) or not isinstance(false_alarm, (int, float)) or not 0 < false_alarm < 1:
         raise ValueError(f"false_alarm must be a number in (0, 1), got {false_alarm!r}")
     S = ts.steps_per_trajectory
+    longest = int(S.max()) if len(S) else 1
     if steps is None:
-        steps = range(1, min(int(S.max()) if len(S) else 1, MAX_STEPS) + 1)
-    steps = [int(k) for k in steps]
-    if not steps or min(steps) < 1 or steps != list(range(1, len(steps) + 1)):
-        raise ValueError(f"steps must be 1, 2, ..., K (consecutive, from 1), got {steps!r}")
+        steps = range(1, min(longest, MAX_STEPS) + 1)
+    if isinstance(steps, range):   # checked without listing it: range(1, 10**9 + 1) costs nothing
+        if not len(steps) or steps.start != 1 or steps.step != 1:
+            raise ValueError(f"steps must be 1, 2, ..., K (consecutive, from 1), got {steps!r}")
+        n_steps = len(steps)
+    else:
+        steps = [int(k) for k in steps]
+        if not steps or min(steps) < 1 or steps != list(range(1, len(steps) + 1)):
+            raise ValueError(f"steps must be 1, 2, ..., K (consecutive, from 1), got {steps!r}")
+        n_steps = len(steps)
+    # a length beyond the longest run would evaluate the whole runs again: capped by the data
+    steps = list(range(1, min(n_steps, longest) + 1))
     fractions = [float(f) for f in fractions]
     if any(not 0 < f <= 1 for f in fractions):
         raise ValueError(f"fractions must be in (0, 1], got {fractions!r}")
-    return steps, fractions
+    capped = [] if n_steps <= longest else [f"prefix lengths capped at {longest} steps, the longest run "
+                                            f"({n_steps:,} asked)"]
+    return steps, fractions, capped
 
 
 def early_warning(ts, *, steps: Sequence[int] | None = None, fractions: Sequence[float] = DEFAULT_FRACTIONS,
@@ -181,7 +192,7 @@ def early_warning(ts, *, steps: Sequence[int] | None = None, fractions: Sequence
     """
     from ..traces.prefix import prefixes
 
-    steps, fractions = _check_args(ts, false_alarm, steps, fractions)
+    steps, fractions, capped = _check_args(ts, false_alarm, steps, fractions)
     y = ts.labels
     why = label_problem(y) if not np.isnan(y).any() else "every run needs a success label (use ts.labeled())"
     if why:
@@ -189,7 +200,7 @@ def early_warning(ts, *, steps: Sequence[int] | None = None, fractions: Sequence
     specs = [(f"step {k}", "steps", float(k), dict(steps=k)) for k in steps]
     specs += [(f"{f:.0%} of steps", "fraction", f, dict(fraction=f)) for f in fractions]
     S = ts.steps_per_trajectory
-    rows, oof, folds, notes = [], {}, None, []
+    rows, oof, folds, notes = [], {}, None, list(capped)
     for done, (label, kind, k, cut) in enumerate(specs):
         res = evaluate(prefixes(ts, **cut), seeds=seeds, n_splits=n_splits, profile=profile, top_k=top_k,
                        alphas=alphas, methods=list(methods))

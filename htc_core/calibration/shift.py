@@ -35,7 +35,8 @@ __all__ = ["SHIFT_THRESHOLD", "ShiftReport", "ShiftAccumulator", "feature_stats"
 SHIFT_THRESHOLD = 2.0
 #: how many labeled runs the warning suggests (the issue's aim: adapting with 50 labels)
 SUGGESTED_LABELS = 50
-COLUMNS = ("part", "feature", "used", "train_mean", "train_std", "scored_mean", "shift", "moved")
+#: ``limit``: the threshold a row's shift is held to (the threshold, raised to 3 / sqrt(n) for n scored runs)
+COLUMNS = ("part", "feature", "used", "train_mean", "train_std", "scored_mean", "shift", "limit", "moved")
 
 
 def feature_stats(X: np.ndarray) -> dict:
@@ -135,8 +136,12 @@ class ShiftReport:
         if not self.known:
             return f"{self.model}: no training statistics in the model file; the applicability check is skipped"
         if not self.shifted:
+            used = self.frame[self.frame.used]
+            limit = float(used["limit"].min()) if len(used) else self.threshold
+            why = "" if limit == self.threshold else (f"; the threshold {self.threshold:g} is raised to "
+                                                      "3/sqrt(runs) for so few runs")
             return (f"{self.n_runs} runs within the data {self.model} was trained on (largest standardized mean "
-                    f"shift of a used feature {self.max_shift:.2f} < {self.threshold:g})")
+                    f"shift of a used feature {self.max_shift:.2f} < {limit:.3g}{why})")
         w = self.worst(3)
         moved = ", ".join(f"{r.feature} {r.shift:+.1f} sd" for r in w.itertuples() if r.moved)
         return (f"these {self.n_runs} runs are outside the data {self.model} was trained on ({moved}: mean shift "
@@ -149,10 +154,16 @@ class ShiftReport:
     def to_dict(self) -> dict:
         return {"model": self.model, "n_runs": int(self.n_runs), "threshold": self.threshold,
                 "verdict": self.verdict, "shifted": self.shifted,
-                "max_shift": None if math.isnan(self.max_shift) else self.max_shift,
+                "max_shift": self.max_shift if math.isfinite(self.max_shift) else None,
                 "moved_features": self.moved_features(), "n_by_part": dict(self.n_by_part),
-                "features": [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-                             for r in self.frame.to_dict("records")], "notes": list(self.notes)}
+                "features": [{k: _json_value(v) for k, v in r.items()} for r in self.frame.to_dict("records")],
+                "notes": list(self.notes)}
+
+
+def _json_value(v):
+    """A frame cell for JSON: numpy scalars as Python ones, an infinite shift (training std 0) as None."""
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 class ShiftAccumulator:
@@ -204,13 +215,7 @@ class ShiftAccumulator:
             if source == "scaler":
                 notes.append(f"{p}: training statistics taken from the scaler (file written before feature_stats)")
             scored = self._sum[p] / n
-            ok = std > 1e-12 * np.maximum(1.0, np.abs(mean))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                d = np.where(ok, (scored - mean) / np.where(ok, std, 1.0), 0.0)
-            moved = ok & (np.abs(d) >= self.threshold) & (np.abs(d) >= 3.0 / math.sqrt(n)) & _used(m)
-            for j, f in enumerate(m.feature_names_in_):
-                rows.append((p, str(f), bool(_used(m)[j] and ok[j]), float(mean[j]), float(std[j]),
-                             float(scored[j]), float(d[j]), bool(moved[j])))
+            rows += _part_rows(p, m, mean, std, scored, n, self.threshold, notes)
         return ShiftReport(model=self.name, n_runs=int(sum(self._n.values())), threshold=self.threshold,
                            frame=pd.DataFrame(rows, columns=list(COLUMNS)),
                            n_by_part={p: int(n) for p, n in self._n.items() if n}, notes=notes)
@@ -221,6 +226,26 @@ def shift_check_matrix(model, X) -> float:
     (the model's columns, in its order); 0 when the model holds no training statistics."""
     rep = ShiftAccumulator(model).update(X).report()
     return 0.0 if not rep.known or np.isnan(rep.max_shift) else float(rep.max_shift)
+
+
+def _part_rows(part: str, m, mean, std, scored, n: int, threshold: float, notes: list) -> list[tuple]:
+    """One row per feature of sub-model ``m`` (COLUMNS). The limit is the threshold raised to the sampling noise
+    of ``n`` scored runs (3 / sqrt(n)). A used feature whose training std is 0 (constant in training, or a
+    tampered file) is compared exactly: any other scored mean is an infinite shift, and a note says so."""
+    used = _used(m)
+    ok = std > 1e-12 * np.maximum(1.0, np.abs(mean))
+    limit = max(threshold, 3.0 / math.sqrt(n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(ok, (scored - mean) / np.where(ok, std, 1.0), 0.0)
+    differs = ~ok & ~np.isclose(scored, mean, rtol=1e-9, atol=1e-12)
+    d = np.where(differs, np.copysign(np.inf, scored - mean), d)
+    constant = [str(f) for f, u, c in zip(m.feature_names_in_, used, ~ok) if u and c]
+    if constant:
+        notes.append(f"{part}: training std 0 for {len(constant)} used feature(s) ({', '.join(constant[:5])}): "
+                     "compared exactly, any other value is a shift")
+    moved = used & (np.abs(d) >= limit)
+    return [(part, str(f), bool(used[j]), float(mean[j]), float(std[j]), float(scored[j]), float(d[j]), limit,
+             bool(moved[j])) for j, f in enumerate(m.feature_names_in_)]
 
 
 def shift_check(model, data, *, name: str | None = None, threshold: float = SHIFT_THRESHOLD) -> ShiftReport:

@@ -14,7 +14,8 @@ from .._version import __version__
 from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
-COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve")
+COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve",
+                   "dashboard")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -23,7 +24,8 @@ EPILOG = """examples:
   htc fit sample_runs/arithmetic/ --variant reduced --out out/model.json
   htc score out/model.json sample_runs/units/ --out out/scores.csv
   htc early-warning sample_runs/arithmetic/ --seeds 1
-  htc monitor out/model.json sample_runs/units/ --threshold 0.2 --out out/steps.csv
+  htc fit sample_runs/units/ --prefixes --out out/prefix_model.json     # a model for live monitoring
+  htc monitor out/prefix_model.json sample_runs/units/ --threshold 0.2 --out out/steps.csv
   htc score gac sample_runs/units/ --out out/scores.csv        # the shipped General Agent Calibrator
   htc transfer sample_runs/ --by dataset
   htc gac sample_runs/ ../shared/data/uala-hotpotqa/ --by dataset
@@ -49,7 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["dashboard"] and not set(argv[1:2]) & {"-h", "--help"}:
+        # every argument goes to `streamlit run` as written (argparse would take its --server.* options for ours)
+        args = parser.parse_args(["dashboard"])
+        args.streamlit_args = argv[1:]
+    else:
+        args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -63,6 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `htc import ... | head`: the reader went away; not an error of ours
         _silence_stdout()
         return 141
+    except OSError as e:     # a full disk, a vanished folder, a read-only file system: the system's words, no trace
+        print(f"htc {args.command}: error: {_os_message(e)}", file=sys.stderr)
+        return 1
+
+
+def _os_message(e: OSError) -> str:
+    """``[Errno 28] No space left on device: 'out/x.csv'`` as 'No space left on device (out/x.csv)'; the
+    output files are written atomically (htc_core.atomic), so the previous ones are intact."""
+    what = e.strerror or str(e) or type(e).__name__
+    name = e.filename if e.filename is not None else None
+    where = f" ({name})" if name is not None else ""
+    return f"{what}{where}; any previous output file was left as it was"
 
 
 def _silence_stdout() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from .engine_opts import add_engine_options
@@ -70,6 +71,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if problem:
         raise CLIError(problem)
     _warn_small("fit", y)
+    if args.prefixes:
+        if args.prior:
+            raise CLIError("--prefixes and --prior cannot be combined; fit on `htc prefixes` output with --prior")
+        ts, n_runs = _every_prefix(ts), len(ts)
+        y = ts.labels
+        print(f"fitting on {len(ts):,} prefixes of {n_runs:,} runs (id@k: the first k steps; label: the run's outcome)")
     if args.prior:
         return _fit_with_prior(args, ts, out)
     fm = extract(ts, profile=args.profile, top_k=args.top_k)
@@ -88,6 +95,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f"alpha = {model.alpha_:g}, {model.n_selected_} of {model.n_features_in_} features kept")
     print(f"wrote {out}")
     return 0
+
+
+def _every_prefix(ts):
+    """Every prefix 1..S of every run, ids RUN@k (as `htc prefixes` writes them): a model for a live monitor."""
+    import numpy as np
+
+    from ..traces.prefix import prefix_pairs
+    from ..traces.traceset import _ranges
+
+    S = ts.steps_per_trajectory
+    lengths = _ranges(np.ones(len(S), np.int64), S + 1)
+    out = prefix_pairs(ts, np.repeat(np.arange(len(S)), S), lengths)
+    out.meta["id"] = [f"{v}@{k}" for v, k in zip(out.meta["id"], lengths)]
+    return out
 
 
 def _lookahead(chunks):
@@ -159,19 +180,22 @@ def cmd_score(args: argparse.Namespace) -> int:
     from ..scoring import score_frame
     from ..tablewriter import TableWriter
 
-    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
+    out = output_path(args.out, (".csv", ".parquet"))  # checked before the work; None: '-', CSV on stdout
     try:
         model = load_model(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
     if args.engine != "local":
+        if out is None:
+            raise CLIError(f"--out - (standard output) is not supported with --engine {args.engine}; name a file")
         return _score_engine(args, model, out)
     reader = chunk_reader(args)
     metrics = MetricState()
     shift = _shift_accumulator(model, args.model)
     assess = _AssessParts() if hasattr(model, "assess") else None
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
-    with TableWriter(out) as w:
+    writer = TableWriter(out) if out is not None else TableWriter(None, stream=sys.stdout.buffer)
+    with writer as w, (contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext()):
         for i, (ts, more) in enumerate(_lookahead(reader)):
             if i == 0 and more:
                 verbalized = True
@@ -189,14 +213,17 @@ def cmd_score(args: argparse.Namespace) -> int:
             if assess is not None:
                 assess.update(model, ts, df["confidence"].to_numpy())
         report_problems(reader)
-    print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
-    _print_metrics(metrics)
-    if shift is not None:
-        rep = shift.report()
-        if assess is not None and w.rows:
-            _report_expected(model.assess(rep, *assess.arrays()), rep, args.model)
-        else:
-            _report_shift(rep, args.model)
+    with contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext():
+        # with --out -, standard output holds the CSV only: the summary goes to standard error
+        print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote "
+              f"{out if out is not None else 'CSV to standard output'}")
+        _print_metrics(metrics)
+        if shift is not None:
+            rep = shift.report()
+            if assess is not None and w.rows:
+                _report_expected(model.assess(rep, *assess.arrays()), rep, args.model)
+            else:
+                _report_shift(rep, args.model)
     return 0
 
 
@@ -246,6 +273,8 @@ def _report_shift(rep, name: str) -> None:
         print(f"htc score: warning: {rep.message(prior=prior)}", file=sys.stderr)
     else:
         print(f"applicability: {rep.message(prior=prior)}")
+    for note in rep.notes:   # e.g. a used feature with training std 0 (a constant or a tampered file)
+        print(f"htc score: warning: applicability check: {note}", file=sys.stderr)
 
 
 def register(sub) -> None:
@@ -279,6 +308,10 @@ def register(sub) -> None:
                    help="reduced = L1 (default), full = L2, gam = HTC-GAM (spline shape functions per feature, "
                         "kept only when they beat HTC-Reduced in the inner CV, else the file holds HTC-Reduced)")
     p.add_argument("--out", required=True, metavar="MODEL.json", help="where to write the model")
+    p.add_argument("--prefixes", action="store_true",
+                   help="fit on every prefix (first 1, 2, ..., S steps) of every labeled run, each labeled with its "
+                        "run's outcome: the model `htc monitor` and htc_core.Monitor need (one fitted on whole runs "
+                        "scores a run after its first step far too low). Same as `htc prefixes` then `htc fit`")
     p.add_argument("--prior", metavar="MODEL",
                    help="adapt this model to the labeled runs instead of fitting from scratch: a shipped name (gac, "
                         "gac-full) or a model file. The fit uses the prior's features (its profile and top-k; for "
@@ -299,7 +332,8 @@ def register(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a model file written by `htc fit`, or a shipped model name "
                                                   "(gac, gac-full)")
     add_input_options(p)
-    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
+    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet; '-': CSV on standard "
+                                                                 "output (the summary then goes to standard error)")
     p.add_argument("--explain", action="store_true",
                    help="also write each run's structural flags (no final answer, step limit, repeated action, "
                         "...), its three strongest reasons (HTC models) and its 48 features")

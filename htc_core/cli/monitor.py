@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import CLIError, add_feature_options, add_input_options, labeled_only, load_inputs, seeds_arg
+from .common import (CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, labeled_only,
+                     load_inputs, output_path, report_problems, seeds_arg)
 
 
 def _int_list(value: str) -> list[int]:
@@ -53,73 +54,154 @@ def cmd_early_warning(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_prefixes(args: argparse.Namespace) -> int:
+#: prefix tokens and steps gathered and written at a time: memory holds one batch (or one prefix, when a single
+#: prefix is bigger), whatever the length of the runs
+PREFIX_BATCH = 2_000_000
+#: above this many prefix tokens in a chunk, `htc prefixes` says that the output grows with the square of run length
+PREFIX_NOTE = 50_000_000
+
+
+def _prefix_plan(ts, args):
+    """(runs, lengths): the prefixes to write, run by run, shortest first."""
     import numpy as np
 
-    from ..formats import native
-    from ..traces import concat
-    from ..traces.prefix import prefix_lengths, prefixes
+    from ..traces.prefix import prefix_lengths
+    from ..traces.traceset import _ranges
 
-    ts, _ = load_inputs(args)
     S = ts.steps_per_trajectory
-    cuts = []
-    if args.steps:
-        cuts += [np.where(S >= k, k, 0) for k in args.steps]   # a run shorter than k has no k-step prefix
-    for f in args.fractions or ():
-        cuts.append(prefix_lengths(ts, fraction=f))
-    if not cuts:                                               # default: every prefix of every run
-        cuts = [np.where(S >= k, k, 0) for k in range(1, int(S.max()) + 1)]
-    pairs = sorted({(i, int(k)) for cut in cuts for i, k in enumerate(cut) if k > 0})
-    parts, built = [], []
-    for k in sorted({k for _, k in pairs}):
-        idx = [i for i, kk in pairs if kk == k]
-        part = prefixes(ts.take(idx), k)
-        part.meta["id"] = [f"{v}@{k}" for v in part.meta["id"]]
-        parts.append(part)
-        built += [(i, k) for i in idx]
-    order = sorted(range(len(built)), key=built.__getitem__)   # run by run, shortest prefix first
-    out = concat(parts).take(order)
-    n = native.write(out, args.out)
-    print(f"wrote {n} prefixes of {len(ts)} runs to {args.out} (id@k: the first k steps of run id)")
+    cuts = [np.where(S >= k, k, 0) for k in args.steps or ()]   # a run shorter than k has no k-step prefix
+    cuts += [prefix_lengths(ts, fraction=f) for f in args.fractions or ()]
+    if not cuts:                                                 # default: every prefix of every run
+        return np.repeat(np.arange(len(S)), S), _ranges(np.ones(len(S), np.int64), S + 1)
+    K = np.stack(cuts, axis=1)
+    pairs = np.unique(np.column_stack([np.repeat(np.arange(len(S)), K.shape[1]), K.ravel()])[K.ravel() > 0], axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _batches(ts, runs, lengths, budget: int):
+    """(lo, hi) slices of the plan whose prefixes hold about ``budget`` tokens and steps."""
+    import numpy as np
+
+    first = ts.traj_offsets[runs]
+    cost = ts.step_offsets[first + lengths] - ts.step_offsets[first] + lengths
+    total = np.cumsum(cost)
+    lo = 0
+    while lo < len(total):
+        base = int(total[lo - 1]) if lo else 0
+        hi = max(int(np.searchsorted(total, base + budget, side="right")), lo + 1)
+        yield lo, hi
+        lo = hi
+
+
+def cmd_prefixes(args: argparse.Namespace) -> int:
+    from ..atomic import atomic_open
+    from ..formats import native
+    from ..traces.prefix import prefix_pairs
+
+    out = output_path(args.out, (".jsonl",))    # htc-trace JSONL only; checked before any work
+    if out is None:
+        raise CLIError("--out must name a .jsonl file")
+    reader = chunk_reader(args)
+    n_prefixes = noted = 0
+    with atomic_open(out, "w") as fh:              # the previous file stays until the last line is written
+        for ts in reader:
+            runs, lengths = _prefix_plan(ts, args)
+            for lo, hi in _batches(ts, runs, lengths, PREFIX_BATCH):
+                part = prefix_pairs(ts, runs[lo:hi], lengths[lo:hi])
+                part.meta["id"] = [f"{v}@{k}" for v, k in zip(part.meta["id"], lengths[lo:hi])]
+                native.write(part, fh)
+            n_prefixes += len(runs)
+            noted = noted or _note_size(ts, runs, lengths)
+        report_problems(reader)                    # nothing read: an error, and the previous file is kept
+    print(f"wrote {n_prefixes} prefixes of {reader.n_trajectories} runs to {out} (id@k: the first k steps of run id)")
     return 0
 
 
+def _note_size(ts, runs, lengths) -> bool:
+    first = ts.traj_offsets[runs]
+    tokens = int((ts.step_offsets[first + lengths] - ts.step_offsets[first]).sum())
+    if tokens <= PREFIX_NOTE:
+        return False
+    print(f"htc prefixes: note: {len(runs):,} prefixes holding {tokens:,} tokens from {len(ts):,} runs: every "
+          "prefix of a long run grows with the square of its length; --steps or --fractions pick some lengths",
+          file=sys.stderr)
+    return True
+
+
 def cmd_monitor(args: argparse.Namespace) -> int:
-    import pandas as pd
+    from ..monitor import Monitor, fitted_on_prefixes
+    from ..tablewriter import SUFFIXES, TableWriter
 
-    from ..monitor import Monitor
-
+    out = output_path(args.out, SUFFIXES)       # .csv, .parquet or .jsonl: written as its suffix says
+    if out is None:
+        raise CLIError("--out must name a .csv, .parquet or .jsonl file")
     try:
         monitor = Monitor(args.model, threshold=args.threshold)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    ts, _ = load_inputs(args)
-    rows = []
-    for i, tid in enumerate(ts.ids):
-        monitor.reset()
-        for k, s in enumerate(range(ts.traj_offsets[i], ts.traj_offsets[i + 1]), start=1):
-            a, b = ts.step_offsets[s], ts.step_offsets[s + 1]
-            conf = monitor.add_step(ts.logprob[a:b], ts.top_logprobs[a:b])
-            rows.append({"id": tid, "step": k, "tokens": int(b - a), "confidence": conf,
-                         "alert": bool(monitor.alerts and monitor.alerts[-1].step == k)})
-    df = pd.DataFrame(rows)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False, float_format="%.17g")
-    alerted = df.groupby("id")["alert"].any()
-    msg = f"; {int(alerted.sum())} runs alerted (confidence < {args.threshold})" if args.threshold is not None else ""
-    print(f"replayed {len(ts)} runs ({len(df)} steps) through a Monitor of {args.model}{msg}; wrote {out}")
-    if hasattr(monitor.model, "assess") and len(ts):
-        _print_expected(monitor.model, ts, df.groupby("id", sort=False)["confidence"].last().to_numpy())
+    if not fitted_on_prefixes(monitor.model):
+        _whole_run_model(args)
+    reader = chunk_reader(args)
+    n_steps = n_alerted = 0
+    gac = monitor.model if hasattr(monitor.model, "assess") else None
+    if gac is not None:     # the expected-error line of a GAC: feature sums, alternatives and final confidences
+        from ..calibration.shift import ShiftAccumulator
+        shift, alts, finals = ShiftAccumulator(gac, name=gac.name), [], []
+    with TableWriter(out) as w:                   # chunk by chunk, renamed onto --out only when complete
+        for ts in reader:
+            df = _replay(monitor, ts)
+            w.write(df)
+            n_steps += len(df)
+            n_alerted += int(df.groupby("id", sort=False)["alert"].any().sum())
+            if gac is not None and len(ts):
+                shift.update(ts)
+                alts.append(gac.kinds(ts) == "with_alternatives")
+                finals.append(df["confidence"].to_numpy()[ts.traj_offsets[1:] - 1])
+        report_problems(reader)
+    msg = f"; {n_alerted} runs alerted (confidence < {args.threshold})" if args.threshold is not None else ""
+    print(f"replayed {reader.n_trajectories} runs ({n_steps} steps) through a Monitor of {args.model}{msg}; "
+          f"wrote {out}")
+    if gac is not None and finals:
+        import numpy as np
+        _print_expected(gac, shift.report(), np.concatenate(alts), np.concatenate(finals))
     return 0
 
 
-def _print_expected(gac, ts, final) -> None:
-    """The GAC's applicability verdict and expected ECE range for the replayed runs (final confidences)."""
-    import sys
+def _whole_run_model(args: argparse.Namespace) -> None:
+    """A model fitted on whole runs scores a run after its first step far too low (it never saw a one-step
+    run that went on): refused unless asked, pointing to a prefix-fitted one."""
+    why = (f"{args.model} was fitted on whole runs, not on prefixes: after the first steps its confidences are "
+           "far too low and nearly every run alerts. Fit one on prefixes: `htc fit RUNS --prefixes --out "
+           "model.json` (or use the shipped gac-prefix)")
+    if not args.allow_whole_run_model:
+        raise CLIError(why + "; --allow-whole-run-model to use this one anyway")
+    print(f"htc monitor: warning: {why}", file=sys.stderr)
 
-    from ..calibration.shift import shift_check
-    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", final)
+
+def _replay(monitor, ts):
+    """One row per step of every run of ``ts``: the confidence after it and whether it alerted."""
+    import numpy as np
+    import pandas as pd
+
+    S = ts.steps_per_trajectory
+    conf = np.empty(ts.n_steps)
+    alert = np.zeros(ts.n_steps, dtype=bool)
+    for i in range(len(ts)):
+        monitor.reset()
+        for k, s in enumerate(range(ts.traj_offsets[i], ts.traj_offsets[i + 1]), start=1):
+            a, b = ts.step_offsets[s], ts.step_offsets[s + 1]
+            conf[s] = monitor.add_step(ts.logprob[a:b], ts.top_logprobs[a:b])
+            alert[s] = bool(monitor.alerts and monitor.alerts[-1].step == k)
+    starts = np.repeat(ts.traj_offsets[:-1], S)
+    return pd.DataFrame({"id": np.repeat(np.asarray(ts.ids, dtype=object), S),
+                         "step": np.arange(ts.n_steps) - starts + 1, "tokens": np.diff(ts.step_offsets),
+                         "confidence": conf, "alert": alert})
+
+
+def _print_expected(gac, rep, alternatives, final) -> None:
+    """The GAC's applicability verdict and expected ECE range for the replayed runs: ``rep`` is the shift report
+    over all chunks, ``alternatives`` which runs list top-k alternatives, ``final`` each run's last confidence."""
+    expected = gac.assess(rep, alternatives, final)
     line = f"applicability: {expected.message()}"
     print(f"htc monitor: warning: {line}" if expected.flagged else line, file=sys.stderr if expected.flagged else
           sys.stdout)
@@ -179,15 +261,18 @@ def register(sub) -> None:
                                                                        "steps are left out of that length)")
     p.add_argument("--fractions", type=_fraction_list, metavar="F,F,...",
                    help="fractions of each run's steps (ceil(F x S), at least 1)")
-    p.add_argument("--out", required=True, metavar="FILE.jsonl", help="output file")
+    p.add_argument("--out", required=True, metavar="FILE.jsonl", help="output file (htc-trace JSONL)")
+    add_chunk_option(p)
     p.set_defaults(func=cmd_prefixes)
 
     p = sub.add_parser("monitor", help="replay runs step by step through a Monitor: confidence after each step",
                        description="Feed every run to htc_core.Monitor one step at a time, as a live agent would, "
+                                   "with a model fitted on prefixes (htc fit --prefixes, or the shipped gac-prefix), "
                                    "and write id, step, tokens, calibrated confidence after that step and alert "
                                    "(the confidence fell below --threshold at this step) to a CSV. The confidence "
                                    "after step k equals `htc score` on the run's k-step prefix.",
-                       epilog="examples: htc monitor out/model.json sample_runs/units/ --threshold 0.2 "
+                       epilog="examples: htc fit sample_runs/units/ --prefixes --out out/prefix_model.json\n"
+                              "          htc monitor out/prefix_model.json sample_runs/units/ --threshold 0.2 "
                               "--out out/steps.csv\n          htc monitor gac-prefix unlabeled_runs.jsonl --out "
                               "out/steps.csv   (no labels needed)",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,5 +280,9 @@ def register(sub) -> None:
                                                   "(trained on prefixes of runs; no labels of yours needed), gac")
     add_input_options(p)
     p.add_argument("--threshold", type=_threshold, metavar="T", help="alert when the confidence falls below T")
-    p.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV")
+    p.add_argument("--out", required=True, metavar="FILE.csv", help="output table: .csv, .parquet or .jsonl")
+    p.add_argument("--allow-whole-run-model", action="store_true",
+                   help="use a model fitted on whole runs (refused by default: it alerts on nearly every run "
+                        "after its first step; fit one with `htc fit RUNS --prefixes`)")
+    add_chunk_option(p)
     p.set_defaults(func=cmd_monitor)

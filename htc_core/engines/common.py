@@ -211,7 +211,7 @@ def output_schema(task: Task):
 def read_piece(piece: Piece, defaults: dict | None = None):
     """(trace set, line of each trajectory or None, load report, lines read) of one piece."""
     from ..formats import READERS
-    from ..formats.jsonio import iter_lines_of
+    from ..formats.jsonio import READ_ERRORS, iter_lines_of, read_error_reason
     from ..formats.native import iter_records
     from ..formats.records import add_record, guarded
     from ..traces import TraceSetBuilder
@@ -221,7 +221,10 @@ def read_piece(piece: Piece, defaults: dict | None = None):
     if piece.start == 0:
         report.files.append(file)
     if piece.end < 0:
-        READERS[piece.format].read_file(Path(file), builder=builder, report=report, defaults=defaults)
+        try:     # a cut-short or corrupt .gz names its file and keeps what was read, as the local reader does
+            READERS[piece.format].read_file(Path(file), builder=builder, report=report, defaults=defaults)
+        except READ_ERRORS as e:
+            report.error(file, None, read_error_reason(e))
         return builder.build(), None, report, report.lines_read
     with open(file, "rb") as fh:
         fh.seek(piece.start)

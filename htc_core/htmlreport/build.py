@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..bidi import isolate
+
 __all__ = ["ReportData", "build_report"]
 
 _CSS = """
@@ -51,7 +53,8 @@ class ReportData:
 
 
 def _e(v) -> str:
-    return html.escape("" if v is None else str(v), quote=True)
+    """Escaped and bidi-isolated (a U+202E in a name cannot reverse the text after it)."""
+    return html.escape(isolate(v), quote=True)
 
 
 class _Figures:

@@ -101,6 +101,9 @@ def read_learning_curve(path: str | Path) -> LearningCurve:
         raise ValueError(f"{p}: cannot read the learning-curve file ({e.strerror or e})") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{p}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:   # arrays or objects nested thousands deep: no learning curve nests like that
+        raise ValueError(f"{p}: nested deeper than can be read (a learning curve is a list of rows, or an object "
+                         "holding one)") from None
     return parse_learning_curve(obj, source=str(p))
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .traceset import TraceSet, _ranges
 
-__all__ = ["prefixes", "prefix_lengths"]
+__all__ = ["prefixes", "prefix_pairs", "prefix_lengths"]
 
 
 def prefix_lengths(ts: TraceSet, steps=None, *, fraction: float | None = None) -> np.ndarray:
@@ -42,7 +42,27 @@ def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> Trac
     if not isinstance(ts, TraceSet):
         raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
     keep = prefix_lengths(ts, steps, fraction=fraction)
-    s_start = ts.traj_offsets[:-1]
+    return _gather(ts, np.arange(ts.n_trajectories), keep, ts.meta)
+
+
+def prefix_pairs(ts: TraceSet, runs, lengths) -> TraceSet:
+    """The prefix of ``lengths[j]`` steps of trajectory ``runs[j]`` for each j, in that order (a run may come
+    several times, with several lengths). Gathered straight from ``ts``: the cost is the size of the prefixes
+    written, not of the runs they come from (``ts.take`` first would copy a long run once per prefix)."""
+    runs = np.asarray(runs, dtype=np.int64).reshape(-1)
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    if runs.shape != lengths.shape:
+        raise ValueError(f"runs and lengths differ in length ({runs.size} vs {lengths.size})")
+    if runs.size and (runs.min() < 0 or runs.max() >= ts.n_trajectories):
+        raise IndexError(f"trajectory index out of range for a set of {ts.n_trajectories}")
+    if np.any(lengths < 1):
+        raise ValueError("lengths must be >= 1 (a prefix has at least one step)")
+    keep = np.minimum(lengths, ts.steps_per_trajectory[runs])
+    return _gather(ts, runs, keep, ts.meta.iloc[runs].reset_index(drop=True))
+
+
+def _gather(ts: TraceSet, runs: np.ndarray, keep: np.ndarray, meta) -> TraceSet:
+    s_start = ts.traj_offsets[runs]
     step_idx = _ranges(s_start, s_start + keep)
     t_start = ts.step_offsets[step_idx]
     t_stop = ts.step_offsets[step_idx + 1]
@@ -52,7 +72,7 @@ def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> Trac
         top_logprobs=ts.top_logprobs[tok_idx],
         step_offsets=np.concatenate([[0], np.cumsum(t_stop - t_start)]),
         traj_offsets=np.concatenate([[0], np.cumsum(keep)]),
-        meta=ts.meta,
+        meta=meta,
         step_name=ts.step_name[step_idx],
         step_text=ts.step_text[step_idx],
         tokens=None if ts.tokens is None else ts.tokens[tok_idx],
