@@ -185,6 +185,8 @@ class LoadReport:
             lines.append(f"tool calls / observations attached to steps: {self.tool_lines}")
         if self.skipped_lines:
             lines.append(f"lines skipped (not trajectories): {self.skipped_lines}")
+        if self.labels is not None and self.labels.get("summary"):
+            lines.append(self.labels["summary"])
         if self.problems:
             lines.append(f"problems ({len(self.problems) + self.problems_truncated}), first {min(max_lines, len(self.problems))}:")
             for p in self.problems[:max_lines]:

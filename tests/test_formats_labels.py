@@ -85,7 +85,7 @@ def test_labels_fill_an_empty_model_name_and_agreeing_names_warn_nothing(tmp_pat
 
 @pytest.mark.parametrize("value,expected", [
     (True, (True, True)), ("Yes", (True, True)), ("0", (False, True)), (1.0, (True, True)),
-    ("incorrect", (False, True)), ("", (None, True)), ("NaN", (None, True)), ("2", (None, False)), (3, (None, False)),
+    ("incorrect", (False, True)), ("", (None, True)), ("NaN", (None, False)), ("n/a", (None, False)), ("2", (None, False)), (3, (None, False)),
 ])
 def test_parse_success(value, expected):
     assert parse_success(value) == expected

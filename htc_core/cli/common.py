@@ -64,11 +64,28 @@ def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
                           labels=getattr(args, "labels", None), group_by=getattr(args, "group_by", None))
     except ValueError as e:
         raise CLIError(str(e)) from None
-    if not quiet and (report.problems or report.rejected):
-        print(report.summary(max_lines=5), file=sys.stderr)
+    show_report(report, getattr(args, "labels", None), quiet=quiet)
     if ts.n_trajectories == 0:
         raise CLIError("no valid trajectories were read from " + ", ".join(map(str, args.inputs)))
     return ts, report
+
+
+def show_report(report, labels, *, quiet: bool = False) -> None:
+    """The load report's problems on standard error (when any), and the labels join's summary line once; a
+    labels file that gave no run a success label is an error (it never joins nothing silently)."""
+    if not quiet and (report.problems or report.rejected):
+        print(report.summary(max_lines=5), file=sys.stderr)      # the summary holds the labels line
+    elif not quiet and report.labels is not None:
+        print(report.labels["summary"], file=sys.stderr)
+    check_labels(report, labels)
+
+
+def check_labels(report, labels) -> None:
+    """A CLIError when a labels file was given but no run got a success label from it."""
+    if labels is not None and report.trajectories_read and (report.labels is None or not report.labels["labeled"]):
+        why = next((str(p) for p in report.errors if p.file == str(labels)), None)
+        raise CLIError(f"the labels file {labels} gave no run a success label"
+                       + (f": {why}" if why else " (see the summary above)"))
 
 
 def add_chunk_option(p: argparse.ArgumentParser) -> None:
@@ -102,9 +119,7 @@ def chunk_reader(args: argparse.Namespace):
 
 def report_problems(reader, *, quiet: bool = False) -> None:
     """After a chunked read: the load report's problems on standard error; nothing read is an error."""
-    report = reader.report
-    if not quiet and (report.problems or report.rejected):
-        print(report.summary(max_lines=5), file=sys.stderr)
+    show_report(reader.report, getattr(reader, "labels", None), quiet=quiet)
     if reader.n_trajectories == 0:
         raise CLIError("no valid trajectories were read from " + ", ".join(map(str, reader.inputs)))
 

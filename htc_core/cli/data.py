@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .engine_opts import add_engine_options
-from .common import CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, \
+from .common import CLIError, add_chunk_option, check_labels, add_feature_options, add_input_options, chunk_reader, \
     output_path, report_problems
 
 
@@ -75,6 +75,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 native.write(ts, fh)
                 steps, tokens, k = steps + ts.n_steps, tokens + ts.n_tokens, max(k, ts.k)
             print(reader.report.summary(max_lines=args.max_problems), file=report_fh)
+            check_labels(reader.report, args.labels)   # before the output replaces the previous one
             if reader.n_trajectories == 0:
                 raise _NothingWritten  # the previous output file is kept
     except _NothingWritten:

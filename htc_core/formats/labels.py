@@ -23,14 +23,13 @@ without a trajectory, are reported as warnings listing the first ids.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import gzip
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +37,7 @@ import pandas as pd
 from ..report import LoadReport
 from ..traces import TraceSet
 from .common import type_name, verbalized
-from .jsonio import ParseError, container_kind, iter_json_array, iter_lines, loads, read_document
+from .label_rows import label_rows
 from .records import ID_KEYS
 
 ID_COLUMNS = ("id",) + ID_KEYS
@@ -47,6 +46,16 @@ TEXT_COLUMNS = ("dataset", "model", "framework", "question", "answer", "gold")
 _TRUE = {"true", "t", "yes", "y", "1", "1.0", "correct", "success", "pass", "passed"}
 _FALSE = {"false", "f", "no", "n", "0", "0.0", "incorrect", "wrong", "failure", "fail", "failed"}
 _EMPTY = {"", "null", "none", "na", "n/a", "nan"}
+_NOT_A_NUMBER = {"na", "n/a", "nan"}
+#: file suffixes a model name may carry in one source and not in the other (``llama-3-8b.Q4_K_M.gguf``)
+MODEL_SUFFIXES = re.compile(r"\.(gguf|ggml|bin|safetensors|pt|pth|onnx|llamafile)$", re.IGNORECASE)
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names name the same model: equal, or equal once a model-file suffix (``.gguf``,
+    ``.safetensors``, ... :data:`MODEL_SUFFIXES`) and surrounding blanks are dropped."""
+    a, b = str(a).strip(), str(b).strip()
+    return a == b or MODEL_SUFFIXES.sub("", a) == MODEL_SUFFIXES.sub("", b)
 
 
 @dataclass
@@ -59,9 +68,17 @@ class LabelJoin:
     unlabeled_ids: list[str] = field(default_factory=list)
     unmatched_label_ids: list[str] = field(default_factory=list)
     success_changed: int = 0
+    labeled: int = 0  #: trajectories that received a success label from the file
     trajectories: int = 0  #: trajectories the labels were joined to
     #: (id, model in the trace, model in the labels file) where the two differ; the trace's name is kept
     model_conflicts: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: what the join did (printed once by every command given ``--labels``)."""
+        return (f"labels {self.file}: {self.rows} rows; {self.matched} of {self.trajectories} runs matched, "
+                f"{self.labeled} got a success label; {len(self.unlabeled_ids)} runs without a row, "
+                f"{len(self.unmatched_label_ids)} rows without a run, {len(self.model_conflicts)} model-name "
+                "conflicts")
 
 
 def parse_success(v: Any) -> tuple[bool | None, bool]:
@@ -75,100 +92,16 @@ def parse_success(v: Any) -> tuple[bool | None, bool]:
             return True, True
         if v == 0:
             return False, True
-        if v != v:
-            return None, True
-        return None, False
+        return None, False   # NaN included: ``read_labels`` says so
     if isinstance(v, str):
         s = v.strip().lower()
         if s in _TRUE:
             return True, True
         if s in _FALSE:
             return False, True
-        if s in _EMPTY:
+        if s in _EMPTY and s not in _NOT_A_NUMBER:
             return None, True
     return None, False
-
-
-def _rows(path: Path, report: LoadReport) -> Iterator[tuple[int | None, Any]]:
-    """Yield (line, dict) from a CSV, JSONL or JSON-array labels file."""
-    name = str(path).lower()
-    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
-        yield from _csv_rows(path, report)
-        return
-    kind = container_kind(path)
-    if kind in ("json-array", "json-object"):
-        yield from _json_rows(path, kind, report)
-        return
-    yield from _jsonl_rows(path, report)
-
-
-def _csv_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, dict]]:
-    file = str(path)
-    name = file.lower()
-    opener = gzip.open if name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh, delimiter="\t" if ".tsv" in name else ",")
-            yield from _csv_reader_rows(reader, file, report)
-    except OSError as e:
-        report.error(file, None, f"cannot read labels file: {e}", rejects=False)
-
-
-def _csv_reader_rows(reader: csv.DictReader, file: str, report: LoadReport) -> Iterator[tuple[int, dict]]:
-    """The rows of a CSV reader; a malformed row (a field over the csv module's size limit, a stray quote)
-    is reported at its own line and the rows after it are still read."""
-    while True:
-        before = reader.line_num
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as e:
-            report.error(file, before + 1, f"invalid UTF-8 at byte {e.start}; the rest of the labels file is "
-                                           "ignored", rejects=False)
-            return
-        except csv.Error as e:
-            # each next() consumes at least one line, so this ends at the end of the file
-            report.error(file, before + 1, f"malformed CSV row: {e}; row ignored", rejects=False)
-            continue
-        yield reader.line_num, row
-
-
-def _json_rows(path: Path, kind: str, report: LoadReport) -> Iterator[tuple[int | None, Any]]:
-    """A JSON array of rows, ``{"labels": [...]}`` or ``{id: success, ...}``."""
-    file = str(path)
-    try:
-        if kind == "json-array":
-            yield from iter_json_array(path, on_bad=lambda e: report.error(
-                file, e.line, f"{e.reason}; row ignored", field=e.field, value=e.value, rejects=False))
-            return
-        doc = read_document(path)
-        items = doc.get("labels") if isinstance(doc, dict) else None
-        if isinstance(items, list):
-            for r in items:
-                yield None, r
-        elif isinstance(doc, dict) and all(not isinstance(v, (dict, list)) for v in doc.values()):
-            for k, v in doc.items():  # {"id": success, ...}
-                yield None, {"id": k, "success": v}
-        else:
-            report.error(file, 1, "a JSON labels file must be an array of rows, {'labels': [...]} or {id: success}",
-                         rejects=False)
-    except ParseError as e:
-        report.error(file, e.line, e.reason, field=e.field, value=e.value, rejects=False)
-
-
-def _jsonl_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, Any]]:
-    file = str(path)
-    try:
-        for no, raw in iter_lines(path):
-            if not raw.strip():
-                continue
-            try:
-                yield no, loads(raw)
-            except ParseError as e:
-                report.error(file, no, f"{e.reason}; row ignored", field=e.field, value=e.value, rejects=False)
-    except OSError as e:
-        report.error(file, None, f"cannot read labels file: {e}", rejects=False)
 
 
 def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
@@ -180,7 +113,10 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
     if not path.is_file():
         report.error(file, None, "labels file not found", rejects=False)
         return out
-    for line, row in _rows(path, report):
+    header: tuple[int | None, list] | None = None
+    for line, row in label_rows(path, report):
+        if header is None and isinstance(row, dict):
+            header = (line, list(row))
         if not isinstance(row, dict):
             report.warn(file, line, f"a labels row must be an object, got {type_name(row)}; ignored",
                         value=row)
@@ -205,7 +141,22 @@ def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
         except Exception as e:  # noqa: BLE001 - one bad row never costs the others
             report.error(file, line, f"labels row could not be read ({type(e).__name__}: {str(e)[:120]}); "
                                      "row ignored", trajectory_id=tid, rejects=False)
+    if out and header is not None and not any("success" in r for r in out.values()):
+        _no_success(file, header, report)
     return out
+
+
+def _no_success(file: str, header: tuple[int | None, list], report: LoadReport) -> None:
+    """Not one row gave a success label: an error naming the columns seen (nothing is joined silently)."""
+    line, columns = header
+    shown = ", ".join(map(str, columns))[:160]
+    if not any(c in columns for c in SUCCESS_COLUMNS):
+        report.error(file, line, f"no success column (one of {', '.join(SUCCESS_COLUMNS)}); columns: {shown}. "
+                                 "No run gets a label from this file: rename the outcome column to 'success'",
+                     field="success", rejects=False)
+    else:
+        report.error(file, None, "no row has a usable success value (true/false, 1/0, yes/no, correct/incorrect); "
+                                 "no run gets a label from this file", field="success", rejects=False)
 
 
 def _parse_row(row: dict, id_col: str, tid: str, line: int | None, file: str, report: LoadReport) -> dict:
@@ -215,8 +166,10 @@ def _parse_row(row: dict, id_col: str, tid: str, line: int | None, file: str, re
     if s_col is not None:
         val, ok = parse_success(row[s_col])
         if not ok:
-            report.warn(file, line, "success label is not true/false, 1/0, yes/no; ignored", field=s_col,
-                        value=row[s_col], trajectory_id=tid)
+            nan = row[s_col] != row[s_col] or str(row[s_col]).strip().lower() in _NOT_A_NUMBER
+            reason = ("success is NaN, not a label: the run keeps its previous label (unlabeled if none)" if nan
+                      else "success label is not true/false, 1/0, yes/no; ignored")
+            report.warn(file, line, reason, field=s_col, value=row[s_col], trajectory_id=tid)
         elif val is not None:
             rec["success"] = val
     for c in TEXT_COLUMNS:
@@ -268,9 +221,11 @@ def apply_labels(ts: TraceSet, labels: dict[str, dict], info: LabelJoin, used: s
         used.add(tid)
         info.matched += 1
         trace_model = cols.text["model"][i]
-        if "model" in row and trace_model not in (None, "") and row["model"] not in (None, "", trace_model):
-            info.model_conflicts.append((tid, str(trace_model), str(row["model"])))
-            row = {k: v for k, v in row.items() if k != "model"}
+        if "model" in row and trace_model not in (None, "") and row["model"] not in (None, ""):
+            if not same_model(trace_model, row["model"]):
+                info.model_conflicts.append((tid, str(trace_model), str(row["model"])))
+            row = {k: v for k, v in row.items() if k != "model"}   # the trace's name is kept either way
+        info.labeled += "success" in row
         if cols.apply(i, row):
             info.success_changed += 1
     cols.write(meta)
@@ -284,7 +239,8 @@ def finish_join(info: LabelJoin, labels: dict[str, dict], used: set[str], report
     info.unmatched_label_ids = [t for t in labels if t not in used]
     report.labels = {"file": info.file, "rows": info.rows, "matched": info.matched,
                      "unlabeled": len(info.unlabeled_ids), "unmatched_rows": len(info.unmatched_label_ids),
-                     "model_conflicts": len(info.model_conflicts)}
+                     "model_conflicts": len(info.model_conflicts), "labeled": info.labeled,
+                     "summary": info.summary()}
     _report_join(info, labels, info.trajectories, report, max_listed)
 
 
