@@ -1,4 +1,5 @@
 """Persistent run store: run sets, fitted models and cached feature matrices in one DuckDB file.
+# size: the store's one class (schema, plumbing, run sets, features, results, models); labels are in label_store
 
 The store lives in a data directory (default ``~/.htc``, or ``$HTC_DATA_DIR``,
 or ``streamlit run app.py -- --data-dir DIR``) as ``htc.duckdb``.
@@ -146,6 +147,15 @@ class Store:
                 con.execute("COMMIT")
         if bump:
             self._bump_revision()
+
+    def transaction(self, *, bump: bool = True):
+        """A context manager: one exclusive connection inside one transaction (rolled back on an error);
+        ``bump``: whether the store's :meth:`revision` changes after the commit (the data the pages read did)."""
+        return self._transaction(bump=bump)
+
+    def connection(self):
+        """A context manager: one exclusive connection (no transaction), for reads."""
+        return self._connect()
 
     def _bump_revision(self) -> None:
         path = self.data_dir / REVISION_FILE
