@@ -15,13 +15,15 @@
     python -m htc_core.bench gac_foreign   the shipped GAC zero-shot on a foreign run set vs training-free signals
     python -m htc_core.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
     python -m htc_core.bench coldstart     first fit / score / Monitor / evaluate with an empty kernel cache vs warm
+    python -m htc_core.bench label_queue   the label queue vs random order: adapted ECE after 10..100 labels
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
 """
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
-              "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign")
+              "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign",
+              "label_queue")
 
 
 def shared_data_dir():

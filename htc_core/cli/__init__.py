@@ -15,7 +15,7 @@ from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
 COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve",
-                   "dashboard", "labels")
+                   "dashboard", "labels", "label_next")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -31,6 +31,7 @@ EPILOG = """examples:
   htc gac sample_runs/ ../shared/data/uala-hotpotqa/ --by dataset
   htc ablation sample_runs/arithmetic/
   htc models
+  htc label next sample_runs/units/ --labels labels.csv --model gac -n 10 --json
   htc learning-curve sample_runs/arithmetic/ --sizes 50,100 --methods htc-full,htc-reduced,xgboost
 """
 

@@ -28,7 +28,9 @@ def output_path(value: str | None, suffixes: tuple[str, ...], option: str = "--o
         raise CLIError(f"{option}: {e}") from None
 
 
-def add_input_options(p: argparse.ArgumentParser) -> None:
+def add_input_options(p: argparse.ArgumentParser, *, model_name: bool = True) -> None:
+    """The input options; ``model_name=False`` leaves out ``--model NAME`` (a command whose --model is a model
+    file)."""
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="trace files or directories (directories are searched for .jsonl/.json files)")
     p.add_argument("--format", default="auto",
@@ -36,7 +38,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                         "responses, completions, smolagents, atif, otel (OpenTelemetry: OTLP JSON or a Phoenix spans "
                         "export, .jsonl or .parquet)")
     p.add_argument("--dataset", help="set the dataset name of every trajectory that has none")
-    p.add_argument("--model", help="set the model name of every trajectory that has none")
+    if model_name:
+        p.add_argument("--model", help="set the model name of every trajectory that has none")
     p.add_argument("--labels", metavar="FILE",
                    help="CSV or JSONL joined by trajectory id: success (and dataset, model, question, gold, "
                         "answer, verbalized_confidence) columns")
@@ -58,7 +61,7 @@ def add_feature_options(p: argparse.ArgumentParser) -> None:
 def load_inputs(args: argparse.Namespace, *, quiet: bool = False):
     from ..formats import load
 
-    defaults = {k: getattr(args, k) for k in ("dataset", "model") if getattr(args, k, None)}
+    defaults = {k: getattr(args, k) for k in ("dataset", "model") if isinstance(getattr(args, k, None), str)}
     try:
         ts, report = load(args.inputs, format=args.format, defaults=defaults,
                           labels=getattr(args, "labels", None), group_by=getattr(args, "group_by", None))
