@@ -19,7 +19,7 @@ from pathlib import Path  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
-from htc_core.app import ui  # noqa: E402
+from htc_core.app import label_glue, ui  # noqa: E402
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -35,6 +35,7 @@ pages = [
     st.Page(ui.PAGES["compare"], title="Compare LLMs", icon=":material/leaderboard:"),
     st.Page(ui.PAGES["compare_runsets"], title="Compare run sets", icon=":material/difference:"),
     st.Page(ui.PAGES["inspector"], title="Trajectory inspector", icon=":material/troubleshoot:"),
+    st.Page(ui.PAGES["label"], title="Label", icon=":material/label:"),
 ]
 nav = st.navigation(pages)
 ui.follow_deep_link()
@@ -51,5 +52,5 @@ nav.run()
 # the selection's evaluation in the background, so Calibration joins it (small selections, idle store only)
 with ui.page_errors("sidebar"):
     ws = ui.workspace()
-    if len(ws):
+    if len(ws) and not st.session_state.pop(label_glue.NO_BG_EVAL, False):   # the Label page asks not to
         ui.start_evaluation(ws)

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import (experiments, explain_views, inspector_plots, plots, prefix_plots, trajectory_panel,
-                          trajectory_view, ui, views)
+from htc_core.app import (experiments, explain_views, inspector_plots, label_glue, plots, prefix_plots,
+                          trajectory_panel, trajectory_view, ui, views)
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
@@ -49,6 +49,7 @@ with ui.page_errors("inspector"):
     s = ui.settings()
     one, j = ws.trajectory(i)     # this run's tokens only (the workspace keeps them in the store)
     trajectory_panel.render_answer(trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"]))
+    label_glue.inspector_label_bar(ws, i, ui.INSPECT)     # Success / Failure / Skip, previous / next (keys s f x p n)
 
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     X = ws.features

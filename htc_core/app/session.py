@@ -46,6 +46,7 @@ PAGES = {
     "compare": "pages/compare.py",
     "compare_runsets": "pages/compare_runsets.py",
     "inspector": "pages/inspector.py",
+    "label": "pages/label.py",
 }
 
 

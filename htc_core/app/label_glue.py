@@ -1,0 +1,236 @@
+"""Streamlit glue of labeling: the label bar (evidence first, Success / Failure / Skip with keyboard shortcuts), the
+queue's background refit, conflicts, the estimate panel and rules. Used by ``pages/label.py`` and, for the label
+bar alone, the inspector (:func:`label_bar`).
+
+After each label the store's revision changes, the selection's content digest with it, and :func:`queue` starts
+(or joins) a background job (:mod:`~htc_core.app.jobs`) that adapts the GAC to the labels and estimates it
+(:func:`~htc_core.app.label_views.compute_queue`); meanwhile the page keeps proposing from the previous refit, so a
+label never waits for a fit. The adapted model is saved in the store with its card and becomes the selection's
+scorer on the Label page and the label bar (setting ``label-model:<selection>``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import numpy as np
+import streamlit as st
+
+from . import experiments, jobs, session, trajectory_view
+from .label_store import LabelStore
+from .label_views import LabelQueueView, compute_queue, evidence, model_card
+from .layout import md
+from .workspace import Workspace
+
+__all__ = ["labels", "queue", "next_position", "label_bar", "selection_key", "KEYS", "NO_BG_EVAL", "saved_model_id",
+           "record", "current_confidence", "shown_position", "skip_shown", "inspector_label_bar", "conflict_prompt"]
+
+#: keyboard shortcuts of the label buttons
+KEYS = {"success": "s", "failure": "f", "skip": "x", "previous": "p", "next": "n"}
+#: session-state flag: the page that set it asks app.py not to start the background evaluation on this run (the
+#: Label page changes the labels at every click; the evaluation would restart each time)
+NO_BG_EVAL = "htc_label_no_bg_eval"
+SHOWN, SKIPPED = "label_shown", "label_skipped"
+_RESULTS: dict = {}          # (data dir, selection key) -> (content digest, LabelQueueView)
+_LOCK = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _label_store(data_dir: str) -> LabelStore:
+    return LabelStore(session.get_store(data_dir))
+
+
+def labels() -> LabelStore:
+    return _label_store(session.data_dir())
+
+
+def selection_key(ws: Workspace) -> str:
+    """The selection's runs (not their labels): a short hash of the run keys."""
+    h = hashlib.blake2b(digest_size=8)
+    h.update("\x1f".join(map(str, ws.keys)).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _prior_inputs(ws: Workspace):
+    """(features, the shipped GAC's sub-model for the selection's kind of runs)."""
+    gac = experiments.shipped_gac()
+    kinds = ws.stored.gac_kind if ws.stored is not None else gac.kinds(ws.ts)
+    kind = "with_alternatives" if len(kinds) and np.all(np.asarray(kinds) == "with_alternatives") \
+        else "without_alternatives"
+    model = gac.models[kind]
+    same = (model.profile_, int(model.top_k_)) == (ws.profile, int(ws.top_k))
+    X = ws.features if same else session.workspace_for_profile(model.profile_, model.top_k_).features
+    return X, model
+
+
+def queue(ws: Workspace) -> tuple[LabelQueueView | None, jobs.Job | None]:
+    """(the newest refit of the selection's queue, the job refitting it now or None when the refit is current)."""
+    skey, digest = (session.data_dir(), selection_key(ws)), ws.content_digest()
+    with _LOCK:
+        have = _RESULTS.get(skey)
+    if have is not None and have[0] == digest:
+        return have[1], None
+    key = ("label-queue", digest)
+    job = jobs.running(key)
+    if job is not None and job.error is not None and not job.is_running:
+        return (have[1] if have else None), job
+    if job is None:
+        X, prior = _prior_inputs(ws)
+        y = np.array(ws.labels, dtype=np.float64)
+        store, data_dir = session.store(), session.data_dir()
+
+        def work(job: jobs.Job) -> None:
+            view = compute_queue(X, y, prior, progress=lambda f, m: job.progress(int(f * 10), 10, m))
+            if view.model is not None:
+                _save_model(store, data_dir, skey[1], view)
+            with _LOCK:
+                _RESULTS[skey] = (digest, view)
+
+        job = jobs.submit(f"{data_dir}#labels", key, "Adapting the GAC to the labels", work)
+    return (have[1] if have else None), job
+
+
+def _save_model(store, data_dir: str, skey: str, view: LabelQueueView) -> None:
+    old = store.get_setting(f"label-model:{skey}")
+    mid = store.save_model(model_card(view, selection=skey), name=f"GAC adapted to {view.n_labeled} labels")
+    store.set_setting(f"label-model:{skey}", mid)
+    if old:
+        store.delete_model(old)
+
+
+def saved_model_id(ws: Workspace) -> str | None:
+    return session.store().get_setting(f"label-model:{selection_key(ws)}")
+
+
+def next_position(ws: Workspace, view: LabelQueueView | None, *, skip: tuple = ()) -> int | None:
+    """The first proposed run still unlabeled (and not skipped in this session); without a refit yet: the
+    unlabeled run whose zero-shot GAC confidence is nearest the middle of the selection's confidences."""
+    labeled = np.isfinite(ws.labels)
+    if view is not None and len(view.positions):
+        for p in view.positions:
+            if p < len(labeled) and not labeled[p] and int(p) not in skip:
+                return int(p)
+    free = np.flatnonzero(~labeled)
+    free = free[~np.isin(free, list(skip))] if skip else free
+    if not len(free):
+        return None
+    from ..calibration.active import select
+
+    scores = ws.stored.gac if ws.stored is not None else np.full(len(labeled), 0.5)
+    mask = labeled.copy()
+    if skip:
+        mask[list(skip)] = True
+    pick = select(np.nan_to_num(scores, nan=0.5), mask, 1, strategy="calibration")
+    return int(pick[0]) if len(pick) else None
+
+
+def shown_position(ws: Workspace, view: LabelQueueView | None) -> int | None:
+    """The run the queue shows: the one shown before while it is still unlabeled and not skipped (a refit that
+    ends between two runs of the page never swaps the run under the user's click), else :func:`next_position`."""
+    skipped = tuple(st.session_state.get(SKIPPED, ()))
+    shown = st.session_state.get(SHOWN)
+    i = ws.position_of(shown) if shown else None
+    if i is None or np.isfinite(ws.labels[i]) or i in skipped:
+        i = next_position(ws, view, skip=skipped)
+        st.session_state[SHOWN] = None if i is None else str(ws.keys[i])
+    return i
+
+
+def skip_shown(i: int) -> None:
+    """Skip run ``i`` for the rest of this session (the queue moves on; a skip label is stored too)."""
+    st.session_state[SKIPPED] = tuple(st.session_state.get(SKIPPED, ())) + (int(i),)
+
+
+def current_confidence(ws: Workspace, view: LabelQueueView | None, i: int) -> float:
+    """Run ``i``'s confidence: the newest refit's (adapted) or the shipped GAC's zero-shot one."""
+    if view is not None and i < len(view.scores):
+        return float(view.scores[i])
+    return float(ws.stored.gac[i]) if ws.stored is not None else float("nan")
+
+
+def record(ws: Workspace, i: int, value: str, *, note: str = "", force: bool = False):
+    """Store a person's label for run ``i`` of the selection; returns the :class:`LabelWrite`."""
+    return labels().record(str(ws.run_set[i]), [str(ws.ts.ids[i])], value, source="person", note=note, force=force)
+
+
+def _evidence(ws: Workspace, i: int) -> None:
+    s = session.settings()
+    one, j = ws.trajectory(i)
+    ev = evidence(trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"]), ws.flags.of(i))
+    c = st.columns(2)
+    c[0].markdown("**Final answer**")
+    c[0].code(ev.answer if ev.answer is not None else "(none)", language=None, wrap_lines=True)
+    c[1].markdown("**Gold**")
+    c[1].code(ev.gold if ev.gold else "(not known)", language=None, wrap_lines=True)
+    if ev.flags:
+        st.warning("**Structural flags:** " + md("; ".join(ev.flags)))
+    if ev.last_error:
+        st.error("**Last error:** " + md(ev.last_error[:600]))
+    if ev.last_observation:
+        st.markdown("**Last observation**")
+        st.code(ev.last_observation[:1200], language=None, wrap_lines=True)
+    if ev.question:
+        with st.expander("Question"):
+            st.code(ev.question[:4000], language=None, wrap_lines=True)
+
+
+def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, evidence_first: bool = True):
+    """The run's outcome evidence and its label buttons (``s`` success, ``f`` failure, ``x`` skip; with
+    ``navigate``: ``p``/``n`` previous/next run). Returns the value clicked (after storing it) or "previous"/"next"."""
+    if evidence_first:
+        _evidence(ws, i)
+    cur = labels().current([str(ws.run_set[i])])
+    cur = cur[cur["id"] == str(ws.ts.ids[i])]
+    now = "unlabeled" if cur.empty else f"{cur['value'].iat[0]} ({cur['source'].iat[0]})"
+    st.caption(f"Current label: **{md(now)}** · keys: s success, f failure, x skip"
+               + (", p previous, n next" if navigate else ""))
+    cols = st.columns(5 if navigate else 3)
+    clicked = None
+    for col, value, kind in zip(cols, ("success", "failure", "skip"), ("primary", "secondary", "tertiary")):
+        if col.button(value.capitalize(), key=f"{key}_{value}", shortcut=KEYS[value], type=kind):
+            clicked = value
+    if navigate:
+        if cols[3].button("Previous", key=f"{key}_prev", shortcut=KEYS["previous"], disabled=i <= 0):
+            return "previous"
+        if cols[4].button("Next", key=f"{key}_next", shortcut=KEYS["next"], disabled=i >= len(ws) - 1):
+            return "next"
+    if clicked is not None:
+        res = record(ws, i, clicked)
+        if res.conflicts:
+            st.session_state[f"{key}_conflict"] = (str(ws.run_set[i]), str(ws.ts.ids[i]), clicked)
+        return clicked
+    return None
+
+
+def inspector_label_bar(ws: Workspace, i: int, inspect_key: str) -> None:
+    """The inspector's label bar (its answer, gold and flags are already on screen above it): label run ``i``,
+    or move to the previous / next run of the selection (``inspect_key``: the session key of the shown run)."""
+    action = label_bar(ws, i, key="insp_label", navigate=True, evidence_first=False)
+    if action in ("previous", "next"):
+        j = min(max(i + (1 if action == "next" else -1), 0), len(ws) - 1)
+        st.session_state[inspect_key] = str(ws.keys[j])
+        st.rerun()
+    if action is not None and not st.session_state.get("insp_label_conflict"):
+        st.rerun()
+    if conflict_prompt("insp_label"):
+        st.rerun()
+
+
+def conflict_prompt(key: str) -> bool:
+    """A pending conflict of this session's last click: keep the file label or use the person's. True when
+    one was resolved (the page reruns)."""
+    pending = st.session_state.get(f"{key}_conflict")
+    if not pending:
+        return False
+    run_set, tid, value = pending
+    st.warning(f"Run {md(tid)} carries a file label that disagrees with **{md(value)}**: choose which holds.")
+    c = st.columns(2)
+    if c[0].button("Keep the file label", key=f"{key}_keep"):
+        labels().resolve(run_set, tid, accept=False)
+    elif c[1].button(f"Use {value}", key=f"{key}_use"):
+        labels().resolve(run_set, tid, accept=True)
+    else:
+        return False
+    st.session_state.pop(f"{key}_conflict")
+    return True

@@ -1,0 +1,39 @@
+"""Label: the queue proposes the run whose label helps calibration most; label it, the GAC adapts in the background."""
+
+import streamlit as st
+
+from htc_core.app import label_glue, label_panels, ui
+
+ui.require_app("label")
+st.title("Label")
+st.caption("Label the proposed runs: the queue spreads them over the confidence range, weighted by what each label "
+           "can still tell about calibration; after each label the GAC is adapted to your labels in the background "
+           "(as `htc fit --prior gac`). Keys: **s** success, **f** failure, **x** skip.")
+
+with ui.page_errors("label"):
+    ws = ui.guard()
+    st.session_state[label_glue.NO_BG_EVAL] = True
+    view, job = label_glue.queue(ws)
+    if label_glue.conflict_prompt("queue"):
+        st.rerun()
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        i = label_glue.shown_position(ws, view)
+        if i is None:
+            st.success("Every run of the selection is labeled (or skipped in this session).")
+        else:
+            row = ws.frame().iloc[i]
+            st.subheader(f"Run {ui.md(row['id'])}")
+            conf = label_glue.current_confidence(ws, view, i)
+            st.caption(f"dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · {row['steps']} steps · "
+                       f"current confidence {conf:.2f}")
+            clicked = label_glue.label_bar(ws, i, key="queue")
+            if clicked == "skip":
+                label_glue.skip_shown(i)
+            if clicked is not None:
+                st.rerun()
+    with right:
+        label_panels.estimate_panel(ws, view, job)
+    label_panels.conflicts_panel(ws)
+    label_panels.rules_panel(ws)
+    label_panels.download_panel(ws)

@@ -1,0 +1,126 @@
+"""The Label page (AppTest): label 20 unlabeled runs from the queue, see the estimate appear and update, restart
+(a new AppTest on the same data directory) and find the labels; the inspector's label bar."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from htc_core.app import jobs, ui
+from htc_core.app.label_store import LabelStore
+from htc_core.app.store import Store
+from test_app import go, problems  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+N_RUNS = 80
+pytestmark = pytest.mark.app
+
+
+@pytest.fixture(scope="module")
+def unlabeled_dir(tmp_path_factory):
+    """80 real runs of sample_runs/units with their success labels removed (the truth kept aside)."""
+    d = tmp_path_factory.mktemp("unlabeled")
+    src = REPO / "sample_runs" / "units"
+    lines = next(src.glob("*.jsonl")).read_text(encoding="utf-8").splitlines()[:N_RUNS]
+    truth, out = {}, []
+    for line in lines:
+        obj = json.loads(line)
+        truth[obj["id"]] = bool(obj.pop("success"))
+        out.append(json.dumps(obj))
+    (d / "units-unlabeled.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    return d, truth
+
+
+def _app(data: Path, samples: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("HTC_DATA_DIR", str(data))
+    monkeypatch.setenv("HTC_SAMPLE_DIR", str(samples))
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.session_state[ui.SEEDS] = 1
+    return at
+
+
+def _wait_for_refit(timeout: float = 240.0) -> None:
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        with jobs._LOCK:
+            live = [j for j in jobs._JOBS.values() if j.is_running and j.key[0] == "label-queue"]
+        if not live:
+            return
+        live[0].finished.wait(1.0)
+    raise AssertionError("the refit did not end")
+
+
+def _current_id(at) -> str:
+    [head] = [s.value for s in at.subheader if s.value.startswith("Run ")]
+    return head.removeprefix("Run ").replace("\\", "")
+
+
+def test_label_twenty_runs_see_the_estimate_and_find_them_after_a_restart(tmp_path, unlabeled_dir, monkeypatch):
+    samples, truth = unlabeled_dir
+    data = tmp_path / "data"
+    at = _app(data, samples, monkeypatch)
+    at.run()
+    go(at, "label")
+    assert not problems(at), problems(at)
+    assert at.title[0].value == "Label"
+    assert any("0 of 80 runs labeled" in m.value for m in at.markdown)
+    seen, estimates = [], []
+    for k in range(20):
+        tid = _current_id(at)
+        assert tid not in seen
+        seen.append(tid)
+        value = "success" if truth[tid] else "failure"
+        at.button(key=f"queue_{value}").click().run()
+        assert not problems(at), problems(at)
+        if k in (9, 19):
+            _wait_for_refit()
+            at.run()
+            metrics = {m.label: m.value for m in at.metric}
+            if "ECE, adapted (90% interval)" in metrics:
+                estimates.append(metrics["ECE, adapted (90% interval)"])
+    assert any(f"20 of {N_RUNS} runs labeled" in m.value for m in at.markdown)
+    assert len(estimates) == 2 and estimates[0] != estimates[1], estimates   # the estimate updated
+    assert any("Estimate from the refit on 20 labels" in c.value for c in at.caption)
+    assert at.get("plotly_chart")                                             # zero-shot vs adapted curves
+    store = Store(data)
+    assert store.get_setting(next(k for k in _settings(store) if k.startswith("label-model:"))) in set(
+        store.list_models()["id"])
+
+    again = _app(data, samples, monkeypatch)                                  # a restart on the same store
+    again.run()
+    go(again, "label")
+    assert not problems(again), problems(again)
+    assert any(f"20 of {N_RUNS} runs labeled" in m.value for m in again.markdown)
+    cur = LabelStore(Store(data)).current()
+    assert sorted(cur["id"]) == sorted(seen) and set(cur["source"]) == {"person"}
+    assert all(cur.set_index("id").loc[t, "value"] == ("success" if truth[t] else "failure") for t in seen)
+
+
+def _settings(store: Store) -> list[str]:
+    with store.connection() as con:
+        return [r[0] for r in con.execute("SELECT key FROM settings").fetchall()]
+
+
+def test_inspector_label_bar_labels_and_navigates(tmp_path, unlabeled_dir, monkeypatch):
+    samples, truth = unlabeled_dir
+    data = tmp_path / "data"
+    at = _app(data, samples, monkeypatch)
+    at.run()
+    go(at, "inspector")
+    assert not problems(at), problems(at)
+    at.button(key="insp_label_failure").click().run()
+    assert not problems(at), problems(at)
+    cur = LabelStore(Store(data)).current()
+    assert len(cur) == 1 and cur["value"].iat[0] == "failure" and cur["source"].iat[0] == "person"
+    first = cur["id"].iat[0]
+    at.button(key="insp_label_next").click().run()
+    assert not problems(at)
+    at.button(key="insp_label_success").click().run()
+    cur = LabelStore(Store(data)).current().set_index("id")
+    assert len(cur) == 2 and cur.loc[first, "value"] == "failure"
+    assert set(cur["value"]) == {"success", "failure"}
