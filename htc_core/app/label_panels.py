@@ -16,15 +16,19 @@ from .workspace import Workspace
 __all__ = ["estimate_panel", "download_panel", "conflicts_panel", "rules_panel"]
 
 
-def _interval(v: float, lo: float, hi: float) -> str:
-    return "–" if not np.isfinite(v) else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+def _point(v: float) -> str:
+    return "–" if not np.isfinite(v) else f"{v:.3f}"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return "not defined yet" if not (np.isfinite(lo) and np.isfinite(hi)) else f"{lo:.3f} to {hi:.3f}"
 
 
 def estimate_panel(ws: Workspace, view: LabelQueueView | None, job) -> None:
     n_lab = int(np.isfinite(ws.labels).sum())
     st.markdown(f"**{n_lab} of {len(ws):,} runs labeled**")
     if job is not None and job.is_running:
-        st.progress(job.fraction, text=f"Refitting after the newest label: {md(job.message or 'started')}")
+        _watch(job)
     elif job is not None and job.error:
         st.error(f"The refit failed: {md(job.error)}")
     if view is None:
@@ -33,11 +37,14 @@ def estimate_panel(ws: Workspace, view: LabelQueueView | None, job) -> None:
         return
     st.caption(f"Estimate from the refit on {view.n_labeled} labels ({md(view.created)}).")
     est, zero = view.estimate, view.zero_shot_estimate
-    c = st.columns(3)
     if est is not None:
-        c[0].metric("ECE, adapted (90% interval)", _interval(est.ece, est.ece_low, est.ece_high))
-        c[1].metric("AUROC, adapted", _interval(est.auroc, est.auroc_low, est.auroc_high))
-        c[2].metric("ECE, GAC zero-shot", _interval(zero.ece, zero.ece_low, zero.ece_high))
+        c = st.columns(3)
+        for col, name, (v, lo, hi) in zip(c, ("ECE, adapted", "AUROC, adapted", "ECE, GAC zero-shot"),
+                                          ((est.ece, est.ece_low, est.ece_high),
+                                           (est.auroc, est.auroc_low, est.auroc_high),
+                                           (zero.ece, zero.ece_low, zero.ece_high))):
+            col.metric(name, _point(v))
+            col.caption(f"90% interval {_interval(lo, hi)}")
         st.caption("Out-of-fold: each labeled run scored by the GAC adapted to the other labeled runs; intervals by "
                    "bootstrap over the labels so far.")
     (st.success if view.stop.startswith("enough") else st.info)(md(view.stop))
@@ -50,6 +57,17 @@ def estimate_panel(ws: Workspace, view: LabelQueueView | None, job) -> None:
                         f"`{md(label_glue.saved_model_id(ws) or 'pending')}`.")
             for n in view.notes + list(view.model.adaptation_.get("notes", [])):
                 st.caption(md(n))
+
+
+def _watch(job) -> None:
+    """While the refit runs: its progress, polled every second; when it ends, the page runs again to show it."""
+    @st.fragment(run_every=1.0)
+    def watch() -> None:
+        if not job.is_running:
+            st.rerun()
+        st.caption(f"Refitting after the newest label: {md(job.message or 'started')} ({job.fraction:.0%})")
+
+    watch()
 
 
 def download_panel(ws: Workspace) -> None:

@@ -14,7 +14,10 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
   representative (the bootstrap estimate below needs no weights);
 - ``calibration``: like ``stratified``, but each bin's share is weighted by its expected reduction of calibration
   error: the standard error of its accuracy estimate ``sqrt(p(1-p))`` times its mass (Neyman allocation for the
-  ECE, whose error is the mass-weighted error of the bins' accuracies);
+  ECE, whose error is the mass-weighted error of the bins' accuracies); every bin gets one label before any
+  bin gets a second, so the refit never extrapolates over an unobserved part of the confidence range (without
+  this floor the first 10 labels sat in the middle bins and the adapted ECE at 10 labels was 0.21 against 0.15
+  for random order, mean of the benchmark's 5 targets);
 - ``uncertainty``: the unlabeled runs closest to confidence 0.5 (classic uncertainty sampling, for comparison).
 
 :func:`estimate` gives ECE and AUROC of the adapted model with a bootstrap interval over the labels so far, from
@@ -94,7 +97,9 @@ def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
     out = []
     for _ in range(n):
         total = have.sum() + 1
-        deficit = share * total - have                       # labels a bin lacks against its share
+        # every bin gets a label before any gets a second (a bin never observed leaves its calibration unknown),
+        # then the labels follow the bins' shares
+        deficit = np.maximum(share * total, np.minimum(1.0, total / k)) - have
         spread = np.sqrt(p * (1 - p) / (have + 1))
         open_ = np.array([len(q) > 0 for q in pools])
         key = np.where(open_, deficit + 1e-6 * spread, -np.inf)

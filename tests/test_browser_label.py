@@ -1,0 +1,86 @@
+"""The Label page in real headless Chromium: 20 runs labeled with the keyboard (s / f), the estimate appears, the
+server restarts and the labels are still there."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from test_browser import SHOTS, _assert_clean, _settle, browser, start_dashboard  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+REPO = Path(__file__).resolve().parents[1]
+N_RUNS = 60
+
+
+@pytest.fixture(scope="module")
+def unlabeled(tmp_path_factory):
+    d = tmp_path_factory.mktemp("unlabeled")
+    lines = next((REPO / "sample_runs" / "units").glob("*.jsonl")).read_text(encoding="utf-8").splitlines()[:N_RUNS]
+    truth, out = {}, []
+    for line in lines:
+        obj = json.loads(line)
+        truth[obj["id"]] = bool(obj.pop("success"))
+        out.append(json.dumps(obj))
+    (d / "units-unlabeled.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    return d, truth
+
+
+def _shown(page) -> str:
+    head = page.locator("h3").filter(has_text=re.compile(r"^Run ")).first.inner_text()
+    return head.removeprefix("Run ").strip()
+
+
+def _labeled_count(page) -> int:
+    text = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="runs labeled").first.inner_text()
+    return int(re.search(r"(\d+) of", text).group(1))
+
+
+def _wait_for(page, pred, timeout=120.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if pred():
+                return
+        except Exception:   # noqa: BLE001 - the element is being redrawn
+            pass
+        page.wait_for_timeout(250)
+    raise AssertionError("the page did not reach the expected state")
+
+
+def test_label_twenty_runs_with_the_keyboard_and_restart(tmp_path, unlabeled, browser):  # noqa: F811
+    samples, truth = unlabeled
+    root = tmp_path / "srv"
+    root.mkdir()
+    seen = []
+    with start_dashboard(root, samples) as url:
+        page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        page.goto(f"{url}/label", wait_until="domcontentloaded")
+        _settle(page)
+        _assert_clean(page, "label page")
+        for k in range(20):
+            tid = _shown(page)
+            assert tid not in seen
+            seen.append(tid)
+            page.locator("h1").first.click()          # focus on the page, not on a widget
+            page.keyboard.press("s" if truth[tid] else "f")
+            _wait_for(page, lambda: _labeled_count(page) == k + 1 and _shown(page) != tid)
+        _settle(page)
+        _wait_for(page, lambda: page.get_by_text("ECE, adapted").count() > 0, timeout=180)
+        _assert_clean(page, "label page after 20 labels")
+        page.screenshot(path=str(SHOTS / "label_page.png"))
+    with start_dashboard(root, samples) as url:          # a new server process on the same store
+        page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        page.goto(f"{url}/label", wait_until="domcontentloaded")
+        _settle(page)
+        assert _labeled_count(page) == 20
+    from htc_core.app.label_store import LabelStore
+    from htc_core.app.store import Store
+
+    cur = LabelStore(Store(root / "data")).current().set_index("id")
+    assert sorted(cur.index) == sorted(seen)
+    assert all(cur.loc[t, "value"] == ("success" if truth[t] else "failure") for t in seen)
