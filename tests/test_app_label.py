@@ -125,3 +125,25 @@ def test_inspector_label_bar_labels_and_navigates(tmp_path, unlabeled_dir, monke
     cur = LabelStore(Store(data)).current().set_index("id")
     assert len(cur) == 2 and cur.loc[first, "value"] == "failure"
     assert set(cur["value"]) == {"success", "failure"}
+
+
+def test_rule_preview_then_write_on_the_label_page(tmp_path, unlabeled_dir, monkeypatch):
+    samples, truth = unlabeled_dir
+    data = tmp_path / "data"
+    at = _app(data, samples, monkeypatch)
+    at.run()
+    go(at, "label")
+    at.selectbox(key="rule_kind").set_value("numeric").run()
+    at.number_input(key="rule_abs").set_value(0.011).run()
+    at.number_input(key="rule_rel").set_value(0.005).run()
+    assert not problems(at), problems(at)
+    n_true = sum(truth.values())
+    text = " ".join(m.value for m in at.markdown)
+    assert f"{n_true} successes, {N_RUNS - n_true} failures, 0 runs left unlabeled" in text
+    assert not LabelStore(Store(data)).history().shape[0]                     # a preview writes nothing
+    [write] = [b for b in at.button if b.label.startswith("Write these")]
+    write.click().run()
+    assert not problems(at), problems(at)
+    cur = LabelStore(Store(data)).current().set_index("id")
+    assert len(cur) == N_RUNS and set(cur["source"]) == {"rule"}
+    assert all((cur.loc[t, "value"] == "success") == ok for t, ok in truth.items())   # the project's own rule
