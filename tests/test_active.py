@@ -39,6 +39,12 @@ def test_stratified_spreads_over_confidence_bins():
     assert per[4] + per[5] > per[0] + per[9] and per.min() >= 1
 
 
+def test_the_cli_offers_every_strategy():
+    from htc_core.cli import label_next
+
+    assert label_next.STRATEGIES == STRATEGIES
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="strategy"):
         select([0.1], [False], 1, strategy="best")

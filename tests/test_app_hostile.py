@@ -17,7 +17,7 @@ from htc_core.app.workspace import build_workspace
 from conftest import REPO, make_traj, write_jsonl
 
 APP = str(REPO / "app.py")
-PAGES = ["runs", "calibration", "weights", "feature_space", "examples", "compare", "inspector"]
+PAGES = ["runs", "calibration", "weights", "feature_space", "examples", "compare", "inspector", "label"]
 PAYLOAD = "**bold** _it_ $$x^2$$ $y$ :red[red] :material/home: :smile: <b>html</b> [link](http://x) ~~s~~"
 #: what may not appear in any markdown-rendered string: each construct of the payload, live
 LIVE = ["**bold**", "_it_", "$$x^2$$", "$y$", ":red[", ":material/home:", ":smile:", "<b>html</b>", "[link](",

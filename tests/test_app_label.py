@@ -147,3 +147,13 @@ def test_rule_preview_then_write_on_the_label_page(tmp_path, unlabeled_dir, monk
     cur = LabelStore(Store(data)).current().set_index("id")
     assert len(cur) == N_RUNS and set(cur["source"]) == {"rule"}
     assert all((cur.loc[t, "value"] == "success") == ok for t, ok in truth.items())   # the project's own rule
+
+
+def test_label_page_with_an_empty_store(tmp_path, monkeypatch):
+    empty = tmp_path / "no-samples"
+    empty.mkdir()
+    at = _app(tmp_path / "data", empty, monkeypatch)
+    at.run()
+    go(at, "label")
+    assert not problems(at), problems(at)
+    assert any("No runs are stored yet" in i.value for i in at.info)

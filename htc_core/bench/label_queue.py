@@ -95,7 +95,7 @@ def _target(ts, target, args, cache):
     prior = linear_prior(prior, fm)      # the GAC's sub-model for these runs' features
     res = {s: {n: [] for n in args.sizes} for s in args.strategies}
     zero = []
-    for seed in range(42, 42 + args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         pool, test = next(StratifiedShuffleSplit(n_splits=1, test_size=0.4, random_state=seed).split(fm.values, y))
         zero.append(score_metrics(y[test], prior.predict_proba(fm.take(test))[:, 1])["ece"])
         for strategy in args.strategies:
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--targets", default="arithmetic,facts,strings,units,HotpotQA")
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=42, help="seeds first-seed, first-seed + 1, ...")
     ap.add_argument("--batch", type=int, default=10)
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--strategies", default="calibration,stratified,random")

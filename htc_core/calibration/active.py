@@ -14,14 +14,10 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
   representative (the bootstrap estimate below needs no weights);
 - ``calibration``: like ``stratified``, but each bin's share is weighted by its expected reduction of calibration
   error: the standard error of its accuracy estimate ``sqrt(p(1-p))`` times its mass (Neyman allocation for the
-  ECE, whose error is the mass-weighted error of the bins' accuracies); every bin gets one label before any
-  bin gets a second, so the refit never extrapolates over an unobserved part of the confidence range (without
-  this floor the first 10 labels sat in the middle bins and the adapted ECE at 10 labels was 0.21 against 0.15
-  for random order, mean of the benchmark's 5 targets);
-- ``design``: sequential D-optimal design for the recalibration the adaptation fits (slope and intercept on the
-  logit): each next run maximizes ``w x' M^-1 x`` with ``x = (logit p, 1)``, ``w = p(1-p)`` and ``M`` the information
-  of the runs labeled or picked so far (plus a small ridge), i.e. the run that most shrinks the joint uncertainty
-  of slope and intercept under the current model;
+  ECE, whose error is the mass-weighted error of the bins' accuracies). Measured (docs/labeling.md): better than
+  random order from 20 to 100 labels on average, worse at 10 (the first labels sit in the middle bins); a floor
+  of one label per bin first, and a sequential D-optimal design for the refit's slope and intercept, were both
+  worse at 30 labels and are not offered;
 - ``uncertainty``: the unlabeled runs closest to confidence 0.5 (classic uncertainty sampling, for comparison).
 
 :func:`estimate` gives ECE and AUROC of the adapted model with a bootstrap interval over the labels so far, from
@@ -42,7 +38,7 @@ from .metrics import auroc, expected_calibration_error
 __all__ = ["STRATEGIES", "select", "queue_step", "QueueStep", "estimate", "Estimate", "stop_suggestion",
            "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
 
-STRATEGIES = ("calibration", "stratified", "design", "random", "uncertainty")
+STRATEGIES = ("calibration", "stratified", "random", "uncertainty")
 #: labels of each outcome needed before the prior is adapted (fewer: the prior's own scores drive the queue)
 MIN_PER_CLASS = 1
 
@@ -78,28 +74,7 @@ def select(scores, labeled, n: int = 10, *, strategy: str = "calibration", seed:
     if strategy == "uncertainty":
         order = np.lexsort((rng.random(len(free)), np.abs(s[free] - 0.5)))
         return free[order[:n]].astype(np.int64)
-    if strategy == "design":
-        return _design(s, lab, n, rng)
     return _stratified(s, lab, n, rng, n_bins, weighted=strategy == "calibration")
-
-
-def _design(s, lab, n, rng) -> np.ndarray:
-    p = np.clip(s, 1e-4, 1 - 1e-4)
-    V = np.column_stack([np.log(p / (1 - p)), np.ones(len(p))])
-    w = p * (1 - p)
-    M = 1e-3 * np.eye(2) + (V[lab] * w[lab, None]).T @ V[lab]
-    free = ~lab.copy()
-    jitter = 1e-9 * rng.random(len(p))
-    out = []
-    for _ in range(n):
-        Minv = np.linalg.inv(M)
-        gain = w * np.einsum("ij,jk,ik->i", V, Minv, V) + jitter
-        gain[~free] = -np.inf
-        j = int(np.argmax(gain))
-        out.append(j)
-        free[j] = False
-        M = M + w[j] * np.outer(V[j], V[j])
-    return np.asarray(out, dtype=np.int64)
 
 
 def confidence_bins(scores: np.ndarray, n_bins: int) -> np.ndarray:
@@ -122,9 +97,7 @@ def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
     out = []
     for _ in range(n):
         total = have.sum() + 1
-        # every bin gets a label before any gets a second (a bin never observed leaves its calibration unknown),
-        # then the labels follow the bins' shares
-        deficit = np.maximum(share * total, np.minimum(1.0, total / k)) - have
+        deficit = share * total - have                       # labels a bin lacks against its share
         spread = np.sqrt(p * (1 - p) / (have + 1))
         open_ = np.array([len(q) > 0 for q in pools])
         key = np.where(open_, deficit + 1e-6 * spread, -np.inf)

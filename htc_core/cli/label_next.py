@@ -57,9 +57,11 @@ def cmd_label_next(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
-    from ..calibration.active import STRATEGIES
+#: the strategies of ``calibration.active.STRATEGIES`` (written out: building the parser imports no numpy)
+STRATEGIES = ("calibration", "stratified", "random", "uncertainty")
 
+
+def register(sub) -> None:
     p = sub.add_parser("label", help="the label queue: which runs to label next for calibration",
                        description="Active labeling for calibration.")
     ops = p.add_subparsers(dest="label_command", metavar="ACTION", required=True)
@@ -76,6 +78,7 @@ def register(sub) -> None:
     q.add_argument("-n", type=_positive, default=10, metavar="N", help="how many runs to propose (default: 10)")
     q.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
     q.add_argument("--strategy", choices=STRATEGIES, default="calibration",
-                   help="calibration (default), stratified, random or uncertainty")
+                   help="calibration (default), stratified, random or uncertainty (see "
+                        "htc_core.calibration.active)")
     q.add_argument("--json", action="store_true", help='print {"ids": [...], ...} instead of the table')
     q.set_defaults(func=cmd_label_next)
