@@ -157,3 +157,29 @@ def test_label_page_with_an_empty_store(tmp_path, monkeypatch):
     go(at, "label")
     assert not problems(at), problems(at)
     assert any("No runs are stored yet" in i.value for i in at.info)
+
+
+def test_inspector_label_against_a_file_label_is_a_conflict_until_resolved(tmp_path, monkeypatch):
+    samples = tmp_path / "labeled"
+    samples.mkdir()
+    lines = next((REPO / "sample_runs" / "units").glob("*.jsonl")).read_text(encoding="utf-8").splitlines()[:20]
+    (samples / "units-labeled.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    at = _app(data, samples, monkeypatch)
+    at.run()
+    go(at, "inspector")
+    [cap] = [c.value for c in at.caption if c.value.startswith("Current label:")]
+    current = "success" if "**success" in cap else "failure"
+    shown = at.caption[0].value.split(" · ")[0].replace("\\", "")
+    opposite = "failure" if current == "success" else "success"
+    at.button(key=f"insp_label_{opposite}").click().run()
+    assert not problems(at), problems(at)
+    assert any("carries a file label that disagrees" in w.value for w in at.warning)
+    t = Store(data).trajectories().set_index("id")
+    assert bool(t.loc[shown, "success"]) == (current == "success")                # not applied yet
+    at.button(key="insp_label_use").click().run()
+    assert not problems(at), problems(at)
+    t = Store(data).trajectories().set_index("id")
+    assert bool(t.loc[shown, "success"]) == (opposite == "success")
+    h = LabelStore(Store(data)).history(run_id=shown)
+    assert list(h["status"]) == ["superseded", "active"] and list(h["source"]) == ["file", "person"]
