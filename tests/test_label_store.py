@@ -103,3 +103,10 @@ def test_cli_export_and_import(stored, tmp_path, capsys):
     assert "q-mars,1,success,file,imported from in.tsv" in (tmp_path / "o.csv").read_text()
     assert main(["labels", "export", "--data-dir", str(store.data_dir), "--run-set", "nope"]) == 2
     assert "no run set named 'nope'" in capsys.readouterr().err
+
+
+def test_deleting_a_run_set_deletes_its_labels(stored):
+    store, rs, labels = stored
+    labels.record(rs, ["q-mars"], "failure", source="person")
+    assert store.delete_run_set(rs)
+    assert labels.history().empty and labels.current().empty
