@@ -6,8 +6,8 @@ from htc_core.app import label_glue, label_panels, ui
 
 ui.require_app("label")
 st.title("Label")
-st.caption("Label the proposed runs: the queue spreads them over the confidence range, weighted by what each label "
-           "can still tell about calibration; after each label the GAC is adapted to your labels in the background "
+st.caption("Label the proposed runs: the queue spreads them over the whole confidence range, so the calibration "
+           "is learned everywhere; after each label the GAC is adapted to your labels in the background "
            "(as `htc fit --prior gac`). Keys: **s** success, **f** failure, **x** skip.")
 
 with ui.page_errors("label"):

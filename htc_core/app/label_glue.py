@@ -105,7 +105,7 @@ def saved_model_id(ws: Workspace) -> str | None:
 
 def next_position(ws: Workspace, view: LabelQueueView | None, *, skip: tuple = ()) -> int | None:
     """The first proposed run still unlabeled (and not skipped in this session); without a refit yet: the
-    unlabeled run whose zero-shot GAC confidence is nearest the middle of the selection's confidences."""
+    unlabeled run the default strategy picks on the shipped GAC's zero-shot confidences."""
     labeled = np.isfinite(ws.labels)
     if view is not None and len(view.positions):
         for p in view.positions:
@@ -121,7 +121,7 @@ def next_position(ws: Workspace, view: LabelQueueView | None, *, skip: tuple = (
     mask = labeled.copy()
     if skip:
         mask[list(skip)] = True
-    pick = select(np.nan_to_num(scores, nan=0.5), mask, 1, strategy="calibration")
+    pick = select(np.nan_to_num(scores, nan=0.5), mask, 1)
     return int(pick[0]) if len(pick) else None
 
 

@@ -58,7 +58,7 @@ def cmd_label_next(args: argparse.Namespace) -> int:
 
 
 #: the strategies of ``calibration.active.STRATEGIES`` (written out: building the parser imports no numpy)
-STRATEGIES = ("calibration", "stratified", "random", "uncertainty")
+STRATEGIES = ("stratified", "calibration", "random", "uncertainty")
 
 
 def register(sub) -> None:
@@ -68,17 +68,17 @@ def register(sub) -> None:
     q = ops.add_parser("next", help="the next runs to label",
                        description="Adapts the prior (as htc fit --prior) to the runs of INPUT that carry a label "
                                    "(inline or through --labels), scores every run with it and proposes the next N "
-                                   "unlabeled runs: by default spread over the current confidence bins in "
-                                   "proportion to each bin's expected reduction of calibration error "
-                                   "(htc_core.calibration.active).",
+                                   "unlabeled runs: by default spread over equal-mass bins of the current "
+                                   "confidence, in proportion (htc_core.calibration.active; docs/labeling.md "
+                                   "compares the strategies).",
                        epilog="example: htc label next runs/ --labels labels.csv --model gac -n 10 --json")
     add_input_options(q, model_name=False)
     q.add_argument("--model", dest="prior", default="gac", metavar="MODEL",
                    help="the prior: a shipped model (gac, gac-full) or a model file (default: gac)")
     q.add_argument("-n", type=_positive, default=10, metavar="N", help="how many runs to propose (default: 10)")
     q.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
-    q.add_argument("--strategy", choices=STRATEGIES, default="calibration",
-                   help="calibration (default), stratified, random or uncertainty (see "
+    q.add_argument("--strategy", choices=STRATEGIES, default="stratified",
+                   help="stratified (default), calibration, random or uncertainty (see "
                         "htc_core.calibration.active)")
     q.add_argument("--json", action="store_true", help='print {"ids": [...], ...} instead of the table')
     q.set_defaults(func=cmd_label_next)
