@@ -165,8 +165,9 @@ def _evidence(ws: Workspace, i: int) -> None:
     c[1].code(ev.gold if ev.gold else "(not known)", language=None, wrap_lines=True)
     if ev.flags:
         st.warning("**Structural flags:** " + md("; ".join(ev.flags)))
-    if ev.last_error:
-        st.error("**Last error:** " + md(ev.last_error[:600]))
+    if ev.last_error:   # the run's own error text: shown as evidence, not as an error of the page
+        st.markdown("**Last error in the run**")
+        st.code(ev.last_error[:600], language=None, wrap_lines=True)
     if ev.last_observation:
         st.markdown("**Last observation**")
         st.code(ev.last_observation[:1200], language=None, wrap_lines=True)
