@@ -92,6 +92,10 @@ def test_label_twenty_runs_see_the_estimate_and_find_them_after_a_restart(tmp_pa
     assert store.get_setting(next(k for k in _settings(store) if k.startswith("label-model:"))) in set(
         store.list_models()["id"])
 
+    go(at, "inspector")                                                       # the selection's scorer, with its card
+    assert not problems(at), problems(at)
+    assert any("the selection's adapted GAC (20 labels" in c.value for c in at.caption)
+
     again = _app(data, samples, monkeypatch)                                  # a restart on the same store
     again.run()
     go(again, "label")

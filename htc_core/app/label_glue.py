@@ -24,7 +24,7 @@ from .layout import md
 from .workspace import Workspace
 
 __all__ = ["labels", "queue", "next_position", "label_bar", "selection_key", "KEYS", "NO_BG_EVAL", "saved_model_id",
-           "record", "current_confidence", "shown_position", "skip_shown", "inspector_label_bar", "conflict_prompt"]
+           "record", "adapted_confidence", "current_confidence", "shown_position", "skip_shown", "inspector_label_bar", "conflict_prompt"]
 
 #: keyboard shortcuts of the label buttons
 KEYS = {"success": "s", "failure": "f", "skip": "x", "previous": "p", "next": "n"}
@@ -101,6 +101,28 @@ def _save_model(store, data_dir: str, skey: str, view: LabelQueueView) -> None:
 
 def saved_model_id(ws: Workspace) -> str | None:
     return session.store().get_setting(f"label-model:{selection_key(ws)}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _stored_model(data_dir: str, model_id: str):
+    from ..calibration.calibrators import HTCCalibrator
+
+    body = session.get_store(data_dir).load_model(model_id)
+    return HTCCalibrator.from_dict(body, source=f"store model {model_id}"), body.get("card", {})
+
+
+def adapted_confidence(ws: Workspace, i: int) -> tuple[float, dict] | None:
+    """Run ``i``'s confidence from the selection's scorer (the GAC adapted on the Label page, as saved with its
+    card), or None while the selection has none."""
+    mid = saved_model_id(ws)
+    if not mid:
+        return None
+    try:
+        model, card = _stored_model(session.data_dir(), mid)
+    except KeyError:          # replaced by a newer refit in the meantime
+        return None
+    X, _ = _prior_inputs(ws)
+    return float(model.predict_proba(X.take([i]))[:, 1][0]), card
 
 
 def next_position(ws: Workspace, view: LabelQueueView | None, *, skip: tuple = ()) -> int | None:
@@ -184,8 +206,11 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
     cur = labels().current([str(ws.run_set[i])])
     cur = cur[cur["id"] == str(ws.ts.ids[i])]
     now = "unlabeled" if cur.empty else f"{cur['value'].iat[0]} ({cur['source'].iat[0]})"
+    scored = adapted_confidence(ws, i)
     st.caption(f"Current label: **{md(now)}** · keys: s success, f failure, x skip"
-               + (", p previous, n next" if navigate else ""))
+               + (", p previous, n next" if navigate else "")
+               + ("" if scored is None else f" · the selection's adapted GAC ({scored[1].get('labels_used', '?')} "
+                                            f"labels, {md(scored[1].get('fitted', ''))}): {scored[0]:.2f}"))
     cols = st.columns(5 if navigate else 3)
     clicked = None
     for col, value, kind in zip(cols, ("success", "failure", "skip"), ("primary", "secondary", "tertiary")):
