@@ -114,9 +114,78 @@ def test_a_day_run_set_grows_and_late_spans_are_not_lost(receiver):
         assert _post(url, json.dumps(d).encode(), "application/json")[0] == 200
     rx.flush(force=True)
     listing = store.list_run_sets()
-    assert len(listing) == 1 and listing["trajectories"].tolist() == [3]   # the day's run set, rewritten
+    assert len(listing) == 1 and listing["trajectories"].tolist() == [3]   # the day's run set, appended to
     ids = set(store.load_run_set(listing["id"][0]).ids)
     assert {"a" * 31 + "1", "b" * 31 + "2", "c" * 31 + "3"} <= ids
+
+
+def test_the_day_run_set_keeps_its_id_and_a_selection_of_it_survives_a_flush(tmp_path):
+    from htc_core.formats.otel_spans import spans_of_otlp
+
+    store = Store(tmp_path / "data")
+    other = store.add_run_set(load(FOREIGN / "cod_native.jsonl")[0], name="other").run_set_id
+    buf = TraceBuffer(store, settle_s=0.01, idle_s=0.01)
+    spans = [sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)]
+    by_trace = {}
+    for sp in spans:
+        by_trace.setdefault(sp.trace_id, []).append(sp)
+    first, *rest = by_trace.values()
+    buf.add(first)
+    r1 = buf.flush(force=True)
+    (name, rs_id), = r1.ids.items()
+    picked = build_workspace(store).select(run_sets=[rs_id])            # the sidebar's choice of the run set
+    assert len(picked) == 1 and r1.run_sets == {name: 1}
+    for group in rest:
+        buf.add(group)
+    r2 = buf.flush(force=True)
+    assert r2.ids == {name: rs_id} and r2.run_sets == {name: 2}          # same id, the 2 new runs appended
+    assert sorted(store.run_set_ids()) == sorted([other, rs_id])
+    assert store.list_run_sets().set_index("id").loc[rs_id, "trajectories"] == 3
+    picked = build_workspace(store).select(run_sets=[rs_id])            # the same selection, after the flush
+    assert len(picked) == 3 and sorted(picked.ts.ids) == sorted(by_trace)
+    assert np.isfinite(picked.features.values).all()
+    assert store.load_run_set(rs_id).ids[0] == next(iter(by_trace))     # the first flush's run kept its place
+
+
+def test_each_run_is_scored_by_the_live_monitor_and_a_flush_prints_one_line(tmp_path):
+    from htc_core.calibration.models import load_model
+    from htc_core.formats.otel_spans import spans_of_otlp
+    from htc_core.scoring import score_frame
+
+    store = Store(tmp_path / "data")
+    buf = TraceBuffer(store, settle_s=0.01, idle_s=0.01, alert_below=0.99)
+    buf.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
+    res = buf.flush(force=True)
+    got = store.load_run_set(next(iter(res.ids.values())))
+    want = score_frame(load_model("gac"), got).set_index("id")["confidence"]    # the GAC on the whole runs
+    for i, m in zip(got.ids, map(json.loads, got.meta["metadata"])):
+        assert m["htc_confidence"] == pytest.approx(want[i], abs=1e-9)
+        assert res.scores[i] == pytest.approx(m["htc_confidence"], abs=1e-12)
+        assert len(m["htc_confidence_steps"]) == got.steps_per_trajectory[list(got.ids).index(i)]
+        assert m["htc_confidence_steps"][-1] == pytest.approx(m["htc_confidence"], abs=1e-6)
+        assert m["htc_scored_by"] == "gac" and m["htc_alert"]["threshold"] == 0.99    # every run is below 0.99
+    assert set(res.alerts) == set(got.ids)
+    (line,) = res.summaries
+    mean = np.mean(list(res.scores.values()))
+    assert line.startswith(f"stored 3 run(s) in 'otel: toy-agent · ") and "scored by gac (live Monitor)" in line
+    assert f"mean confidence {mean:.3f}" in line and "applicability over its 3 run(s) this session: " in line
+    assert line.rsplit(": ", 1)[1].split(" (")[0] in ("within the training data", "outside the training data",
+                                                      "unknown")
+
+
+def test_a_chosen_model_scores_the_runs(tmp_path):
+    from htc_core.calibration.models import load_model
+    from htc_core.formats.otel_spans import spans_of_otlp
+    from htc_core.scoring import score_frame
+
+    store = Store(tmp_path / "data")
+    buf = TraceBuffer(store, model="gac-full", settle_s=0.01, idle_s=0.01)
+    buf.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
+    res = buf.flush(force=True)
+    got = store.load_run_set(next(iter(res.ids.values())))
+    want = score_frame(load_model("gac-full"), got).set_index("id")["confidence"]
+    assert all(res.scores[i] == pytest.approx(want[i], abs=1e-9) for i in got.ids)
+    assert "scored by gac-full" in res.summaries[0] and not res.alerts
 
 
 def test_the_running_dashboard_shows_received_runs_without_a_restart(tmp_path, monkeypatch):

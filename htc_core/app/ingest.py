@@ -18,9 +18,10 @@ from ..formats import SUFFIXES, iter_chunks, load
 from ..report import LoadReport
 from .column_writer import ColumnWriter
 from .store import AddResult, Store
+from .store_append import append_run_set
 from .store_write import ChunkShapeError
 
-__all__ = ["ingest", "ensure_samples", "sample_files", "store_trace_set"]
+__all__ = ["ingest", "ensure_samples", "sample_files", "store_trace_set", "append_trace_set"]
 
 SAMPLES_LOADED = "samples_loaded"      # settings key: the sample runs were loaded once (never again)
 
@@ -58,6 +59,15 @@ def store_trace_set(store: Store, ts, report: LoadReport, *, name: str, profile:
                     top_k: int = 5) -> AddResult:
     """Store a trace set already read (``htc serve``'s traces) as one run set with its per-run columns."""
     return _store_chunks(store, ts, report, name, None, profile, top_k, lambda f, msg: None)
+
+
+def append_trace_set(store: Store, run_set_id: str, ts, report: LoadReport, *, profile: str = "paper",
+                     top_k: int = 5) -> int:
+    """Append a trace set already read to a stored run set (same id) with its per-run columns, in one
+    transaction whose work is the new runs' (``htc serve``'s flushes); returns the runs kept."""
+    cols = ColumnWriter(store, run_set_id, profile=profile, top_k=top_k, append=True)
+    kept, _ = append_run_set(store, run_set_id, ts, report=report, on_chunk=cols, on_finish=cols.finish)
+    return kept
 
 
 def _store_chunks(store: Store, data, report: LoadReport, name: str, fields, profile: str, top_k: int,

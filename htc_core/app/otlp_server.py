@@ -118,10 +118,10 @@ class OTLPReceiver:
         except Exception as e:  # noqa: BLE001 - the receiver keeps running; the traces are reported
             self.log(f"could not store traces: {type(e).__name__}: {e}")
             return
-        for name, n in res.run_sets.items():
-            self.log(f"stored {n} trajectory(ies) into run set {name!r}")
-        for tid, c in res.scores.items():
-            self.log(f"  {tid}: confidence {c:.3f}")
+        for line in res.summaries:          # one line per run set written (runs, id, scorer, mean, verdict)
+            self.log(line)
+        for tid, (step, c) in res.alerts.items():
+            self.log(f"  alert: {tid}: confidence {c:.3f} after step {step}")
         for p in res.report.problems[:20]:
             self.log(f"  [{p.severity}] {p}")
 

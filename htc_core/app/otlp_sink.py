@@ -3,12 +3,15 @@
 Spans arrive in any order and any batching. :class:`TraceBuffer` keeps them by trace id until the trace is
 finished: its root span (no parent) has arrived and no span came for ``settle_s`` seconds, or no span came for
 ``idle_s`` seconds at all. :meth:`TraceBuffer.flush` turns the finished traces into trajectories
-(``formats.otel_traces``: the same code as the file reader), scores each with the chosen model (the shipped
-GAC by default), and writes them into one run set per service name and day (``otel: <service> · <date>``).
-
-A run set is written atomically, so a day's run set is rewritten with the new runs added (the old one is
-deleted after the new one is stored); the dashboard reads the store's revision on every rerun and shows the
-new runs without a restart. Spans of a trace (with ``group_by="session"``: a session) that was already stored
+(``formats.otel_traces``: the same code as the file reader), scores each with the live
+:class:`~htc_core.monitor.Monitor` of the chosen model (the shipped GAC by default: one step at a time, so the
+confidence after every step is kept, ``htc_confidence_steps``, and with ``alert_below`` a run whose confidence
+fell below it is named), and appends them to one run set per service name and day (``otel: <service> · <date>``,
+:func:`~htc_core.app.store_append.append_run_set`): the run set keeps its id across flushes (a dashboard
+selection of it stays), and a flush costs its own runs only. The model's applicability check
+(:mod:`~htc_core.calibration.shift`) accumulates over each run set's runs since the start; :meth:`flush` returns
+one line per run set written (runs stored, run set, scorer, mean confidence, verdict). The dashboard reads the
+store's revision on every rerun and shows the new runs without a restart. Spans of a trace (with ``group_by="session"``: a session) that was already stored
 make a second trajectory with the id ``<id>@2`` rather than being lost. Problems go to a :class:`~htc_core.report.LoadReport` kept with the
 run set (the dashboard's load report).
 """
@@ -26,9 +29,11 @@ from ..formats.otel_traces import add_traces
 from ..formats.records import RecordSink
 from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
-from ..traces.traceset import concat
-from .ingest import store_trace_set
+from ..calibration.shift import ShiftAccumulator
+from ..monitor import Monitor
+from .ingest import append_trace_set, store_trace_set
 from .store import Store
+from .store_write import ChunkShapeError
 
 __all__ = ["TraceBuffer", "FlushResult", "run_set_name"]
 
@@ -49,7 +54,10 @@ class _Pending:
 @dataclass
 class FlushResult:
     run_sets: dict = field(default_factory=dict)      # run set name -> trajectories added
+    ids: dict = field(default_factory=dict)           # run set name -> its id in the store
     scores: dict = field(default_factory=dict)        # trajectory id -> calibrated confidence
+    alerts: dict = field(default_factory=dict)        # trajectory id -> (step, confidence) of its first alert
+    summaries: list = field(default_factory=list)     # one line per run set written
     report: LoadReport = field(default_factory=LoadReport)
 
 
@@ -57,11 +65,15 @@ class TraceBuffer:
     """Spans by trace until finished; ``flush`` stores the finished ones. Thread-safe."""
 
     def __init__(self, store: Store, *, model="gac", settle_s: float = 2.0, idle_s: float = 30.0,
-                 group_by: str | None = None, max_spans: int = 1_000_000, clock=time.monotonic):
+                 group_by: str | None = None, max_spans: int = 1_000_000, alert_below: float | None = None,
+                 clock=time.monotonic):
         from ..calibration.models import load_model
 
         self.store, self.settle_s, self.idle_s, self.group_by, self.clock = store, settle_s, idle_s, group_by, clock
         self.model = load_model(model) if isinstance(model, str) else model
+        self.model_name = model if isinstance(model, str) else (getattr(model, "name", None) or type(model).__name__)
+        self.monitor = Monitor(self.model, threshold=alert_below)    # ValueError: a model it cannot run
+        self.shift: dict[str, ShiftAccumulator] = {}                  # run set name -> applicability sums
         self.pending: dict[str, _Pending] = {}
         self.max_spans, self.held = int(max_spans), 0    # past max_spans held, the oldest traces are finished
         self.flushed: dict[str, int] = {}
@@ -105,9 +117,10 @@ class TraceBuffer:
                 ts = self._trajectories(spans, service, out.report)
                 if ts.n_trajectories:
                     name = run_set_name(service, day)
-                    out.scores.update(self._score(ts))
-                    self._write(name, ts, out.report)
-                    out.run_sets[name] = ts.n_trajectories
+                    scores = self._score(ts, out.alerts)
+                    out.scores.update(scores)
+                    out.ids[name], out.run_sets[name] = self._write(name, ts, out.report)
+                    out.summaries.append(self._summary(name, out.ids[name], out.run_sets[name], ts, scores))
         return out
 
     def _trajectories(self, spans: list[Span], service: str | None, report: LoadReport) -> TraceSet:
@@ -123,28 +136,48 @@ class TraceBuffer:
         self.flushed[tid] = n + 1
         return tid if n == 0 else f"{tid}@{n + 1}"
 
-    def _score(self, ts: TraceSet) -> dict:
-        from ..scoring import score_frame
-
-        frame = score_frame(self.model, ts)
-        scored_by = getattr(self.model, "display_name", None) or getattr(self.model, "name", None) \
-            or type(self.model).__name__
-        metas = []
-        for i, c in enumerate(frame["confidence"]):
+    def _score(self, ts: TraceSet, alerts: dict) -> dict:
+        """Each run through the live Monitor, step by step (its value after the last step is the model's
+        ``predict_proba`` on the run); the confidence after each step and the first alert go to its metadata."""
+        metas, scores = [], {}
+        for i in range(ts.n_trajectories):
+            mon = self.monitor.fresh()
+            for s in range(ts.traj_offsets[i], ts.traj_offsets[i + 1]):
+                a, b = ts.step_offsets[s], ts.step_offsets[s + 1]
+                mon.add_step(ts.logprob[a:b], ts.top_logprobs[a:b] if ts.k else None)
             m = ts.metadata_of(i)
-            m.update({"htc_confidence": float(c), "htc_scored_by": str(scored_by)})
+            m.update({"htc_confidence": mon.confidence if mon.history else None, "htc_scored_by": self.model_name,
+                      "htc_confidence_steps": [round(c, 6) for c in mon.history]})
+            if mon.alerts:
+                first = mon.alerts[0]
+                alerts[str(ts.ids[i])] = (first.step, first.confidence)
+                m["htc_alert"] = first.to_dict()
             metas.append(json.dumps(m, ensure_ascii=False))
+            scores[str(ts.ids[i])] = float(mon.confidence)
         ts.meta["metadata"] = metas
-        return dict(zip(map(str, ts.ids), map(float, frame["confidence"])))
+        return scores
 
-    def _write(self, name: str, ts: TraceSet, report: LoadReport) -> None:
-        old = self.store.get_setting(SETTING + name)
-        if old and old in self.store.run_set_ids():
-            ts = concat([self.store.load_run_set(old), ts])
+    def _summary(self, name: str, rs_id: str, n: int, ts: TraceSet, scores: dict) -> str:
+        """One line: runs stored, run set, scorer, mean confidence, the applicability verdict so far."""
+        acc = self.shift.setdefault(name, ShiftAccumulator(self.model, name=self.model_name))
+        rep = acc.update(ts).report()
+        conf = [c for c in scores.values() if c == c]
+        mean = f"{sum(conf) / len(conf):.3f}" if conf else "n/a"
+        verdict = rep.verdict if not rep.shifted else f"{rep.verdict} ({', '.join(rep.moved_features()[:3])})"
+        return (f"stored {n} run(s) in {name!r} [{rs_id}]; scored by {self.model_name} (live Monitor), mean "
+                f"confidence {mean}; applicability over its {rep.n_runs} run(s) this session: {verdict}")
+
+    def _write(self, name: str, ts: TraceSet, report: LoadReport) -> tuple[str, int]:
+        """Append to the day's run set (same id), or store it when there is none yet; (run set id, kept)."""
+        rs = self.store.get_setting(SETTING + name)
+        if rs and rs in self.store.run_set_ids():
+            try:
+                return rs, append_trace_set(self.store, rs, ts, report)
+            except ChunkShapeError as e:       # token strings the stored run set lacks: a new run set
+                report.warn(name, None, f"runs stored in a new run set: {e}", field="run set", value=rs)
         res = store_trace_set(self.store, ts, report, name=name)
         self.store.set_setting(SETTING + name, res.run_set_id)
-        if old and old != res.run_set_id:
-            self.store.delete_run_set(old)
+        return res.run_set_id, res.kept
 
 
 def _day(spans: list[Span]) -> str:

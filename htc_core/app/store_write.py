@@ -20,6 +20,7 @@ read and written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -39,7 +40,8 @@ from .row_groups import FullRowGroups
 
 log = logging.getLogger("htc.store")
 
-__all__ = ["write_run_set", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending", "discard",
+__all__ = ["write_run_set", "RunSetWriter", "DEFAULT_STORE_CHUNK", "chunks_of", "ChunkShapeError", "sweep_pending",
+           "discard",
            "PENDING_SCHEMA"]
 
 #: trajectories per chunk when a whole TraceSet is stored
@@ -76,7 +78,7 @@ class _Vocab:
         return found.astype(np.int32), added
 
 
-class _RunSetWriter:
+class RunSetWriter:
     """Appends chunks of one run set inside an open transaction."""
 
     def __init__(self, con, rs_id: str, name: str, report: LoadReport | None, hook: Callable[[str], None]):
@@ -90,6 +92,45 @@ class _RunSetWriter:
         self.n = self.n_steps = self.n_tokens = 0
         self.shape: tuple | None = None         # (k, has_tokens, has_top_tokens) of the first chunk
         self.step_cols: list[str] = []
+        self.resumed = False                    # appending to a stored run set (resume)
+
+    def resume(self, con) -> None:
+        """Continue a stored run set (:func:`append_run_set`): positions, shape, step columns and vocabulary
+        from the store. Reads the run set's counts and its vocabulary (bounded by the tokenizer's), no run."""
+        row = con.execute("SELECT n_trajectories, n_steps, n_tokens, k, has_tokens, has_top_tokens, name FROM "
+                          "run_sets WHERE id = ?", [self.rs]).fetchall()
+        if not row:
+            raise KeyError(f"unknown run set {self.rs!r}")
+        n, n_steps, n_tokens, k, has_tokens, has_top, self.name = row[0]
+        self.n, self.n_steps, self.n_tokens = int(n), int(n_steps), int(n_tokens)
+        self.shape = (int(k), bool(has_tokens), bool(has_top))
+        self.step_cols = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [f"steps_{self.rs}"]).fetchall()]
+        voc = con.execute(f"SELECT token FROM vocab_{self.rs} ORDER BY code").fetchnumpy()["token"]
+        self.vocab.index = pd.Index(np.asarray(voc, dtype=object), dtype=object)
+        self.resumed = True
+
+    def _fit_shape(self, ts: TraceSet, shape: tuple, index: int) -> TraceSet:
+        """A chunk appended to a stored run set: narrower alternatives NaN-padded (as ``concat`` does), a
+        wider chunk widens the stored tokens table (its new alternatives NaN, their strings None), missing token
+        strings stored as None; strings a run set never had cannot be added (``ChunkShapeError``)."""
+        k, has_tokens, has_top = self.shape
+        if (shape[1] and not has_tokens) or (shape[2] and not has_top):
+            raise ChunkShapeError(f"chunk {index} has token strings the stored run set {self.rs} does not keep")
+        if shape[0] > k:
+            for j in range(k, shape[0]):
+                self.con.execute(f"ALTER TABLE tokens_{self.rs} ADD COLUMN t{j} DOUBLE DEFAULT 'NaN'")
+                if has_top:
+                    self.con.execute(f"ALTER TABLE tokens_{self.rs} ADD COLUMN tt{j} INTEGER DEFAULT -1")
+            self.con.execute("UPDATE run_sets SET k = ? WHERE id = ?", [shape[0], self.rs])
+            self.shape = (shape[0], has_tokens, has_top)
+        if shape[0] >= k:
+            return ts
+        pad = k - shape[0]
+        top = np.hstack([ts.top_logprobs, np.full((ts.n_tokens, pad), np.nan)])
+        tt = None if ts.top_tokens is None else np.hstack([ts.top_tokens, np.full((ts.n_tokens, pad), None, object)])
+        return dataclasses.replace(ts, top_logprobs=top, top_tokens=tt)
 
     def _dedup(self, ts: TraceSet) -> TraceSet:
         ids = pd.Series(ts.ids, dtype=object)
@@ -135,19 +176,22 @@ class _RunSetWriter:
         shape = (int(ts.k), ts.tokens is not None, ts.top_tokens is not None)
         if self.shape is None:
             self.shape = shape
+        elif self.resumed and shape != self.shape:
+            ts = self._fit_shape(ts, shape, index)
         elif shape != self.shape:
             raise ChunkShapeError(f"chunk {index} has k={shape[0]}, token strings {shape[1]}, alternative strings "
                              f"{shape[2]}; the run set's first chunk has k={self.shape[0]}, {self.shape[1]}, "
                              f"{self.shape[2]} (store such files as separate run sets, or convert with htc import)")
         traj, steps, tok, vocab = to_arrow(ts)
+        tok = self._missing_strings(tok)
         traj = _shift(traj, "pos", self.n)
         steps = _shift(steps, "pos", self.n_steps)
         tok = _shift(tok, "pos", self.n_tokens)
         codes, added = self.vocab.recode(np.asarray(vocab.column("token").to_pylist(), dtype=object))
+        ext = np.append(codes, -1).astype(np.int32)      # a code < 0 (no string) stays -1
         for c in [c for c in tok.column_names if c == "token" or c.startswith("tt")]:
             local = tok.column(c).to_numpy()
-            tok = tok.set_column(tok.column_names.index(c), c,
-                                 pa.array(np.where(local < 0, -1, codes[np.maximum(local, 0)]).astype(np.int32)))
+            tok = tok.set_column(tok.column_names.index(c), c, pa.array(ext[np.where(local < 0, len(codes), local)]))
         start = len(self.vocab.index) - len(added)
         new_vocab = pa.table({"code": pa.array(np.arange(start, start + len(added), dtype=np.int32)),
                               "token": pa.array(added.tolist(), type=pa.string())})
@@ -155,14 +199,26 @@ class _RunSetWriter:
         self.hook("after_trajectories")
         self._append_steps(steps)
         self.hook("after_steps")
-        if self.n == 0:
+        first = self.n == 0 and not self.resumed
+        if first:
             self._append(f"tokens_{self.rs}", tok, create=True, empty=True)
         self.tokens.add(self.con, tok)
-        self._append(f"vocab_{self.rs}", new_vocab, create=(self.n == 0))
+        self._append(f"vocab_{self.rs}", new_vocab, create=first)
         self.n += ts.n_trajectories
         self.n_steps += ts.n_steps
         self.n_tokens += ts.n_tokens
         return ts
+
+    def _missing_strings(self, tok: pa.Table) -> pa.Table:
+        """Token-string codes a resumed run set keeps but this chunk lacks: -1 (None)."""
+        if not self.resumed:
+            return tok
+        k, has_tokens, has_top = self.shape
+        want = (["token"] if has_tokens else []) + ([f"tt{j}" for j in range(k)] if has_top else [])
+        for c in want:
+            if c not in tok.column_names:
+                tok = tok.append_column(c, pa.array(np.full(tok.num_rows, -1, dtype=np.int32)))
+        return tok
 
     def flush(self, con) -> None:
         """Write the rows kept for whole row groups (with the run set's last chunk)."""
@@ -181,7 +237,7 @@ class _RunSetWriter:
 
     def _append_steps(self, steps: pa.Table) -> None:
         table = f"steps_{self.rs}"
-        if not self.step_cols:
+        if not self.step_cols and not self.resumed:
             self._append(table, steps, create=True, empty=True)
         else:
             for c in steps.column_names:      # a step field first seen in this chunk: a new nullable column
@@ -217,7 +273,7 @@ def write_run_set(store, data: TraceSet | Iterable[TraceSet], *, name: str, repo
     single = isinstance(data, TraceSet) and data.n_trajectories <= chunk
     chunks = chunks_of(data, int(chunk)) if isinstance(data, TraceSet) else data
     rs_id = uuid.uuid4().hex[:12]
-    w = _RunSetWriter(None, rs_id, name, report, store._hook)
+    w = RunSetWriter(None, rs_id, name, report, store._hook)
 
     def finish(con) -> None:
         w.flush(con)

@@ -34,6 +34,16 @@ def _seconds(value: str) -> float:
     return s
 
 
+def _probability(value: str) -> float:
+    try:
+        p = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability, got {value!r}") from None
+    if not 0.0 <= p <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {value!r}")
+    return p
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     store_mod = importlib.import_module("htc_core.app.store")
     sink = importlib.import_module("htc_core.app.otlp_sink")
@@ -41,7 +51,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     data = Path(args.data_dir).expanduser() if args.data_dir else store_mod.default_data_dir()
     try:
         buffer = sink.TraceBuffer(store_mod.Store(data), model=args.model, settle_s=args.settle, idle_s=args.idle,
-                                  group_by=None if args.group_by == "trace" else "session")
+                                  group_by=None if args.group_by == "trace" else "session",
+                                  alert_below=args.alert_below)
     except (OSError, ValueError) as e:
         raise CLIError(f"cannot start: {e}") from None
     try:
@@ -51,7 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot listen on {args.host}:{args.port}: {e}") from None
     host, port = rx.address
     print(f"htc serve: OTLP/HTTP traces at http://{host}:{port}/v1/traces (protobuf or JSON), stored in {data}; "
-          f"runs scored with {args.model}. Ctrl-C stops (held traces are stored first).", file=sys.stderr, flush=True)
+          f"runs scored with {args.model} (live Monitor). Ctrl-C stops (held traces are stored first).", file=sys.stderr, flush=True)
     try:
         rx.serve_forever()
     except KeyboardInterrupt:
@@ -65,7 +76,10 @@ def register(sub) -> None:
                                    "OpenTelemetry OTLP exporter sends). Each finished trace (root span in and "
                                    "quiet for --settle seconds, or quiet for --idle seconds) becomes a trajectory "
                                    "(LLM spans = steps, logprobs from the raw responses; TOOL spans = observations), "
-                                   "scored with --model and stored in a run set per service name and day; the "
+                                   "scored with --model through the live Monitor (the confidence after each step kept) "
+                                   "and appended to a run set per service name and day (same id all day); each "
+                                   "flush prints one line: runs stored, run set, scorer, mean confidence and the "
+                                   "model's applicability verdict; the "
                                    "dashboard shows them without a restart. Bad payloads get 400 with the reason; "
                                    "the good spans of a partly bad one are kept. Protobuf needs "
                                    "pip install 'htc-calibration[otel]'.",
@@ -81,6 +95,8 @@ def register(sub) -> None:
                    help="a trace whose root span arrived is finished after S quiet seconds (default 2)")
     p.add_argument("--idle", type=_seconds, default=30.0, metavar="S",
                    help="a trace without a root span is finished after S quiet seconds (default 30)")
+    p.add_argument("--alert-below", type=_probability, default=None, metavar="P",
+                   help="name each run whose confidence fell below P at some step (the live Monitor's alert)")
     p.add_argument("--group-by", choices=("trace", "session"), default="trace",
                    help="one trajectory per trace (default) or per session.id")
     p.set_defaults(func=cmd_serve)
