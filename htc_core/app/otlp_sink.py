@@ -11,9 +11,11 @@ fell below it is named), and appends them to one run set per service name and da
 selection of it stays), and a flush costs its own runs only. The model's applicability check
 (:mod:`~htc_core.calibration.shift`) accumulates over each run set's runs since the start; :meth:`flush` returns
 one line per run set written (runs stored, run set, scorer, mean confidence, verdict). The dashboard reads the
-store's revision on every rerun and shows the new runs without a restart. Spans of a trace (with ``group_by="session"``: a session) that was already stored
-make a second trajectory with the id ``<id>@2`` rather than being lost. Problems go to a :class:`~htc_core.report.LoadReport` kept with the
-run set (the dashboard's load report).
+store's revision on every rerun and shows the new runs without a restart. Spans of a trace (with
+``group_by="session"``: a session) that was already stored make a second trajectory with the id ``<id>@2``
+rather than being lost. Problems go to a :class:`~htc_core.report.LoadReport` added to the run set's (the
+dashboard's load report). A day's run set whose token strings a new run has and it lacks cannot take that run
+(``ChunkShapeError``): such runs start a new run set of that name, with a warning.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Options after the name go to that benchmark (``python -m htc_core.bench NAME --h
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
               "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign",
-              "label_queue")
+              "label_queue", "otel")
 
 
 def shared_data_dir():

@@ -44,6 +44,12 @@ def _probability(value: str) -> float:
     return p
 
 
+def _log(message: str) -> None:
+    """One write per line: the receiver's threads log at once, and print's separate newline let lines run together."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     store_mod = importlib.import_module("htc_core.app.store")
     sink = importlib.import_module("htc_core.app.otlp_sink")
@@ -57,7 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot start: {e}") from None
     try:
         rx = server.OTLPReceiver(buffer, host=args.host, port=args.port, flush_s=1.0,
-                                 log=lambda m: print(m, file=sys.stderr, flush=True))
+                                 log=_log)
     except OSError as e:
         raise CLIError(f"cannot listen on {args.host}:{args.port}: {e}") from None
     host, port = rx.address
