@@ -16,6 +16,7 @@
     python -m htc_core.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
     python -m htc_core.bench coldstart     first fit / score / Monitor / evaluate with an empty kernel cache vs warm
     python -m htc_core.bench label_queue   the label queue vs random order: adapted ECE after 10..100 labels
+    python -m htc_core.bench otel          OTLP JSON file read vs json.loads floors (new processes); htc serve spans/s
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
