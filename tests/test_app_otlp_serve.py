@@ -242,3 +242,34 @@ def test_held_spans_are_bounded(tmp_path):
     res = buf.flush()
     assert buf.held <= 4 and sum(res.run_sets.values()) >= 1   # the oldest trace was stored to stay in bounds
     assert buf.held == sum(len(p.spans) for p in buf.pending.values())
+
+
+def test_a_day_run_set_that_cannot_take_the_runs_gives_way_to_a_new_one(tmp_path):
+    from datetime import datetime, timezone
+
+    from htc_core.app.otlp_sink import SETTING
+    from htc_core.formats.otel_spans import spans_of_otlp
+
+    store = Store(tmp_path / "data")
+    bare, _ = load(FOREIGN / "cod_native.jsonl")                          # no token strings
+    bare.tokens = None
+    old = store.add_run_set(bare, name="bare").run_set_id
+    day = datetime.fromtimestamp(1795000000, tz=timezone.utc).strftime("%Y-%m-%d")
+    store.set_setting(SETTING + run_set_name("toy-agent", day), old)      # the day's run set keeps no strings
+    buf = TraceBuffer(store, settle_s=0.01, idle_s=0.01)
+    buf.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
+    res = buf.flush(force=True)
+    (name, new), = res.ids.items()
+    assert new != old and res.run_sets[name] == 3 and store.list_run_sets()["trajectories"].tolist() == [5, 3]
+    assert any("runs stored in a new run set" in str(p) for p in res.report.problems)
+    buf.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
+    assert buf.flush(force=True).ids == {name: new}                       # later flushes append to the new one
+
+
+def test_serve_rejects_an_alert_threshold_outside_0_1():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "htc_core", "serve", "--alert-below", "2"], capture_output=True,
+                         text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 2 and "expected a probability in [0, 1], got '2'" in out.stderr

@@ -159,3 +159,15 @@ def test_reports_merge():
     m = merge_report_dicts(old, new, max_problems=4)
     assert m["files"] == ["a", "b"] and m["lines_read"] == 5 and m["rejected"] == 1
     assert m["formats"] == {"a": "otel", "b": "otel"} and len(m["problems"]) == 4 and m["problems_truncated"] == 1
+
+
+def test_strings_the_run_set_never_kept_cannot_be_appended(tmp_path, runs):
+    from htc_core.app.store_write import ChunkShapeError
+
+    s = Store(tmp_path / "s")
+    bare = runs.take(np.arange(5))
+    bare.tokens = None
+    rs = s.add_run_set(bare, name="x").run_set_id
+    with pytest.raises(ChunkShapeError, match="token strings the stored run set"):
+        append_run_set(s, rs, runs.take(np.arange(5, 10)))
+    assert s.list_run_sets()["trajectories"].tolist() == [5]            # nothing of the refused chunk kept
