@@ -273,3 +273,27 @@ def test_serve_rejects_an_alert_threshold_outside_0_1():
     out = subprocess.run([sys.executable, "-m", "htc_core", "serve", "--alert-below", "2"], capture_output=True,
                          text=True, timeout=120, cwd=REPO)
     assert out.returncode == 2 and "expected a probability in [0, 1], got '2'" in out.stderr
+
+
+class _Refuses:
+    """A classifier on the 48 features that refuses every run (as a model may on values it cannot take)."""
+
+    profile_, top_k_ = "paper", 5
+
+    def predict_proba(self, X):
+        raise ValueError("refused (test model)")
+
+
+def test_a_run_the_model_cannot_score_is_stored_unscored_and_reported(tmp_path):
+    from htc_core.formats.otel_spans import spans_of_otlp
+
+    store = Store(tmp_path / "data")
+    buf = TraceBuffer(store, model=_Refuses(), settle_s=0.01, idle_s=0.01)
+    buf.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
+    res = buf.flush(force=True)
+    (rs,) = res.ids.values()
+    got = store.load_run_set(rs)
+    assert len(got) == 3 and all(json.loads(m)["htc_confidence"] is None for m in got.meta["metadata"])
+    assert sum("not scored: refused (test model)" in str(p) for p in res.report.problems) == 3
+    assert res.summaries[0].endswith("mean confidence n/a; applicability: not checked (the model keeps no "
+                                     "training feature statistics)")

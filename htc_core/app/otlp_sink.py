@@ -119,7 +119,7 @@ class TraceBuffer:
                 ts = self._trajectories(spans, service, out.report)
                 if ts.n_trajectories:
                     name = run_set_name(service, day)
-                    scores = self._score(ts, out.alerts)
+                    scores = self._score(ts, out.alerts, out.report)
                     out.scores.update(scores)
                     out.ids[name], out.run_sets[name] = self._write(name, ts, out.report)
                     out.summaries.append(self._summary(name, out.ids[name], out.run_sets[name], ts, scores))
@@ -138,15 +138,19 @@ class TraceBuffer:
         self.flushed[tid] = n + 1
         return tid if n == 0 else f"{tid}@{n + 1}"
 
-    def _score(self, ts: TraceSet, alerts: dict) -> dict:
+    def _score(self, ts: TraceSet, alerts: dict, report: LoadReport) -> dict:
         """Each run through the live Monitor, step by step (its value after the last step is the model's
         ``predict_proba`` on the run); the confidence after each step and the first alert go to its metadata."""
         metas, scores = [], {}
         for i in range(ts.n_trajectories):
             mon = self.monitor.fresh()
-            for s in range(ts.traj_offsets[i], ts.traj_offsets[i + 1]):
-                a, b = ts.step_offsets[s], ts.step_offsets[s + 1]
-                mon.add_step(ts.logprob[a:b], ts.top_logprobs[a:b] if ts.k else None)
+            try:
+                for s in range(ts.traj_offsets[i], ts.traj_offsets[i + 1]):
+                    a, b = ts.step_offsets[s], ts.step_offsets[s + 1]
+                    mon.add_step(ts.logprob[a:b], ts.top_logprobs[a:b] if ts.k else None)
+            except ValueError as e:      # stored unscored, never lost (the readers' checks make this rare)
+                report.warn(f"otlp:{ts.ids[i]}", None, f"not scored: {e}", trajectory_id=str(ts.ids[i]))
+                mon = self.monitor.fresh()
             m = ts.metadata_of(i)
             m.update({"htc_confidence": mon.confidence if mon.history else None, "htc_scored_by": self.model_name,
                       "htc_confidence_steps": [round(c, 6) for c in mon.history]})
@@ -161,13 +165,16 @@ class TraceBuffer:
 
     def _summary(self, name: str, rs_id: str, n: int, ts: TraceSet, scores: dict) -> str:
         """One line: runs stored, run set, scorer, mean confidence, the applicability verdict so far."""
-        acc = self.shift.setdefault(name, ShiftAccumulator(self.model, name=self.model_name))
-        rep = acc.update(ts).report()
         conf = [c for c in scores.values() if c == c]
         mean = f"{sum(conf) / len(conf):.3f}" if conf else "n/a"
+        head = (f"stored {n} run(s) in {name!r} [{rs_id}]; scored by {self.model_name} (live Monitor), mean "
+                f"confidence {mean}; applicability")
+        if not (hasattr(self.model, "models") or hasattr(self.model, "coef_")):    # as htc score: HTC and GAC
+            return f"{head}: not checked (the model keeps no training feature statistics)"
+        acc = self.shift.setdefault(name, ShiftAccumulator(self.model, name=self.model_name))
+        rep = acc.update(ts).report()
         verdict = rep.verdict if not rep.shifted else f"{rep.verdict} ({', '.join(rep.moved_features()[:3])})"
-        return (f"stored {n} run(s) in {name!r} [{rs_id}]; scored by {self.model_name} (live Monitor), mean "
-                f"confidence {mean}; applicability over its {rep.n_runs} run(s) this session: {verdict}")
+        return f"{head} over its {rep.n_runs} run(s) this session: {verdict}"
 
     def _write(self, name: str, ts: TraceSet, report: LoadReport) -> tuple[str, int]:
         """Append to the day's run set (same id), or store it when there is none yet; (run set id, kept)."""
