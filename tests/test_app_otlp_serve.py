@@ -147,27 +147,33 @@ def test_the_day_run_set_keeps_its_id_and_a_selection_of_it_survives_a_flush(tmp
     assert store.load_run_set(rs_id).ids[0] == next(iter(by_trace))     # the first flush's run kept its place
 
 
-def test_each_run_is_scored_by_the_live_monitor_and_a_flush_prints_one_line(tmp_path):
+@pytest.mark.parametrize("model", ["gac", "gac-prefix"])
+def test_each_run_is_scored_as_the_model_scores_it_and_a_flush_prints_one_line(tmp_path, model):
+    """gac-prefix runs in the live Monitor (the confidence after each step kept); the shipped gac mixes in a
+    training-free signal (its 'transfer' step) the Monitor does not compute, so its runs are scored whole."""
     from htc_core.calibration.models import load_model
     from htc_core.formats.otel_spans import spans_of_otlp
     from htc_core.scoring import score_frame
 
     store = Store(tmp_path / "data")
-    buf = TraceBuffer(store, settle_s=0.01, idle_s=0.01, alert_below=0.99)
+    buf = TraceBuffer(store, model=model, settle_s=0.01, idle_s=0.01, alert_below=0.99)
+    assert buf.live == (getattr(load_model(model), "transfer", None) is None)
     buf.add([sp for d in LINES for sp in spans_of_otlp(d, lambda e, where: None)])
     res = buf.flush(force=True)
     got = store.load_run_set(next(iter(res.ids.values())))
-    want = score_frame(load_model("gac"), got).set_index("id")["confidence"]    # the GAC on the whole runs
+    want = score_frame(load_model(model), got).set_index("id")["confidence"]    # the model on the whole runs
     for i, m in zip(got.ids, map(json.loads, got.meta["metadata"])):
         assert m["htc_confidence"] == pytest.approx(want[i], abs=1e-9)
         assert res.scores[i] == pytest.approx(m["htc_confidence"], abs=1e-12)
-        assert len(m["htc_confidence_steps"]) == got.steps_per_trajectory[list(got.ids).index(i)]
-        assert m["htc_confidence_steps"][-1] == pytest.approx(m["htc_confidence"], abs=1e-6)
-        assert m["htc_scored_by"] == "gac" and m["htc_alert"]["threshold"] == 0.99    # every run is below 0.99
+        if buf.live:
+            assert len(m["htc_confidence_steps"]) == got.steps_per_trajectory[list(got.ids).index(i)]
+            assert m["htc_confidence_steps"][-1] == pytest.approx(m["htc_confidence"], abs=1e-6)
+        assert m["htc_scored_by"] == model and m["htc_alert"]["threshold"] == 0.99    # every run is below 0.99
     assert set(res.alerts) == set(got.ids)
     (line,) = res.summaries
     mean = np.mean(list(res.scores.values()))
-    assert line.startswith(f"stored 3 run(s) in 'otel: toy-agent · ") and "scored by gac (live Monitor)" in line
+    assert line.startswith(f"stored 3 run(s) in 'otel: toy-agent · ") and f"scored by {model} (" in line
+    assert ("live Monitor" in line) == buf.live
     assert f"mean confidence {mean:.3f}" in line and "applicability over its 3 run(s) this session: " in line
     assert line.rsplit(": ", 1)[1].split(" (")[0] in ("within the training data", "outside the training data",
                                                       "unknown")
@@ -185,7 +191,7 @@ def test_a_chosen_model_scores_the_runs(tmp_path):
     got = store.load_run_set(next(iter(res.ids.values())))
     want = score_frame(load_model("gac-full"), got).set_index("id")["confidence"]
     assert all(res.scores[i] == pytest.approx(want[i], abs=1e-9) for i in got.ids)
-    assert "scored by gac-full" in res.summaries[0] and not res.alerts
+    assert "scored by gac-full (" in res.summaries[0] and not res.alerts
 
 
 def test_the_running_dashboard_shows_received_runs_without_a_restart(tmp_path, monkeypatch):

@@ -159,8 +159,8 @@ def test_traced_agent_to_file_and_to_htc_serve(base_url, tmp_path):
     a, b = extract(from_file), extract(live)
     assert a.values.shape == (2, 48)
     np.testing.assert_array_equal(a.values, b.values)
-    # scored by the live Monitor (the shipped GAC), one summary line per flush with the applicability verdict
+    # scored by the shipped GAC, one summary line per flush with the applicability verdict
     meta = [json.loads(m) for m in live.meta["metadata"]]
-    assert all(m["htc_scored_by"] == "gac" and len(m["htc_confidence_steps"]) == 2 for m in meta)
-    assert any(line.startswith("stored ") and "scored by gac (live Monitor)" in line and "applicability" in line
+    assert all(m["htc_scored_by"] == "gac" and 0 <= m["htc_confidence"] <= 1 for m in meta)
+    assert any(line.startswith("stored ") and "scored by gac (" in line and "applicability" in line
                for line in log), "".join(log)

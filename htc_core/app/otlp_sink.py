@@ -3,10 +3,11 @@
 Spans arrive in any order and any batching. :class:`TraceBuffer` keeps them by trace id until the trace is
 finished: its root span (no parent) has arrived and no span came for ``settle_s`` seconds, or no span came for
 ``idle_s`` seconds at all. :meth:`TraceBuffer.flush` turns the finished traces into trajectories
-(``formats.otel_traces``: the same code as the file reader), scores each with the live
-:class:`~htc_core.monitor.Monitor` of the chosen model (the shipped GAC by default: one step at a time, so the
-confidence after every step is kept, ``htc_confidence_steps``, and with ``alert_below`` a run whose confidence
-fell below it is named), and appends them to one run set per service name and day (``otel: <service> · <date>``,
+(``formats.otel_traces``: the same code as the file reader), scores each with the chosen model (the shipped
+GAC by default) through the live :class:`~htc_core.monitor.Monitor` where it computes that model exactly (one
+step at a time: the confidence after every step is kept, ``htc_confidence_steps``; with ``alert_below`` a run
+whose confidence fell below it is named); a GAC with a ``transfer`` step (the shipped ``gac``: a training-free
+signal mixed in, which the Monitor does not compute) scores the whole runs instead, and appends them to one run set per service name and day (``otel: <service> · <date>``,
 :func:`~htc_core.app.store_append.append_run_set`): the run set keeps its id across flushes (a dashboard
 selection of it stays), and a flush costs its own runs only. The model's applicability check
 (:mod:`~htc_core.calibration.shift`) accumulates over each run set's runs since the start; :meth:`flush` returns
@@ -75,6 +76,9 @@ class TraceBuffer:
         self.model = load_model(model) if isinstance(model, str) else model
         self.model_name = model if isinstance(model, str) else (getattr(model, "name", None) or type(model).__name__)
         self.monitor = Monitor(self.model, threshold=alert_below)    # ValueError: a model it cannot run
+        # a GAC with a 'transfer' combination (a training-free signal mixed in) is not what the Monitor computes:
+        # its runs are scored in one batch by the model itself (the dashboard's GAC column), without step history
+        self.live = getattr(self.model, "transfer", None) is None
         self.shift: dict[str, ShiftAccumulator] = {}                  # run set name -> applicability sums
         self.pending: dict[str, _Pending] = {}
         self.max_spans, self.held = int(max_spans), 0    # past max_spans held, the oldest traces are finished
@@ -141,6 +145,8 @@ class TraceBuffer:
     def _score(self, ts: TraceSet, alerts: dict, report: LoadReport) -> dict:
         """Each run through the live Monitor, step by step (its value after the last step is the model's
         ``predict_proba`` on the run); the confidence after each step and the first alert go to its metadata."""
+        if not self.live:
+            return self._score_batch(ts, alerts)
         metas, scores = [], {}
         for i in range(ts.n_trajectories):
             mon = self.monitor.fresh()
@@ -163,11 +169,28 @@ class TraceBuffer:
         ts.meta["metadata"] = metas
         return scores
 
+    def _score_batch(self, ts: TraceSet, alerts: dict) -> dict:
+        from ..scoring import score_frame
+
+        conf = score_frame(self.model, ts)["confidence"].to_numpy(dtype=float)
+        metas, limit = [], self.monitor.threshold
+        for i, c in enumerate(conf):
+            m = ts.metadata_of(i)
+            m.update({"htc_confidence": float(c), "htc_scored_by": self.model_name})
+            if limit is not None and c < limit:
+                n = int(ts.steps_per_trajectory[i])
+                alerts[str(ts.ids[i])] = (n, float(c))
+                m["htc_alert"] = {"step": n, "confidence": float(c), "threshold": limit}
+            metas.append(json.dumps(m, ensure_ascii=False))
+        ts.meta["metadata"] = metas
+        return dict(zip(map(str, ts.ids), map(float, conf)))
+
     def _summary(self, name: str, rs_id: str, n: int, ts: TraceSet, scores: dict) -> str:
         """One line: runs stored, run set, scorer, mean confidence, the applicability verdict so far."""
         conf = [c for c in scores.values() if c == c]
         mean = f"{sum(conf) / len(conf):.3f}" if conf else "n/a"
-        head = (f"stored {n} run(s) in {name!r} [{rs_id}]; scored by {self.model_name} (live Monitor), mean "
+        head = (f"stored {n} run(s) in {name!r} [{rs_id}]; scored by {self.model_name} "
+                f"({'live Monitor' if self.live else 'whole runs: its transfer step is not in the Monitor'}), mean "
                 f"confidence {mean}; applicability")
         if not (hasattr(self.model, "models") or hasattr(self.model, "coef_")):    # as htc score: HTC and GAC
             return f"{head}: not checked (the model keeps no training feature statistics)"

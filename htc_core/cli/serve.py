@@ -68,7 +68,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot listen on {args.host}:{args.port}: {e}") from None
     host, port = rx.address
     print(f"htc serve: OTLP/HTTP traces at http://{host}:{port}/v1/traces (protobuf or JSON), stored in {data}; "
-          f"runs scored with {args.model} (live Monitor). Ctrl-C stops (held traces are stored first).", file=sys.stderr, flush=True)
+          f"runs scored with {args.model}. Ctrl-C stops (held traces are stored first).", file=sys.stderr, flush=True)
     try:
         rx.serve_forever()
     except KeyboardInterrupt:
@@ -82,7 +82,8 @@ def register(sub) -> None:
                                    "OpenTelemetry OTLP exporter sends). Each finished trace (root span in and "
                                    "quiet for --settle seconds, or quiet for --idle seconds) becomes a trajectory "
                                    "(LLM spans = steps, logprobs from the raw responses; TOOL spans = observations), "
-                                   "scored with --model through the live Monitor (the confidence after each step kept) "
+                                   "scored with --model (through the live Monitor, the confidence after each step kept, "
+                                   "where it computes the model exactly: gac-prefix, HTC model files) "
                                    "and appended to a run set per service name and day (same id all day); each "
                                    "flush prints one line: runs stored, run set, scorer, mean confidence and the "
                                    "model's applicability verdict; the "
