@@ -163,6 +163,10 @@ class Monitor:
         self._parts = _gac_parts(self.model)
         if self._parts is not None:       # a GAC: one monitor per sub-model, see the module docstring
             self.profile, self.top_k = self._parts[-1].profile, self._parts[-1].top_k
+            self._transfer = getattr(self.model, "transfer", None)
+            if self._transfer is not None:   # the GAC's combination with a training-free signal, kept running
+                from .calibration.transfer_methods import RunningSignals
+                self._signals = RunningSignals()
             self.reset()
             return
         self.profile = str(getattr(self.model, "profile_", "paper"))
@@ -197,6 +201,8 @@ class Monitor:
             for part in self._parts:
                 part.reset()
             self._alternatives_seen = False
+            if self._transfer is not None:
+                self._signals.reset()
         else:
             self._state = inc.new_state()
         self.confidence = math.nan
@@ -275,6 +281,8 @@ class Monitor:
             p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
         else:
             p = float(self.model.predict_proba(self._feats[None, :].copy())[0, 1])
+            z = math.log(p) - math.log1p(-p) if 0.0 < p < 1.0 else math.copysign(math.inf, p - 0.5)
+        self._z = z
         self.confidence = p
         self.history.append(p)
         if self.threshold is not None:
@@ -295,11 +303,24 @@ class Monitor:
         if top.size and not self._alternatives_seen:
             self._alternatives_seen = bool(np.any(np.isfinite(top) & (top != VLLM_NEG_INF)))
         p = self._current_part().confidence
+        if self._transfer is not None:
+            p = self._transferred(lp, top)
         self.confidence = p
         self.history.append(p)
         if self.threshold is not None:
             self._check_alert(p)
         return p
+
+    def _transferred(self, lp, top) -> float:
+        """The GAC's confidence with its ``transfer`` combination: the routed part's logit and the run's
+        training-free signal so far (as ``GeneralCalibrator.predict_proba_traces`` on this prefix)."""
+        from .calibration.transfer_methods import apply_transfer, sigmoid
+
+        self._signals.add(lp, top)
+        part = self._current_part()
+        kind = "with_alternatives" if part is self._parts[0] and len(self._parts) == 2 else "without_alternatives"
+        z = apply_transfer(self._transfer, [part._z], [self._signals.value(self._transfer["signal"])], [kind])
+        return float(sigmoid(z)[0])
 
     def add_response(self, response: Any) -> float:
         """Add the step of one raw LLM response (OpenAI chat completion, streamed chunk list, Responses API,

@@ -388,19 +388,12 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> htc.load_model("gac").predict_proba_traces(ts).shape
         (1000, 2)
         """
-        from .transfer_methods import logit, sigmoid, training_free_signals
+        from .transfer_methods import apply_transfer, sigmoid, training_free_signals
 
         z = self.decision_function_traces(ts)
         t = check_transfer(self.transfer)
         if t is not None:
-            a, b, c = t["coef"]
-            sig = training_free_signals(ts)[t["signal"]].to_numpy()
-            zs = logit(np.where(np.isfinite(sig), sig, t.get("fill", 0.5)))
-            z = a * z + b * zs + c
-            fb = t.get("fallback")
-            if fb:      # runs of a kind no training run had: the signal alone
-                rows = np.isin(self.kinds(ts), fb["kinds"])
-                z[rows] = fb["coef"][1] * zs[rows] + fb["coef"][2]
+            z = apply_transfer(t, z, training_free_signals(ts)[t["signal"]].to_numpy(), self.kinds(ts))
         p = sigmoid(z)
         return np.column_stack([1.0 - p, p])
 

@@ -21,12 +21,13 @@ them leave-one-family-out and the shipped GAC holds the one that won there (its 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["SIGNALS", "training_free_signals", "target_standardized_logit", "EMPrior", "em_prior",
+__all__ = ["SIGNALS", "training_free_signals", "RunningSignals", "apply_transfer", "target_standardized_logit", "EMPrior", "em_prior",
            "prior_adjust", "domain_weights", "weighted_platt", "stack_logits", "logit", "sigmoid"]
 
 #: the training-free signals: column -> what it is
@@ -72,6 +73,61 @@ def training_free_signals(ts) -> pd.DataFrame:
     else:
         ent = np.full(len(lens), np.nan)
     return pd.DataFrame({"seq_prob": seq, "min_prob": mn, "neg_entropy": ent})
+
+
+def apply_transfer(transfer: dict, z, signal, kinds) -> np.ndarray:
+    """The combined logit of a GAC ``transfer`` entry: ``a z + b logit(signal) + c`` per run, where ``z`` is the
+    routed model's logit and ``signal`` the run's training-free signal (NaN -> the entry's ``fill``); runs whose
+    kind (``kinds``) is in the entry's ``fallback`` get the signal alone."""
+    sig = np.asarray(signal, dtype=np.float64)
+    zs = logit(np.where(np.isfinite(sig), sig, transfer.get("fill", 0.5)))
+    a, b, c = transfer["coef"]
+    out = a * np.asarray(z, dtype=np.float64) + b * zs + c
+    fb = transfer.get("fallback")
+    if fb:
+        out = np.where(np.isin(np.asarray(kinds, dtype=object), fb["kinds"]), fb["coef"][1] * zs + fb["coef"][2], out)
+    return out
+
+
+class RunningSignals:
+    """The training-free signals of one run so far, step by step: after the steps added, :meth:`value` equals
+    :func:`training_free_signals` of the run made of those steps (the live Monitor's use)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.n, self.sum_lp, self.min_lp, self.n_h, self.sum_h = 0, 0.0, math.inf, 0, 0.0
+
+    def add(self, logprobs, top_logprobs) -> None:
+        """One step: its chosen tokens' logprobs and its [n, k] alternatives (k may be 0)."""
+        lp = np.nan_to_num(np.asarray(logprobs, dtype=np.float64), nan=0.0)
+        if lp.size:
+            self.n += lp.size
+            self.sum_lp += float(lp.sum())
+            self.min_lp = min(self.min_lp, float(lp.min()))
+        tl = np.asarray(top_logprobs, dtype=np.float64)
+        if tl.ndim == 2 and tl.shape[1] > 0 and len(tl):
+            q = np.exp(np.where(np.isnan(tl), -np.inf, tl))
+            z = q.sum(axis=1)
+            has = z > 0
+            qn = q / np.where(has, z, 1.0)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                h = -np.where(qn > 0, qn * np.log(qn), 0.0).sum(axis=1)
+            self.n_h += int(has.sum())
+            self.sum_h += float(np.where(has, h, 0.0).sum())
+
+    def value(self, name: str) -> float:
+        """``seq_prob``, ``min_prob`` or ``neg_entropy`` of the steps so far (NaN when undefined)."""
+        if name not in SIGNALS:
+            raise ValueError(f"signal must be one of {sorted(SIGNALS)}, got {name!r}")
+        if self.n == 0:
+            return math.nan
+        if name == "seq_prob":
+            return math.exp(self.sum_lp / self.n)
+        if name == "min_prob":
+            return math.exp(self.min_lp)
+        return -self.sum_h / self.n_h if self.n_h else math.nan
 
 
 def target_standardized_logit(model, X: np.ndarray, *, min_runs: int = 20) -> np.ndarray:
