@@ -65,11 +65,9 @@ with ui.page_errors("examples"):
     st.divider()
     st.subheader(f"{htc}'s own worst mistakes")
     st.caption("The failures it was most confident about and the successes it doubted most, by out-of-fold "
-               "confidence, with each run's structural flags and the strongest reason of the model fitted on the "
-               "whole selection.")
-    variant = "full" if htc == "HTC-Full" else "reduced"
-    fitted = None if label_problem(ws.labels, for_evaluation=False) else ui.fitted_model(ws, variant)
-    worst = views.mistakes_for(ws, ev, htc=htc, n=int(n), model=fitted)
+               "confidence, with each run's structural flags and the strongest reason of the fold model that gave "
+               "that confidence (the inspector explains the same number).")
+    worst = views.mistakes_for(ws, ev, htc=htc, n=int(n))
     left, right = st.columns(2)
     for col, title, frame in ((left, "Most confident failures", worst.confident_failures),
                               (right, "Least confident successes", worst.doubted_successes)):

@@ -4,6 +4,7 @@ import streamlit as st
 
 from htc_core import explain
 from htc_core.app import adapt_views, experiments, import_views, scale, sql_views, ui, views
+from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("runs")
@@ -163,10 +164,13 @@ with ui.page_errors("runs"):
                          column_config={"key": None, conf_col: st.column_config.NumberColumn(format="%.3f"),
                                         "flags": st.column_config.TextColumn(width="medium"),
                                         "question": st.column_config.TextColumn(width="large")})
-    if shown.total and st.toggle("Prepare a CSV of these runs (out-of-fold confidences, flags, reasons, features)",
-                                 key="browse_export"):
-        fitted = None if cannot_fit else ui.fitted_model(ws, "reduced")
-        csv = views.export_frame(ws, table.positions(**filters), evaluated, fitted).to_csv(index=False)
+    if shown.total and st.toggle("Prepare a CSV of these runs (the confidence in use and its scorer, out-of-fold "
+                                 "confidences, question, answer, gold, flags, reasons, features)", key="browse_export"):
+        picked = table.positions(**filters)
+        with st.spinner(f"Explaining {len(picked):,} runs for the CSV (a few seconds per 10,000 runs)"):
+            in_use = shown_conf.in_use(ws, picked, "full" if f_conf.startswith("HTC-Full") else "reduced",
+                                       evaluated)
+            csv = views.export_frame(ws, picked, in_use, evaluated).to_csv(index=False)
         st.download_button(f"Download {shown.total:,} runs as CSV", csv, file_name="htc-runs.csv", mime="text/csv",
                            key="browse_download")
     rows = event.selection.rows if event is not None else []

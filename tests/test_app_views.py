@@ -244,21 +244,43 @@ def test_out_of_fold_column_and_step_texts(ws, evaluated, model):
 
 
 def test_worst_mistakes_view(ws, evaluated, model):
-    worst = views.mistakes_for(ws, evaluated, htc="HTC-Full", n=3, model=model)
+    """Examples' worst mistakes: the out-of-fold confidence, explained by the fold model that produced it."""
+    worst = views.mistakes_for(ws, evaluated, htc="HTC-Full", n=3)
     fails = worst.confident_failures
+    res = evaluated.result
     assert len(fails) == 3 and (fails["success"] == 0).all()
-    assert fails["confidence"].iloc[0] == evaluated.result.oof["HTC-Full"][evaluated.result.labels == 0].max()
+    assert fails["confidence"].iloc[0] == res.oof["HTC-Full"][res.labels == 0].max()
     assert all(k in set(ws.keys) for k in fails["key"]) and all(r.endswith(").") for r in fails["reason"])
+    for p, reason in zip(fails["position"], fails["reason"]):
+        fold = res.fold_model("HTC-Full", int(p))
+        e = explain.explain_trajectory(fold, ws.features, int(evaluated.positions[p]), labels=ws.labels,
+                                       groups=ws.ts.meta["dataset"], n_reasons=1)
+        assert e.confidence == pytest.approx(res.oof["HTC-Full"][p], abs=1e-12) and e.reasons[0] == reason
     assert "flags" in worst.doubted_successes.columns
 
 
 def test_export_frame(ws, evaluated, model):
+    """The CSV carries what the pages show: confidence in use + scorer (out-of-fold where held out), question,
+    answer, gold, flags and the reasons of each run's own model."""
+    from htc_core.app.shown import combined
+
     pos = np.arange(10)
-    df = views.export_frame(ws, pos, evaluated, model)
+    in_use = combined(ws, pos, "HTC-Full", model, evaluated)
+    df = views.export_frame(ws, pos, in_use, evaluated)
     assert len(df) == 10 and list(df["id"]) == list(ws.ts.ids[:10])
-    assert {"HTC-Full (out-of-fold)", "flags", "reason_1"} <= set(df.columns)
+    assert {"confidence", "scorer", "question", "final_answer", "gold", "HTC-Full (out-of-fold)", "flags",
+            "reason_1", "reason_2", "reason_3"} <= set(df.columns)
     assert set(FEATURE_NAMES) <= set(df.columns)
     assert "HTC-Reduced (out-of-fold)" not in df.columns          # not evaluated in this fixture
+    held = np.isin(pos, evaluated.positions)
+    np.testing.assert_allclose(df["confidence"][held], df["HTC-Full (out-of-fold)"][held])
+    assert set(df["scorer"][held]) == {"HTC-Full (out-of-fold)"}
+    for i in np.flatnonzero(held)[:4]:
+        row = int(np.flatnonzero(evaluated.positions == pos[i])[0])
+        e = explain.explain_trajectory(evaluated.result.fold_model("HTC-Full", row), ws.features, int(pos[i]),
+                                       labels=ws.labels, groups=ws.ts.meta["dataset"])
+        assert [r for r in df.loc[i, ["reason_1", "reason_2", "reason_3"]] if r] == e.reasons
+        assert e.confidence == pytest.approx(df.loc[i, "confidence"], abs=1e-12)
 
 
 def test_selective_views_on_the_evaluated_runs(evaluated):

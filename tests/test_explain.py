@@ -89,8 +89,9 @@ def test_reason_wording_on_a_hand_made_model():
     model.contributions = lambda A: ((A - model.mean_) / model.scale_) * model.coef_[0]
     e = explain.explain_trajectory(model, X, 20, labels=y)
     assert e.logit == pytest.approx(0.2 - 2.5)
-    assert e.reasons == ["Last step top1 avg is -5, lower than all 10 successful runs; "
-                         "this lowers the confidence (logit -2.50)."]
+    assert e.reasons == ["Last step: probability of the most likely token, mean over its tokens is -5 (Last step "
+                         "top1 avg), lower than in the typical run (lower than all 10 successful runs); the model "
+                         "reads lower values as a sign of failure, so this lowers the confidence (logit -2.50)."]
 
 
 def test_confidence_examples():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..explain import Mistakes, explain_runs, explain_trajectory, shape_curves, worst_mistakes
+from ..explain import Mistakes, explain_runs, explain_trajectory, run_reasons, shape_curves, worst_mistakes
 from .workspace import Workspace
 
 __all__ = ["oof_column", "export_frame", "step_texts", "signal_frame", "mistakes_for"]
@@ -25,21 +25,49 @@ def oof_column(evaluated, n: int, method: str) -> np.ndarray | None:
     return out
 
 
-def export_frame(ws: Workspace, positions, evaluated=None, model=None) -> pd.DataFrame:
-    """The rows ``positions`` of the workspace for download: id, dataset, model, success, the out-of-fold
-    HTC confidences (when evaluated), the structural flags, the three strongest reasons of ``model`` and the
-    48 features."""
+def export_frame(ws: Workspace, positions, shown, evaluated=None) -> pd.DataFrame:
+    """The rows ``positions`` of the workspace for download, with what the pages show of each run: id, dataset,
+    model, question, final answer, gold, success, the confidence in use and its scorer (``shown``, an
+    :class:`~htc_core.app.shown.InUse` of the same rows: out-of-fold where the evaluation held the run out),
+    the out-of-fold HTC confidences (when evaluated), the structural flags, the three strongest reasons of each
+    run's own model and the 48 features."""
     pos = np.asarray(positions, dtype=np.int64)
+    if len(shown.confidence) != len(pos):
+        raise ValueError(f"shown must hold one confidence per exported run ({len(pos)}), got {len(shown.confidence)}")
     sub = ws.take(pos)
     meta = sub.ts.meta
-    out = pd.DataFrame({c: meta[c].to_numpy(dtype=object) for c in ("id", "dataset", "model")})
+    out = pd.DataFrame({c: meta[c].to_numpy(dtype=object) for c in ("id", "dataset", "model", "question",
+                                                                   "answer", "gold") if c in meta.columns})
+    out = out.rename(columns={"answer": "final_answer"})
     out["success"] = sub.labels
+    out["confidence"] = shown.confidence
+    out["scorer"] = [f"{shown.method} ({s})" for s in shown.source]
     for m in ("HTC-Reduced", "HTC-Full"):
         col = oof_column(evaluated, len(ws), m)
         if col is not None:
             out[f"{m} (out-of-fold)"] = col[pos]
-    extra = explain_runs(sub.ts, sub.features, model)
+    extra = explain_runs(sub.ts, sub.features)
+    reasons = _reasons_by_features(ws, pos, shown)
+    for k in range(3):
+        extra.insert(1 + k, f"reason_{k + 1}", [r[k] if len(r) > k else "" for r in reasons])
     return pd.concat([out, extra], axis=1)
+
+
+def _reasons_by_features(ws: Workspace, pos: np.ndarray, shown) -> list[list[str]]:
+    """Each exported run's reasons from its own model, with signals and references taken over the selection
+    (as the inspector takes them), one pass per feature matrix (the GAC's models use two profiles)."""
+    out: list[list[str]] = [[] for _ in range(len(pos))]
+    for fm in {id(f): f for f in shown.features}.values():
+        ks = [k for k, f in enumerate(shown.features) if f is fm]
+        cols = [list(fm.names).index(nm) for nm in shown.models[ks[0]].feature_names_in_]
+        which = np.full(len(ws), -1, dtype=np.int64)
+        mine = np.isin(shown.which, ks)
+        which[pos[mine]] = shown.which[mine]
+        texts = run_reasons(np.asarray(fm.values, dtype=np.float64)[:, cols], ws.labels, ws.ts.meta["dataset"],
+                            shown.models, which)
+        for i in np.flatnonzero(mine):
+            out[i] = texts[pos[i]]
+    return out
 
 
 def step_texts(ts, index: int) -> list[tuple[str, str | None]]:
@@ -52,13 +80,15 @@ def signal_frame(explanation) -> pd.DataFrame:
     """The explanation's distinct signals as a table for the page (members joined in words)."""
     t = explanation.signals.copy()
     t["related features"] = t["members"].map(lambda m: ", ".join(m))
-    return t[["display_name", "kind", "related features", "value", "success_median", "comparison", "contribution"]]
+    t = t.rename(columns={"display_name": "lead feature"})
+    return t[["name", "lead feature", "kind", "related features", "value", "direction", "success_median", "comparison",
+              "contribution"]]
 
 
-def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, model=None) -> Mistakes:
+def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, explain: bool = True) -> Mistakes:
     """:func:`htc_core.explain.worst_mistakes` of ``htc`` on the evaluated trajectories (out-of-fold
-    confidences) with their structural flags, workspace ``key`` and, when ``model`` is given, the top reason
-    of each (from that model, fitted on the whole selection)."""
+    confidences) with their structural flags, workspace ``key`` and (``explain``) the top reason of each from
+    the fold model that produced its confidence (the inspector's explanation of the same number)."""
     res = evaluated.result
     pos = evaluated.positions
     meta = ws.ts.meta.iloc[pos].reset_index(drop=True)
@@ -68,8 +98,9 @@ def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, model=None) -> M
     for frame in (out.confident_failures, out.doubted_successes):
         rows = [int(pos[int(p)]) for p in frame["position"]]
         frame["key"] = [str(ws.keys[r]) for r in rows]
-        if model is not None:
-            frame["reason"] = [_top_reason(model, ws, r) for r in rows]
+        if explain and res.fold_models.get(htc):
+            frame["reason"] = [_top_reason(res.fold_model(htc, int(p)), ws, r)
+                               for p, r in zip(frame["position"], rows)]
     return out
 
 

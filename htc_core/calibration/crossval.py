@@ -54,6 +54,11 @@ class CVRun:
     rows: list          # per-fold rows
     selected: dict      # feature-selecting method -> times each feature was kept
     weights: dict       # feature-selecting method -> list of weight vectors, one per (seed, fold) in order
+    fold_models: dict = None   # method -> {fold: fitted model} of the first repeat (models with ``to_dict``)
+
+    def __post_init__(self):
+        if self.fold_models is None:
+            self.fold_models = {}
 
 
 def fold_metrics(y: np.ndarray, p: np.ndarray) -> dict:
@@ -143,6 +148,8 @@ def _fit_fold(m: Method, inputs: EvalInputs, tr, te, ctx: FitContext, f: int):
 
 def _keep(cv: CVRun, r: int, m: Method, te, p, fitted, row: dict) -> None:
     cv.oof[m.name][r, te] = p
+    if r == 0 and fitted.model is not None:
+        cv.fold_models.setdefault(m.name, {})[int(row["fold"])] = fitted.model
     if fitted.selected is not None:
         counts = cv.selected.setdefault(m.name, np.zeros(len(fitted.selected), dtype=np.int64))
         counts += fitted.selected

@@ -134,6 +134,7 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
         first, methods=order, summary=merged("summary"), oof_all=merged("oof_all"),
         per_fold=pd.concat([r.per_fold for r in results], ignore_index=True),
         selected_counts=merged("selected_counts"), weights=merged("weights"), n_by_method=merged("n_by_method"),
+        fold_models=merged("fold_models"),
         notes=list(dict.fromkeys(n for r in results for n in r.notes)),
         skipped={k: v for k, v in merged("skipped").items() if k not in order})
 
@@ -404,4 +405,5 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
                             summary=summary, per_fold=per_fold, oof_all=cv.oof,
                             ids=np.asarray(inputs.ids, dtype=object), labels=inputs.y, folds=cv.folds,
                             selected_counts=selected, notes=notes, skipped=skipped,
-                            weights={m: np.vstack(w) for m, w in cv.weights.items()}, n_by_method=n_by_method)
+                            weights={m: np.vstack(w) for m, w in cv.weights.items()}, n_by_method=n_by_method,
+                            fold_models={m: [f[k] for k in sorted(f)] for m, f in cv.fold_models.items()})

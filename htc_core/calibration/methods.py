@@ -60,6 +60,9 @@ class Fitted:
     info: dict = field(default_factory=dict)
     selected: np.ndarray | None = None
     weights: np.ndarray | None = None   # standardized weights over FitContext.feature_names (ranked by |w|)
+    #: the fitted model itself when it can be saved as JSON (``to_dict``): the evaluation keeps the first
+    #: repeat's fold models, so an out-of-fold confidence is explained by the very model that produced it
+    model: object | None = None
 
     @property
     def n_selected(self) -> int | None:
@@ -154,7 +157,7 @@ class HTCMethod(Method):
         w[cols] = cal.coef_[0]
         predict = (lambda Xt: cal.predict_proba(Xt)[:, 1]) if whole else (lambda Xt: cal.predict_proba(Xt[:, cols])[:, 1])
         return Fitted(predict=predict, info={"n_features": int(np.count_nonzero(w)), "alpha": cal.alpha_},
-                      selected=w != 0, weights=w)
+                      selected=w != 0, weights=w, model=cal)
 
 
 class GAMMethod(Method):

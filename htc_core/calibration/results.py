@@ -84,6 +84,19 @@ class EvaluationResult:
     notes: list = field(default_factory=list)
     skipped: dict = field(default_factory=dict)           # method -> reason
     n_by_method: dict = field(default_factory=dict)       # method -> trajectories it was evaluated on (default n)
+    #: method -> the first repeat's fitted model of each outer fold (index = fold); the model that produced
+    #: ``oof[method][i]`` is ``fold_model(method, i)`` (HTC-Full / HTC-Reduced)
+    fold_models: dict = field(default_factory=dict)
+
+    def fold_model(self, method: str, row: int):
+        """The fitted model whose prediction is ``oof[method][row]`` (the first repeat's model of the outer
+        fold that held ``row`` out), or None when the evaluation kept none for ``method``."""
+        models = self.fold_models.get(method)
+        if not models:
+            return None
+        if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < self.n:
+            raise ValueError(f"row must be a row of the evaluation (0..{self.n - 1}), got {row!r}")
+        return models[int(self.folds[0, row])]
 
     def n_of(self, method: str) -> int:
         """How many trajectories ``method`` was evaluated on (fewer than ``n`` for a signal only some carry,
@@ -170,7 +183,7 @@ class EvaluationResult:
 
 
 # ------------------------------------------------------------ a byte form (never pickle) for persistent caches
-_BYTES_VERSION = 1
+_BYTES_VERSION = 2   # 2: with the fold models
 
 
 def _series_dict(d: dict) -> dict:
@@ -186,7 +199,8 @@ def result_to_bytes(res: EvaluationResult) -> bytes:
             "per_fold": json.loads(res.per_fold.to_json(orient="split", index=False)),
             "selected_counts": _series_dict(res.selected_counts), "notes": list(res.notes),
             "skipped": dict(res.skipped), "n_by_method": {k: int(v) for k, v in res.n_by_method.items()},
-            "weights": list(res.weights)}
+            "weights": list(res.weights),
+            "fold_models": {m: [f.to_dict() for f in fs] for m, fs in res.fold_models.items()}}
     arrays = {"meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
               "ids": np.asarray([str(i) for i in res.ids], dtype=str), "labels": np.asarray(res.labels, dtype=float),
               "folds": np.asarray(res.folds, dtype=np.int64)}
@@ -197,6 +211,12 @@ def result_to_bytes(res: EvaluationResult) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
+
+
+def _fold_models(obj: dict) -> dict:
+    from .calibrators import HTCCalibrator
+
+    return {m: [HTCCalibrator.from_dict(d, source=f"{m} fold {k}") for k, d in enumerate(ds)] for m, ds in obj.items()}
 
 
 def result_from_bytes(data: bytes) -> EvaluationResult:
@@ -217,6 +237,7 @@ def result_from_bytes(data: bytes) -> EvaluationResult:
                 selected_counts={m: pd.Series(v["values"], index=v["index"], name="times_selected")
                                  for m, v in meta["selected_counts"].items()},
                 weights={m: z[f"weights_{i}"] for i, m in enumerate(meta["weights"])}, notes=meta["notes"],
-                skipped=meta["skipped"], n_by_method=meta["n_by_method"])
+                skipped=meta["skipped"], n_by_method=meta["n_by_method"],
+                fold_models=_fold_models(meta.get("fold_models", {})))
     except (KeyError, OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"not a stored evaluation result: {e}") from None

@@ -26,12 +26,13 @@ The dashboard's tables (metrics, weights, selection frequency, ...) are view-mod
 
 from .drill import BinnedRuns, binned_runs, reliability_members
 from .examples import ExampleSet, Mistakes, confidence_examples, worst_mistakes
-from .export import explain_runs
+from .export import explain_runs, run_reasons
 from .flags import FLAGS, StructuralFlags, structural_flags
 from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
 from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
                       format_confidence, group_position, percentile_of)
 from .shapes import ShapeCurve, ShapeCurves, shape_curves
+from .measures import measure_of
 from .signals import Signal, signal_groups
 from .steps import StepTokens, confidence_after_steps, step_timeline, token_steps
 
@@ -40,6 +41,6 @@ __all__ = [
     "describe_position", "ExampleSet", "confidence_examples", "reliability_curves", "group_metrics", "group_curves",
     "DatasetWeights", "dataset_weights", "step_timeline", "StepTokens", "token_steps", "compare_with",
     "format_confidence", "Signal", "signal_groups", "FLAGS", "StructuralFlags", "structural_flags",
-    "Mistakes", "worst_mistakes", "confidence_after_steps", "explain_runs",
+    "Mistakes", "worst_mistakes", "confidence_after_steps", "explain_runs", "run_reasons", "measure_of",
     "BinnedRuns", "binned_runs", "reliability_members", "ShapeCurve", "ShapeCurves", "shape_curves",
 ]

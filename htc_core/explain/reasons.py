@@ -2,10 +2,11 @@
 
 - :func:`explain_trajectory`: per-feature contributions to the logit (weight x
   standardized value, summing with the intercept to the model's logit), the same
-  contributions summed over distinct signals (exact copies and features correlated
-  beyond |r| 0.95 explained as one, :mod:`.signals`), and plain-language reasons
-  built on those signals, each comparing the trajectory's value with the
-  distribution of the same feature over successful runs.
+  contributions summed over distinct signals (exact copies and correlated features
+  explained as one, :mod:`.signals`), named for what they measure (:mod:`.measures`),
+  and plain-language reasons built on those signals: where the run stands against the
+  typical run, how it compares with successful runs, and what the model reads from it,
+  in words that always follow the contribution's sign.
 - :func:`format_confidence`: a probability with enough digits near 0 and 1.
 - :func:`group_position`: the trajectory's confidence among the confidences of
   its group (e.g. its dataset).
@@ -21,6 +22,7 @@ import pandas as pd
 
 from ..features import FEATURE_NAMES, REGISTRY
 from ._common import check_matrix, group_names
+from .measures import measure_of
 from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 
 __all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "compare_with",
@@ -93,9 +95,10 @@ class TrajectoryExplanation:
     feature that names its distinct signal). Sorted by |contribution|, largest first.
     ``intercept + table.contribution.sum() == logit``.
 
-    ``signals``: one row per distinct signal (exact copies and strongly correlated features merged): signal,
-    display_name, kind ('single' / 'duplicate' / 'correlated'), members, n_members, value, success_median,
-    success_percentile, comparison (in words), contribution (sum over members). Sorted by |contribution|.
+    ``signals``: one row per distinct signal (exact copies and correlated features merged): signal (the lead
+    feature), name (what it measures), display_name (the lead's), kind ('single' / 'duplicate' / 'correlated'),
+    members, n_members, value, direction ('higher' / 'lower' / 'typical' against the typical run),
+    success_median, success_percentile, comparison (in words), contribution (sum over members). Sorted by |contribution|.
     ``intercept + signals.contribution.sum() == logit`` as well; ``reasons`` are built on these rows.
     """
 
@@ -163,8 +166,28 @@ def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, 
     return table.reset_index(drop=True)
 
 
-def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int) -> pd.DataFrame:
-    """Per-feature rows summed into distinct signals, each named after its member of largest |weight|."""
+def data_z(Xv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, sd) of every column of ``Xv``, the "typical run" explanations compare with (sd 0 -> 1)."""
+    mean = Xv.mean(axis=0) if len(Xv) else np.zeros(Xv.shape[1])
+    sd = Xv.std(axis=0) if len(Xv) else np.ones(Xv.shape[1])
+    return mean, np.where(sd > 0, sd, 1.0)
+
+
+#: a signal within this many standard deviations of the typical run is "close to the typical run"
+TYPICAL_Z = 0.25
+
+
+def direction_of(z_oriented: np.ndarray) -> str:
+    """'higher' / 'lower' / 'typical': where a signal stands against the typical run, from its members'
+    standardized values oriented like its lead (the mean of them)."""
+    zbar = float(np.mean(z_oriented)) if len(z_oriented) else 0.0
+    return "typical" if not np.isfinite(zbar) or abs(zbar) < TYPICAL_Z else ("higher" if zbar > 0 else "lower")
+
+
+def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int,
+                  z_row: np.ndarray) -> pd.DataFrame:
+    """Per-feature rows summed into distinct signals, each named for what its member of largest |weight| measures
+    (:mod:`.measures`); ``z_row``: the run's values standardized against all rows (model column order)."""
     names = list(model.feature_names_in_)
     by_feature = table.set_index("feature")
     rows, lead_of = [], {}
@@ -172,14 +195,16 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
         members = [names[j] for j in sig.members]
         size = "weight" if np.isfinite(by_feature.loc[members, "weight"]).all() else "contribution"
         lead = max(members, key=lambda nm: (abs(by_feature.at[nm, size]), -names.index(nm)))
+        lj = names.index(lead)
         r = by_feature.loc[lead]
         for nm in members:
             lead_of[nm] = lead
+        oriented = np.array([sig.sign_of(j) * sig.sign_of(lj) * z_row[j] for j in sig.members])
         rows.append({
-            "signal": lead, "display_name": r["display_name"], "kind": sig.kind,
-            "members": [by_feature.at[nm, "display_name"] for nm in members if nm != lead],
-            "n_members": len(members), "value": r["value"], "success_median": r["success_median"],
-            "success_percentile": r["success_percentile"],
+            "signal": lead, "name": signal_name(lead, len(members)), "display_name": r["display_name"],
+            "kind": sig.kind, "members": [by_feature.at[nm, "display_name"] for nm in members if nm != lead],
+            "n_members": len(members), "value": r["value"], "direction": direction_of(oriented),
+            "success_median": r["success_median"], "success_percentile": r["success_percentile"],
             "comparison": compare_with(r["success_percentile"], n_ref, ref_name),
             "contribution": float(by_feature.loc[members, "contribution"].sum()),
         })
@@ -189,16 +214,34 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
     return out.reset_index(drop=True)
 
 
-def reason_text(display_name: str, kind: str, others: list[str], value: float, comparison: str,
+def signal_name(lead: str, n_members: int) -> str:
+    """A signal's name: what its lead feature measures (capitalized), and how many features it merges."""
+    what = measure_of(lead)
+    what = what[:1].upper() + what[1:]
+    return what if n_members == 1 else f"{what} (one signal of {n_members} correlated features)"
+
+
+_STANDS = {"higher": "higher than in the typical run", "lower": "lower than in the typical run",
+           "typical": "close to the typical run"}
+
+
+def reason_text(name: str, display_name: str, others: list[str], value: float, direction: str, comparison: str,
                 contribution: float) -> str:
-    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``)."""
-    effect = "lowers" if contribution < 0 else "raises"
-    what = display_name
+    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``). The words follow the
+    sign by construction: "raises" exactly when the contribution is positive, and the model reads the run's
+    direction ('higher' / 'lower' than the typical run) as a sign of success exactly when it raises."""
+    up = contribution > 0
+    effect = "raises" if up else "lowers"
+    feature = display_name
     if others:
-        listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        link = "the same value as" if kind == "duplicate" else "together with the closely related"
-        what = f"{what} ({link} {listed})"
-    return f"{what} is {value:.3g}, {comparison}; this {effect} the confidence (logit {contribution:+.2f})."
+        feature += " (with " + ", ".join(others[:3]) + (", ..." if len(others) > 3 else "") + ")"
+    if direction == "typical":
+        why = f"this {effect} the confidence"
+    else:
+        why = (f"the model reads {direction} values as a sign of {'success' if up else 'failure'}, so this {effect} "
+               "the confidence")
+    return (f"{name} is {value:.3g} ({feature}), {_STANDS[direction]} ({comparison}); {why} "
+            f"(logit {contribution:+.2f}).")
 
 
 def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
@@ -206,8 +249,8 @@ def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]
     for _, r in signals.iterrows():
         if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
             break
-        reasons.append(reason_text(r["display_name"], r["kind"], list(r["members"]), r["value"], r["comparison"],
-                                   r["contribution"]))
+        reasons.append(reason_text(r["name"], r["display_name"], list(r["members"]), r["value"], r["direction"],
+                                   r["comparison"], r["contribution"]))
     return reasons
 
 
@@ -222,7 +265,8 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
                        signals: list[Signal] | None = None) -> TrajectoryExplanation:
     """The reasons behind one run's calibrated confidence.
 
-    Features are merged into distinct signals on the rows of ``X`` (exact copies, and ``|r| > correlation``),
+    Features are merged into distinct signals on the rows of ``X`` (exact copies, and average-linkage clusters
+    of mean ``|r| > correlation``), named for what they measure,
     and each signal's contribution to the logit is compared with a reference of successful runs.
 
     Parameters
@@ -244,7 +288,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
         How many reasons.
     min_abs_contribution : float, default=0.05
         Smallest ``|contribution|`` that counts as a reason.
-    correlation : float or None, default=0.95
+    correlation : float or None, default=0.7
         Merge threshold (None: exact copies only).
     signals : list of Signal, optional
         Precomputed signal groups (:func:`signal_groups`), to reuse them across runs.
@@ -274,9 +318,11 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     ref = Xv[ref_mask]
     contrib = model.contributions(Xv[index:index + 1])[0]
     table = _contribution_table(model, Xv, index, contrib, ref)
+    cols = _model_columns(model, Xv)
     if signals is None:
-        signals = signal_groups(Xv[:, _model_columns(model, Xv)], threshold=correlation)
-    sig_table = _signal_table(table, model, signals, ref_name, len(ref))
+        signals = signal_groups(Xv[:, cols], threshold=correlation)
+    mean, sd = data_z(Xv[:, cols])
+    sig_table = _signal_table(table, model, signals, ref_name, len(ref), (Xv[index, cols] - mean) / sd)
     intercept = float(np.ravel(model.intercept_)[0])
     logit = float(intercept + contrib.sum())
     reasons = _reasons(sig_table, n_reasons, min_abs_contribution)

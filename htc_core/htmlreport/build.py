@@ -199,7 +199,7 @@ def _learning(d: ReportData, fig) -> str:
 
 def _mistakes(d: ReportData, fig) -> str:
     mk = d.mistakes
-    cols = [c for c in ("id", "dataset", "model", "question", "answer", "gold", "confidence", "flags")
+    cols = [c for c in ("id", "dataset", "model", "question", "answer", "gold", "confidence", "flags", "reason")
             if c in mk.confident_failures.columns]
     text = tuple(c for c in cols if c != "confidence")
 

@@ -74,6 +74,23 @@ def compute_report(ts, *, seeds: int | Sequence[int] = 3, by: str = "dataset", a
         skipped["learning"] = "no computed learning curve given (htc report --learning-curve FILE.json)"
     method = "HTC-Reduced" if "HTC-Reduced" in ev.oof else ev.methods[0]
     mistakes = worst_mistakes(ts.meta, ts.labels, np.asarray(ev.oof[method]), method=method, n=n_examples)
+    _add_reasons(mistakes, ev, method, fm, ts)
     return ReportData(evaluation=ev, models=models, title=title, sources=list(sources), groups=groups, transfer=tr,
                       gac=gac, ablation=abl, learning_curve=learning_curve, mistakes=mistakes, skipped=skipped,
                       notes=notes)
+
+
+def _add_reasons(mistakes, ev, method: str, fm, ts) -> None:
+    """Each example's strongest reason, from the fold model that gave its out-of-fold confidence (the
+    dashboard's inspector explains the same number with the same model)."""
+    from ..explain import explain_trajectory
+
+    if not ev.fold_models.get(method):
+        return
+    for frame in (mistakes.confident_failures, mistakes.doubted_successes):
+        reasons = []
+        for p in frame["position"]:
+            e = explain_trajectory(ev.fold_model(method, int(p)), fm, int(p), labels=ts.labels,
+                                   groups=ts.meta["dataset"], n_reasons=1)
+            reasons.append(e.reasons[0] if e.reasons else "")
+        frame["reason"] = reasons

@@ -1,0 +1,73 @@
+"""What each of the 48 features measures, in plain words: the names explanations give their signals.
+
+The paper's names describe how a feature was built (``attention_spread_mean``), and some of those words mislead:
+nothing here is an attention weight. Every "attention" feature is a statistic of the token probabilities r of one
+step (DESIGN.md section 3): H_t is the entropy of r normalized over the step's tokens (it grows with the number of
+tokens), kappa_t the largest r over the mean r, rho_t the standard deviation of r over its mean. The names below
+say that, so a reason reads as what was measured.
+"""
+
+from __future__ import annotations
+
+__all__ = ["measure_of", "MEASURES"]
+
+_STEP_STAT = {
+    "entropy": "evenness of the token probabilities within a step (grows with the step's length)",
+    "concentration": "peak token probability relative to the step's mean",
+    "spread": "variation of the token probabilities within a step (std / mean)",
+    "volatility": "variation of the token probabilities within a step (std / mean)",
+    "skewness": "skew of the token probabilities within a step",
+}
+_POSITION = {
+    "attention_entropy": "evenness of its token probabilities (grows with its length)",
+    "attention_concentration": "its peak token probability relative to its mean",
+    "attention_spread": "variation of its token probabilities (std / mean)",
+    "confidence_volatility": "variation of its token probabilities (std / mean)",
+    "confidence_skewness": "skew of its token probabilities",
+    "top1_avg": "probability of the most likely token, mean over its tokens",
+    "topk_avg": "mean probability of the top-k alternatives, mean over its tokens",
+}
+_GRADIENT = {"top1": "step-to-step change of the most likely token's probability",
+             "topk": "step-to-step change of the mean top-k probability",
+             "token": "token-to-token change of the chosen token's probability"}
+_STAT_WORD = {"mean": "mean", "std": "variability", "max": "largest rise", "min": "largest fall",
+              "trend": "trend from first to last step"}
+
+
+def _measure(name: str) -> str:
+    for key, what in _GRADIENT.items():
+        if name.startswith(f"{key}_gradient_"):
+            return f"{what}: {_STAT_WORD[name.rsplit('_', 1)[1]]}"
+    if name.startswith("step_progression_"):
+        stat = name.removeprefix("step_progression_")
+        return f"how much the {_STEP_STAT[stat].split(' (')[0]} varies from step to step"
+    if name in ("top1_confidence_change", "topk_confidence_change"):
+        what = "the most likely token's probability" if name.startswith("top1") else "the mean top-k probability"
+        return f"change of {what} from the first to the last step"
+    for where in ("first", "last"):
+        if name.startswith(f"{where}_") and name.removeprefix(f"{where}_") in _POSITION:
+            return f"{where} step: {_POSITION[name.removeprefix(where + '_')]}"
+    for stat, what in _STEP_STAT.items():
+        for agg, word in (("mean", "mean over steps"), ("std", "variability across steps")):
+            if name in (f"attention_{stat}_{agg}", f"token_{stat}_{agg}"):
+                return f"{what}, {word}"
+    return {"normalized_step_count": "number of steps",
+            "first_token_count": "length of the first step (tokens)",
+            "last_token_count": "length of the last step (tokens)",
+            "avg_tokens_per_step": "tokens per step, mean",
+            "std_tokens_per_step": "tokens per step, variability"}.get(name, name.replace("_", " "))
+
+
+def _all() -> dict[str, str]:
+    from ..features import FEATURE_NAMES
+
+    return {n: _measure(n) for n in FEATURE_NAMES}
+
+
+#: feature name -> what it measures (the 48 features of the paper)
+MEASURES: dict[str, str] = _all()
+
+
+def measure_of(name: str) -> str:
+    """What feature ``name`` measures, in plain words (the name itself, spaced, for a feature not registered)."""
+    return MEASURES.get(str(name)) or _measure(str(name))
