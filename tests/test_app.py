@@ -396,7 +396,7 @@ def test_inspector_shows_a_failed_sample_runs_observations_and_answer_vs_gold(ap
     # nothing of it sits inside a fold: the expanders hold only the long step inputs
     for e in app.expander:
         assert e.label.startswith("Input that came in") or e.label.startswith("Step statistics") \
-            or e.label.startswith("Distinct signals"), e.label
+            or e.label.startswith("Raw contributions"), e.label
 
 
 def test_inspector_method_lives_in_the_url(app):

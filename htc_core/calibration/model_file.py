@@ -63,6 +63,7 @@ def model_to_dict(model) -> dict:
         "random_state": model.random_state,
         "max_iter": int(model.max_iter),
         "tol": float(model.tol),
+        "max_logit": None if getattr(model, "max_logit", None) is None else float(model.max_logit),
         "profile": model.profile_,
         "top_k": int(model.top_k_),
         "feature_names": [str(n) for n in model.feature_names_in_],
@@ -141,7 +142,8 @@ def _parse(obj: Any) -> tuple[dict, dict]:
     _fit_options(obj)
     params = dict(variant=obj["variant"], alphas=obj.get("alphas") or (alpha,), inner_folds=obj.get("inner_folds", 5),
                   random_state=obj.get("random_state", 42), max_iter=obj.get("max_iter", 1000),
-                  tol=obj.get("tol", 1e-3), profile=profile, top_k=top_k, solver=obj.get("solver", "liblinear"))
+                  tol=obj.get("tol", 1e-3), profile=profile, top_k=top_k, solver=obj.get("solver", "liblinear"),
+                  max_logit=obj.get("max_logit"))
     state = dict(alpha_=alpha, alpha_candidates_=np.asarray(params["alphas"], dtype=np.float64), coef_=coef[None, :],
                  intercept_=np.array([intercept]), mean_=mean, scale_=scale,
                  feature_names_in_=np.array(names, dtype=object), n_features_in_=d, classes_=np.array([0, 1]),
@@ -163,6 +165,8 @@ def _fit_options(obj: dict) -> None:
         raise _Invalid(f"random_state must be null or an integer in [0, 2**32), got {rs!r}")
     if "tol" in obj:
         _number(obj, "tol", 1e-12, 1.0)
+    if obj.get("max_logit") is not None:
+        _number(obj, "max_logit", 1e-6, 1e6)
     if obj.get("solver", "liblinear") not in SOLVERS:
         raise _Invalid(f"solver must be one of {SOLVERS}, got {obj.get('solver')!r}")
 
