@@ -178,6 +178,7 @@ class Monitor:
         self._ignore_alternatives = self.profile == "chosen"   # 'chosen': Top1/TopkConf = r, alternatives unused
         w, b = self._folded_weights()
         self._w, self._b, self._fast = w, b, w is not None
+        self._cap = getattr(self.model, "logit_bound_", None) if self._fast else None   # the model's soft logit bound
         if w is None:
             self._w, self._b = np.zeros(len(FEATURE_NAMES)), 0.0
         self._summary = np.zeros(9)
@@ -278,6 +279,8 @@ class Monitor:
             value = float(lp[i] if j < 0 else top[i, j])
             raise ValueError(f"{where} = {value!r} {_ERRORS[code]}; the step was not added")
         if self._fast:
+            if self._cap is not None:
+                z = self._cap * math.tanh(z / self._cap)
             p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
         else:
             p = float(self.model.predict_proba(self._feats[None, :].copy())[0, 1])

@@ -11,7 +11,7 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk). ``verbalized_column``:
     None writes the Verbalized column when some trajectory has it, True/False always/never. A shipped General
     Agent Calibrator scores each run with the sub-model of its kind (column gac_model). ``explain`` adds the
-    structural flags, the three strongest reasons (HTC models) and the features."""
+    structural flags, the three strongest reasons and the features (:func:`explained_columns`)."""
     import numpy as np
     import pandas as pd
 
@@ -36,14 +36,80 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
         if col != "Verbalized" or verbalized_column is not False:
             df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
     if explain:
-        from .explain import explain_runs
-
-        fm = extract(ts, profile=profile, top_k=top_k)
-        from .calibration.calibrators import HTCCalibrator
-
-        reasons_from = model if isinstance(model, HTCCalibrator) else None   # linear reasons only (not GAC/GAM)
-        df = pd.concat([df, explain_runs(ts, fm, reasons_from)], axis=1)
+        df = pd.concat([df, explained_columns(model, ts)], axis=1)
     return df
 
 
-__all__ = ["score_frame"]
+def _scorer_names(model, ts):
+    """Per run, the model that scored it in words, and (models, index of each run's model) for the reasons."""
+    import numpy as np
+
+    from .calibration.general import GeneralCalibrator
+
+    if isinstance(model, GeneralCalibrator):
+        kinds = np.asarray(model.kinds(ts), dtype=object)
+        names = sorted(k for k, m in model.models.items() if m is not None)
+        scorer = [f"{model.name.upper()} ({k.replace('_', ' ')} model, zero-shot)" for k in kinds]
+        return scorer, [model.models[k] for k in names], np.array([names.index(str(k)) for k in kinds])
+    name = "HTC-GAM" if type(model).__name__ == "HTCGAM" else f"HTC-{str(model.variant).capitalize()}"
+    return [f"{name} (model file)"] * ts.n_trajectories, [model], np.zeros(ts.n_trajectories, dtype=np.int64)
+
+
+def out_of_fold(model, ts):
+    """The out-of-fold confidence of every labeled run of ``ts`` under a model of ``model``'s kind (HTC-Full or
+    HTC-Reduced, one cross-validated repeat on these runs' labels: the honest number when the runs are the ones
+    a model would be fitted on), NaN for unlabeled runs; None when the runs cannot be evaluated or the model is
+    not an HTC-Full / -Reduced calibrator."""
+    import numpy as np
+
+    from .calibration.calibrators import HTCCalibrator
+    from .calibration.evaluation import evaluate, label_problem
+    from .features import extract
+
+    if type(model) is not HTCCalibrator or label_problem(ts.labels) is not None:
+        return None
+    lab = np.flatnonzero(np.isfinite(ts.labels))
+    fm = extract(ts.take(lab), profile=model.profile_, top_k=model.top_k_)
+    method = f"HTC-{str(model.variant).capitalize()}"
+    res = evaluate(fm, ts.labels[lab], seeds=1, methods=[method])
+    out = np.full(ts.n_trajectories, np.nan)
+    out[lab] = res.oof[method]
+    return out
+
+
+def explained_columns(model, ts, *, n_reasons: int = 3):
+    """What the dashboard's export carries, for ``htc score --explain``: scorer (the model in use), success,
+    question, final answer, gold, the out-of-fold confidence of the labeled runs (:func:`out_of_fold`), the
+    structural flags, the ``n_reasons`` strongest reasons of each run's own scorer (a GAC's sub-model per run)
+    and the 48 features in the model's profile."""
+    import numpy as np
+    import pandas as pd
+
+    from .explain import explain_runs, run_reasons
+    from .features import extract
+
+    scorer, models, which = _scorer_names(model, ts)
+    meta = ts.meta
+    out = pd.DataFrame({"scorer": scorer, "success": ts.labels})
+    for col, name in (("question", "question"), ("answer", "final_answer"), ("gold", "gold")):
+        out[name] = meta[col].to_numpy(dtype=object) if col in meta.columns else None
+    oof = out_of_fold(model, ts)
+    if oof is not None:
+        out["confidence (out-of-fold)"] = oof
+    profile, top_k = (models[0].profile_, models[0].top_k_)
+    base = explain_runs(ts, extract(ts, profile=profile, top_k=top_k))
+    reasons: list = [[] for _ in range(ts.n_trajectories)]
+    if hasattr(models[0], "contributions") and hasattr(models[0], "feature_names_in_"):
+        for k, m in enumerate(models):     # each run explained by the model that scored it, in its profile
+            fm = extract(ts, profile=m.profile_, top_k=m.top_k_)
+            cols = [list(fm.names).index(nm) for nm in m.feature_names_in_]
+            texts = run_reasons(np.asarray(fm.values)[:, cols], ts.labels, meta["dataset"], [m],
+                                np.where(which == k, 0, -1), n_reasons=n_reasons)
+            for i in np.flatnonzero(which == k):
+                reasons[i] = texts[i]
+    for k in range(n_reasons):
+        base.insert(1 + k, f"reason_{k + 1}", [r[k] if len(r) > k else "" for r in reasons])
+    return pd.concat([out, base], axis=1)
+
+
+__all__ = ["score_frame", "explained_columns", "out_of_fold"]

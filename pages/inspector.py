@@ -80,6 +80,10 @@ with ui.page_errors("inspector"):
                     "with " + ui.md(expl.reference) + ":")
         for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
             st.markdown("- " + ui.md(r))
+        if expl.bounded:
+            st.caption(f"The model's linear score {expl.linear_score:+.1f} is softly bounded to ±10 (logit = "
+                       f"10·tanh(score / 10)), so the intercept and every contribution are shown times "
+                       f"{expl.cap_factor:.2f}: they add up to the logit {expl.logit:+.2f}.")
         st.caption("Correlated features (average |r| above 0.7 on these runs) are one signal here, named for what "
                    "it measures, with its contributions summed.")
         with st.expander("Raw contributions: every signal and every feature"):

@@ -67,7 +67,7 @@ def test_check_is_fitted_and_not_fitted_error():
 def test_params_tags_and_score():
     c = HTCCalibrator()
     assert set(c.get_params()) == {"variant", "alphas", "inner_folds", "random_state", "max_iter", "tol", "profile",
-                                   "top_k", "solver", "prior"}
+                                   "top_k", "solver", "prior", "max_logit"}
     assert c.set_params(variant="full", alphas=FAST) is c and c.variant == "full"
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         c.set_params(nope=1)

@@ -37,7 +37,7 @@ def test_liblinear_solver_matches_sklearn_pipeline_at_chosen_alpha(variant, pena
     from sklearn.preprocessing import StandardScaler
 
     X, y = _data()
-    c = HTCCalibrator(variant=variant, alphas=FAST, solver="liblinear", tol=1e-3).fit(X, y)
+    c = HTCCalibrator(variant=variant, alphas=FAST, solver="liblinear", tol=1e-3, max_logit=None).fit(X, y)
     assert c.fit(X, y) is c
     Xs = StandardScaler().fit_transform(X)
     with warnings.catch_warnings():
@@ -56,7 +56,7 @@ def test_path_solver_matches_converged_sklearn_pipeline_at_chosen_alpha(variant,
     from sklearn.preprocessing import StandardScaler
 
     X, y = _data()
-    c = HTCCalibrator(variant=variant, alphas=FAST, tol=1e-9).fit(X, y)
+    c = HTCCalibrator(variant=variant, alphas=FAST, tol=1e-9, max_logit=None).fit(X, y)
     Xs = StandardScaler().fit_transform(X)
     ref = LogisticRegression(C=1 / c.alpha_, l1_ratio=1.0 if penalty == "l1" else 0.0, solver="liblinear",
                              tol=1e-12, max_iter=100_000, random_state=42).fit(Xs, y)
@@ -100,7 +100,9 @@ def test_contributions_sum_to_decision_function():
     X, y = _data(4)
     c = HTCCalibrator(alphas=FAST).fit(X, y)
     contrib = c.contributions(X[:10])
-    np.testing.assert_allclose(contrib.sum(1) + c.intercept_[0], c.decision_function(X[:10]), atol=1e-12)
+    np.testing.assert_allclose(contrib.sum(1) + c.intercept_[0], c.linear_score(X[:10]), atol=1e-12)
+    k = c.cap_factor(X[:10])           # the soft logit bound: scaled terms add up to the logit itself
+    np.testing.assert_allclose((contrib.sum(1) + c.intercept_[0]) * k, c.decision_function(X[:10]), atol=1e-12)
     p = c.predict_proba(X[:10])
     np.testing.assert_allclose(p[:, 1], 1 / (1 + np.exp(-c.decision_function(X[:10]))), atol=1e-15)
     assert set(c.predict(X[:10])) <= {0, 1}
@@ -188,3 +190,25 @@ def test_real_data_fit_and_feature_matrix_input():
     assert c.training_summary_["datasets"] == ["HotpotQA"]
     p = c.predict_proba(fm)[:, 1]
     assert np.all((p > 0) & (p < 1))
+
+
+def test_the_soft_logit_bound_keeps_the_order_and_every_logit_within_it():
+    """Issue 27: near-separable runs gave logits of -236; with max_logit (default 10) no input goes beyond it,
+    the ranking is the linear score's, small scores barely move, and None is the plain linear model."""
+    X, y = _data(6)
+    X = np.vstack([X, X[:5] * 40.0])                   # far outside the training range: huge linear scores
+    c = HTCCalibrator(alphas=FAST).fit(X[:-5], y)
+    s, z = c.linear_score(X), c.decision_function(X)
+    assert np.abs(s).max() > 10 and np.abs(z).max() <= 10.0
+    assert np.array_equal(np.argsort(s, kind="stable"), np.argsort(z, kind="stable"))
+    small = np.abs(s) < 1
+    np.testing.assert_allclose(z[small], s[small], atol=0.04)
+    plain = HTCCalibrator(alphas=FAST, max_logit=None).fit(X[:-5], y)
+    np.testing.assert_allclose(plain.decision_function(X), plain.linear_score(X))
+    with pytest.raises(ValueError, match="max_logit"):
+        HTCCalibrator(alphas=FAST, max_logit=-1).fit(X[:-5], y)
+    loaded = HTCCalibrator.from_dict(c.to_dict())
+    np.testing.assert_array_equal(loaded.decision_function(X), z)
+    old = c.to_dict()
+    old.pop("max_logit")                               # a model file written before the bound: plain linear
+    assert HTCCalibrator.from_dict(old).max_logit is None

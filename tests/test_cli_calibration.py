@@ -151,3 +151,23 @@ def test_score_explain_writes_flags_reasons_and_features(tmp_path, capsys):
     stuck = df[df["id"] == "arithmetic-0177-SmolLM2-135M-greedy"].iloc[0]
     assert "ended without a final answer" in stuck["flags"] and stuck["reason_1"].endswith(").")
     assert (df["flags"] == "").sum() > 200                      # most runs raise no flag
+    # issue 27: what the dashboard's export carries (scorer, outcome, question, answer, gold, out-of-fold)
+    assert {"scorer", "success", "question", "final_answer", "gold", "confidence (out-of-fold)"} <= set(df.columns)
+    assert set(df["scorer"]) == {"HTC-Full (model file)"}
+    oof = pd.to_numeric(df["confidence (out-of-fold)"])
+    assert oof.notna().all() and not np.allclose(oof, df["confidence"])   # held out, not the in-sample fit
+
+
+def test_score_explain_of_unlabeled_runs_with_the_gac(tmp_path, uala_dir):
+    """Unlabeled runs scored by the shipped GAC: the scorer (its sub-model) and that sub-model's reasons."""
+    import json
+
+    runs = tmp_path / "unlabeled.jsonl"
+    objs = [json.loads(x) for x in (uala_dir / "hotpotqa_llama2-70b_run-c.jsonl").read_text().splitlines()[:30]]
+    runs.write_text("".join(json.dumps({k: v for k, v in o.items() if k != "success"}) + "\n" for o in objs))
+    out = tmp_path / "gac.csv"
+    assert main(["score", "gac", str(runs), "--out", str(out), "--explain"]) == 0
+    df = pd.read_csv(out, keep_default_na=False)
+    assert set(df["scorer"]) == {"GAC (without alternatives model, zero-shot)"}
+    assert "confidence (out-of-fold)" not in df.columns and (df["success"] == "").all()
+    assert (df["reason_1"] != "").all() and df["question"].str.len().min() > 0

@@ -49,7 +49,7 @@ def test_contributions_sum_to_the_models_logit(uala):
         assert np.all(mags[:-1] >= mags[1:])
         assert e.id == ts.ids[i]
         row = e.table.set_index("feature").loc["last_top1_avg"]
-        assert row["contribution"] == pytest.approx(row["weight"] * row["z"])
+        assert row["contribution"] == pytest.approx(row["weight"] * row["z"] * e.cap_factor)
         assert row["formula"] == REGISTRY["last_top1_avg"].formula
 
 
@@ -67,7 +67,7 @@ def test_reasons_compare_with_successful_runs(uala):
     assert top["feature"] == lead["signal"] or top["feature"] in e.table.loc[e.table["signal"] == lead["signal"],
                                                                           "feature"].tolist()
     first = e.reasons[0]
-    assert lead["display_name"] in first
+    assert first.startswith(lead["name"])
     assert "successful runs of HotpotQA" in first and lead["comparison"] in first
     assert ("lowers the confidence" if lead["contribution"] < 0 else "raises the confidence") in first
     assert e.summary.startswith(f"Calibrated confidence {explain.format_confidence(e.confidence)}")
@@ -89,9 +89,9 @@ def test_reason_wording_on_a_hand_made_model():
     model.contributions = lambda A: ((A - model.mean_) / model.scale_) * model.coef_[0]
     e = explain.explain_trajectory(model, X, 20, labels=y)
     assert e.logit == pytest.approx(0.2 - 2.5)
-    assert e.reasons == ["Last step: probability of the most likely token, mean over its tokens is -5 (Last step "
-                         "top1 avg), lower than in the typical run (lower than all 10 successful runs); the model "
-                         "reads lower values as a sign of failure, so this lowers the confidence (logit -2.50)."]
+    assert e.reasons == ["Last step: probability of the most likely token, mean over its tokens is -5, lower than in "
+                         "the typical run (lower than all 10 successful runs); the model reads lower values as a "
+                         "sign of failure, so this lowers the confidence (logit -2.50)."]
 
 
 def test_confidence_examples():
@@ -178,3 +178,31 @@ def test_format_confidence_never_shows_a_bare_zero_or_one(p, text):
                                        (50.0, "at the median of 40 successful runs")])
 def test_comparison_words_never_pass_all(pct, words):
     assert explain.compare_with(pct, 40, "successful runs") == words
+
+
+def test_reasons_read_as_what_is_measured_and_their_words_follow_the_sign():
+    """Issue 27: on the project's runs, every reason's words agree with its logit (raises <-> positive; a higher or
+    lower value read as a sign of success exactly when it raises), no reason's name says 'attention', and
+    correlated features are one signal (entropy within a step and tokens per step no longer pull apart)."""
+    import re
+
+    ts, _ = load(REPO / "sample_runs" / "arithmetic")
+    fm = extract(ts)
+    for variant in ("reduced", "full"):
+        model = HTCCalibrator(variant=variant).fit(fm, ts.labels)
+        pattern = re.compile(r"^(?P<name>.+) is (?P<v>\S+), (?P<stand>higher than in the typical run|lower than in the "
+                             r"typical run|close to the typical run) \(.*\); (?P<why>.+) \(logit (?P<c>[+-]\d+\.\d+)\)\.$")
+        for i in range(0, len(ts), 9):
+            e = explain.explain_trajectory(model, fm, i, labels=ts.labels, groups=ts.meta["dataset"], n_reasons=5)
+            assert e.intercept + e.signals["contribution"].sum() == pytest.approx(e.logit, abs=1e-9)
+            for r in e.reasons:
+                m = pattern.match(r)
+                assert m, r
+                up = float(m["c"]) > 0
+                assert "attention" not in m["name"].lower()
+                assert (" raises the confidence" in m["why"]) == up and (" lowers the confidence" in m["why"]) != up
+                if not m["stand"].startswith("close"):
+                    direction = m["stand"].split()[0]
+                    assert f"reads {direction} values as a sign of {'success' if up else 'failure'}" in m["why"], r
+            lead = e.table.set_index("feature")["signal"]
+            assert lead["attention_entropy_mean"] == lead["avg_tokens_per_step"]

@@ -235,6 +235,7 @@ def _set_state(est, prior, fit, cand, y, Xp, meta) -> None:
     est.n_features_in_ = len(est.feature_names_in_)
     est.classes_ = np.array([0, 1])
     est.profile_, est.top_k_ = prior.profile_, prior.top_k_
+    est.logit_bound_ = getattr(prior, "logit_bound_", None)     # the adapted model scores as its prior does
     est.alpha_ = float(cand[1] if cand[0] == "shrink" else details.get("alpha", prior.alpha_))
     est.alpha_candidates_ = np.asarray(est.alphas, dtype=np.float64).reshape(-1)
     est.cv_results_ = None

@@ -285,6 +285,14 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
             out[:, j] = s.value(Xc[:, j])
         return out
 
+    def cap_factor(self, X) -> np.ndarray:
+        """Per row, what the intercept and the contributions are scaled by to add up to the logit: the linear
+        fallback's soft logit bound (:meth:`HTCCalibrator.cap_factor`), 1 for the shape functions."""
+        self._check_fitted()
+        if self.kind_ == "linear":
+            return self.linear_.cap_factor(X)
+        return np.ones(len(self._columns(X)))
+
     def decision_function(self, X) -> np.ndarray:
         """Logit of the calibrated confidence, [n]."""
         self._check_fitted()

@@ -63,7 +63,7 @@ def model_to_dict(model) -> dict:
         "random_state": model.random_state,
         "max_iter": int(model.max_iter),
         "tol": float(model.tol),
-        "max_logit": None if getattr(model, "max_logit", None) is None else float(model.max_logit),
+        "max_logit": None if getattr(model, "logit_bound_", None) is None else float(model.logit_bound_),
         "profile": model.profile_,
         "top_k": int(model.top_k_),
         "feature_names": [str(n) for n in model.feature_names_in_],
@@ -148,7 +148,8 @@ def _parse(obj: Any) -> tuple[dict, dict]:
                  intercept_=np.array([intercept]), mean_=mean, scale_=scale,
                  feature_names_in_=np.array(names, dtype=object), n_features_in_=d, classes_=np.array([0, 1]),
                  profile_=profile, top_k_=top_k, training_summary_=obj.get("training") or {},
-                 cv_results_=obj.get("cv_results"), htc_version_=obj.get("htc_version"))
+                 cv_results_=obj.get("cv_results"), htc_version_=obj.get("htc_version"),
+                 logit_bound_=obj.get("max_logit"))
     if isinstance(obj.get("adaptation"), dict):
         state["adaptation_"] = obj["adaptation"]
     return params, state

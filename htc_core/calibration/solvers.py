@@ -20,7 +20,7 @@ import numpy as np
 
 from .blas_threads import one_blas_thread
 
-__all__ = ["DEFAULT_ALPHAS", "VARIANTS", "SOLVERS", "PENALTIES", "fit_path", "standardize_params",
+__all__ = ["DEFAULT_ALPHAS", "VARIANTS", "SOLVERS", "PENALTIES", "fit_path", "standardize_params", "soft_cap",
            "distinct_columns", "sigmoid"]
 
 #: the paper's alpha grid (DESIGN.md section 4)
@@ -39,6 +39,13 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     ez = np.exp(z[~pos])
     out[~pos] = ez / (1.0 + ez)
     return out
+
+
+def soft_cap(z: np.ndarray, bound: float | None) -> np.ndarray:
+    """``bound * tanh(z / bound)``: close to ``z`` for small ``|z|``, never beyond ``±bound`` (``z`` itself when
+    ``bound`` is None). Monotone, so the order of the scores is kept."""
+    z = np.asarray(z, dtype=np.float64)
+    return z if bound is None else bound * np.tanh(z / bound)
 
 
 def standardize_params(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -335,8 +335,11 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet; '-': CSV on standard "
                                                                  "output (the summary then goes to standard error)")
     p.add_argument("--explain", action="store_true",
-                   help="also write each run's structural flags (no final answer, step limit, repeated action, "
-                        "...), its three strongest reasons (HTC models) and its 48 features")
+                   help="also write what the dashboard's export shows of each run: its scorer, outcome, question, final "
+                        "answer and gold, its out-of-fold confidence when the runs are labeled (one cross-validated "
+                        "repeat of the model's kind on them, per chunk), its structural flags (no final answer, step "
+                        "limit, repeated action, ...), its three strongest reasons (from the model that scored it; a "
+                        "GAC's sub-model per run) and its 48 features")
     add_chunk_option(p)
     add_engine_options(p)
     p.set_defaults(func=cmd_score)

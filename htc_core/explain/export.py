@@ -77,6 +77,9 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
         for s_i, sig in enumerate(signals):
             member[list(sig.members), s_i] = 1.0
         C = model.contributions(X[rows]) @ member
+        cap = getattr(model, "cap_factor", None)       # a soft logit bound: contributions add up to the logit
+        if cap is not None:
+            C *= cap(X[rows])[:, None]
         leads = _leads(model, signals)
         for r_i, i in enumerate(rows):
             out[i] = _row_reasons(C[r_i], Z[i], X[i], pct[i], f"{ref_names[i]}", int(n_ref[i]), signals, leads,
@@ -90,11 +93,10 @@ def _row_reasons(c, z, x, pct, ref_name, n_ref, signals, leads, display, n_reaso
         if abs(c[s_i]) < min_abs:
             break
         sig, lead = signals[s_i], leads[s_i]
-        others = [display[j] for j in sig.members if j != lead]
         oriented = np.array([sig.sign_of(j) * sig.sign_of(lead) * z[j] for j in sig.members])
         words = compare_with(pct[lead], n_ref, ref_name)
-        texts.append(reason_text(signal_name_of(lead, display, sig), display[lead], others, float(x[lead]),
-                                 direction_of(oriented), words, float(c[s_i])))
+        texts.append(reason_text(signal_name_of(lead, display, sig), float(x[lead]), direction_of(oriented), words,
+                                 float(c[s_i])))
     return texts
 
 

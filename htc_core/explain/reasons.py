@@ -113,6 +113,19 @@ class TrajectoryExplanation:
     n_reference: int
     reference: str
     signals: pd.DataFrame | None = None
+    #: the model's soft logit bound (``HTCCalibrator(max_logit=...)``) as a factor: the intercept and every
+    #: contribution here are the linear model's times this, so that they add up to the logit (1: unbounded)
+    cap_factor: float = 1.0
+
+    @property
+    def linear_score(self) -> float:
+        """The model's linear score before its soft logit bound (the logit itself when unbounded)."""
+        return self.logit / self.cap_factor if self.cap_factor else self.logit
+
+    @property
+    def bounded(self) -> bool:
+        """The soft logit bound visibly changed this run's logit (the terms are scaled by less than 0.95)."""
+        return self.cap_factor < 0.95
 
     @property
     def summary(self) -> str:
@@ -225,23 +238,19 @@ _STANDS = {"higher": "higher than in the typical run", "lower": "lower than in t
            "typical": "close to the typical run"}
 
 
-def reason_text(name: str, display_name: str, others: list[str], value: float, direction: str, comparison: str,
-                contribution: float) -> str:
-    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``). The words follow the
-    sign by construction: "raises" exactly when the contribution is positive, and the model reads the run's
-    direction ('higher' / 'lower' than the typical run) as a sign of success exactly when it raises."""
+def reason_text(name: str, value: float, direction: str, comparison: str, contribution: float) -> str:
+    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``): the signal's name (what
+    it measures), its lead feature's value, where that stands, and what the model reads from it. The words follow
+    the sign by construction: "raises" exactly when the contribution is positive, and the run's direction
+    ('higher' / 'lower' than the typical run) is read as a sign of success exactly when it raises."""
     up = contribution > 0
     effect = "raises" if up else "lowers"
-    feature = display_name
-    if others:
-        feature += " (with " + ", ".join(others[:3]) + (", ..." if len(others) > 3 else "") + ")"
     if direction == "typical":
         why = f"this {effect} the confidence"
     else:
         why = (f"the model reads {direction} values as a sign of {'success' if up else 'failure'}, so this {effect} "
                "the confidence")
-    return (f"{name} is {value:.3g} ({feature}), {_STANDS[direction]} ({comparison}); {why} "
-            f"(logit {contribution:+.2f}).")
+    return f"{name} is {value:.3g}, {_STANDS[direction]} ({comparison}); {why} (logit {contribution:+.2f})."
 
 
 def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
@@ -249,8 +258,7 @@ def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]
     for _, r in signals.iterrows():
         if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
             break
-        reasons.append(reason_text(r["name"], r["display_name"], list(r["members"]), r["value"], r["direction"],
-                                   r["comparison"], r["contribution"]))
+        reasons.append(reason_text(r["name"], r["value"], r["direction"], r["comparison"], r["contribution"]))
     return reasons
 
 
@@ -316,20 +324,22 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
         raise ValueError(f"labels must have {n} entries, got {y.shape[0]}")
     ref_mask, ref_name = _reference(y, groups, index)
     ref = Xv[ref_mask]
-    contrib = model.contributions(Xv[index:index + 1])[0]
+    cap = getattr(model, "cap_factor", None)      # a soft logit bound: every term scaled to add up to the logit
+    k = 1.0 if cap is None else float(cap(Xv[index:index + 1])[0])
+    contrib = model.contributions(Xv[index:index + 1])[0] * k
     table = _contribution_table(model, Xv, index, contrib, ref)
     cols = _model_columns(model, Xv)
     if signals is None:
         signals = signal_groups(Xv[:, cols], threshold=correlation)
     mean, sd = data_z(Xv[:, cols])
     sig_table = _signal_table(table, model, signals, ref_name, len(ref), (Xv[index, cols] - mean) / sd)
-    intercept = float(np.ravel(model.intercept_)[0])
+    intercept = float(np.ravel(model.intercept_)[0]) * k
     logit = float(intercept + contrib.sum())
     reasons = _reasons(sig_table, n_reasons, min_abs_contribution)
     tid = str(ids[index]) if ids is not None else str(index)
     return TrajectoryExplanation(index=index, id=tid, variant=str(model.variant), intercept=intercept, logit=logit,
                                  confidence=float(1.0 / (1.0 + np.exp(-logit))), table=table, reasons=reasons,
-                                 n_reference=int(len(ref)), reference=ref_name, signals=sig_table)
+                                 n_reference=int(len(ref)), reference=ref_name, signals=sig_table, cap_factor=k)
 
 
 def _model_columns(model, Xv: np.ndarray) -> list[int]:
