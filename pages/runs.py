@@ -4,6 +4,7 @@ import streamlit as st
 
 from htc_core import explain
 from htc_core.app import adapt_views, experiments, import_views, scale, sql_views, ui, views
+from htc_core.app import layout
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 
@@ -42,6 +43,7 @@ with ui.page_errors("runs"):
                 st.session_state[ui.LAST_UPLOAD] = ui.handle_upload(
                     files, labels, name=run_name, fields={"dataset": dataset.strip(), "model": model.strip(),
                                                           "framework": framework.strip()})
+                st.session_state[layout.SELECT_UPLOAD] = st.session_state[ui.LAST_UPLOAD]["run_set"]
                 st.rerun()   # redraw the sidebar and lists with the new run set; the report stays in session state
 
     rep = st.session_state.get(ui.LAST_UPLOAD)
@@ -50,7 +52,7 @@ with ui.page_errors("runs"):
         problem_table = import_views.problem_table(rep)
         if rep["kept"]:
             st.success(f"Stored {rep['kept']:,} trajectories from {len(rep['files'])} file(s) as run set "
-                       f"“{ui.md(rep['name'])}”.")
+                       f"“{ui.md(rep['name'])}”; it is now the selection (sidebar: Run sets).")
         else:
             st.error("Nothing was stored: no valid trajectory was found in the upload.")
         if rep["rejected"]:

@@ -48,7 +48,7 @@ def test_inspector_explains_with_the_gam_shape_functions(app):  # noqa: F811
     go(app, "inspector")
     app.radio(key="insp_variant").set_value("gam").run()
     assert not problems(app), problems(app)
-    assert any(m.label == "HTC-GAM confidence" for m in app.metric)
+    assert any(m.label == "HTC-GAM confidence (in-sample)" for m in app.metric)   # no fold models for HTC-GAM
     assert any(c.value.startswith("HTC-GAM: each contribution is the feature's shape function") for c in app.caption)
     assert len(app.get("plotly_chart")) == 4                    # step confidence, timeline, waterfall, position
     # the waterfall's numbers are the shape functions' values at this run: the library's, on the same rows
@@ -58,7 +58,7 @@ def test_inspector_explains_with_the_gam_shape_functions(app):  # noqa: F811
     i = ws.position_of(app.session_state[ui.INSPECT])
     expl = explain.explain_trajectory(model, ws.features, i, labels=ws.labels, groups=ws.ts.meta["dataset"])
     assert expl.logit == pytest.approx(float(model.decision_function(ws.features.values[i:i + 1])[0]))
-    conf = [m.value for m in app.metric if m.label == "HTC-GAM confidence"][0]
+    conf = [m.value for m in app.metric if m.label == "HTC-GAM confidence (in-sample)"][0]
     assert conf == explain.format_confidence(expl.confidence)
     signals = [d.value for d in app.dataframe if "comparison" in d.value.columns and "kind" in d.value.columns][0]
     assert np.allclose(np.sort(signals["contribution"].to_numpy()), np.sort(expl.signals["contribution"].to_numpy()))

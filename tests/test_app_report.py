@@ -55,10 +55,11 @@ def test_calibration_page_builds_the_report_download(tmp_path, monkeypatch):
     assert HOSTILE_Q not in html and "&lt;script&gt;alert(" in html
 
 
-def test_inspector_step_curve_uses_gac_prefix_without_labels(tmp_path, monkeypatch):
+def test_inspector_step_curve_replays_the_gac_model_it_explains_without_labels(tmp_path, monkeypatch):
+    """Issue 27: without labels the step curve is the explained GAC model's, so it ends at the headline."""
     at = _app(tmp_path, monkeypatch, labels=False)
     at.switch_page("pages/inspector.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Confidence after each step" in [s.value for s in at.subheader]
-    assert any("gac-prefix" in c.value for c in at.caption)
+    assert any("Monitor" in c.value and "GAC model" in c.value for c in at.caption)

@@ -48,6 +48,8 @@ def uploaded(tmp_path_factory, uala_run_a):
     at.button[0].click()
     at.run()
     assert not problems(at)
+    assert at.session_state["htc_select_upload"] == at.session_state[ui.LAST_UPLOAD]["run_set"]  # chosen next run
+    assert any("it is now the selection" in s.value for s in at.success)
     at.switch_page("pages/examples.py")
     at.run()
     at.number_input(key="ex_n").set_value(N).run()

@@ -215,6 +215,11 @@ def _is_store_error(e: BaseException) -> bool:
     return isinstance(e, (StoreError, duckdb.Error))
 
 
+#: session key: the run set a finished upload stored, chosen as the selection on the next run (before the sidebar's
+#: widgets exist, which a widget's own key cannot be set after)
+SELECT_UPLOAD = "htc_select_upload"
+
+
 def sidebar() -> None:
     """Data selection and settings (drawn by app.py on every run, so they hold across pages)."""
     full = full_workspace()
@@ -223,6 +228,11 @@ def sidebar() -> None:
         if len(full):
             ds_all, ms_all = full.values("dataset"), full.values("model")
             names = run_set_names()
+            chosen = st.session_state.pop(SELECT_UPLOAD, None)     # a new upload becomes the selection
+            if chosen in names:
+                st.session_state[RUNSETS] = [chosen]
+                for key in (DATASETS, MODELS):
+                    st.session_state.pop(key, None)
             if RUNSETS in st.session_state:
                 st.session_state[RUNSETS] = run_set_ids(st.session_state[RUNSETS], names)
             for key, allowed in ((DATASETS, ds_all), (MODELS, ms_all)):

@@ -17,6 +17,7 @@
     python -m htc_core.bench coldstart     first fit / score / Monitor / evaluate with an empty kernel cache vs warm
     python -m htc_core.bench label_queue   the label queue vs random order: adapted ECE after 10..100 labels
     python -m htc_core.bench otel          OTLP JSON file read vs json.loads floors (new processes); htc serve spans/s
+    python -m htc_core.bench logit_bound   HTC with and without the soft logit bound (max_logit=10), same folds
     python -m htc_core.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_core.bench NAME --help``).
@@ -24,7 +25,7 @@ Options after the name go to that benchmark (``python -m htc_core.bench NAME --h
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
               "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign",
-              "label_queue", "otel")
+              "label_queue", "otel", "logit_bound")
 
 
 def shared_data_dir():

@@ -131,10 +131,12 @@ class HTCMethod(Method):
 
     selects_features = True
 
-    def __init__(self, name: str, variant: str, families: Sequence[str] | None = None):
+    def __init__(self, name: str, variant: str, families: Sequence[str] | None = None,
+                 max_logit: float | None = 10.0):
         self.name = name
         self.variant = variant
         self.families = None if families is None else tuple(families)
+        self.max_logit = max_logit        # HTCCalibrator's soft logit bound (None: the paper's plain model)
 
     def columns(self, feature_names: Sequence[str]) -> np.ndarray:
         """Boolean mask of the feature columns this method fits on (all, or those of ``families``)."""
@@ -148,10 +150,11 @@ class HTCMethod(Method):
         cols = self.columns(ctx.feature_names)
         names = [n for n, c in zip(ctx.feature_names, cols) if c]
         cal = HTCCalibrator(variant=self.variant, alphas=ctx.alphas, inner_folds=ctx.inner_folds,
-                            random_state=ctx.seed, max_iter=ctx.max_iter, profile=ctx.profile, top_k=ctx.top_k)
+                            random_state=ctx.seed, max_iter=ctx.max_iter, profile=ctx.profile, top_k=ctx.top_k,
+                            max_logit=self.max_logit)
         whole = cols.all()
         cal.fit(X if whole else X[:, cols], y, feature_names=names)
-        if whole and self.variant == "reduced":
+        if whole and self.variant == "reduced" and self.max_logit == 10.0:   # the fit HTC-GAM would make
             _remember(_fit_key(X, y, ctx), cal)
         w = np.zeros(len(cols))
         w[cols] = cal.coef_[0]
