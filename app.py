@@ -36,6 +36,7 @@ pages = [
     st.Page(ui.PAGES["compare_runsets"], title="Compare run sets", icon=":material/difference:"),
     st.Page(ui.PAGES["inspector"], title="Trajectory inspector", icon=":material/troubleshoot:"),
     st.Page(ui.PAGES["label"], title="Label", icon=":material/label:"),
+    st.Page(ui.PAGES["side_by_side"], title="Side by side", icon=":material/view_column_2:"),
 ]
 nav = st.navigation(pages)
 ui.follow_deep_link()

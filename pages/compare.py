@@ -34,6 +34,10 @@ with ui.page_errors("compare"):
         st.markdown("**Reliability per group**")
         st.plotly_chart(plots.reliability_facets(views.group_reliability(res, groups, methods)), key="cmp_rel")
         gm = explain.group_metrics(res.labels, views.oof_predictions(res, methods), groups, n_boot=300)
+        st.markdown(f"**Per {group_by}: labeled runs, success rate and the calibration metrics**")
+        st.dataframe(views.group_summary(gm, group_by), hide_index=True, width="stretch",
+                     column_config={"success rate": st.column_config.ProgressColumn(format="%.2f", min_value=0,
+                                                                                    max_value=1)})
         st.markdown("**Metrics per group** (whiskers: 95% bootstrap intervals, 300 resamples of the group's runs)")
         st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
         with st.expander("Metrics table"):

@@ -4,6 +4,7 @@ intervals and their difference, overlaid reliability diagrams, feature shifts, r
 import streamlit as st
 
 from htc_core.app import ab_plots, ab_views, plots, ui
+from htc_core.app import shown as shown_conf
 from htc_core.app.compute import ALPHAS
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
@@ -121,3 +122,5 @@ with ui.page_errors("compare_runsets"):
                 ui.open_in_inspector(row["key_a"])
             if o2.button(f"Open B's run {row['id B']} in the inspector", key="ab_open_b"):
                 ui.open_in_inspector(row["key_b"])
+            if st.button("Open both side by side", key="ab_open_pair", type="primary"):
+                shown_conf.open_side_by_side(row["key_a"], row["key_b"])

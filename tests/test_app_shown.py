@@ -162,3 +162,21 @@ def _ys(trace) -> np.ndarray:
     if isinstance(y, dict):
         return np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"]))
     return np.asarray(y, dtype=float)
+
+
+def test_side_by_side_shows_two_runs_with_the_numbers_every_page_shows(uploaded, recomputed):
+    """Item 7: a pair (as Compare run sets opens a flipped one) in two inspector columns, each headline the run's
+    out-of-fold confidence, each with its reasons and step curve."""
+    from htc_core.app import shown as shown_conf
+
+    at, cards, *_ = uploaded
+    ws, res, pos = recomputed
+    oof = res.oof["HTC-Reduced"]
+    worst = np.argsort(-np.where(res.labels == 0, oof, -np.inf), kind="stable")[:2]
+    at.session_state[shown_conf.PAIR] = tuple(str(ws.keys[pos[r]]) for r in worst)
+    at.switch_page("pages/side_by_side.py")
+    at.run()
+    assert not problems(at), problems(at)
+    heads = [m for m in at.metric if m.label == "HTC-Reduced confidence (out-of-fold)"]
+    assert [m.value for m in heads] == [cards[0][0], cards[1][0]]
+    assert len(at.get("plotly_chart")) == 2 and len([m for m in at.markdown if m.value.startswith("- ")]) >= 2

@@ -302,3 +302,18 @@ def test_selective_views_on_the_evaluated_runs(evaluated):
     roc = selective_plots.roc_figure(sel.roc, sel.auroc)
     assert [t.name for t in roc.data][1].startswith("HTC-Full (AUROC")
     assert roc.data[1].y[-1] == 1.0 and roc.data[1].x[-1] == 1.0
+
+
+def test_group_summary_puts_n_and_success_rate_next_to_the_metrics():
+    """Compare LLMs (issue 27): per group its labeled runs and success rate beside each method's metrics."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(200) < 0.4).astype(float)
+    g = np.where(rng.random(200) < 0.5, "A", "B")
+    p = {"M1": rng.random(200), "M2": rng.random(200)}
+    gm = explain.group_metrics(y, p, g)
+    t = views.group_summary(gm, "model")
+    assert list(t.columns[:3]) == ["model", "n", "success rate"] and len(t) == 2
+    for grp in ("A", "B"):
+        row = t.set_index("model").loc[grp]
+        assert row["n"] == (g == grp).sum() and row["success rate"] == pytest.approx(y[g == grp].mean())
+        assert row["M2 Brier"] == pytest.approx(np.mean((p["M2"][g == grp] - y[g == grp]) ** 2))

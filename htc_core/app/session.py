@@ -47,6 +47,7 @@ PAGES = {
     "compare_runsets": "pages/compare_runsets.py",
     "inspector": "pages/inspector.py",
     "label": "pages/label.py",
+    "side_by_side": "pages/side_by_side.py",
 }
 
 

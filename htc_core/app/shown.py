@@ -25,7 +25,8 @@ from .session import workspace_for_profile
 from .workspace import Workspace
 
 __all__ = ["Shown", "shown_confidence", "evaluation_for", "evaluation_row", "METHOD_OF", "DIFFERS", "in_use", "InUse",
-           "dataset_position", "combined"]
+           "dataset_position", "combined", "PAIR",
+           "open_side_by_side"]
 
 METHOD_OF = {"reduced": "HTC-Reduced", "full": "HTC-Full", "gam": "HTC-GAM"}
 #: the in-sample and the shown (out-of-fold) confidence differ visibly beyond this
@@ -186,3 +187,17 @@ def dataset_position(ws: Workspace, position: int, variant: str, evaluated: Eval
     value = float(conf[np.flatnonzero(same == position)[0]])
     return GroupPosition(group=str(ds[position]), confidence=conf, labels=ws.labels[same], value=value,
                          percentile=percentile_of(value, conf))
+
+
+#: session key: the two workspace keys the Side by side page opens with
+PAIR = "htc_pair"
+
+
+def open_side_by_side(key_a: str, key_b: str) -> None:
+    """Open the Side by side page on two runs (e.g. a flipped pair of Compare run sets)."""
+    import streamlit as st
+
+    from .session import PAGES
+
+    st.session_state[PAIR] = (str(key_a), str(key_b))
+    st.switch_page(PAGES["side_by_side"])

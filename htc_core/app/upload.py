@@ -71,8 +71,9 @@ def handle_upload(files: list, labels_file, *, name: str, fields: dict) -> dict:
             bar.progress(frac, text=f"Upload ({total_mb:.1f} MB): {msg}")
 
         s = settings()
+        target = store()   # read here: the worker thread has no session (it would find another session's folder)
         try:
-            res, report = _with_ticker(lambda: ingest(store(), paths, name=name, labels=lab, fields=fields,
+            res, report = _with_ticker(lambda: ingest(target, paths, name=name, labels=lab, fields=fields,
                                                       profile=s["profile"], top_k=s["top_k"], progress=None),
                                        progress, expected=2.0 + total_mb / 12.0)
         finally:

@@ -245,6 +245,20 @@ def score_selection(ws: Workspace, model) -> ScoredSelection:
 
 
 # ------------------------------------------------------------ compare page
+def group_summary(gm: pd.DataFrame, group_by: str) -> pd.DataFrame:
+    """One row per group of :func:`htc_core.explain.group_metrics`: its labeled runs (n), success rate, and each
+    method's ECE, Brier and AUROC next to them (columns ``<method> ECE`` ...), groups in the table's order."""
+    if gm.empty:
+        return pd.DataFrame(columns=[group_by, "n", "success rate"])
+    base = gm.groupby("group", sort=False).agg(n=("n", "max"), rate=("success_rate", "first")).reset_index()
+    out = base.rename(columns={"group": group_by, "rate": "success rate"})
+    for method, part in gm.groupby("method", sort=False):
+        part = part.set_index("group")
+        for col, name in (("ece", "ECE"), ("brier", "Brier"), ("auroc", "AUROC")):
+            out[f"{method} {name}"] = out[group_by].map(part[col]).to_numpy()
+    return out
+
+
 def evaluated_groups(ws: Workspace, evaluated, column: str) -> np.ndarray:
     """The ``column`` (model, framework, dataset) of every evaluated trajectory, in the evaluation's order."""
     return ws.ts.meta[column].to_numpy(dtype=object)[evaluated.positions]
