@@ -140,6 +140,9 @@ def test_unlabeled_runs_explain_the_gac_confidence_the_runs_page_shows(tmp_path,
     assert not problems(at)
     table = next(t.value for t in at.dataframe if "GAC" in t.value.columns)
     gac = dict(zip(table["id"], table["GAC"]))
+    at.toggle(key="browse_export").set_value(True).run()          # the CSV of an unlabeled selection
+    assert not problems(at), problems(at)
+    assert at.get("download_button")
     keys = dict(zip(table["id"], table["key"]))
     for tid in list(gac)[:3]:
         at.session_state[ui.INSPECT] = keys[tid]
