@@ -61,12 +61,15 @@ with ui.page_errors("inspector"):
     model, method = shown.model, shown.method
     expl = shown.explain(ws, i)
     m = st.columns(4)
-    m[0].metric(f"{method} confidence ({shown.source})", explain.format_confidence(expl.confidence))
+    m[0].metric(f"{method} confidence ({shown.source})", explain.format_confidence(shown.confidence))
     if shown.in_sample is not None:
         m[1].metric("fitted on the whole selection (in-sample)", explain.format_confidence(shown.in_sample))
     m[2].metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}")
     m[3].metric("LastStep-TP", f"{row['LastStep-TP']:.2f}")
     st.caption("Explained by " + ui.md(shown.what) + ".")
+    if abs(expl.confidence - shown.confidence) > 1e-9:   # the GAC combines its model with a training-free signal
+        st.caption(f"The GAC's confidence combines its model ({explain.format_confidence(expl.confidence)} alone) "
+                   "with a training-free signal; the reasons below explain its model's part.")
     if shown.differs:
         st.warning(f"The fit on the whole selection gives this run {explain.format_confidence(shown.in_sample)}, "
                    f"{abs(shown.in_sample - shown.confidence):.2f} away from its out-of-fold "
@@ -98,7 +101,7 @@ with ui.page_errors("inspector"):
 
     st.subheader("Confidence after each step")
     with st.spinner("Replaying the run step by step through a live Monitor"):
-        after = explain.confidence_after_steps(model, one, j)
+        after = explain.confidence_after_steps(shown.curve_model or model, one, j)
     st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
     st.caption(f"What a live `htc_core.Monitor` with this {ui.md(method)} model showed as the run went on (the last "
                "point is the confidence above). The model is fitted on whole runs; `htc early-warning` and the "

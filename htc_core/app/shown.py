@@ -47,6 +47,9 @@ class Shown:
     in_sample: float | None = None
     fold: int | None = None
     gac_kind: str | None = None
+    #: what the live-monitor replay runs (the whole GAC, whose confidence may combine its sub-model with a
+    #: training-free signal); None: ``model``
+    curve_model: object = None
 
     @property
     def label(self) -> str:
@@ -110,8 +113,9 @@ def shown_confidence(ws: Workspace, position: int, variant: str, evaluated: Eval
     """The confidence run ``position`` is shown with under ``variant`` ('reduced', 'full', 'gam'), and its model."""
     if label_problem(ws.labels, for_evaluation=False) is not None:
         model, X, kind = experiments.gac_model_for(ws, position)
-        return Shown(method="GAC", source="zero-shot", model=model, features=X, confidence=_score(model, X, position),
-                     gac_kind=kind)
+        conf = float(np.asarray(experiments.gac_scores(ws).confidence)[position])   # the Runs page's number
+        return Shown(method="GAC", source="zero-shot", model=model, features=X, confidence=conf, gac_kind=kind,
+                     curve_model=experiments.shipped_gac())
     method = METHOD_OF[variant]
     fit = fitted_model(ws, variant)
     in_sample = _score(fit, ws.features, position)
