@@ -123,7 +123,7 @@ def test_runs_export_and_reasons_agree_with_the_out_of_fold_number(uploaded, rec
 
 def test_unlabeled_runs_explain_the_gac_confidence_the_runs_page_shows(tmp_path, monkeypatch, uala_dir):
     """No labels: the inspector's headline is the GAC confidence of the Runs table (no "Explained by" choice it
-    would ignore); the CSV of the selection is prepared."""
+    would ignore), the live-monitor curve ends at it, and the CSV of the selection is prepared."""
     import json
 
     lines = (uala_dir / "hotpotqa_llama2-70b_run-c.jsonl").read_text(encoding="utf-8").splitlines()[:40]
@@ -152,9 +152,8 @@ def test_unlabeled_runs_explain_the_gac_confidence_the_runs_page_shows(tmp_path,
         assert at.metric[0].label == "GAC confidence (zero-shot)"
         assert any(c.value.startswith(ui.md(tid) + " · ") for c in at.caption)
         assert at.metric[0].value == explain.format_confidence(gac[tid])
-        # (the step curve's end = headline held before main's GAC transfer entry; Monitor(gac) on runs without
-        # alternatives now ends elsewhere, see the issue 27 report)
-        assert json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+        curve = json.loads(at.get("plotly_chart")[0].proto.spec)
+        assert _ys(curve["data"][0])[-1] == pytest.approx(gac[tid], abs=1e-9)
         assert not [r for r in at.radio if r.label == "Explained by"]       # no choice the page would ignore
 
 
