@@ -5,8 +5,8 @@ and the tables the page shows. Pure pandas/numpy (no Streamlit); the maths is in
 Decisions (also on the page):
 
 - A side is one or several run sets (what one upload stored together; the shipped samples are one run set per
-  file). The default sides, when the selection holds at least two models, are the run sets of the first model
-  vs those of the second (for the samples: SmolLM2-135M-greedy vs SmolLM2-135M-sampled-t0.7); otherwise the
+  file). The default sides, when the selection holds at least two models, are the run sets of the two models with
+  the most runs, in name order (for the samples: SmolLM2-135M-greedy vs SmolLM2-135M-sampled-t0.7); otherwise the
   first two run sets.
 - Every run's confidence is its out-of-fold prediction (first repeat) in the cross-validated evaluation of the
   sidebar's selection, i.e. from a calibrator that never saw the run; A and B are scored by the same procedure.
@@ -29,15 +29,20 @@ __all__ = ["default_sides", "side_positions", "oof_all_rows", "ABInputs", "run_s
 
 
 def default_sides(ws: Workspace, names: dict) -> tuple[list[str], list[str]]:
-    """(A, B) run set ids: the run sets of the first two models when the selection has two or more (a run set
-    belongs to the model most of its runs have), else the first two run sets (in storage order)."""
+    """(A, B) run set ids: the run sets of the two models with the most runs when the selection has two or more
+    (in name order; a run set belongs to the model most of its runs have), else the first two run sets (in
+    storage order)."""
     present = [i for i in names if i in set(ws.run_set.tolist())]
     models = ws.ts.meta["model"].map(lambda v: "(none)" if v is None else str(v)).to_numpy()
     owner = {}
     for rs in present:
         vals, cnt = np.unique(models[ws.run_set == rs], return_counts=True)
         owner[rs] = str(vals[np.argmax(cnt)])
-    distinct = sorted(set(owner.values()))
+    size = {}
+    for rs, m in owner.items():
+        size[m] = size.get(m, 0) + int(np.sum(ws.run_set == rs))
+    # the two models with the most runs (a few runs of a third model make a poor default), in name order
+    distinct = sorted(sorted(size, key=lambda m: (-size[m], m))[:2])
     if len(distinct) >= 2:
         return ([rs for rs in present if owner[rs] == distinct[0]],
                 [rs for rs in present if owner[rs] == distinct[1]])
