@@ -91,6 +91,6 @@ def test_unlabeled_upload_is_scored_by_the_shipped_gac(tmp_path, monkeypatch, tw
     np.testing.assert_allclose(got, want, atol=1e-12)
     go(at, "inspector")
     assert not problems(at)
-    assert any("GAC (zero-shot)" in m.label for m in at.metric)
+    assert any("GAC" in m.label and "(zero-shot)" in m.label for m in at.metric)   # "GAC confidence (zero-shot)"
     go(at, "calibration")
     assert not problems(at) and "labels file" in " ".join(i.value for i in at.info)

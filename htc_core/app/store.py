@@ -245,7 +245,7 @@ class Store:
             con.execute("DELETE FROM run_sets WHERE id = ?", [run_set_id])
             con.execute("DELETE FROM trajectories WHERE run_set = ?", [run_set_id])
             con.execute("DELETE FROM features WHERE run_set = ?", [run_set_id])
-            for t in _derived_tables(con):   # features_store's per-run columns and label_store's labels, when present
+            for t in _derived_tables(con) + _label_tables(con):   # per-run columns and labels, when present
                 con.execute(f"DELETE FROM {t} WHERE run_set = ?", [run_set_id])
             for t in ("steps", "tokens", "vocab"):
                 con.execute(f"DROP TABLE IF EXISTS {t}_{run_set_id}")
@@ -397,9 +397,18 @@ def _one(con, sql: str, params: list | None = None):
     return rows[0] if rows else None
 
 
+def _table_names(con) -> set:
+    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
 def _derived_tables(con) -> list[str]:
-    names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    return [t for t in ("run_columns", "run_feature_blocks", "run_column_sets", "labels") if t in names]
+    """features_store's per-run column tables (keyed by run set, profile and top-k), when present."""
+    return [t for t in ("run_columns", "run_feature_blocks", "run_column_sets") if t in _table_names(con)]
+
+
+def _label_tables(con) -> list[str]:
+    """label_store's table (keyed by run set only), when present."""
+    return [t for t in ("labels",) if t in _table_names(con)]
 
 
 def _check_id(run_set_id: str) -> None:
