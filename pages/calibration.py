@@ -6,7 +6,7 @@ import streamlit as st
 
 from htc_core import explain
 from htc_core.app import (adapt_views, drill, experiments, plots, prefix_plots, report_download, sampling,
-                         selective_plots, ui, views)
+                         selective_plots, ui, url_state, views)
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
@@ -47,8 +47,11 @@ with ui.page_errors("calibration"):
         for note in res.notes:
             st.caption(f"note: {ui.md(note)}")
         choices = views.calibration_choices(res.methods, res.strongest_baseline())
+        link = url_state.calibration_params(res.methods, f"cal_methods_{'-'.join(res.methods)}",
+                                            f"cal_hist_{'-'.join(res.methods)}")
+        url_state.restore("calibration", link)      # a pasted link's choices (checked; junk is ignored)
         chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram,
-                                key=f"cal_methods_{'-'.join(res.methods)}")
+                                key=link[0].key)
         left, right = st.columns([3, 2])
         with left:
             binning = st.radio("Bins", ["uniform", "quantile"], horizontal=True, key="cal_binning",
@@ -67,7 +70,7 @@ with ui.page_errors("calibration"):
             rel_event = drill.clicked("cal_reliability", rel_event, rel_context)   # a click lost by a redraw
         with right:
             hist_method = st.selectbox("Confidence histogram of", res.methods, index=choices.histogram_index,
-                                       key=f"cal_hist_{'-'.join(res.methods)}")
+                                       key=link[2].key)
             hist_bins = explain.binned_runs(res.oof[hist_method], res.labels, name=hist_method)
             hist_context = (hist_method, ui.cache_key("histogram"))
             hist_event = st.plotly_chart(drill.histogram_figure(
@@ -110,6 +113,8 @@ with ui.page_errors("calibration"):
 
         st.subheader("Selective prediction: trust only the runs above a threshold")
         sel = views.selective_views(res, chosen)
+        link = url_state.calibration_params(res.methods, link[0].key, link[2].key, sel.risk_coverage)
+        url_state.restore("calibration", link[3:])
         if sel.risk_coverage:
             marked = st.selectbox("Threshold for", list(sel.risk_coverage), key="cal_sel_method")
             threshold = st.slider("Keep runs with confidence at least", 0.0, 1.0, 0.5, 0.01, key="cal_sel_threshold")
@@ -128,6 +133,7 @@ with ui.page_errors("calibration"):
             with right:
                 st.markdown("**ROC** (success is the positive class; legend: the table's AUROC)")
                 st.plotly_chart(selective_plots.roc_figure(sel.roc, sel.auroc), key="cal_roc")
+        url_state.write(link)
 
     # --------------------------------------------------------- early warning
     if ev is not None:

@@ -4,7 +4,7 @@ and HTC's own worst mistakes (most confident failures, least confident successes
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiments, ui, views
+from htc_core.app import experiments, ui, url_state, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("examples")
@@ -28,6 +28,8 @@ with ui.page_errors("examples"):
     if not htc_methods or not base_methods:
         st.info("Examples need HTC and at least one baseline in the evaluation.")
         st.stop()
+    link = url_state.examples_params(base_methods, htc_methods)
+    url_state.restore("examples", link)      # a pasted link's choice (checked; junk is ignored)
     c1, c2, c3 = st.columns(3)
     baseline = c1.selectbox("Baseline", base_methods,
                             index=views.preferred_baseline(base_methods, res.strongest_baseline()), key="ex_baseline",
@@ -36,6 +38,7 @@ with ui.page_errors("examples"):
                                  "show over-confidence only.")
     htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
     n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
+    url_state.write(link)
     st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "
                "scored by a model that saw it.")
     exs = views.examples_for(ws, ev, baseline=baseline, htc=htc, n=int(n))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from htc_core.app import drill, experiments, plots, scale, ui, views
+from htc_core.app import drill, experiments, plots, scale, ui, url_state, views
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
@@ -13,12 +13,15 @@ with ui.page_errors("feature_space"):
     if len(ws) < 3:
         st.info("A projection needs at least 3 trajectories; choose more data in the sidebar.")
         st.stop()
+    color_labels = {"dataset": "dataset", "model": "model", "success": "success",
+                    "htc_confidence": "calibrated confidence (HTC-Full)", "baseline_confidence": "GlobalTrace-TP"}
+    link = url_state.feature_space_params(color_labels)
+    url_state.restore("feature_space", link)      # a pasted link's projection and colouring
     c1, c2 = st.columns(2)
     method = c1.radio("Projection", ["umap", "tsne"], format_func={"umap": "UMAP", "tsne": "t-SNE"}.get,
                       horizontal=True, key="fs_method")
-    color_labels = {"dataset": "dataset", "model": "model", "success": "success",
-                    "htc_confidence": "calibrated confidence (HTC-Full)", "baseline_confidence": "GlobalTrace-TP"}
     color = c2.selectbox("Colour by", list(color_labels), format_func=color_labels.get, key="fs_color")
+    url_state.write(link)
     proj = ui.projection(ws, method)
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     if cannot_fit:   # no labels to fit on: colour by the shipped GAC's zero-shot confidence

@@ -4,7 +4,7 @@ import streamlit as st
 
 from htc_core import explain
 from htc_core.app import adapt_views, experiments, import_views, scale, sql_views, ui, views
-from htc_core.app import layout
+from htc_core.app import layout, url_state
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 
@@ -115,12 +115,16 @@ with ui.page_errors("runs"):
             st.warning(ui.md(shift.message(prior="gac")))
             with st.expander("Features that moved (standardized mean shift vs the GAC's training data)"):
                 st.dataframe(adapt_views.shift_table(shift), hide_index=True)
+    conf_default = conf_options.index(gac_option) if cannot_fit else 0
+    link = url_state.runs_params(ws.values("dataset"), ws.values("model"), explain.FLAGS, conf_options,
+                                 sql_views.SORTABLE, sql_views.PAGE_SIZES)
+    url_state.restore("runs", link)    # a pasted link's filters, sort and page (checked; junk is ignored)
     c1, c2, c3 = st.columns([2, 2, 1])
     f_ds = c1.multiselect("Dataset", ws.values("dataset"), key="browse_ds", placeholder="any")
     f_ms = c2.multiselect("Model", ws.values("model"), key="browse_ms", placeholder="any")
     f_label = c3.selectbox("Label", ["any", "success", "failure", "unlabeled"], key="browse_label")
     c4, c5, c6 = st.columns([2, 2, 2])
-    f_conf = c4.selectbox("Confidence", conf_options, index=conf_options.index(gac_option) if cannot_fit else 0,
+    f_conf = c4.selectbox("Confidence", conf_options, index=conf_default,
                           key="browse_conf")
     f_range = c5.slider("Confidence range", 0.0, 1.0, (0.0, 1.0), step=0.01, key="browse_range")
     f_text = c6.text_input("Search questions", key="browse_text", placeholder="words in the question or id")
@@ -153,7 +157,9 @@ with ui.page_errors("runs"):
     f_desc = c8.toggle("Descending", key="browse_desc")
     f_size = c9.selectbox("Rows per page", sql_views.PAGE_SIZES, index=1, key="browse_page_size")
     first = table.page(**filters, sort=f_sort, descending=f_desc, limit=f_size, offset=0)
+    url_state.within("browse_page", 1, first.pages)
     f_page = c10.number_input(f"Page (of {first.pages:,})", 1, first.pages, 1, key="browse_page")
+    url_state.write(link)
     shown = first if f_page == 1 else table.page(**filters, sort=f_sort, descending=f_desc, limit=f_size,
                                                  offset=(int(f_page) - 1) * f_size)
     st.caption(f"{shown.total:,} of {len(ws):,} trajectories match; rows {shown.offset + 1:,}–"

@@ -14,6 +14,7 @@ import streamlit as st
 
 from ..bidi import isolate
 from ..confidence import PROFILES
+from . import url_state
 from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, MODELS, PAGES, PROFILE, RUNSETS, SEEDS, TOP_K,
                       data_dir, full_workspace, run_set_names, workspace)
 from .workspace import Workspace
@@ -34,6 +35,7 @@ def require_app(page: str) -> None:
         st.session_state[DEEP_LINK] = PAGES[page]
         st.session_state[URL_STASH] = {k: st.query_params.get_all(k) for k in st.query_params}
         st.switch_page("app.py")
+    url_state.take_link(page)      # the first page of a session owns its link's parameters (Runs filters, ...)
 
 
 def follow_deep_link() -> None:
@@ -85,6 +87,7 @@ def restore_from_url() -> None:
     methods = [wanted[v.lower()] for v in params.get(URL_METHOD, []) if v and v.lower() in wanted]
     if methods:     # an unknown name is ignored: the page's default applies
         st.session_state[METHOD_KEY] = methods[0]
+    st.session_state[url_state.PAGE_STASH] = params     # each page's own widgets: url_state.restore
     ab = {p: [v for v in params.get(p, []) if v] for p in URL_AB}
     st.session_state[AB_STASH] = {p: v for p, v in ab.items() if v}
 
