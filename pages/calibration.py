@@ -63,6 +63,7 @@ with ui.page_errors("calibration"):
                             "first repeat, so it differs from the table's equal-width ECE)"))
             curves = explain.reliability_curves(res.labels, views.oof_predictions(res, chosen), strategy=binning)
             rel_context = (binning, ui.cache_key("reliability"))   # what decides the bins a click names
+            drill.replay_link("cal_reliability", rel_context, st.session_state.pop(url_state.DRILL_LINK["rel"], None))
             rel_event = st.plotly_chart(plots.reliability_figure(curves, ece=views.table_ece(res, chosen)
                                                                  if binning == "uniform" else None),
                                         key="cal_reliability", selection_mode=("points",),
@@ -73,15 +74,17 @@ with ui.page_errors("calibration"):
                                        key=link[2].key)
             hist_bins = explain.binned_runs(res.oof[hist_method], res.labels, name=hist_method)
             hist_context = (hist_method, ui.cache_key("histogram"))
+            drill.replay_link("cal_hist", hist_context, st.session_state.pop(url_state.DRILL_LINK["bar"], None))
             hist_event = st.plotly_chart(drill.histogram_figure(
                 hist_bins, title=f"{hist_method}: out-of-fold confidence by outcome"), key="cal_hist",
                 on_select=drill.keep_clicks("cal_hist", hist_context), selection_mode=("points",))
             hist_event = drill.clicked("cal_hist", hist_event, hist_context)
         # drill-down: the runs behind the bin or bar clicked last
         members = explain.reliability_members(res.labels, views.oof_predictions(res, chosen), curves)
-        picked = drill.newest("cal_drill_last", {
-            "reliability": drill.selected_runs(rel_event, members, ev.positions),
-            "histogram": drill.selected_runs(hist_event, {hist_method: hist_bins}, ev.positions, kind="outcome")})
+        candidates = {"rel": drill.selected_runs(rel_event, members, ev.positions),
+                      "bar": drill.selected_runs(hist_event, {hist_method: hist_bins}, ev.positions, kind="outcome")}
+        picked = drill.newest("cal_drill_last", candidates)
+        clicked = {k: d.link if d is not None and d is picked else None for k, d in candidates.items()}   # for the URL
         shown = picked.source if picked is not None else hist_method
         drill.show_runs(ws, picked, key="cal_drill", confidence=views.workspace_oof(ev, shown, len(ws)),
                         confidence_name=f"{shown} (out-of-fold)",
@@ -114,7 +117,7 @@ with ui.page_errors("calibration"):
         st.subheader("Selective prediction: trust only the runs above a threshold")
         sel = views.selective_views(res, chosen)
         link = url_state.calibration_params(res.methods, link[0].key, link[2].key, sel.risk_coverage)
-        url_state.restore("calibration", link[3:])
+        url_state.restore("calibration", link)
         if sel.risk_coverage:
             marked = st.selectbox("Threshold for", list(sel.risk_coverage), key="cal_sel_method")
             threshold = st.slider("Keep runs with confidence at least", 0.0, 1.0, 0.5, 0.01, key="cal_sel_threshold")
@@ -133,7 +136,7 @@ with ui.page_errors("calibration"):
             with right:
                 st.markdown("**ROC** (success is the positive class; legend: the table's AUROC)")
                 st.plotly_chart(selective_plots.roc_figure(sel.roc, sel.auroc), key="cal_roc")
-        url_state.write(link)
+        url_state.write(link, clicked)
 
     # --------------------------------------------------------- early warning
     if ev is not None:

@@ -21,7 +21,6 @@ with ui.page_errors("feature_space"):
     method = c1.radio("Projection", ["umap", "tsne"], format_func={"umap": "UMAP", "tsne": "t-SNE"}.get,
                       horizontal=True, key="fs_method")
     color = c2.selectbox("Colour by", list(color_labels), format_func=color_labels.get, key="fs_color")
-    url_state.write(link)
     proj = ui.projection(ws, method)
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     if cannot_fit:   # no labels to fit on: colour by the shipped GAC's zero-shot confidence
@@ -41,11 +40,14 @@ with ui.page_errors("feature_space"):
                f"({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the chart's toolbar) "
                "to list the runs selected, then open one in the inspector.")
     fs_context = (method, ui.cache_key("feature_space"))      # the rows a click names
+    drill.replay_link("fs_chart", fs_context, st.session_state.pop(url_state.DRILL_LINK["pts"], None), points=True)
     event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart",
                             on_select=drill.keep_clicks("fs_chart", fs_context),
                             selection_mode=("points", "box", "lasso"))
     event = drill.clicked("fs_chart", event, fs_context)      # a click lost by a redraw of the chart
-    drill.show_runs(ws, drill.selected_points(event, len(ws)), key="fs_drill", confidence=htc_conf,
+    selected = drill.selected_points(event, len(ws))
+    url_state.write(link, {"pts": selected.link if selected is not None else None})
+    drill.show_runs(ws, selected, key="fs_drill", confidence=htc_conf,
                     confidence_name="calibrated confidence", hint="No point selected yet.")
     with st.expander("Open a trajectory by id"):
         choice = st.selectbox("Trajectory", frame["key"].head(5000).tolist(), key="fs_pick",

@@ -195,3 +195,31 @@ def test_feature_space_and_examples_round_trip(new_app):
     junk = new_app({"n": "1e309", "htc": "x" * 400, "baseline": "nope"}, page="examples")
     assert not problems(junk), problems(junk)
     assert junk.number_input(key="ex_n").value == 4
+
+
+def test_drill_down_selections_round_trip(new_app):
+    """A link names the clicked bins (reliability: method:bin, histogram: outcome:bin) or points; the new session
+    lists the same runs and keeps the selection in its URL; junk is dropped."""
+    every_bin = ",".join(f"HTC-Reduced:{b}" for b in range(10))
+    at = new_app({"methods": "HTC-Reduced", "rel": every_bin}, page="calibration")
+    assert not problems(at), problems(at)
+    listed = [m.value for m in at.markdown if "runs: bin" in m.value]
+    assert listed and listed[0].startswith(f"**{2 * N} runs: bin"), listed
+    assert at.query_params["rel"] == every_bin
+
+    bar = new_app({"hist": "HTC-Reduced", "bar": "failure:0,failure:1,failure:2,failure:3,failure:4"},
+                  page="calibration")
+    assert not problems(bar), problems(bar)
+    listed = [m.value for m in bar.markdown if "runs: failures with HTC" in m.value]
+    assert listed, [m.value for m in bar.markdown]
+    assert bar.query_params["bar"].startswith("failure:0")
+
+    junk = new_app({"rel": "HTC-Reduced:99,nope:1,:,HTC-Reduced:-1," + "x" * 3000, "bar": "inf:inf"},
+                   page="calibration")
+    assert not problems(junk), problems(junk)
+    assert not [m.value for m in junk.markdown if "runs: bin" in m.value] and "rel" not in junk.query_params
+
+    fs = new_app({"pts": "0,5,7,99999,abc"}, page="feature_space")
+    assert not problems(fs), problems(fs)
+    assert any(m.value.startswith("**3 runs: 3 selected points") for m in fs.markdown)
+    assert fs.query_params["pts"] == "0,5,7"

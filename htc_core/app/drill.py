@@ -24,7 +24,11 @@ from .layout import md, open_in_inspector
 from .plots import _layout
 from .workspace import Workspace
 
-__all__ = ["Drill", "selected_runs", "selected_points", "newest", "runs_frame", "show_runs", "histogram_figure"]
+__all__ = ["Drill", "selected_runs", "selected_points", "newest", "runs_frame", "show_runs", "histogram_figure",
+           "replay_link", "LINK_POINTS"]
+
+#: most clicked elements a link carries (a larger box or lasso selection is left out of the URL)
+LINK_POINTS = 300
 
 _COLORS = {"success": "#54A24B", "failure": "#E45756", "unlabeled": "#999"}
 
@@ -32,11 +36,13 @@ _COLORS = {"success": "#54A24B", "failure": "#E45756", "unlabeled": "#999"}
 @dataclass(frozen=True)
 class Drill:
     """The runs behind one clicked element: ``title`` in words, ``positions``: workspace rows, ``source``:
-    the method whose bins were clicked (empty for feature-space points)."""
+    the method whose bins were clicked (empty for feature-space points); ``link``: what was clicked, for the URL
+    (``name:bin,...`` of a binned chart, ``row,...`` of feature-space points; empty when too many)."""
 
     title: str
     positions: np.ndarray
     source: str = ""
+    link: str = ""
 
     @property
     def n(self) -> int:
@@ -103,7 +109,7 @@ def selected_runs(event, binned: Mapping[str, BinnedRuns], rows: np.ndarray, *, 
     reliability diagram, ``kind="method"``; or one histogram's bins under its name, ``kind="outcome"``,
     where the customdata name is the outcome); ``rows``: workspace row of each binned position (an
     evaluation's ``positions``). None when nothing drillable is selected."""
-    picked, titles, sources = [], [], []
+    picked, titles, sources, refs = [], [], [], []
     for pt in _points(event):
         if kind == "method":
             ref = _bin_ref(pt, binned)
@@ -112,6 +118,7 @@ def selected_runs(event, binned: Mapping[str, BinnedRuns], rows: np.ndarray, *, 
             bins = binned[ref[0]]
             picked.append(bins.members(ref[1]))
             sources.append(ref[0])
+            refs.append(ref)
             titles.append(f"bin {bins.label(ref[1])} of {ref[0]}")
         else:
             ref = _bin_ref(pt, OUTCOMES)
@@ -120,11 +127,14 @@ def selected_runs(event, binned: Mapping[str, BinnedRuns], rows: np.ndarray, *, 
                 continue
             picked.append(bins.members(ref[1], ref[0]))
             sources.append(bins.name)
+            refs.append(ref)
             titles.append(f"{ref[0]}s with {bins.name} confidence in {bins.label(ref[1])}")
     if not picked:
         return None
     pos = np.unique(np.concatenate(picked)) if len(picked) > 1 else picked[0]
-    return Drill(title="; ".join(dict.fromkeys(titles)), positions=np.asarray(rows)[pos], source=sources[0])
+    refs = list(dict.fromkeys(f"{name}:{b}" for name, b in refs))
+    return Drill(title="; ".join(dict.fromkeys(titles)), positions=np.asarray(rows)[pos], source=sources[0],
+                 link=",".join(refs) if len(refs) <= LINK_POINTS else "")
 
 
 def selected_points(event, n_rows: int) -> Drill | None:
@@ -142,7 +152,22 @@ def selected_points(event, n_rows: int) -> Drill | None:
         return None
     rows = list(dict.fromkeys(rows))
     return Drill(title="the selected point" if len(rows) == 1 else f"{len(rows)} selected points",
-                 positions=np.asarray(rows, dtype=np.int64))
+                 positions=np.asarray(rows, dtype=np.int64),
+                 link=",".join(map(str, rows)) if len(rows) <= LINK_POINTS else "")
+
+
+def replay_link(key: str, context, link: str | None, *, points: bool = False) -> None:
+    """A pasted link's selection (:attr:`Drill.link`) replayed as a click on the chart ``key`` drawn in
+    ``context`` (through :func:`clicked`); what the chart does not have is dropped by the readers above."""
+    clicks = []
+    for part in (link or "").split(",")[:LINK_POINTS]:
+        name, _, b = part.rpartition(":")
+        if points and part.strip().isdigit():
+            clicks.append({"customdata": [int(part)]})
+        elif not points and name and b.isdigit():
+            clicks.append({"customdata": [name, int(b)]})
+    if clicks:
+        st.session_state[f"{key}__kept"] = (context, {"selection": {"points": clicks}})
 
 
 def newest(state_key: str, candidates: Mapping[str, Drill | None]) -> Drill | None:

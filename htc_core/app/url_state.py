@@ -7,8 +7,9 @@ opened, and :func:`restore` sets the widgets it names from them, each value chec
 number that is not finite (``inf``, ``1e309``, ``nan``), text over :data:`MAX_TEXT` characters are left out
 and the page's default applies, never an exception. Afterwards the widgets rule and :func:`write` keeps the
 URL in step with them (a value equal to its default is left out, so an untouched page keeps a short URL).
-The sidebar's filters, the inspected trajectory and the Compare page's choices have their own parameters
-(``layout``)."""
+A chart's clicked bins or points are carried too (``rel``, ``bar``, ``pts``) and replayed as a click by
+``drill.replay_link``. The sidebar's filters, the inspected trajectory and the Compare page's choices have
+their own parameters (``layout``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from typing import Any, Iterable
 
 import streamlit as st
 
-__all__ = ["Param", "MAX_TEXT", "PAGE_STASH", "take_link", "restore", "write", "parse", "encode", "within"]
+__all__ = ["Param", "MAX_TEXT", "DRILL_LINK", "PAGE_STASH", "take_link", "restore", "write", "parse", "encode",
+           "within", "runs_params", "calibration_params", "feature_space_params", "examples_params"]
 
 #: session key: every query parameter of the session's first request (set by ``layout.restore_from_url``)
 PAGE_STASH = "htc_url_page_stash"
@@ -26,6 +28,8 @@ PAGE_STASH = "htc_url_page_stash"
 PAGE_LINK = "htc_url_page_link"
 #: longest value taken from a link; a longer one is ignored
 MAX_TEXT = 200
+#: session keys a link's drill-down selection is restored into, for the page to replay (``drill.replay_link``)
+DRILL_LINK = {"rel": "cal_link_rel", "bar": "cal_link_bar", "pts": "fs_link_pts"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -42,6 +46,7 @@ class Param:
     bounds: tuple = (0.0, 1.0)
     step: float | None = None
     default: Any = None
+    max_len: int = MAX_TEXT
 
 
 def take_link(page: str) -> None:
@@ -68,7 +73,7 @@ def _option(p: Param, text: str):
 
 def parse(p: Param, values: list[str]):
     """The widget value that ``values`` (one query parameter's values) stands for, or None when it is unusable."""
-    values = [v for v in values if isinstance(v, str) and v and len(v) <= MAX_TEXT]
+    values = [v for v in values if isinstance(v, str) and v and len(v) <= p.max_len]
     if not values:
         return None
     first, (lo, hi) = values[0], p.bounds
@@ -125,10 +130,12 @@ def restore(page: str, params: Iterable[Param]) -> None:
                 st.session_state[p.key] = value
 
 
-def write(params: Iterable[Param]) -> None:
-    """After the widgets are drawn: their values into the URL (a default one is removed from it)."""
+def write(params: Iterable[Param], values: dict | None = None) -> None:
+    """After the widgets are drawn: their values into the URL (a default one is removed from it); ``values``
+    (parameter name -> value) stands in for what is no widget (a chart's clicked bins)."""
+    given = values or {}
     for p in params:
-        values = encode(p, st.session_state.get(p.key))
+        values = encode(p, given[p.name] if p.name in given else st.session_state.get(p.key))
         if values:
             if st.query_params.get_all(p.name) != values:
                 st.query_params[p.name] = values
@@ -164,7 +171,9 @@ def calibration_params(methods, diagram_key: str, hist_key: str, selective: Iter
     methods = tuple(methods)
     out = [Param("methods", diagram_key, "many", methods), Param("binning", "cal_binning", "one",
                                                                    ("uniform", "quantile"), default="uniform"),
-           Param("hist", hist_key, "one", methods)]
+           Param("hist", hist_key, "one", methods),
+           # the drill-down: the reliability diagram's clicked bins (method:bin,...) or histogram bars (outcome:bin)
+           Param("rel", DRILL_LINK["rel"], "text", max_len=4000), Param("bar", DRILL_LINK["bar"], "text", max_len=4000)]
     if selective:
         out += [Param("sel", "cal_sel_method", "one", tuple(selective)),
                 Param("threshold", "cal_sel_threshold", "float", bounds=(0.0, 1.0), step=0.01, default=0.5)]
@@ -174,7 +183,8 @@ def calibration_params(methods, diagram_key: str, hist_key: str, selective: Iter
 def feature_space_params(colours) -> list[Param]:
     """The Feature space page's projection and colouring."""
     return [Param("proj", "fs_method", "one", ("umap", "tsne"), default="umap"),
-            Param("colour", "fs_color", "one", tuple(colours), default="dataset")]
+            Param("colour", "fs_color", "one", tuple(colours), default="dataset"),
+            Param("pts", DRILL_LINK["pts"], "text", max_len=4000)]      # the selected points' rows
 
 
 def examples_params(baselines, htc_methods) -> list[Param]:
