@@ -25,6 +25,7 @@ import streamlit as st
 
 from ..calibration.methods import METHODS
 from ..calibration.evaluation import EvaluationError, evaluate, merge_results
+from .confirm import before_evaluating
 from .sampling import EVAL_CAP, FIT_CAP, stratified_sample
 from .session import cache_key, settings
 from .workspace import Workspace
@@ -347,6 +348,7 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
     rest with :func:`compute_evaluation_parts`)."""
     ready = [cached_result(_part_key(p)) or _stored_part(ws, p) for p in EVAL_PARTS]
     if any(r is None for r in ready):
+        before_evaluating(len(labeled_positions(ws)))     # a large selection nobody chose: ask first
         _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]], grace_s=0.0 if wait else GRACE_S)
         ready = [r if r is not None else cached_result_quiet(_part_key(p)) for p, r in zip(EVAL_PARTS, ready)]
     return merge_evaluations(ready)
