@@ -41,11 +41,19 @@ pages = [
 nav = st.navigation(pages)
 ui.follow_deep_link()
 
-with ui.page_errors("sidebar"):
+opening = st.empty()
+if "htc_opened" not in st.session_state:     # a new tab: say so at once (the spinner below shows after 0.5 s)
+    opening.info("Opening the dashboard: reading the stored runs…")
+st.session_state["htc_opened"] = True
+# what every page waits for first (the store, its features, the selection): said in the main area, so it is never
+# blank (a spinner shows after half a second only, so a quick run draws nothing extra)
+with ui.page_errors("sidebar"), st.spinner("Reading the stored runs and the sidebar's selection (a first start "
+                                           "computes every run's features: up to a minute)…"):
     ui.bootstrap()
     ui.restore_from_url()      # a reload or a shared link: filters and trajectory from the query parameters
     ui.sidebar()
     ui.write_url()
+opening.empty()
 
 nav.run()
 
