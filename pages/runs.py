@@ -98,6 +98,9 @@ with ui.page_errors("runs"):
     table = scale.runs_table(ws)
     gac_option = "GAC (shipped, zero-shot)"
     evaluated = ui.cached_evaluation()
+    if evaluated is None and url_state.linked("runs", "conf").endswith("(out-of-fold)") \
+            and label_problem(ws.labels, for_evaluation=True) is None:
+        evaluated = ui.evaluation(ws)     # the link shows out-of-fold confidences: compute them (progress bar)
     oof_options = [f"{m} (out-of-fold)" for m in ("HTC-Reduced", "HTC-Full")
                    if views.oof_column(evaluated, len(ws), m) is not None]
     conf_options = oof_options + views.browse_confidences(ws.baselines) + ["HTC-Full (fitted on the selection)",
@@ -136,11 +139,12 @@ with ui.page_errors("runs"):
     if f_conf.endswith("(out-of-fold)"):
         conf_col = f_conf.removesuffix(" (out-of-fold)") + " (OOF)"
         values = views.oof_column(evaluated, len(ws), f_conf.removesuffix(" (out-of-fold)"))
-    if f_conf.startswith("HTC-Full") and cannot_fit is not None:
+    fitted_full = f_conf.startswith("HTC-Full (fitted")      # not "HTC-Full (out-of-fold)"
+    if fitted_full and cannot_fit is not None:
         st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); showing the shipped GAC's "
                 "zero-shot confidence instead.")
         f_conf = gac_option
-    if f_conf.startswith("HTC-Full"):
+    if fitted_full and f_conf != gac_option:
         conf_col, values = "HTC-Full", views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
     elif f_conf == gac_option:
         scores = experiments.gac_scores(ws)

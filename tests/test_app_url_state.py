@@ -223,3 +223,13 @@ def test_drill_down_selections_round_trip(new_app):
     assert not problems(fs), problems(fs)
     assert any(m.value.startswith("**3 runs: 3 selected points") for m in fs.markdown)
     assert fs.query_params["pts"] == "0,5,7"
+
+
+def test_a_runs_link_to_out_of_fold_confidences_waits_for_them(new_app):
+    """On a fresh store nothing is evaluated yet, so the out-of-fold option does not exist until the evaluation
+    is done: a link that names it computes it first instead of dropping the choice."""
+    at = new_app({"conf": "HTC-Full (out-of-fold)", "sort": "confidence", "desc": "1"})
+    assert not problems(at), problems(at)
+    assert at.selectbox(key="browse_conf").value == "HTC-Full (out-of-fold)"
+    assert at.query_params["conf"] == "HTC-Full (out-of-fold)"
+    assert "HTC-Full (OOF)" in at.dataframe[-1].value.columns

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import streamlit as st
 
-__all__ = ["Param", "MAX_TEXT", "DRILL_LINK", "PAGE_STASH", "take_link", "restore", "write", "parse", "encode",
+__all__ = ["Param", "MAX_TEXT", "DRILL_LINK", "PAGE_STASH", "take_link", "restore", "linked", "write", "parse", "encode",
            "within", "runs_params", "calibration_params", "feature_space_params", "examples_params"]
 
 #: session key: every query parameter of the session's first request (set by ``layout.restore_from_url``)
@@ -128,6 +128,13 @@ def restore(page: str, params: Iterable[Param]) -> None:
             value = parse(p, link.pop(p.name))
             if value is not None:
                 st.session_state[p.key] = value
+
+
+def linked(page: str, name: str) -> str:
+    """The value the link that opened ``page`` still carries for the parameter ``name`` ("" when none): for a
+    page that must compute something before the option the link names exists."""
+    values = ((st.session_state.get(PAGE_LINK) or {}).get(page) or {}).get(name) or [""]
+    return values[0] if isinstance(values[0], str) and len(values[0]) <= MAX_TEXT else ""
 
 
 def write(params: Iterable[Param], values: dict | None = None) -> None:
