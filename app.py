@@ -19,11 +19,16 @@ from pathlib import Path  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
+st.set_page_config(page_title="HTC · agent run calibration", page_icon="🎯", layout="wide")
+opening = st.empty()
+if "htc_opened" not in st.session_state:     # a new tab: say so at once, before the first start's imports (seconds)
+    opening.info("Opening the dashboard: reading the stored runs…")     # (the spinner below shows after 0.5 s)
+st.session_state["htc_opened"] = True
+
 from htc_core.app import label_glue, ui  # noqa: E402
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-st.set_page_config(page_title="HTC · agent run calibration", page_icon="🎯", layout="wide")
 ui.configure(app_dir=Path(__file__).resolve().parent)
 
 pages = [
@@ -41,10 +46,6 @@ pages = [
 nav = st.navigation(pages)
 ui.follow_deep_link()
 
-opening = st.empty()
-if "htc_opened" not in st.session_state:     # a new tab: say so at once (the spinner below shows after 0.5 s)
-    opening.info("Opening the dashboard: reading the stored runs…")
-st.session_state["htc_opened"] = True
 # what every page waits for first (the store, its features, the selection): said in the main area, so it is never
 # blank (a spinner shows after half a second only, so a quick run draws nothing extra)
 with ui.page_errors("sidebar"), st.spinner("Reading the stored runs and the sidebar's selection (a first start "
