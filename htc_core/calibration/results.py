@@ -56,6 +56,9 @@ class EvaluationResult:
         Method -> why it did not run.
     n_by_method : dict
         Method -> trajectories it was evaluated on (default ``n``).
+    fold_models : dict
+        Method -> the fitted models of the first repeat, one per outer fold (the model that produced each run's
+        out-of-fold confidence, which the dashboard explains).
 
     Examples
     --------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..bidi import isolate
 from ..features import REGISTRY
 from ._common import group_names
 from .flags import structural_flags
@@ -35,7 +36,7 @@ def _percentiles(X: np.ndarray, y: np.ndarray, groups: np.ndarray):
     for g in np.unique(groups):
         rows = np.flatnonzero(groups == g)
         ref = succ & (groups == g)
-        name = f"successful runs of {g}"
+        name = f"successful runs of {isolate(g)}"   # an untrusted name: bidi-isolated
         if ref.sum() < MIN_GROUP_REFERENCE:
             ref, name = succ, "successful runs"
         n_ref[rows], names[rows] = int(ref.sum()), name

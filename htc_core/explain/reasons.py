@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..bidi import isolate
 from ..features import FEATURE_NAMES, REGISTRY
 from ._common import check_matrix, group_names
 from .measures import measure_of
@@ -143,7 +144,7 @@ def _reference(y: np.ndarray, groups, index: int) -> tuple[np.ndarray, str]:
         g = np.asarray(groups, dtype=object)
         same = succ & (g == g[index])
         if same.sum() >= MIN_GROUP_REFERENCE:
-            return same, f"successful runs of {g[index]}"
+            return same, f"successful runs of {isolate(g[index])}"   # an untrusted name: bidi-isolated
     return succ, "successful runs"
 
 
