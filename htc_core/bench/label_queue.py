@@ -83,14 +83,14 @@ def _target(ts, target, args, cache):
     from sklearn.model_selection import StratifiedShuffleSplit
 
     from ..calibration.active import linear_prior
-    from ..calibration.adapt_curve import _profile_for
+    from ..calibration.adapt_curve import profile_for
     from ..calibration.grouping import score_metrics
     from ..features import extract
 
     prior = _prior(ts, target, cache)
     tgt = ts.take(np.flatnonzero(ts.meta["dataset"].astype(str).to_numpy() == target))
     y = tgt.labels
-    profile, top_k = _profile_for(prior, tgt)
+    profile, top_k = profile_for(prior, tgt)
     fm = extract(tgt, profile=profile, top_k=top_k)
     prior = linear_prior(prior, fm)      # the GAC's sub-model for these runs' features
     res = {s: {n: [] for n in args.sizes} for s in args.strategies}

@@ -35,7 +35,7 @@ from .general import fit_general
 from .grouping import has_alternatives, mean_std, score_metrics
 from .results import METRICS
 
-__all__ = ["adapt_traces", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison",
+__all__ = ["adapt_traces", "profile_for", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison",
            "htc_from_scratch", "DEFAULT_SIZES", "METHODS"]
 
 DEFAULT_SIZES = (10, 20, 50, 100, 200)
@@ -52,7 +52,7 @@ def _load_prior(prior):
     return prior
 
 
-def _profile_for(prior, ts) -> tuple[str, int]:
+def profile_for(prior, ts) -> tuple[str, int]:
     """The features the prior's sub-model for these runs uses (runs with alternatives -> its paper model)."""
     subs = getattr(prior, "models", None)
     if isinstance(subs, dict):
@@ -102,7 +102,7 @@ def adapt_traces(ts, prior="gac", *, y=None, random_state: int | None = 42, **pa
     if y is None:
         ts = ts.labeled()
         y = ts.labels
-    profile, top_k = _profile_for(prior, ts)
+    profile, top_k = profile_for(prior, ts)
     fm = extract(ts, profile=profile, top_k=top_k)
     return HTCCalibrator(prior=prior, random_state=random_state, **params).fit(fm, y, meta=ts.meta)
 
@@ -251,7 +251,7 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
     tgt = ts.take(rows_t)
     y = tgt.labels
     p0 = gac.predict_proba_traces(tgt)[:, 1]
-    profile, top_k = _profile_for(gac, tgt)
+    profile, top_k = profile_for(gac, tgt)
     fm = extract(tgt, profile=profile, top_k=top_k)
     seed_values = [42 + i for i in range(int(seeds))]
     usable = [n for n in sizes if len(y) - n >= MIN_TEST]
@@ -328,7 +328,7 @@ def compare_on_labels(ts, prior="gac", *, folds: int = 5, seed: int = 42) -> Lab
     if k < 2:
         raise ValueError(f"comparing needs at least 2 successes and 2 failures among the labeled runs, got {n_pos} "
                          f"and {len(y) - n_pos}")
-    profile, top_k = _profile_for(gac, ts)
+    profile, top_k = profile_for(gac, ts)
     fm = extract(ts, profile=profile, top_k=top_k)
     oof = {m: np.full(len(y), np.nan) for m in METHODS}
     oof["GAC zero-shot"] = gac.predict_proba_traces(ts)[:, 1]

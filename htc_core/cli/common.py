@@ -107,6 +107,17 @@ def _positive_int(value: str) -> int:
     return v
 
 
+def probability_arg(value: str) -> float:
+    """An argparse type: a probability in [0, 1] (a threshold or an alert level)."""
+    try:
+        p = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {value!r}") from None
+    if not 0.0 <= p <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {value!r}")
+    return p
+
+
 def chunk_reader(args: argparse.Namespace):
     """The inputs of a command as ``TraceSet`` chunks (``formats.chunks``); iterate, then ``report_problems``."""
     from ..formats import iter_chunks

@@ -26,14 +26,14 @@ def cmd_label_next(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..calibration.active import queue_step
-    from ..calibration.adapt_curve import _profile_for
+    from ..calibration.adapt_curve import profile_for
     from ..calibration.models import load_model
     from ..features import extract
 
     ts, _ = load_inputs(args, quiet=args.json)
     try:
         prior = load_model(args.prior)
-        profile, top_k = _profile_for(prior, ts)
+        profile, top_k = profile_for(prior, ts)
         fm = extract(ts, profile=profile, top_k=top_k)
         step = queue_step(fm, ts.labels, prior, n=args.n, strategy=args.strategy, seed=args.seed)
     except ValueError as e:

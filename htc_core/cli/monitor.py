@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .common import (CLIError, add_chunk_option, add_feature_options, add_input_options, chunk_reader, labeled_only,
-                     load_inputs, output_path, report_problems, seeds_arg)
+                     load_inputs, output_path, probability_arg, report_problems, seeds_arg)
 
 
 def _int_list(value: str) -> list[int]:
@@ -207,16 +207,6 @@ def _print_expected(gac, rep, alternatives, final) -> None:
           sys.stdout)
 
 
-def _threshold(value: str) -> float:
-    try:
-        v = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value!r}") from None
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value!r}")
-    return v
-
-
 def _false_alarm(value: str) -> float:
     try:
         v = float(value)
@@ -279,7 +269,7 @@ def register(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a model written by `htc fit`, or a shipped model: gac-prefix "
                                                   "(trained on prefixes of runs; no labels of yours needed), gac")
     add_input_options(p)
-    p.add_argument("--threshold", type=_threshold, metavar="T", help="alert when the confidence falls below T")
+    p.add_argument("--threshold", type=probability_arg, metavar="T", help="alert when the confidence falls below T")
     p.add_argument("--out", required=True, metavar="FILE.csv", help="output table: .csv, .parquet or .jsonl")
     p.add_argument("--allow-whole-run-model", action="store_true",
                    help="use a model fitted on whole runs (refused by default: it alerts on nearly every run "

@@ -11,7 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from .common import CLIError
+from .common import CLIError, probability_arg
 
 
 def _port(value: str) -> int:
@@ -32,16 +32,6 @@ def _seconds(value: str) -> float:
     if not 0 < s < 86_400:
         raise argparse.ArgumentTypeError(f"expected seconds in (0, 86400), got {value!r}")
     return s
-
-
-def _probability(value: str) -> float:
-    try:
-        p = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability, got {value!r}") from None
-    if not 0.0 <= p <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {value!r}")
-    return p
 
 
 def _log(message: str) -> None:
@@ -102,7 +92,7 @@ def register(sub) -> None:
                    help="a trace whose root span arrived is finished after S quiet seconds (default 2)")
     p.add_argument("--idle", type=_seconds, default=30.0, metavar="S",
                    help="a trace without a root span is finished after S quiet seconds (default 30)")
-    p.add_argument("--alert-below", type=_probability, default=None, metavar="P",
+    p.add_argument("--alert-below", type=probability_arg, default=None, metavar="P",
                    help="name each run whose confidence fell below P at some step (the live Monitor's alert)")
     p.add_argument("--group-by", choices=("trace", "session"), default="trace",
                    help="one trajectory per trace (default) or per session.id")
