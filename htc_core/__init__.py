@@ -12,7 +12,9 @@ The small public API (loaded lazily, so ``import htc_core`` stays fast and pulls
     htc.expected_calibration_error(ts.labels, conf)
 
 Everything else lives in the subpackages: ``formats`` (readers), ``traces``, ``features``, ``calibration``,
-``explain``, ``collect`` (recording), ``app`` (dashboard side), ``bench`` (benchmarks).
+``explain``, ``collect`` (recording), ``monitor``; on top of them ``experiments`` (the paper's and our
+experiments), ``viz`` (the plotly figures), ``htmlreport``, ``app`` (dashboard side) and ``cli``. The map of
+the rooms and what each may import: docs/house.md.
 """
 
 from __future__ import annotations
@@ -44,14 +46,14 @@ _EXPORTS: dict[str, str] = {
     "EvaluationResult": "htc_core.calibration",
     "EvaluationError": "htc_core.calibration",
     "label_problem": "htc_core.calibration",
-    "transfer": "htc_core.calibration.transfer",     # the module (same name as the function) shadows it
-    "gac_leave_one_out": "htc_core.calibration",
-    "ablation": "htc_core.calibration.ablation",
+    "transfer": "htc_core.experiments.transfer",     # the module (same name as the function) shadows it
+    "gac_leave_one_out": "htc_core.experiments",
+    "ablation": "htc_core.experiments.ablation",
     "compare_run_sets": "htc_core.calibration",
-    "learning_curve": "htc_core.calibration.learning_curve",
+    "learning_curve": "htc_core.experiments.learning_curve",
     "load_model": "htc_core.calibration",
-    "adapt_traces": "htc_core.calibration.adapt_curve",
-    "adaptation_curve": "htc_core.calibration.adapt_curve",
+    "adapt_traces": "htc_core.experiments.adapt_curve",
+    "adaptation_curve": "htc_core.experiments.adapt_curve",
     "shift_check": "htc_core.calibration.shift",
     # metrics
     "expected_calibration_error": "htc_core.calibration",

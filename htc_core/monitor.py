@@ -10,7 +10,7 @@
 After step k, ``add_step`` returns exactly what ``model.predict_proba`` gives on the batch features
 (:func:`htc_core.features.extract`) of the run's first k steps (to rounding; tested to 1e-9). The update
 keeps running sums and per-step summaries (:mod:`htc_core.features.incremental`), so a step costs
-O(tokens of that step), whatever the length of the run (``python -m htc_core.bench monitor``).
+O(tokens of that step), whatever the length of the run (``python -m htc_dev.bench monitor``).
 
 Decisions where the issue is silent:
 

@@ -5,8 +5,8 @@ import json
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import (adapt_views, drill, experiments, plots, prefix_plots, report_download, sampling,
-                         selective_plots, ui, url_state, views)
+from htc_core.app import adapt_views, drill, experiments, report_download, sampling, ui, url_state, views
+from htc_core.viz import plots, prefix_plots, selective_plots
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 

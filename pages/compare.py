@@ -3,7 +3,8 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import experiment_plots, experiments, plots, ui, views
+from htc_core.app import experiments, ui, views
+from htc_core.viz import experiment_plots, plots
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 from htc_core.features import FEATURE_NAMES, REGISTRY
 

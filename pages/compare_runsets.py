@@ -3,7 +3,8 @@ intervals and their difference, overlaid reliability diagrams, feature shifts, r
 
 import streamlit as st
 
-from htc_core.app import ab_plots, ab_views, plots, ui
+from htc_core.app import ab_views, ui
+from htc_core.viz import ab_plots, plots
 from htc_core.app import shown as shown_conf
 from htc_core.app.compute import ALPHAS
 from htc_core.calibration.evaluation import EvaluationError, label_problem

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from htc_core.app import drill, experiments, plots, scale, ui, url_state, views
+from htc_core.app import drill, experiments, scale, ui, url_state, views
+from htc_core.viz import plots
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")

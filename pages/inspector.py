@@ -3,8 +3,9 @@
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import (experiments, explain_views, inspector_plots, label_glue, plots, prefix_plots,
-                          trajectory_panel, trajectory_view, ui, views)
+from htc_core.app import (experiments, explain_views, label_glue, trajectory_panel, trajectory_view, ui,
+                          views)
+from htc_core.viz import inspector_plots, plots, prefix_plots
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 

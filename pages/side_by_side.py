@@ -4,7 +4,8 @@ question, answer vs gold, flags, the confidence shown for each with its reasons,
 import streamlit as st
 
 from htc_core import explain
-from htc_core.app import prefix_plots, trajectory_panel, trajectory_view, ui, views
+from htc_core.app import trajectory_panel, trajectory_view, ui, views
+from htc_core.viz import prefix_plots
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from htc_core.app import experiment_plots, experiments, explain_views, gam_plots, plots, ui, views
-from htc_core.calibration.ablation import selection_frequency
+from htc_core.app import experiments, explain_views, ui, views
+from htc_core.viz import experiment_plots, gam_plots, plots
+from htc_core.experiments.ablation import selection_frequency
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("weights")

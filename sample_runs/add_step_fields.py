@@ -2,7 +2,7 @@
 
 The recordings kept each call's generated text, token logprobs and alternatives, but not the messages that
 came in or the tool results. The demo agent is deterministic around the model, so replaying each recorded
-step text through its own prompt code and tools (``htc_core.demo_agent.replay``) recovers them exactly.
+step text through its own prompt code and tools (``htc_dev.demo_agent.replay``) recovers them exactly.
 Only those step keys are added or replaced: ids, texts, tokens, logprobs, labels and metadata stay as they
 were, byte for byte (each line is re-serialized with ``json.dumps(..., ensure_ascii=False)``, the form the
 native writer produced, which round-trips these lines unchanged). Running it twice changes nothing.
@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from htc_core.demo_agent.replay import replay_steps
+from htc_dev.demo_agent.replay import replay_steps
 
 FIELDS = ("input", "tool", "observation", "error")
 

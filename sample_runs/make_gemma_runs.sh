@@ -8,7 +8,7 @@ N=${N:-60}
 CONFIG=${CONFIG:-greedy}
 FAMILIES=${FAMILIES:-"arithmetic units facts strings docs lists"}
 for fam in $FAMILIES; do
-  nice -n 10 python -m htc_core.demo_agent.collect_runs --model gemma3 --family "$fam" --n "$N" --config "$CONFIG" \
+  nice -n 10 python -m htc_dev.demo_agent.collect_runs --model gemma3 --family "$fam" --n "$N" --config "$CONFIG" \
       --threads 1 --out-dir "sample_runs/_raw_gemma_$CONFIG"
 done
 RAW="sample_runs/_raw_gemma_$CONFIG" DEST=sample_runs/gemma3 bash sample_runs/convert_raw.sh

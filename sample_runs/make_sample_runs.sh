@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 N=${N:-250}
 CONFIG=${CONFIG:-greedy}
 for fam in arithmetic units facts strings; do
-  python -m htc_core.demo_agent.collect_runs --family "$fam" --n "$N" --config "$CONFIG" --threads 1 \
+  python -m htc_dev.demo_agent.collect_runs --family "$fam" --n "$N" --config "$CONFIG" --threads 1 \
       --out-dir "sample_runs/_raw" &
 done
 wait

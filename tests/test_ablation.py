@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from htc_core.calibration.ablation import LEVELS, ablation, family_combinations, selection_frequency
+from htc_core.experiments.ablation import LEVELS, ablation, family_combinations, selection_frequency
 from htc_core.calibration.evaluation import evaluate
 from htc_core.features import FEATURE_NAMES, REGISTRY, extract
 from htc_core.formats import load

@@ -10,8 +10,8 @@ import pytest
 from sklearn.base import clone
 
 from htc_core.calibration.adapt import DEFAULT_STRENGTHS
-from htc_core.calibration.adapt_curve import _prior_for_curve, adapt_traces, adaptation_curve
-from htc_core.gac_entries import gac_adapted
+from htc_core.experiments.adapt_curve import _prior_for_curve, adapt_traces, adaptation_curve
+from htc_core.experiments.gac_entries import gac_adapted
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.general import load_any_model
 from htc_core.calibration.metrics import auroc, brier_score

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from htc_core.demo_agent.runner import ACTION, FINAL, parse_action, TOOL_OF_FAMILY, few_shot, system_prompt
-from htc_core.demo_agent.tasks import FAMILIES, check_answer, make_tasks
-from htc_core.demo_agent.tools import calculator, converter, python_sandbox, run_tool, search
+from htc_dev.demo_agent.runner import ACTION, FINAL, parse_action, TOOL_OF_FAMILY, few_shot, system_prompt
+from htc_dev.demo_agent.tasks import FAMILIES, check_answer, make_tasks
+from htc_dev.demo_agent.tools import calculator, converter, python_sandbox, run_tool, search
 
 
 def test_calculator():
@@ -82,7 +82,7 @@ def test_prompt_examples_parse_with_the_runners_own_patterns():
 
 
 def test_document_lookup_finds_the_town_and_ranks_by_bm25():
-    from htc_core.demo_agent.documents import TOWNS, lookup, passage
+    from htc_dev.demo_agent.documents import TOWNS, lookup, passage
 
     for town in TOWNS:
         assert lookup(f"{town} mayor").startswith(passage(town))
@@ -93,7 +93,7 @@ def test_document_lookup_finds_the_town_and_ranks_by_bm25():
 
 
 def test_docs_gold_answers_are_in_the_retrieved_passage():
-    from htc_core.demo_agent.documents import lookup
+    from htc_dev.demo_agent.documents import lookup
 
     tasks = make_tasks("docs", 60)
     assert sum(t.gold in lookup(t.question) for t in tasks) >= 0.9 * len(tasks)

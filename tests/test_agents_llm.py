@@ -11,15 +11,15 @@ import os
 import numpy as np
 import pytest
 
-from htc_core.demo_agent.runner import AgentSettings, run_agent
-from htc_core.demo_agent.tasks import make_tasks
+from htc_dev.demo_agent.runner import AgentSettings, run_agent
+from htc_dev.demo_agent.tasks import make_tasks
 from htc_core.formats import load
 
 
 @pytest.fixture(scope="module")
 def client():
     try:
-        from htc_core.demo_agent.llm import LocalChatClient
+        from htc_dev.demo_agent.llm import LocalChatClient
 
         return LocalChatClient(n_threads=2)
     except (ImportError, RuntimeError) as e:
@@ -55,7 +55,7 @@ def test_collect_records_through_the_collector_and_imports(client, tmp_path):
     import into one labeled trajectory per task, the confidence question is not a step."""
     import csv
 
-    from htc_core.demo_agent.collect_runs import collect
+    from htc_dev.demo_agent.collect_runs import collect
 
     summary = collect(client, "units", 2, "greedy", tmp_path, model_label="smollm2-test", log=lambda *_: None)
     log, labels = tmp_path / "units_smollm2-test.calllog.jsonl", tmp_path / "units_smollm2-test.labels.csv"
@@ -76,7 +76,7 @@ def test_collect_records_through_the_collector_and_imports(client, tmp_path):
 def gemma():
     try:
         from htc_core.collect.local_server import gemma3_model_path
-        from htc_core.demo_agent.llm import LocalChatClient
+        from htc_dev.demo_agent.llm import LocalChatClient
 
         return LocalChatClient(str(gemma3_model_path()), n_threads=2, prompt_format="plain",
                                model_name="gemma-3-270m-Q4_K_M")

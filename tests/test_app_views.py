@@ -121,7 +121,7 @@ def test_strongest_baseline_and_best_marks_on_real_runs():
     for col, k in (("ECE ↓", "ece"), ("Brier ↓", "brier"), ("AUROC ↑", "auroc")):
         marked = [m for m in table.index if table.loc[m, col].startswith(views.BEST_MARK)]
         assert marked == [res.best(k)] and res.n_of(marked[0]) == 2096
-    from htc_core.app import plots
+    from htc_core.viz import plots
     from htc_core.explain import reliability_curves
 
     curves = reliability_curves(res.labels, views.oof_predictions(res, ["Bottom10+Platt", "Verbalized"]))
@@ -285,7 +285,7 @@ def test_export_frame(ws, evaluated, model):
 
 def test_selective_views_on_the_evaluated_runs(evaluated):
     """Risk-coverage and ROC of each method on its out-of-fold confidences (selective.py computes them)."""
-    from htc_core.app import selective_plots
+    from htc_core.viz import selective_plots
     from htc_core.calibration.selective import risk_coverage_curve
 
     res = evaluated.result

@@ -146,7 +146,7 @@ def test_general_calibrator_round_trip_and_routing(small, tmp_path):
 
 
 def test_training_script_writes_both_models_with_cards(small, tmp_path, capsys):
-    from htc_core.train_gac import main as train
+    from htc_dev.train_gac import main as train
 
     out = tmp_path / "models"
     assert train(["--sample-runs", str(small / "two" / "units.jsonl"), "--uala", str(small / "two" / "uala.jsonl"),

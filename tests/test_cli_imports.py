@@ -3,7 +3,7 @@
 Every check runs ``main([...])`` in a new interpreter and reads ``sys.modules`` afterwards, so an import added
 at registration time (``register(sub)`` runs for every command, ``--version`` included) or at module level of
 a reader fails here, not as seconds of start-up a user pays on every call. The start-up CPU time itself is
-measured by ``python -m htc_core.bench coldstart`` (never timed in a test).
+measured by ``python -m htc_dev.bench coldstart`` (never timed in a test).
 """
 
 from __future__ import annotations

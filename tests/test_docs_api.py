@@ -38,11 +38,11 @@ def test_the_reference_covers_the_public_api():
 
 
 def test_every_public_name_is_the_object_not_a_module_of_the_same_name():
-    # htc_core.calibration.transfer / ablation / learning_curve are modules holding a function of their name:
+    # htc_core.experiments.transfer / ablation / learning_curve are modules holding a function of their name:
     # once the module was imported (by anything), the package attribute was the module
-    import htc_core.calibration.ablation  # noqa: F401
-    import htc_core.calibration.learning_curve  # noqa: F401
-    import htc_core.calibration.transfer  # noqa: F401
+    import htc_core.experiments.ablation  # noqa: F401
+    import htc_core.experiments.learning_curve  # noqa: F401
+    import htc_core.experiments.transfer  # noqa: F401
 
     for name in htc_core.__all__:
         assert not isinstance(getattr(htc_core, name), types.ModuleType), name

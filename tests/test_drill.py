@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from htc_core import explain
-from htc_core.app import drill, plots
+from htc_core.app import drill
+from htc_core.viz import plots
 from htc_core.calibration.metrics import reliability_curve
 from htc_core.app.ingest import ingest
 from htc_core.app.store import Store

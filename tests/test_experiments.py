@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from htc_core.calibration.evaluation import EvaluationError, evaluate
-from htc_core.calibration.gac import gac_leave_one_out
-from htc_core.calibration.grouping import fit_rows, grouped_data, has_alternatives
-from htc_core.calibration.transfer import transfer
+from htc_core.experiments.gac import gac_leave_one_out
+from htc_core.experiments.grouping import fit_rows, grouped_data, has_alternatives
+from htc_core.experiments.transfer import transfer
 from htc_core.formats import load
 from htc_core.traces import concat
 

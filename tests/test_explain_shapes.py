@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from htc_core import explain
-from htc_core.app import gam_plots
+from htc_core.viz import gam_plots
 from htc_core.calibration.gam import HTCGAM
 from htc_core.features import extract
 from htc_core.formats import native

@@ -107,7 +107,7 @@ def test_8_isolate_closes_everything_the_text_opened(text):
 
 def test_8_plain_text_is_untouched_and_md_isolates_the_dashboard_names():
     from htc_core.app.layout import md
-    from htc_core.app.plots import esc
+    from htc_core.viz.plots import esc
     from htc_core.bidi import isolate
 
     assert isolate("units · SmolLM2 <b>") == "units · SmolLM2 <b>" and md("plain") == "plain"

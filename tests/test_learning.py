@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from htc_core.calibration.learning import GPBaseline, MissingExtraError, require
-from htc_core.calibration.learning_curve import (CURVE_METHODS, CurveMethod, learning_curve,
+from htc_core.experiments.learning import GPBaseline, MissingExtraError, require
+from htc_core.experiments.learning_curve import (CURVE_METHODS, CurveMethod, learning_curve,
                                                  register_curve_method)
-from htc_core.calibration.sequence_models import FLOOR, token_sequences
+from htc_core.experiments.sequence_models import FLOOR, token_sequences
 from htc_core.formats import load
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_bad_arguments_name_the_argument(runs):
 def test_a_method_needing_a_missing_package_says_how_to_install():
     with pytest.raises(MissingExtraError, match=r'pip install -e "\.\[learning\]"'):
         require("htc_no_such_module", "the test baseline")
-    p = subprocess.run([sys.executable, "-c", "import sys; from htc_core.calibration.learning_curve import *; "
+    p = subprocess.run([sys.executable, "-c", "import sys; from htc_core.experiments.learning_curve import *; "
                             "register_curve_method(CurveMethod('NeedsMissing', print, requires=('htc_no_such_module',)));"
                             "from htc_core.cli import main; sys.exit(main(sys.argv[1:]))",
                             "learning-curve", str(REPO / "sample_runs" / "units"), "--methods", "needsmissing"],
@@ -147,7 +147,7 @@ def test_a_method_needing_a_missing_package_says_how_to_install():
 
 def test_importing_htc_core_imports_neither_torch_nor_xgboost():
     code = ("import sys, htc_core; from htc_core import learning_curve; "
-            "import htc_core.calibration.learning, htc_core.calibration.sequence_models, htc_core.cli.learning; "
+            "import htc_core.experiments.learning, htc_core.experiments.sequence_models, htc_core.cli.learning; "
             "print('torch' in sys.modules, 'xgboost' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin"}).stdout
@@ -156,8 +156,8 @@ def test_importing_htc_core_imports_neither_torch_nor_xgboost():
 
 # ------------------------------------------------------------------ the estimators
 def _estimators():
-    from htc_core.calibration.learning import MLPBaseline, XGBoostBaseline
-    from htc_core.calibration.sequence_models import LSTMBaseline, TransformerBaseline
+    from htc_core.experiments.learning import MLPBaseline, XGBoostBaseline
+    from htc_core.experiments.sequence_models import LSTMBaseline, TransformerBaseline
 
     return [pytest.param(MLPBaseline(max_epochs=20), "features", marks=torch_only, id="mlp"),
             pytest.param(XGBoostBaseline(), "features", marks=xgb_only, id="xgboost"),

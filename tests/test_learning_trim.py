@@ -14,8 +14,8 @@ from htc_core.formats import load
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (optional extra: pip install -e \".[learning]\")")
 
-from htc_core.calibration.learning import _TorchInputs  # noqa: E402
-from htc_core.calibration.sequence_models import LSTMBaseline, TransformerBaseline, token_sequences  # noqa: E402
+from htc_core.experiments.learning import _TorchInputs  # noqa: E402
+from htc_core.experiments.sequence_models import LSTMBaseline, TransformerBaseline, token_sequences  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Plotly builders (htc_core.app.plots): they draw the result objects as given, and escape trace text."""
+"""Plotly builders (htc_core.viz.plots): they draw the result objects as given, and escape trace text."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from htc_core import explain
-from htc_core.app import inspector_plots, plots, views
+from htc_core.app import views
+from htc_core.viz import inspector_plots, plots
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.features import FEATURE_NAMES
 from htc_core.calibration.metrics import reliability_curve

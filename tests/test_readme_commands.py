@@ -184,7 +184,7 @@ def _params():
             marks.append(pytest.mark.model_server)
         if reason:
             marks.append(pytest.mark.skip(reason=reason))
-        elif "htc_core.bench" in body:
+        elif "htc_dev.bench" in body:
             marks.append(pytest.mark.slow)  # benchmarks take minutes; --help of each runs below
         yield pytest.param(kind, body, id=test_id, marks=marks)
 
@@ -209,7 +209,7 @@ def test_every_benchmark_named_in_the_readme_answers_help(env):
     names = sorted({m.group(1) for _, _, body in ITEMS for m in re.finditer(r"python -m htc_core\.bench (\w+)", body)})
     assert names, "the README names no benchmark"
     for name in names:
-        out = run_command("bash", f"python -m htc_core.bench {name} --help", env, timeout=120)
+        out = run_command("bash", f"python -m htc_dev.bench {name} --help", env, timeout=120)
         assert out.returncode == 0 and "usage" in out.stdout.lower(), (name, out.stderr[-2000:])
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from htc_core.app.store import Store
-from htc_core.demo_agent.runner import ACTION, FINAL
+from htc_dev.demo_agent.runner import ACTION, FINAL
 from htc_core.features import extract
 from htc_core.formats import load, load_bytes, native
 from htc_core.traces import STEP_FIELDS, TraceSet, concat

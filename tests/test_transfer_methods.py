@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from htc_core.calibration.grouping import score_metrics
+from htc_core.experiments.grouping import score_metrics
 from htc_core.calibration.transfer_methods import (domain_weights, em_prior, logit, prior_adjust, sigmoid,
                                                    stack_logits, target_standardized_logit, training_free_signals,
                                                    weighted_platt)

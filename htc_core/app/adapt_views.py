@@ -1,5 +1,5 @@
 """View models of the GAC's applicability check (Runs page) and of "adapt the GAC with these N labels"
-(Calibration page). The work is :mod:`htc_core.calibration.shift` and :mod:`~htc_core.calibration.adapt_curve`'s;
+(Calibration page). The work is :mod:`htc_core.calibration.shift` and :mod:`~htc_core.experiments.adapt_curve`'s;
 each result is computed once per selection through :func:`~htc_core.app.compute.computed`."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..calibration.adapt_curve import LabelComparison, compare_on_labels
+from ..experiments.adapt_curve import LabelComparison, compare_on_labels
 from ..calibration.models import DEFAULT_GAC
 from ..calibration.shift import ShiftReport, shift_check
 from . import compute

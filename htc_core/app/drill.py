@@ -21,7 +21,7 @@ import streamlit as st
 
 from ..explain.drill import OUTCOMES, BinnedRuns
 from .layout import md, open_in_inspector
-from .plots import _layout
+from ..viz.plots import _layout
 from .workspace import Workspace
 
 __all__ = ["Drill", "selected_runs", "selected_points", "newest", "runs_frame", "show_runs", "histogram_figure",

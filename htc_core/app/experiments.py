@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..calibration.ablation import AblationResult, ablation
+from ..experiments.ablation import AblationResult, ablation
 from ..calibration.general import GACScores, GeneralCalibrator
 from ..calibration.models import DEFAULT_GAC, load_model, shipped_models
-from ..calibration.transfer import TransferResult, transfer
+from ..experiments.transfer import TransferResult, transfer
 from . import compute
 from .session import cache_key, settings
 from .workspace import Workspace
@@ -78,8 +78,8 @@ def cached_ablation() -> AblationResult | None:
 
 def available_curve_methods() -> tuple[list[str], list[str]]:
     """(learning-curve methods runnable here, those skipped because the [learning] extra is missing)."""
-    from ..calibration.learning import MissingExtraError
-    from ..calibration.learning_curve import CURVE_METHODS, resolve_curve_methods
+    from ..experiments.learning import MissingExtraError
+    from ..experiments.learning_curve import CURVE_METHODS, resolve_curve_methods
 
     ok, missing = [], []
     for name in CURVE_METHODS:
@@ -100,7 +100,7 @@ def curve_sizes(n_labeled: int) -> tuple[int, ...]:
 def learning_curve_result(ws: Workspace, sizes: tuple[int, ...], methods: tuple[str, ...]):
     """Learning curves of the labeled runs of the selection (one repeat of 5 outer folds; raises
     EvaluationError)."""
-    from ..calibration.learning_curve import learning_curve
+    from ..experiments.learning_curve import learning_curve
 
     pos = compute.labeled_positions(ws)
 

@@ -4,7 +4,7 @@ confidence, the structural flags and the step/token counts of every stored traje
 They are computed once, chunk by chunk (``chunk`` trajectories at a time, so memory is bounded by a chunk), when
 a run set is stored (``column_writer.write_columns``, or ``ColumnWriter`` while the run set is streamed in), and read back by the workspace
 (:func:`read_columns`) so opening the dashboard never recomputes them: at a million runs this is the difference
-between seconds and minutes (``python -m htc_core.bench dashboard_scale``).
+between seconds and minutes (``python -m htc_dev.bench dashboard_scale``).
 
 Layout (DuckDB, columnar, no pickle):
 

@@ -8,7 +8,8 @@ import numpy as np
 import streamlit as st
 
 from ..label_rules import ANSWER_KINDS, FIELD_OPS, AnswerRule, FieldRule, preview
-from . import label_glue, plots, session
+from . import label_glue, session
+from ..viz import plots
 from .label_views import LabelQueueView
 from .layout import md
 from .workspace import Workspace

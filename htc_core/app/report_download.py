@@ -3,7 +3,7 @@ computed for the selection (no new computation but the two whole-selection fits,
 
 from __future__ import annotations
 
-from ..calibration.grouping import GROUP_KEYS
+from ..experiments.grouping import GROUP_KEYS
 from ..htmlreport import ReportData, build_report
 from . import experiments, fits
 from .explain_views import mistakes_for

@@ -13,7 +13,7 @@ import streamlit as st
 
 from ..explain import format_confidence
 from .layout import md
-from .plots import _prob_color
+from ..viz.plots import _prob_color
 from .trajectory_view import StepView, TrajectoryView, bounded, preview
 
 __all__ = ["render_answer", "render_steps", "token_html", "strip_html", "show_text"]

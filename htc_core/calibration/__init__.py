@@ -10,17 +10,16 @@ Modules (each name below is also importable from here):
 - ``baselines``: the single-signal confidences and temperature scaling.
 - ``calibrators``: :class:`HTCCalibrator` (a scikit-learn estimator); ``model_file``: its JSON model file;
   ``solvers`` / ``pathsolver``: the regularized logistic-regression fits.
-- ``transfer``, ``gac``, ``ablation``: the cross-group experiments (transfer matrix, GAC leave-one-group-out)
-  and the feature-family ablation with selection frequency, each returning a result object;
-- ``learning_curve``: HTC vs the learning baselines (``learning``, ``sequence_models``; extra ``[learning]``)
-  by training size;
-  ``general``: the General Agent Calibrator model (one HTC model per kind of run); ``models``: the shipped
-  ``gac`` / ``gac-full`` files and :func:`load_model`; the script that writes them is ``htc_core.train_gac``.
+- ``general``: the General Agent Calibrator model (one HTC model per kind of run); ``models``: the shipped
+  ``gac`` / ``gac-full`` files and :func:`load_model`; the script that writes them is ``htc_dev.train_gac``.
 - ``evaluation``: :func:`evaluate` (nested CV) with ``methods`` (the table's methods behind one
   interface, a registry), ``crossval`` (the outer loop and summary) and ``results``
   (:class:`EvaluationResult`).
 - ``prefixes``: :func:`early_warning`, the same protocol on the first k steps of every run
   (:class:`EarlyWarningResult`).
+
+The experiments built on this core (transfer, GAC leave-one-group-out, ablation, learning curves, the
+adaptation curve) live in :mod:`htc_core.experiments`, which imports the core and never the reverse.
 
 The names are resolved on first use (PEP 562), so ``import htc_core.calibration.metrics`` stays as light
 as numpy: scikit-learn (which the estimator inherits from) is imported only with :class:`HTCCalibrator`
@@ -72,18 +71,6 @@ _EXPORTS: dict[str, str] = {
     "feature_shift": "comparison",
     "pairing_keys": "comparison",
     "MetricState": "streaming",
-    "transfer": "transfer",
-    "TransferResult": "transfer",
-    "gac_leave_one_out": "gac",
-    "GACResult": "gac",
-    "ablation": "ablation",
-    "learning_curve": "learning_curve",
-    "LearningCurveResult": "learning_curve",
-    "CurveMethod": "learning_curve",
-    "register_curve_method": "learning_curve",
-    "AblationResult": "ablation",
-    "selection_frequency": "ablation",
-    "SelectionFrequency": "ablation",
     "GeneralCalibrator": "general",
     "GACScores": "general",
     "load_model": "models",

@@ -25,7 +25,7 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
 
 :func:`estimate` gives ECE and AUROC of the adapted model with a bootstrap interval over the labels so far, from
 out-of-fold predictions (each labeled run scored by a model fitted without it); :func:`stop_suggestion` says when
-the ECE interval is narrow enough. ``python -m htc_core.bench label_queue`` compares the strategies.
+the ECE interval is narrow enough. ``python -m htc_dev.bench label_queue`` compares the strategies.
 """
 
 from __future__ import annotations

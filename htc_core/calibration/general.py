@@ -2,7 +2,7 @@
 
 Runs with top-k alternatives and runs without them give systematically different features (TopkConf and
 Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to the other (measured by
-:func:`htc_core.calibration.gac.gac_leave_one_out`, strategy "pooled" vs "by-kind"). So a GAC holds:
+:func:`htc_core.experiments.gac.gac_leave_one_out`, strategy "pooled" vs "by-kind"). So a GAC holds:
 
 - ``with_alternatives``: an HTC calibrator on ``paper``-profile features, fitted on the runs that list
   alternatives; it scores runs that list them;
@@ -10,7 +10,7 @@ Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to
   every run has the same definitions), fitted on all runs; it scores runs without alternatives (and every
   run when the first model is absent).
 
-Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.calibration.transfer_eval`), the
+Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.experiments.transfer_eval`), the
 routed model's logit is combined with a training-free signal of the run
 (:mod:`htc_core.calibration.transfer_methods`): ``sigmoid(a z + b logit(signal) + c)``. The signal is read off
 the runs' tokens, so a GAC with a ``transfer`` scores TraceSets (:meth:`GeneralCalibrator.predict_proba_traces`).
@@ -35,8 +35,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .calibrators import HTCCalibrator
-from .gac import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
-from .grouping import has_alternatives
+from ..experiments.gac import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
+from ..experiments.grouping import has_alternatives
 from .inputs import TraceSetMixin, check_predict_data, check_saveable_labels, unpack_features, validate_fit_data
 from .model_file import read_model_file
 from .solvers import DEFAULT_ALPHAS
@@ -164,7 +164,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     transfer : dict or None, default=None
         A fixed combination of the routed logit with a training-free signal,
         ``{"method", "signal", "coef": [a, b, c], "fallback": {"kinds", "coef"} (optional)}``, as the shipped
-        models hold it (chosen by ``python -m htc_core.train_gac``); :meth:`fit` leaves it as given. It needs
+        models hold it (chosen by ``python -m htc_dev.train_gac``); :meth:`fit` leaves it as given. It needs
         the runs' tokens, so only the TraceSet methods apply it.
 
     Attributes

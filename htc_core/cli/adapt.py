@@ -24,7 +24,7 @@ def _show(done: int, total: int, msg: str) -> None:
 
 
 def cmd_adapt_curve(args: argparse.Namespace) -> int:
-    from ..calibration.adapt_curve import adaptation_curve
+    from ..experiments.adapt_curve import adaptation_curve
 
     ts, _ = load_inputs(args, quiet=args.json)
     progress = _show if not args.json and sys.stderr.isatty() else None

@@ -150,7 +150,7 @@ def _model_name(model) -> str:
 
 
 def _fit_with_prior(args: argparse.Namespace, ts, out) -> int:
-    from ..calibration.adapt_curve import adapt_traces
+    from ..experiments.adapt_curve import adapt_traces
     from ..calibration.models import load_model
 
     if args.variant == "gam":

@@ -38,7 +38,7 @@ def _run(fn, *a, **kw):
 
 
 def cmd_transfer(args: argparse.Namespace) -> int:
-    from ..calibration.transfer import transfer
+    from ..experiments.transfer import transfer
 
     ts, _ = load_inputs(args, quiet=args.json)
     res = _run(transfer, ts, by=args.by, variants=VARIANTS[args.variant], seeds=args.seeds, profile=args.profile,
@@ -47,7 +47,7 @@ def cmd_transfer(args: argparse.Namespace) -> int:
 
 
 def cmd_gac(args: argparse.Namespace) -> int:
-    from ..calibration.gac import STRATEGIES, gac_leave_one_out
+    from ..experiments.gac import STRATEGIES, gac_leave_one_out
 
     ts, _ = load_inputs(args, quiet=args.json)
     strategies = STRATEGIES if args.strategy == "all" else (args.strategy,)
@@ -57,7 +57,7 @@ def cmd_gac(args: argparse.Namespace) -> int:
 
 
 def cmd_ablation(args: argparse.Namespace) -> int:
-    from ..calibration.ablation import ablation
+    from ..experiments.ablation import ablation
     from .common import labeled_only
 
     ts, _ = load_inputs(args, quiet=args.json)
@@ -79,7 +79,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(json.dumps([m.to_dict() for m in models], indent=1))
         return 0
     if not models:
-        print("no shipped models in this installation (python -m htc_core.train_gac writes them)")
+        print("no shipped models in this installation (python -m htc_dev.train_gac writes them)")
         return 0
     for m in models:
         print(_card_text(m, full=bool(args.name)))
@@ -124,7 +124,7 @@ def _family_lines(c: dict, loo: dict, full: bool) -> list[str]:
     chosen = loo.get("chosen", "gac")
     held = (c.get("transfer") or {}).get("held") or {}
     what = f"{chosen}" + (f" (signal {held.get('signal')}, coef {held.get('coef')})" if held else "")
-    out = [f"  transfer: {what}, chosen leave-one-family-out (python -m htc_core.train_gac --table-only)"]
+    out = [f"  transfer: {what}, chosen leave-one-family-out (python -m htc_dev.train_gac --table-only)"]
     methods = loo.get("methods", []) if full else [m for m in ("gac", chosen) if m]
     for r in loo.get("rows", []):
         if r["method"] in dict.fromkeys(methods):
@@ -139,7 +139,7 @@ def _family_lines(c: dict, loo: dict, full: bool) -> list[str]:
 
 
 def register(sub) -> None:
-    from ..calibration.group_keys import GROUP_KEYS
+    from ..experiments.group_keys import GROUP_KEYS
 
     p = sub.add_parser("transfer", help="source x target transfer matrices (ECE, Brier, AUROC) across groups",
                        description="For every group of runs (--by dataset, model or framework), fit HTC-Full and "

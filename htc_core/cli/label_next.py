@@ -26,7 +26,7 @@ def cmd_label_next(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..calibration.active import queue_step
-    from ..calibration.adapt_curve import profile_for
+    from ..experiments.adapt_curve import profile_for
     from ..calibration.models import load_model
     from ..features import extract
 

@@ -39,8 +39,8 @@ def _gac_entries() -> dict:
     """The GAC rows (issue 14): zero-shot and adapted from a GAC that never saw the runs' datasets. Opt-in
     (--with-gac or by name in --methods): they refit a GAC on the shipped one's training sources when the
     input's datasets are among them, which takes minutes."""
-    from ..calibration.curve_methods import CurveMethod
-    from ..gac_entries import gac_adapted, gac_zero_shot
+    from ..experiments.curve_methods import CurveMethod
+    from ..experiments.gac_entries import gac_adapted, gac_zero_shot
 
     return {"gac zero shot": CurveMethod("GAC zero-shot", gac_zero_shot, kind="zero-shot",
                                          description="the GAC without the runs' datasets, applied unchanged"),
@@ -50,7 +50,7 @@ def _gac_entries() -> dict:
 
 def _with_gac_entries(methods, with_gac: bool):
     """Replace the GAC rows' names in ``methods`` by their entries; ``with_gac`` adds both to the default list."""
-    from ..calibration.curve_methods import CURVE_METHODS
+    from ..experiments.curve_methods import CURVE_METHODS
 
     extra = _gac_entries()
     if methods is None:
@@ -63,8 +63,8 @@ def _with_gac_entries(methods, with_gac: bool):
 
 def cmd_learning_curve(args: argparse.Namespace) -> int:
     from ..calibration.evaluation import EvaluationError
-    from ..calibration.learning import MissingExtraError
-    from ..calibration.learning_curve import learning_curve, resolve_curve_methods
+    from ..experiments.learning import MissingExtraError
+    from ..experiments.learning_curve import learning_curve, resolve_curve_methods
 
     methods = None if args.methods is None else [m for m in args.methods.split(",") if m.strip()]
     methods = _with_gac_entries(methods, args.with_gac)
@@ -86,7 +86,7 @@ def cmd_learning_curve(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from ..calibration.curve_methods import CURVE_METHODS
+    from ..experiments.curve_methods import CURVE_METHODS
 
     p = sub.add_parser(
         "learning-curve", help="HTC vs learning baselines (MLP, XGBoost, GP, LSTM, Transformer) by training size",

@@ -51,7 +51,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from ..calibration.group_keys import GROUP_KEYS
+    from ..experiments.group_keys import GROUP_KEYS
 
     p = sub.add_parser("report", help="one self-contained HTML report (opens offline): evaluation, reliability, "
                                       "weights, transfer, GAC, ablation, learning curves, examples",

@@ -4,7 +4,7 @@ rules written out one trajectory at a time.
 This was the implementation until the flags were computed over the trace set's columns (numpy over the
 step offsets, string work once per step or per distinct value). It is kept, unchanged, as the plain reference
 the tests compare the fast version with (identical frames on hand-made runs, ``sample_runs/`` and the shared
-data) and that ``python -m htc_core.bench flags`` times it against. Not for use elsewhere.
+data) and that ``python -m htc_dev.bench flags`` times it against. Not for use elsewhere.
 """
 
 from __future__ import annotations

@@ -98,7 +98,8 @@ def _ms(mean, std, digits: int = 3) -> str:
 
 # ------------------------------------------------------------------ sections
 def _evaluation(d: ReportData, fig) -> str:
-    from ..app import plots, views
+    from ..app import views
+    from ..viz import plots
     from ..explain import reliability_curves
 
     res = d.evaluation
@@ -122,8 +123,9 @@ def _evaluation(d: ReportData, fig) -> str:
 
 
 def _weights(d: ReportData, fig) -> str:
-    from ..app import experiment_plots, plots, views
-    from ..calibration.ablation import selection_frequency
+    from ..app import views
+    from ..viz import experiment_plots, plots
+    from ..experiments.ablation import selection_frequency
 
     out = ['<h2 id="weights">Feature weights and selection frequency</h2><p>Weights of the calibrators fitted on '
            "every labeled run, on standardized features (a positive weight raises the confidence).</p>"]
@@ -148,7 +150,7 @@ def _weights(d: ReportData, fig) -> str:
 
 
 def _transfer(d: ReportData, fig) -> str:
-    from ..app import experiment_plots
+    from ..viz import experiment_plots
 
     r = d.transfer
     out = [f'<h2 id="transfer">Transfer across {_e(r.by)}s</h2><p>Fitted on all runs of the source (row), '
@@ -173,7 +175,7 @@ def _gac(d: ReportData, fig) -> str:
 
 
 def _ablation(d: ReportData, fig) -> str:
-    from ..app import experiment_plots
+    from ..viz import experiment_plots
 
     a = d.ablation
     out = ['<h2 id="ablation">Feature-family ablation</h2><p>HTC on each of the 15 combinations of the four feature '

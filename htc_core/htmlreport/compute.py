@@ -28,9 +28,9 @@ def compute_report(ts, *, seeds: int | Sequence[int] = 3, by: str = "dataset", a
     when the labeled runs cannot be evaluated."""
     from ..calibration import HTCCalibrator, evaluate
     from ..calibration.evaluation import EvaluationError
-    from ..calibration.gac import gac_leave_one_out
-    from ..calibration.grouping import GROUP_KEYS
-    from ..calibration.transfer import transfer
+    from ..experiments.gac import gac_leave_one_out
+    from ..experiments.grouping import GROUP_KEYS
+    from ..experiments.transfer import transfer
     from ..explain import worst_mistakes
     from ..features import extract
 
@@ -64,7 +64,7 @@ def compute_report(ts, *, seeds: int | Sequence[int] = 3, by: str = "dataset", a
         skipped["transfer"] = skipped["gac"] = (f"the runs hold {n_groups} {by}(s); transfer and leave-one-out need "
                                                 "at least 2")
     if ablation:
-        from ..calibration.ablation import ablation as run_ablation
+        from ..experiments.ablation import ablation as run_ablation
 
         _say(progress, "feature-family ablation (15 combinations)")
         abl = run_ablation(ts, seeds=seeds, profile=ev.profile, top_k=ev.top_k)

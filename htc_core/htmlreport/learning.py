@@ -112,7 +112,7 @@ def learning_curve_figure(curve: LearningCurve, *, height: int = 380):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from ..app.plots import _color, _layout, esc
+    from ..viz.plots import _color, _layout, esc
 
     df = curve.frame
     metrics = [m for m in METRICS if m in set(df.metric)]

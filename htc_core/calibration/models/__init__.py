@@ -2,11 +2,11 @@
 
 ``gac`` (GAC-Reduced) and ``gac-full`` (GAC-Full): General Agent Calibrators pre-trained on the project's
 own runs (``sample_runs/``: SmolLM2-135M and Gemma 3 270M on six task families), written by
-``python -m htc_core.train_gac``, with the transfer method chosen leave-one-family-out. Each file's ``card``
+``python -m htc_dev.train_gac``, with the transfer method chosen leave-one-family-out. Each file's ``card``
 says what it was trained on, how every candidate did zero-shot on each held-out family, and holds the points
 the expected-error range of every zero-shot score is read from. ``gac-prefix``: a GAC-Reduced fitted on every prefix (first k steps)
 of those runs, the live :class:`~htc_core.monitor.Monitor`'s default model, written by
-``python -m htc_core.train_gac_prefix``.
+``python -m htc_dev.train_gac_prefix``.
 """
 
 from __future__ import annotations

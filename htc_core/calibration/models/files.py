@@ -22,7 +22,7 @@ def model_path(model: str | Path) -> Path:
         path = _file(model)
         if not path.is_file():
             raise ValueError(f"the shipped model {model!r} is missing from this installation ({path}); "
-                             "regenerate it with: python -m htc_core.train_gac")
+                             "regenerate it with: python -m htc_dev.train_gac")
         return path
     path = Path(model)
     if not path.is_file():

@@ -1,0 +1,191 @@
+"""Transfer across groups (paper section "Cross-Domain Transferability").
+
+For every source group (a value of the ``dataset``, ``model`` or ``framework`` column), HTC-Full and
+HTC-Reduced are fitted on all of its labeled runs (alpha chosen by inner CV on the source only) and applied
+unchanged to every other group. The diagonal is DirectTrain: the honest nested CV of the group itself
+(:func:`htc_core.calibration.evaluation.evaluate` on that group's runs). Off-diagonal cells are mean ± std
+over seeds (the seed drives the inner folds, hence the alpha); diagonal cells are mean ± std over CV
+repeats. No run of a target group ever reaches the fit of another source (:func:`grouping.fit_rows`
+refuses it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .grouping import VARIANT_NAMES, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
+from ..calibration.results import METRICS
+from ..calibration.solvers import DEFAULT_ALPHAS
+
+__all__ = ["transfer", "TransferResult"]
+
+CELL_COLUMNS = ("variant", "source", "target", "kind", "n_target", *(f"{m}_{s}" for m in (*METRICS, "n_features")
+                                                                      for s in ("mean", "std")))
+
+
+def _num(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+@dataclass
+class TransferResult:
+    """Source x target matrices of ECE, Brier and AUROC for each HTC variant (diagonal: DirectTrain)."""
+
+    by: str
+    groups: list
+    n_runs: dict
+    positive_rate: dict
+    variants: list
+    seeds: list
+    profile: str
+    top_k: int
+    cells: pd.DataFrame                          # one row per (variant, source, target); see CELL_COLUMNS
+    models: dict = field(default_factory=dict)   # (variant, source, seed) -> fitted HTCCalibrator
+    notes: list = field(default_factory=list)
+
+    def matrix(self, metric: str = "ece", variant: str = "reduced", stat: str = "mean") -> pd.DataFrame:
+        """``metric`` (ece, brier, auroc, n_features) of ``variant`` as a source x target DataFrame."""
+        if metric not in (*METRICS, "n_features"):
+            raise ValueError(f"metric must be one of {(*METRICS, 'n_features')}, got {metric!r}")
+        if variant not in self.variants:
+            raise ValueError(f"variant must be one of {self.variants}, got {variant!r}")
+        if stat not in ("mean", "std"):
+            raise ValueError(f"stat must be 'mean' or 'std', got {stat!r}")
+        c = self.cells[self.cells.variant == variant]
+        m = c.pivot(index="source", columns="target", values=f"{metric}_{stat}")
+        return m.reindex(index=self.groups, columns=self.groups)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.cells.copy()
+
+    def to_dict(self) -> dict:
+        cells = []
+        for r in self.cells.itertuples(index=False):
+            d = r._asdict()
+            cells.append({"variant": d["variant"], "source": d["source"], "target": d["target"], "kind": d["kind"],
+                          "n_target": int(d["n_target"]),
+                          **{m: {"mean": _num(d[f"{m}_mean"]), "std": _num(d[f"{m}_std"])}
+                             for m in (*METRICS, "n_features")}})
+        return {"experiment": "transfer", "by": self.by, "groups": list(self.groups),
+                "n_runs": {g: int(v) for g, v in self.n_runs.items()},
+                "positive_rate": {g: float(v) for g, v in self.positive_rate.items()},
+                "variants": list(self.variants), "seeds": list(self.seeds), "profile": self.profile,
+                "top_k": int(self.top_k), "cells": cells, "notes": list(self.notes)}
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def table(self) -> str:
+        """Plain text: one source x target block per variant and metric (mean; the diagonal is DirectTrain)."""
+        out = [f"transfer by {self.by}: rows = source (fitted on all its runs), columns = target; diagonal = "
+               f"DirectTrain (nested CV of the group); mean over seeds {', '.join(map(str, self.seeds))}",
+               "runs: " + ", ".join(f"{g} {self.n_runs[g]} ({self.positive_rate[g]:.0%} success)" for g in self.groups)]
+        w = max(8, *(len(g) for g in self.groups)) + 1
+        for v in self.variants:
+            for metric in METRICS:
+                m = self.matrix(metric, v)
+                out.append("")
+                out.append(f"{VARIANT_NAMES[v]}, {metric.upper() if metric != 'brier' else 'Brier'}")
+                out.append("source \\ target".ljust(w) + "".join(t.rjust(w) for t in m.columns))
+                for s, row in m.iterrows():
+                    out.append(str(s).ljust(w) + "".join(
+                        (f"[{x:.3f}]" if s == t else f"{x:.3f}").rjust(w) for t, x in row.items()))
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+
+def transfer(data, *, by: str = "dataset", variants: Sequence[str] = ("full", "reduced"), seeds=3,
+             n_splits: int = 5, profile: str = "paper", top_k: int = 5, alphas: Sequence[float] = DEFAULT_ALPHAS,
+             inner_folds: int = 5, max_iter: int = 1000,
+             progress: Callable[[int, int, str], None] | None = None) -> TransferResult:
+    """The transfer matrix: fit on each group, score every other group zero-shot.
+
+    Unlabeled runs and groups whose labels cannot be evaluated (too few runs or one outcome) are left out,
+    each with a note; at least two groups are needed (:class:`EvaluationError` otherwise).
+
+    Parameters
+    ----------
+    data : TraceSet
+        Labeled runs.
+    by : {"dataset", "model", "framework"}, default="dataset"
+        The grouping column.
+    variants : sequence of str, default=("full", "reduced")
+        HTC variants.
+    seeds : int or sequence of int, default=3
+        Repeats of the inner alpha selection.
+    n_splits, profile, top_k, alphas, inner_folds, max_iter
+        As :func:`evaluate`.
+    progress : callable, optional
+        ``progress(done, total, message)`` after each source group.
+
+    Returns
+    -------
+    TransferResult
+        ``to_frame()``, ``to_dict()``, ``table()``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+    >>> result = htc.transfer(ts, variants=("reduced",), seeds=1, alphas=(1.0,), inner_folds=3)
+    >>> sorted(result.groups)
+    ['facts', 'units']
+    """
+    variants = _check_variants(variants)
+    seeds_ = seed_list(seeds)
+    data_ = grouped_data(data, by=by, profiles=(profile,), top_k=top_k, what="a transfer matrix")
+    rows, models = [], {}
+    total = len(data_.names)
+    for i, src in enumerate(data_.names):
+        direct = direct_train(data_, src, variants, seeds=seeds_, profile=profile, n_splits=n_splits, alphas=alphas,
+                              inner_folds=inner_folds, max_iter=max_iter)
+        src_rows = data_.rows(src)
+        per_target: dict = {}
+        for v in variants:
+            for seed in seeds_:
+                # everything but the source is forbidden in this fit
+                cal = fit_rows(data_, profile, v, src_rows, forbidden=[g for g in data_.names if g != src], seed=seed,
+                               alphas=alphas, inner_folds=inner_folds, max_iter=max_iter)
+                models[(v, src, seed)] = cal
+                for tgt in data_.names:
+                    if tgt != src:
+                        t = data_.rows(tgt)
+                        m = score_metrics(data_.y[t], cal.predict_proba(data_.features[profile][t])[:, 1])
+                        m["n_features"] = cal.n_selected_
+                        per_target.setdefault((v, tgt), []).append(m)
+        for v in variants:
+            for tgt in data_.names:
+                if tgt == src:
+                    cell, kind = direct[v], "direct"
+                else:
+                    vals = per_target[(v, tgt)]
+                    cell, kind = {k: mean_std([x[k] for x in vals]) for k in (*METRICS, "n_features")}, "transfer"
+                rows.append(_cell_row(v, src, tgt, kind, data_.n_runs[tgt], cell))
+        if progress is not None:
+            progress(i + 1, total, f"source {src}")
+    cells = pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+    return TransferResult(by=by, groups=list(data_.names), n_runs=data_.n_runs, positive_rate=data_.positive_rate,
+                          variants=list(variants), seeds=seeds_, profile=profile, top_k=int(top_k), cells=cells,
+                          models=models, notes=data_.notes)
+
+
+def _cell_row(variant, source, target, kind, n_target, cell) -> dict:
+    row = {"variant": variant, "source": source, "target": target, "kind": kind, "n_target": int(n_target)}
+    for k in (*METRICS, "n_features"):
+        row[f"{k}_mean"], row[f"{k}_std"] = cell[k]["mean"], cell[k]["std"]
+    return row
+
+
+def _check_variants(variants) -> list[str]:
+    if isinstance(variants, str):
+        variants = [variants]
+    variants = list(variants)
+    bad = [v for v in variants if v not in VARIANT_NAMES]
+    if not variants or bad:
+        raise ValueError(f"variants must be a non-empty list of {tuple(VARIANT_NAMES)}, got {variants!r}")
+    return list(dict.fromkeys(variants))

@@ -1,0 +1,291 @@
+"""Choosing the GAC's transfer method: leave-one-family-out over model x task (an experiment, not a model).
+
+A *family* is a task (``dataset``) run by one model family (``model`` without its decoding suffix:
+``SmolLM2-135M-greedy`` and ``SmolLM2-135M-sampled-t0.7`` are one family, ``SmolLM2-135M``). For every family,
+the by-kind GAC (:mod:`htc_core.calibration.general`) is fitted on the runs of all the other families and the
+held-out family is scored zero-shot by each candidate of :mod:`htc_core.calibration.transfer_methods`:
+
+- ``gac``: the model as fitted;
+- ``tts``: test-time standardization with the held-out runs' own statistics;
+- ``em``: the EM base-rate correction of the ``gac`` confidences;
+- ``iw``: a weighted Platt step on the training runs, weights from a domain classifier (training vs held out);
+- ``stack``: a logistic stack of the ``gac`` logit with the training-free signal that ranked best on the
+  training runs; ``stack+em``: then the EM correction;
+- ``signal``: that signal alone, Platt-scaled on the training runs (no trajectory model at all);
+  ``signal+em``: then the EM correction;
+- ``stack-oof``: the stack fitted on *out-of-family* GAC logits of the training runs (3 folds by family
+  inside the training families), so the stack weighs the GAC as it transfers, not as it fits.
+
+Next to them, each training-free signal's AUROC on the held-out family, and the shift measurements the
+expected-error range is built from (:mod:`htc_core.calibration.expected_error`). No held-out label reaches a fit:
+the candidates see the held-out *features* only (as a user's unlabeled runs), labels only score them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
+from .grouping import has_alternatives, score_metrics
+from ..calibration.transfer_methods import (SIGNALS, domain_weights, em_prior, logit, sigmoid, stack_logits,
+                               target_standardized_logit, training_free_signals, weighted_platt)
+
+__all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
+           "prepare", "fit_transfer", "expected_error_points"]
+
+METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof")
+#: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set
+SHIPPABLE = ("gac", "stack", "signal", "stack-oof")
+_SUFFIX = re.compile(r"-(greedy|sampled.*)$")
+
+
+def model_family(model: str) -> str:
+    """``SmolLM2-135M-sampled-t0.7`` -> ``SmolLM2-135M`` (the decoding configuration is not a family)."""
+    return _SUFFIX.sub("", str(model))
+
+
+def family_groups(meta: pd.DataFrame) -> np.ndarray:
+    """``dataset x model family`` per run, e.g. ``units | SmolLM2-135M``."""
+    ds = meta["dataset"].astype(str) if "dataset" in meta else pd.Series(["?"] * len(meta))
+    mo = meta["model"].astype(str) if "model" in meta else pd.Series(["?"] * len(meta))
+    return np.array([f"{d} | {model_family(m)}" for d, m in zip(ds, mo)], dtype=object)
+
+
+@dataclass
+class TransferChoice:
+    """Per held-out family: metrics of every method, the signals' AUROC and the shift measurements."""
+
+    rows: pd.DataFrame                 # family, method, n, ece, brier, auroc
+    shifts: pd.DataFrame               # family, n, max_shift, rate_gap, em_gap, missing_topk, train_rate, rate
+    signal_auroc: pd.DataFrame         # family x signal
+    chosen_signal: dict = field(default_factory=dict)   # family -> the signal the stack used
+
+    def summary(self) -> pd.DataFrame:
+        """method -> mean and worst ECE / Brier / AUROC over the held-out families."""
+        g = self.rows.groupby("method", sort=False)
+        out = pd.DataFrame({"ece_mean": g.ece.mean(), "ece_worst": g.ece.max(), "brier_mean": g.brier.mean(),
+                            "brier_worst": g.brier.max(), "auroc_mean": g.auroc.mean(), "auroc_worst": g.auroc.min()})
+        return out.reindex([m for m in METHODS if m in out.index])
+
+    def best(self) -> str:
+        """The method a GAC file can hold (:data:`SHIPPABLE`: scores one run at a time) with the lowest mean ECE
+        (ties: the lower worst ECE)."""
+        s = self.summary()
+        s = s[s.index.isin(SHIPPABLE)]
+        return str(s.sort_values(["ece_mean", "ece_worst"]).index[0])
+
+    def wins_vs_signal(self, method: str) -> pd.DataFrame:
+        r = self.rows[self.rows.method == method].set_index("family")
+        best = self.signal_auroc.max(axis=1)
+        return pd.DataFrame({"auroc": r.auroc, "best_signal_auroc": best.reindex(r.index)})
+
+    def table(self) -> str:
+        lines = ["held-out family                 runs  " + "  ".join(f"{m:>16}" for m in METHODS) + "  best signal"]
+        for fam, r in self.rows.groupby("family", sort=False):
+            cells = {x.method: f"{x.ece:.3f}/{x.auroc:.3f}" for x in r.itertuples()}
+            best = self.signal_auroc.loc[fam].max()
+            lines.append(f"{fam:30s} {int(r.n.iloc[0]):5d}  " + "  ".join(f"{cells.get(m, '-'):>16}" for m in METHODS)
+                         + f"  {best:.3f}")
+        s = self.summary()
+        lines.append("mean ECE/AUROC                       " + "  ".join(
+            f"{s.ece_mean[m]:.3f}/{s.auroc_mean[m]:.3f}".rjust(16) for m in s.index))
+        lines.append("worst ECE/AUROC                      " + "  ".join(
+            f"{s.ece_worst[m]:.3f}/{s.auroc_worst[m]:.3f}".rjust(16) for m in s.index))
+        return "\n".join(["ECE/AUROC per held-out family (leave-one-family-out)"] + lines)
+
+    def to_dict(self) -> dict:
+        s = self.summary()
+        return {"experiment": "leave-one-family-out transfer methods", "methods": list(METHODS),
+                "chosen": self.best(),
+                "summary": {m: {k: round(float(v), 4) for k, v in s.loc[m].items()} for m in s.index},
+                "rows": [{k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else
+                              (int(v) if isinstance(v, (np.integer,)) else v)) for k, v in r.items()}
+                         for r in self.rows.to_dict("records")],
+                "shifts": [{k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else
+                                (int(v) if isinstance(v, (np.integer,)) else v)) for k, v in r.items()}
+                           for r in self.shifts.to_dict("records")],
+                "signal_auroc": {f: {s_: round(float(v), 4) for s_, v in r.items() if np.isfinite(v)}
+                                 for f, r in self.signal_auroc.iterrows()},
+                "stack_signal": dict(self.chosen_signal)}
+
+
+def _fit(X, y, profile, seed, fit_kw):
+    from ..calibration.calibrators import HTCCalibrator
+
+    kw = {"variant": "reduced", **fit_kw}
+    return HTCCalibrator(random_state=seed, profile=profile, **kw).fit(X, y)
+
+
+def _auroc(y, s) -> float:
+    ok = np.isfinite(s)
+    if ok.sum() < 2 or len(set(y[ok])) < 2:
+        return float("nan")
+    return score_metrics(y[ok], s[ok])["auroc"]
+
+
+def _best_signal(y, sig: pd.DataFrame) -> str:
+    aur = {c: _auroc(y, sig[c].to_numpy()) for c in sig.columns if np.isfinite(sig[c]).all()}
+    return max(aur, key=lambda c: aur[c]) if aur else "seq_prob"
+
+
+def _kind_logits(models, feats, alt, rows, *, tts: bool) -> np.ndarray:
+    """The by-kind GAC logit of ``rows`` (``tts``: standardized with those rows' own statistics)."""
+    z = np.empty(len(rows))
+    for kind, mask in ((WITH_ALTERNATIVES, alt[rows]), (WITHOUT_ALTERNATIVES, ~alt[rows])):
+        if not mask.any():
+            continue
+        m = models.get(kind) or models[WITHOUT_ALTERNATIVES]
+        X = feats[m.profile_][rows[mask]]
+        z[mask] = target_standardized_logit(m, X) if tts else m.decision_function(X)
+    return z
+
+
+def _held_out(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict, dict, dict, str]:
+    y, groups, feats, alt, sig = d["y"], d["groups"], d["features"], d["alt"], d["signals"]
+    te, tr = np.flatnonzero(groups == g), np.flatnonzero(groups != g)
+    models = {WITHOUT_ALTERNATIVES: _fit(feats["chosen"][tr], y[tr], "chosen", seed, fit_kw)}
+    tr_alt = tr[alt[tr]]
+    if len(tr_alt) and len(set(y[tr_alt])) == 2:
+        models[WITH_ALTERNATIVES] = _fit(feats["paper"][tr_alt], y[tr_alt], "paper", seed, fit_kw)
+    z_tr, z_te = _kind_logits(models, feats, alt, tr, tts=False), _kind_logits(models, feats, alt, te, tts=False)
+    train_rate = float(y[tr].mean())
+    p = {"gac": sigmoid(z_te), "tts": sigmoid(_kind_logits(models, feats, alt, te, tts=True))}
+    em = em_prior(p["gac"], train_rate)
+    p["em"] = em.adjusted
+    w = domain_weights(feats["chosen"][tr], feats["chosen"][te])
+    a, b = weighted_platt(z_tr, y[tr], w)
+    p["iw"] = sigmoid(a * z_te + b)
+    name = _best_signal(y[tr], sig.iloc[tr])
+    s_tr, s_te = sig[name].to_numpy()[tr], sig[name].to_numpy()[te]
+    s_te = np.where(np.isfinite(s_te), s_te, np.nanmedian(s_tr))
+    c = stack_logits(z_tr, s_tr, y[tr])
+    z_st = c[0] * z_te + c[1] * logit(s_te) + c[2]
+    p["stack"] = sigmoid(z_st)
+    st_tr = sigmoid(c[0] * z_tr + c[1] * logit(s_tr) + c[2])
+    p["stack+em"] = em_prior(p["stack"], float(st_tr.mean())).adjusted
+    a_s, b_s = weighted_platt(logit(s_tr), y[tr])
+    p["signal"] = sigmoid(a_s * logit(s_te) + b_s)
+    p["signal+em"] = em_prior(p["signal"], float(sigmoid(a_s * logit(s_tr) + b_s).mean())).adjusted
+    c_oof = stack_logits(_oof_logits(d, tr, seed, fit_kw, models), s_tr, y[tr])
+    p["stack-oof"] = sigmoid(c_oof[0] * z_te + c_oof[1] * logit(s_te) + c_oof[2])
+    shift = _shift_row(models, feats, alt, tr, te, train_rate)
+    return p, shift, models, name
+
+
+def _rate_gaps(p: np.ndarray, train_rate: float) -> dict:
+    """|mean confidence - training rate| and |EM base rate - training rate| of one method's confidences."""
+    return {"rate_gap": abs(float(p.mean()) - train_rate), "em_gap": abs(em_prior(p, train_rate).prior - train_rate)}
+
+
+def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, models: dict, n_folds: int = 3) -> np.ndarray:
+    """GAC logits of the training rows ``tr``, each from a GAC fitted without its family (families dealt
+    round-robin into ``n_folds`` folds); with one training family, ``models``' own logits."""
+    y, groups, feats, alt = d["y"], d["groups"], d["features"], d["alt"]
+    fams = sorted(set(groups[tr]))
+    if len(fams) < 2:
+        return _kind_logits(models, feats, alt, tr, tts=False)
+    fold_of = {f: i % n_folds for i, f in enumerate(fams)}
+    fold = np.array([fold_of[g] for g in groups[tr]])
+    z = np.zeros(len(tr))
+    for k in range(min(n_folds, len(fams))):
+        inner_tr, inner_te = tr[fold != k], tr[fold == k]
+        inner = {WITHOUT_ALTERNATIVES: _fit(feats["chosen"][inner_tr], y[inner_tr], "chosen", seed, fit_kw)}
+        wa = inner_tr[alt[inner_tr]]
+        if len(wa) and len(set(y[wa])) == 2:
+            inner[WITH_ALTERNATIVES] = _fit(feats["paper"][wa], y[wa], "paper", seed, fit_kw)
+        z[fold == k] = _kind_logits(inner, feats, alt, inner_te, tts=False)
+    return z
+
+
+def _shift_row(models, feats, alt, tr, te, train_rate) -> dict:
+    from ..calibration.shift import shift_check_matrix
+
+    d = 0.0
+    for kind, m in models.items():
+        rows = te[alt[te]] if kind == WITH_ALTERNATIVES else (te[~alt[te]] if WITH_ALTERNATIVES in models else te)
+        if len(rows):
+            d = max(d, shift_check_matrix(m, feats[KIND_PROFILE[kind]][rows]))
+    return {"max_shift": d, "missing_topk": float((~alt[te]).mean()) - float((~alt[tr]).mean()), "train_rate": train_rate}
+
+
+def prepare(ts) -> dict:
+    """Labels, family groups, both profiles' features, alternatives and the training-free signals, once."""
+    from ..features import extract
+
+    ts = ts.labeled()
+    return {"y": ts.labels, "groups": family_groups(ts.meta), "alt": has_alternatives(ts),
+            "features": {p: extract(ts, profile=p, top_k=5).values for p in ("paper", "chosen")},
+            "signals": training_free_signals(ts), "ids": ts.ids}
+
+
+#: the alpha grid of the experiment's fits (a coarser grid than the shipped fits' DEFAULT_ALPHAS: 14 held-out
+#: families x 8 fits each on a shared 2-core machine)
+EXPERIMENT_ALPHAS = (0.01, 0.1, 1.0, 5.0, 20.0, 50.0)
+
+
+def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXPERIMENT_ALPHAS,
+                         progress: Callable[[int, int, str], None] | None = None) -> TransferChoice:
+    """Every transfer method on every held-out family of ``ts`` (a labeled TraceSet); see the module docstring."""
+    d = ts if isinstance(ts, dict) else prepare(ts)
+    fams = [g for g in sorted(set(d["groups"])) if len(set(d["y"][d["groups"] == g])) == 2]
+    rows, shifts, aur, chosen = [], [], {}, {}
+    for i, g in enumerate(fams):
+        te = np.flatnonzero(d["groups"] == g)
+        y = d["y"][te]
+        p, shift, _, name = _held_out(d, g, seed, {"inner_folds": inner_folds, "alphas": alphas})
+        chosen[g] = name
+        for m in METHODS:
+            rows.append({"family": g, "method": m, "n": len(te), **score_metrics(y, p[m]),
+                         **_rate_gaps(p[m], shift["train_rate"])})
+        shifts.append({"family": g, "n": len(te), "rate": float(y.mean()), **shift})
+        aur[g] = {s: _auroc(y, d["signals"][s].to_numpy()[te]) for s in SIGNALS}
+        if progress is not None:
+            progress(i + 1, len(fams), g)
+    return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen)
+
+
+def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
+                 models: dict | None = None) -> dict | None:
+    """The ``transfer`` entry of a GAC fitted on all of ``d`` (from :func:`prepare`) for a :data:`SHIPPABLE`
+    method: None for ``gac``; the signal chosen on all runs and the stack coefficients otherwise (``stack-oof``
+    from out-of-family logits, ``stack`` from the fitted ``models``' own logits, ``signal`` without the GAC)."""
+    if method not in SHIPPABLE:
+        raise ValueError(f"method must be one of {SHIPPABLE}, got {method!r}")
+    if method == "gac":
+        return None
+    y, sig = d["y"], d["signals"]
+    rows = np.arange(len(y))
+    name = _best_signal(y, sig)
+    s = sig[name].to_numpy()
+    fill = float(np.nanmedian(s))
+    s = np.where(np.isfinite(s), s, fill)
+    if method == "signal":
+        a, b = weighted_platt(logit(s), y)
+        coef = [0.0, a, b]
+    else:
+        fit_kw = {"inner_folds": inner_folds, "variant": variant, "alphas": EXPERIMENT_ALPHAS}
+        z = (_oof_logits(d, rows, seed, fit_kw, models) if method == "stack-oof"
+             else _kind_logits(models, d["features"], d["alt"], rows, tts=False))
+        coef = [float(v) for v in stack_logits(z, s, y)]
+    out = {"method": method, "signal": name, "coef": [float(v) for v in coef], "fill": fill, "what": SIGNALS[name]}
+    if not (~d["alt"]).any():
+        # no training run lacks top-k alternatives: the without-alternatives model has never seen such a run
+        # (its features move by 4+ training sd on UALA HotpotQA), so those runs get the Platt-scaled signal alone
+        a, b = weighted_platt(logit(s), y)
+        out["fallback"] = {"kinds": [WITHOUT_ALTERNATIVES], "coef": [0.0, a, b],
+                           "why": "no training run lacked top-k alternatives"}
+    return out
+
+
+def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
+    """One point per held-out family: its shift measures and the ECE ``method`` reached there."""
+    rows = choice.rows[choice.rows.method == method].set_index("family")
+    return [{"family": r["family"], "n": int(r["n"]), "ece": round(float(rows.ece[r["family"]]), 4),
+             "rate_gap": round(float(rows.rate_gap[r["family"]]), 4), "em_gap": round(float(rows.em_gap[r["family"]]), 4),
+             **{k: round(float(r[k]), 4) for k in ("max_shift", "missing_topk")}}
+            for r in choice.shifts.to_dict("records")]

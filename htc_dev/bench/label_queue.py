@@ -1,0 +1,157 @@
+"""The label queue against random order: adapted ECE after 10, 20, ..., 100 labels (issue 26).
+
+    HTC_SHARED_DATA=/work/shared/data nice python -m htc_dev.bench label_queue            # every target, 5 seeds
+    python -m htc_dev.bench label_queue --targets HotpotQA --seeds 2 --strategies calibration,random
+
+Targets: each dataset of ``sample_runs/`` (arithmetic, facts, strings, units) and the foreign UALA HotpotQA runs.
+The prior never saw its target: a GAC (Reduced) fitted here on every *other* dataset (leave-one-dataset-out; the
+shipped GAC was trained on all of them), kept in ``--cache`` as JSON so a second run skips the fits. Per target
+and seed (42, 43, ...): the target's runs are split 60/40 (stratified by outcome) into a pool and a test part;
+each strategy of :mod:`htc_core.calibration.active` proposes runs from the pool in batches of ``--batch``, the
+prior is adapted to the labels after each batch (``HTCCalibrator(prior=GAC)``, as ``htc fit --prior``), and the
+adapted model's ECE, Brier and AUROC are measured on the untouched test part. Printed: the ECE curves (mean over
+seeds) per target and strategy, the mean over targets, and the done-when line (queue vs random at 30 labels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+SIZES = tuple(range(10, 101, 10))
+
+
+def _data(args):
+    from htc_core.formats import load
+    from . import checkout_root, shared_data_dir
+
+    root = checkout_root() or Path.cwd()
+    ts, _ = load(root / "sample_runs")
+    parts = [ts.labeled()]
+    uala = shared_data_dir() / "uala-hotpotqa"
+    if uala.is_dir():
+        h, _ = load(uala)
+        parts.append(h.labeled())
+    from htc_core.traces import concat
+
+    return concat(parts)
+
+
+def _prior(ts, target: str, cache: Path):
+    from htc_core.calibration.general import GeneralCalibrator, fit_general
+
+    path = cache / f"gac-without-{target}.json"
+    if path.is_file():
+        return GeneralCalibrator.from_dict(json.loads(path.read_text()), source=str(path))
+    others = ts.take(np.flatnonzero(ts.meta["dataset"].astype(str).to_numpy() != target))
+    t0 = time.perf_counter()
+    gac = fit_general(others, variant="reduced", name=f"GAC without {target}")
+    cache.mkdir(parents=True, exist_ok=True)
+    gac.save(path)
+    print(f"  prior for {target}: GAC fitted on {len(others)} runs of the other datasets in "
+          f"{time.perf_counter() - t0:.0f} s (kept in {path})", flush=True)
+    return gac
+
+
+def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes):
+    """ECE/Brier/AUROC on ``test`` after each budget of ``sizes``, labels proposed by ``strategy`` from ``pool``."""
+    from htc_core.calibration.active import adapt_to_labels, select
+    from htc_core.experiments.grouping import score_metrics
+
+    sub = fm.take(pool)
+    lab = np.full(len(pool), np.nan)
+    out = {}
+    model = prior
+    while int(np.isfinite(lab).sum()) < max(sizes):
+        s = model.predict_proba(sub)[:, 1]
+        have = np.isfinite(lab)
+        pick = select(s, have, batch, strategy=strategy, seed=seed * 1000 + int(have.sum()))
+        lab[pick] = y[pool][pick]
+        model, _ = adapt_to_labels(sub, lab, prior, random_state=seed)
+        n = int(np.isfinite(lab).sum())
+        if n in sizes:
+            out[n] = score_metrics(y[test], model.predict_proba(fm.take(test))[:, 1])
+    return out
+
+
+def _target(ts, target, args, cache):
+    from sklearn.model_selection import StratifiedShuffleSplit
+
+    from htc_core.calibration.active import linear_prior
+    from htc_core.experiments.adapt_curve import profile_for
+    from htc_core.experiments.grouping import score_metrics
+    from htc_core.features import extract
+
+    prior = _prior(ts, target, cache)
+    tgt = ts.take(np.flatnonzero(ts.meta["dataset"].astype(str).to_numpy() == target))
+    y = tgt.labels
+    profile, top_k = profile_for(prior, tgt)
+    fm = extract(tgt, profile=profile, top_k=top_k)
+    prior = linear_prior(prior, fm)      # the GAC's sub-model for these runs' features
+    res = {s: {n: [] for n in args.sizes} for s in args.strategies}
+    zero = []
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        pool, test = next(StratifiedShuffleSplit(n_splits=1, test_size=0.4, random_state=seed).split(fm.values, y))
+        zero.append(score_metrics(y[test], prior.predict_proba(fm.take(test))[:, 1])["ece"])
+        for strategy in args.strategies:
+            for n, m in _curve(fm, y, prior, pool, test, strategy, seed, args.batch, args.sizes).items():
+                res[strategy][n].append(m)
+    return {"target": target, "n": len(y), "positive_rate": float(y.mean()), "zero_shot_ece": float(np.mean(zero)),
+            "curves": {s: {n: {k: float(np.mean([m[k] for m in v])) for k in ("ece", "brier", "auroc")}
+                           | {"ece_std": float(np.std([m["ece"] for m in v]))} for n, v in c.items()}
+                       for s, c in res.items()}}
+
+
+def _print(rows, strategies, sizes) -> None:
+    head = "  ".join(f"{n:>6d}" for n in sizes)
+    for r in rows:
+        print(f"\n{r['target']} ({r['n']} runs, success rate {r['positive_rate']:.3f}; zero-shot ECE "
+              f"{r['zero_shot_ece']:.4f}) -- adapted ECE on the test part, mean over seeds, by labels:")
+        print(f"  {'strategy':<12}{head}")
+        for s in strategies:
+            print(f"  {s:<12}" + "  ".join(f"{r['curves'][s][n]['ece']:6.4f}" for n in sizes))
+    print("\nmean over targets:")
+    print(f"  {'strategy':<12}{head}")
+    for s in strategies:
+        print(f"  {s:<12}" + "  ".join(f"{np.mean([r['curves'][s][n]['ece'] for r in rows]):6.4f}" for n in sizes))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m htc_dev.bench label_queue", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--targets", default="arithmetic,facts,strings,units,HotpotQA")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=42, help="seeds first-seed, first-seed + 1, ...")
+    ap.add_argument("--batch", type=int, default=10)
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--strategies", default="calibration,stratified,random")
+    ap.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "htc-bench-priors"))
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    args.sizes = sorted(int(s) for s in args.sizes.split(","))
+    args.strategies = args.strategies.split(",")
+    t0, c0 = time.perf_counter(), time.process_time()
+    ts = _data(args)
+    rows = []
+    for target in args.targets.split(","):
+        rows.append(_target(ts, target, args, Path(args.cache)))
+        print(f"  {target}: done ({time.perf_counter() - t0:.0f} s so far)", flush=True)
+    _print(rows, args.strategies, args.sizes)
+    if "random" in args.strategies and 30 in args.sizes:
+        rnd = np.mean([r["curves"]["random"][30]["ece"] for r in rows])
+        for s in args.strategies:
+            if s != "random":
+                q = np.mean([r["curves"][s][30]["ece"] for r in rows])
+                per = ", ".join(f"{r['target']} {r['curves']['random'][30]['ece'] - r['curves'][s][30]['ece']:+.4f}"
+                                for r in rows)
+                print(f"at 30 labels: {s} {q:.4f} vs random {rnd:.4f}: {rnd - q:+.4f} lower ({per})")
+    print(f"wall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s, load average "
+          f"{os.getloadavg()[0]:.1f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0

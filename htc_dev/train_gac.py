@@ -1,0 +1,209 @@
+"""Train the shipped General Agent Calibrators and write their model files with cards.
+
+    python -m htc_dev.train_gac                  # reads sample_runs/ (two model families)
+    python -m htc_dev.train_gac --table-only     # reproduces the card's leave-one-family-out table
+    python -m htc_dev.train_gac --out out/models # a quick look elsewhere
+
+An application of the library (it reads files, so it lives above ``calibration``, like the CLI). Reads the
+labeled runs of ``sample_runs/`` where they are (SmolLM2-135M and Gemma 3 270M on six task families;
+``--uala DIR`` adds more), runs the leave-one-family-out comparison of the transfer candidates
+(:func:`htc_core.experiments.transfer_eval.leave_one_family_out`), ships the winner among those a file can hold,
+fits ``gac`` (Reduced) and ``gac-full`` on all runs and writes ``htc_core/calibration/models/gac.json`` and
+``gac-full.json`` with cards (every training run set, the table, the expected-error points). Only these JSON
+files are committed. The UALA HotpotQA runs (Llama-2-70B) are not trained on: they are the foreign set of
+``python -m htc_dev.bench.gac_foreign``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SAMPLE_RUNS = REPO / "sample_runs"
+DEFAULT_UALA = REPO.parent / "shared" / "data" / "uala-hotpotqa"
+DEFAULT_OUT = Path(__file__).resolve().parent / "calibration" / "models"
+NAMES = {"reduced": "gac", "full": "gac-full"}
+
+DECISION = (
+    "Runs with top-k alternatives (sample_runs, top-5) and runs without (UALA HotpotQA, chosen-token logprobs "
+    "only) give systematically different features: without alternatives Top1Conf and TopkConf fall back to r. "
+    "Leave-one-dataset-out, one 'paper'-profile model pooled over both kinds ('pooled') ranks the held-out "
+    "HotpotQA runs worse than chance (AUROC below 0.5); a model on 'chosen'-profile features (alternatives "
+    "ignored for every run) does not invert. For held-out runs that list alternatives, a 'paper' model fitted "
+    "only on the pooled runs that list them ('by-kind') has the lower mean ECE and Brier over the held-out "
+    "datasets than 'pooled' (not on every dataset, and 'pooled' ranks slightly better on mean AUROC; see "
+    "mean_by_kind_of_heldout and rows), and ignoring the alternatives for them ('chosen') is worse on ECE. "
+    "Calibration (ECE) is what a zero-shot confidence is for, so the GAC holds two models and picks one per run from "
+    "the input: runs that list alternatives -> with_alternatives ('paper' profile, trained on the runs with "
+    "alternatives); runs without -> without_alternatives ('chosen' profile, trained on all runs). "
+    "(Decided on the earlier corpus with UALA HotpotQA in training, htc_core.experiments.gac.gac_leave_one_out; "
+    "kept since.) On top of the routed model, the transfer method is chosen leave-one-family-out (see transfer).")
+
+
+def _rel(p: Path) -> str:
+    """``p`` relative to the repository root (``sample_runs``, ``../shared/data/uala-hotpotqa``)."""
+    import os
+
+    return os.path.relpath(p.resolve(), REPO)
+
+
+def _counts(ts) -> list[dict]:
+    from htc_core.experiments.grouping import has_alternatives
+
+    m = ts.meta.assign(alternatives=has_alternatives(ts), success=ts.labels)
+    g = m.groupby(["dataset", "model"], dropna=False)
+    return [{"dataset": str(d), "model": str(mo), "runs": int(len(x)), "success_rate": round(float(x.success.mean()), 4),
+             "top_k_alternatives": bool(x.alternatives.all())} for (d, mo), x in g]
+
+
+def _run_sets(ts) -> list[dict]:
+    """Every training run set (one file of sample_runs: a task x decoding configuration of one model)."""
+    from htc_core.experiments.transfer_eval import model_family
+
+    m = ts.meta.assign(success=ts.labels)
+    out = []
+    for (d, mo), x in m.groupby(["dataset", "model"], dropna=False):
+        out.append({"run_set": f"{d}_{mo}", "model": str(mo), "model_family": model_family(str(mo)),
+                    "task": str(d), "runs": int(len(x)), "success_rate": round(float(x.success.mean()), 4)})
+    return out
+
+
+def _submodel_card(m) -> dict | None:
+    if m is None:
+        return None
+    return {"profile": m.profile_, "top_k": int(m.top_k_), "variant": m.variant, "alpha": float(m.alpha_),
+            "n_train": int(m.training_summary_.get("n", 0)),
+            "positive_rate": round(float(m.training_summary_.get("positive_rate", float("nan"))), 4),
+            "n_selected": int(m.n_selected_), "selected_features": m.selected_features_}
+
+
+def loo_section(choice) -> dict:
+    """The card's leave-one-family-out section: every candidate per held-out family, the chosen one, the
+    expected-error points (shift measures and the chosen method's ECE per family)."""
+    from htc_core.experiments.transfer_eval import expected_error_points
+
+    out = choice.to_dict()
+    out["by"] = "family (task x model family)"
+    out["points"] = expected_error_points(choice, out["chosen"])
+    out["regenerate"] = "python -m htc_dev.train_gac --table-only"
+    return out
+
+
+def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac) -> dict:
+    from htc_core._version import __version__
+    from htc_core.experiments.grouping import has_alternatives
+
+    alt = has_alternatives(ts)
+    return {
+        "name": name,
+        "title": f"General Agent Calibrator ({'Reduced, L1' if variant == 'reduced' else 'Full, L2'})",
+        "htc_version": __version__,
+        "intended_use": "zero-shot calibrated confidence for agent runs without outcome labels; the "
+                        "leave-one-dataset-out numbers below are what to expect on a dataset it has not seen. "
+                        "Fit your own HTC calibrator (htc fit) when you have labeled runs of your task.",
+        "training_data": {"sources": [_rel(s) for s in sources],
+                          "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
+                                       "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
+                          "run_sets": _run_sets(ts),
+                          "n": int(len(ts)), "positive_rate": round(float(ts.labels.mean()), 4),
+                          "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
+                          "by_dataset_and_model": _counts(ts)},
+        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
+        "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; "
+                   "runs without -> without_alternatives",
+        "decision": DECISION,
+        "transfer": {"chosen": loo.get("chosen"), "held": gac.transfer,
+                     "why": "the candidate a GAC file can hold (one run at a time) with the lowest mean ECE over "
+                            "the held-out families of leave-one-family-out (task x model family); see "
+                            "leave_one_out.summary and rows"},
+        "leave_one_out": loo,
+        "expected_error": {"points": loo.get("points", []), "training_rate": round(float(ts.labels.mean()), 4),
+                           "training_share_without_alternatives": round(float((~alt).mean()), 4),
+                           "how": "htc_core.calibration.expected_error: the ECE range of the 3 held-out families "
+                                  "nearest in (max feature shift, |predicted - training base rate|, |EM base "
+                                  "rate - training base rate|, missing top-k), widened by the sampling noise of "
+                                  "ECE on the scored runs"},
+        "applicability": "each sub-model's training.feature_stats holds the per-feature mean and std of its "
+                         "training runs; htc score prints the verdict and the expected ECE range with every "
+                         "zero-shot score: outside the training data when a used feature's mean moves by 2 "
+                         "training sd, the predicted base rate by 0.10 or the share of runs without top-k "
+                         "alternatives by 0.5 (htc_core.calibration.shift, expected_error)",
+        "regenerate": "python -m htc_dev.train_gac   (the leave-one-family-out table alone: "
+                      "python -m htc_dev.train_gac --table-only)",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m htc_dev.train_gac", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
+    ap.add_argument("--uala", type=Path, default=None,
+                    help="also train on these runs (default: none; the UALA HotpotQA runs of another model family "
+                         "are the foreign evaluation set, htc_dev.bench.gac_foreign)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for gac.json and gac-full.json")
+    ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
+    ap.add_argument("--reuse-leave-one-out", action="store_true",
+                    help="take the card's leave-one-family-out section from the model files already in --out "
+                         "instead of recomputing it (minutes); for changes that do not touch the fits or the data")
+    ap.add_argument("--table-only", action="store_true",
+                    help="print the leave-one-family-out table (the card's, reproduced) and write nothing")
+    args = ap.parse_args(argv)
+
+    from htc_core.calibration.general import fit_general
+    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
+    from htc_core.formats import load
+
+    wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
+    sources = [p for p in wanted if p.exists()]
+    for p in wanted:
+        if not p.exists():
+            print(f"train_gac: warning: {p} not found; training without it", file=sys.stderr)
+    if not sources:
+        print("train_gac: error: no training data found", file=sys.stderr)
+        return 2
+    ts, report = load([str(p) for p in sources])
+    ts = ts.labeled()
+    print(f"training data: {len(ts)} labeled runs from {', '.join(map(_rel, sources))}", file=sys.stderr)
+    d = prepare(ts)
+    sections = _reused_sections(args.out) if args.reuse_leave_one_out else None
+    if sections is None:
+        choice = leave_one_family_out(d, seed=args.seed, progress=lambda i, n, g: print(
+            f"  leave-one-family-out {i}/{n} ({g})", file=sys.stderr))
+        print(choice.table())
+        section = loo_section(choice)
+        sections = {v: section for v in NAMES}
+        if args.table_only:
+            return 0
+    for variant, name in NAMES.items():
+        gac = fit_general(ts, variant=variant, name=name, seed=args.seed)
+        gac.transfer = _transfer(d, sections[variant]["chosen"], variant, args.seed, gac)
+        gac.card = build_card(name, variant, ts, sources, sections[variant], gac)
+        out = gac.save(args.out / f"{name}.json")
+        print(f"wrote {out} (transfer: {sections[variant]['chosen']})")
+    return 0
+
+
+def _transfer(d, method: str, variant: str, seed: int, gac) -> dict | None:
+    from htc_core.experiments.transfer_eval import fit_transfer
+
+    return fit_transfer(d, method, variant=variant, seed=seed, models=gac.models)
+
+
+def _reused_sections(folder: Path) -> dict | None:
+    import json
+
+    out = {}
+    for variant, name in NAMES.items():
+        try:
+            out[variant] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))["card"]["leave_one_out"]
+        except (OSError, ValueError, KeyError, TypeError):
+            print(f"train_gac: no leave-one-out section in {folder / (name + '.json')}; recomputing", file=sys.stderr)
+            return None
+    print("train_gac: leave-one-out sections reused from the existing model files", file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
