@@ -35,8 +35,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .calibrators import HTCCalibrator
-from ..experiments.gac import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
-from ..experiments.grouping import has_alternatives
 from .inputs import TraceSetMixin, check_predict_data, check_saveable_labels, unpack_features, validate_fit_data
 from .model_file import read_model_file
 from .solvers import DEFAULT_ALPHAS
@@ -46,6 +44,8 @@ __all__ = ["GeneralCalibrator", "GACScores", "check_transfer", "GAC_FORMAT", "GA
 
 GAC_FORMAT = "htc-gac"
 GAC_FORMAT_VERSION = 1
+#: the two kinds of run the GAC tells apart (a sub-model each)
+WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES = "with_alternatives", "without_alternatives"
 KINDS = (WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES)
 
 
@@ -75,6 +75,16 @@ class GACScores:
 ROUTING_COLUMN = "has_alternatives"
 BLOCK_PREFIX = {WITH_ALTERNATIVES: "paper:", WITHOUT_ALTERNATIVES: "chosen:"}
 KIND_PROFILE = {WITH_ALTERNATIVES: "paper", WITHOUT_ALTERNATIVES: "chosen"}
+
+
+def has_alternatives(ts) -> np.ndarray:
+    """bool [n_trajectories]: whether each run lists top-k alternatives for at least one token."""
+    n = ts.n_trajectories
+    if ts.top_logprobs.shape[1] == 0 or ts.n_tokens == 0:
+        return np.zeros(n, dtype=bool)
+    tok_traj = np.repeat(ts.step_trajectory_index(), np.diff(ts.step_offsets))
+    has = ~np.isnan(ts.top_logprobs[:, 0])
+    return np.bincount(tok_traj, weights=has, minlength=n) > 0
 
 
 def gac_features(ts, *, top_k: int = 5) -> pd.DataFrame:

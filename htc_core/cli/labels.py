@@ -1,14 +1,13 @@
 """``htc labels export|import``: the labels kept in the dashboard's store, as a CSV file and back.
 
 The labels live in the dashboard's run store (DuckDB, the ``[app]`` extra): the command loads
-``htc_core.app.label_store`` when it runs (by name, so that importing the CLI never loads DuckDB) and says what
-to install when it is missing.
+``htc_core.app.label_store`` inside the command (so that importing the CLI never loads DuckDB) and says what to
+install when it is missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from .common import CLIError
@@ -16,8 +15,8 @@ from .common import CLIError
 
 def _open(args: argparse.Namespace):
     try:
-        store_mod = importlib.import_module("htc_core.app.store")
-        labels_mod = importlib.import_module("htc_core.app.label_store")
+        from ..app import label_store as labels_mod
+        from ..app import store as store_mod
     except ImportError as e:
         raise CLIError(f"the labels store needs the dashboard's libraries ({e.name}): pip install "
                        "'htc-calibration[app]'") from None

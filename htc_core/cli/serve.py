@@ -1,13 +1,12 @@
 """``htc serve``: receive OpenTelemetry traces (OTLP/HTTP) and store them for the dashboard.
 
-The receiver writes into the dashboard's store (DuckDB), which is the app side of the package; the CLI, being
-core, loads it only when the command runs (``importlib``), so ``import htc_core.cli`` stays free of it.
+The receiver writes into the dashboard's store (DuckDB), which is the app side of the package; the command line
+is the room on top and imports it inside the command, so ``import htc_core.cli`` stays free of DuckDB.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
@@ -41,9 +40,10 @@ def _log(message: str) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    store_mod = importlib.import_module("htc_core.app.store")
-    sink = importlib.import_module("htc_core.app.otlp_sink")
-    server = importlib.import_module("htc_core.app.otlp_server")
+    from ..app import otlp_server as server
+    from ..app import otlp_sink as sink
+    from ..app import store as store_mod
+
     data = Path(args.data_dir).expanduser() if args.data_dir else store_mod.default_data_dir()
     try:
         buffer = sink.TraceBuffer(store_mod.Store(data), model=args.model, settle_s=args.settle, idle_s=args.idle,

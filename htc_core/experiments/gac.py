@@ -26,13 +26,13 @@ import pandas as pd
 
 from .grouping import VARIANT_NAMES, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
 from ..calibration.results import METRICS
+from ..calibration.general import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from ..calibration.solvers import DEFAULT_ALPHAS
 from .transfer import _check_variants, _num
 
 __all__ = ["gac_leave_one_out", "GACResult", "STRATEGIES", "WITH_ALTERNATIVES", "WITHOUT_ALTERNATIVES"]
 
 STRATEGIES = ("by-kind", "pooled", "chosen")
-WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES = "with_alternatives", "without_alternatives"
 #: the feature profile of each kind's model in the by-kind strategy
 KIND_PROFILE = {WITH_ALTERNATIVES: "paper", WITHOUT_ALTERNATIVES: "chosen"}
 ROW_COLUMNS = ("variant", "heldout", "method", "n_heldout", "n_train",

@@ -19,6 +19,7 @@ from ..calibration.evaluation import EvaluationError, evaluate, label_problem
 from .group_keys import GROUP_KEYS
 from ..calibration.metrics import _fast_auroc, _fast_brier, _fast_ece
 from ..calibration.results import METRICS
+from ..calibration.general import has_alternatives
 from ..calibration.solvers import DEFAULT_ALPHAS
 
 __all__ = ["GROUP_KEYS", "GroupedData", "grouped_data", "has_alternatives", "fit_rows", "direct_train",
@@ -54,16 +55,6 @@ def seed_list(seeds) -> list[int]:
     from ..calibration.evaluation import _seed_list
 
     return _seed_list(seeds)
-
-
-def has_alternatives(ts) -> np.ndarray:
-    """bool [n_trajectories]: whether each run lists top-k alternatives for at least one token."""
-    n = ts.n_trajectories
-    if ts.top_logprobs.shape[1] == 0 or ts.n_tokens == 0:
-        return np.zeros(n, dtype=bool)
-    tok_traj = np.repeat(ts.step_trajectory_index(), np.diff(ts.step_offsets))
-    has = ~np.isnan(ts.top_logprobs[:, 0])
-    return np.bincount(tok_traj, weights=has, minlength=n) > 0
 
 
 def grouped_data(ts, *, by: str, profiles: Sequence[str] = ("paper",), top_k: int = 5,

@@ -98,12 +98,11 @@ def _ms(mean, std, digits: int = 3) -> str:
 
 # ------------------------------------------------------------------ sections
 def _evaluation(d: ReportData, fig) -> str:
-    from ..app import views
-    from ..viz import plots
+    from ..viz import plots, tables
     from ..explain import reliability_curves
 
     res = d.evaluation
-    t = views.metrics_frame(res)
+    t = tables.metrics_frame(res)
     table = pd.DataFrame({"method": t["method"], **{h: [_ms(a, b) for a, b in zip(t[f"{k}_mean"], t[f"{k}_std"])]
                                                      for k, h in _METRIC_HEAD},
                           "features": [_ms(a, b, 1) for a, b in zip(t.features_mean, t.features_std)], "n": t["n"]})
@@ -118,23 +117,22 @@ def _evaluation(d: ReportData, fig) -> str:
             + _table(table, text_cols=("method",), best=best)
             + "<h3>Reliability diagrams</h3><p class=note>Out-of-fold predictions of the first repeat, HTC next to "
               "the strongest baseline (by Brier); whiskers: 95% Wilson intervals; bars: runs per bin.</p>"
-            + fig(plots.reliability_figure(curves, ece=views.table_ece(res, shown)))
+            + fig(plots.reliability_figure(curves, ece=tables.table_ece(res, shown)))
             + "".join(f"<p class=note>note: {_e(n)}</p>" for n in res.notes))
 
 
 def _weights(d: ReportData, fig) -> str:
-    from ..app import views
-    from ..viz import experiment_plots, plots
+    from ..viz import experiment_plots, plots, tables
     from ..experiments.ablation import selection_frequency
 
     out = ['<h2 id="weights">Feature weights and selection frequency</h2><p>Weights of the calibrators fitted on '
            "every labeled run, on standardized features (a positive weight raises the confidence).</p>"]
     for name, m in d.models.items():
-        frame = views.weights_frame({name: m})
+        frame = tables.weights_frame({name: m})
         out.append(f"<h3>{_e(name)}</h3><p class=note>alpha {m.alpha_:g}; {m.n_selected_} of {len(frame)} "
                    "features kept</p>" + fig(plots.weights_bar(frame, height=460)))
     res = d.evaluation
-    sel = views.selection_view(res)
+    sel = tables.selection_view(res)
     for method in sel.methods:
         levels = selection_frequency(res, method)
         top = pd.concat([levels.top(lv, 5).rename(columns={lv: "times", f"{lv}_pct": "% of slots"}).assign(level=lv)
