@@ -13,7 +13,7 @@ _REPR.maxlevel, _REPR.maxstring, _REPR.maxlong, _REPR.maxother = 3, 80, 40, 80
 _REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 8
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def shorten(value: Any, limit: int = 60) -> str:
     try:
         text = _REPR.repr(value)
     except Exception:  # a value whose repr fails still gets a report line
@@ -107,12 +107,12 @@ class LoadReport:
               rejects: bool = True) -> None:
         """An error; ``rejects=False`` for one that costs no trajectory (a bad line of a labels file)."""
         self.rejected += bool(rejects)
-        self._add(Problem(file, line, field, _short(value) if (value is not None or has_value) else None,
+        self._add(Problem(file, line, field, shorten(value) if (value is not None or has_value) else None,
                           reason, trajectory_id, "error"))
 
     def warn(self, file: str, line: int | None, reason: str, *, field: str | None = None,
              value: Any = None, trajectory_id: str | None = None) -> None:
-        self._add(Problem(file, line, field, _short(value) if value is not None else None,
+        self._add(Problem(file, line, field, shorten(value) if value is not None else None,
                           reason, trajectory_id, "warning"))
 
     def _add(self, p: Problem) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from .traces import TraceSet, _empty_meta
+from .traces import TraceSet, empty_meta
 
 def synthetic_trace_set(n_traj: int = 10_000, n_steps: int = 10, n_tokens: int = 50, k: int = 5,
                         seed: int = 0) -> TraceSet:
@@ -25,7 +25,7 @@ def synthetic_trace_set(n_traj: int = 10_000, n_steps: int = 10, n_tokens: int =
         top[:, 0] = np.maximum(logprob, np.log(rng.uniform(0.3, 1.0, n)))
         gaps = rng.exponential(1.5, (n, k - 1)) if k > 1 else np.zeros((n, 0))
         top[:, 1:] = top[:, :1] - np.cumsum(gaps, axis=1)
-    meta = _empty_meta(n_traj)
+    meta = empty_meta(n_traj)
     meta["id"] = np.array([f"syn-{i}" for i in range(n_traj)], dtype=object)
     meta["success"] = pd.array(rng.random(n_traj) < 0.5, dtype="boolean")
     return TraceSet(

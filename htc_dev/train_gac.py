@@ -42,14 +42,14 @@ DECISION = (
     "kept since.) On top of the routed model, the transfer method is chosen leave-one-family-out (see transfer).")
 
 
-def _rel(p: Path) -> str:
+def relative_path(p: Path) -> str:
     """``p`` relative to the repository root (``sample_runs``, ``../shared/data/uala-hotpotqa``)."""
     import os
 
     return os.path.relpath(p.resolve(), REPO)
 
 
-def _counts(ts) -> list[dict]:
+def kind_counts(ts) -> list[dict]:
     from htc_core.experiments.grouping import has_alternatives
 
     m = ts.meta.assign(alternatives=has_alternatives(ts), success=ts.labels)
@@ -70,7 +70,7 @@ def _run_sets(ts) -> list[dict]:
     return out
 
 
-def _submodel_card(m) -> dict | None:
+def submodel_card(m) -> dict | None:
     if m is None:
         return None
     return {"profile": m.profile_, "top_k": int(m.top_k_), "variant": m.variant, "alpha": float(m.alpha_),
@@ -103,14 +103,14 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
         "intended_use": "zero-shot calibrated confidence for agent runs without outcome labels; the "
                         "leave-one-dataset-out numbers below are what to expect on a dataset it has not seen. "
                         "Fit your own HTC calibrator (htc fit) when you have labeled runs of your task.",
-        "training_data": {"sources": [_rel(s) for s in sources],
+        "training_data": {"sources": [relative_path(s) for s in sources],
                           "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
                                        "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
                           "run_sets": _run_sets(ts),
                           "n": int(len(ts)), "positive_rate": round(float(ts.labels.mean()), 4),
                           "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": _counts(ts)},
-        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
+                          "by_dataset_and_model": kind_counts(ts)},
+        "models": {k: submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; "
                    "runs without -> without_alternatives",
         "decision": DECISION,
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ts, report = load([str(p) for p in sources])
     ts = ts.labeled()
-    print(f"training data: {len(ts)} labeled runs from {', '.join(map(_rel, sources))}", file=sys.stderr)
+    print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
     d = prepare(ts)
     sections = _reused_sections(args.out) if args.reuse_leave_one_out else None
     if sections is None:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, _submodel_card
+from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, kind_counts, relative_path, submodel_card
 
 NAME = "gac-prefix"
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -146,16 +146,16 @@ def build_card(ts, prefix_ts, sources, gac, loo_rows, variant: str, points: list
         "intended_use": "zero-shot calibrated confidence of a run that is still going (after each step), without "
                         "the user's labels: htc_core.Monitor() with no model, Recorder(monitor=True), htc monitor "
                         "without MODEL. Fit your own calibrator on labeled prefixes of your task when you have them.",
-        "training_data": {"sources": [_rel(s) for s in sources],
+        "training_data": {"sources": [relative_path(s) for s in sources],
                           "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
                                        "uala-hotpotqa": "MIT (see its LICENSE)"},
                           "n": int(len(ts)), "n_prefixes": int(len(prefix_ts)),
                           "prefixes": "every prefix k = 1 .. S steps of every run, labeled with the run's outcome",
                           "positive_rate": round(float(ts.labels.mean()), 4),
                           "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": _counts(ts)},
+                          "by_dataset_and_model": kind_counts(ts)},
         "variant": variant,
-        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
+        "models": {k: submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; runs without "
                    "-> without_alternatives (a Monitor switches when the first alternative arrives)",
         "decision": _decision(loo_rows),
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ts = ts.labeled()
     prefix_ts = all_prefixes(ts)
     print(f"training data: {len(ts)} labeled runs, {len(prefix_ts)} prefixes, from "
-          f"{', '.join(map(_rel, sources))}", file=sys.stderr)
+          f"{', '.join(map(relative_path, sources))}", file=sys.stderr)
     rows, points = ([], []) if args.no_leave_one_out else prefix_leave_one_out(
         ts, progress=lambda m: print(m, file=sys.stderr))
     if rows:

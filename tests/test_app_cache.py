@@ -48,7 +48,7 @@ def calibration(at: AppTest) -> AppTest:
 
 
 def test_saving_a_model_and_a_restart_do_not_recompute_the_evaluation(tmp_path, sample_dir, monkeypatch):
-    compute._registry.clear()                                        # no result of another test in memory
+    compute.fit_registry.clear()                                        # no result of another test in memory
     at = fresh_app(tmp_path, sample_dir, monkeypatch)
     before = compute.CACHE_STATS.copy()
     at.run()                                                         # the app starts the evaluation
@@ -70,7 +70,7 @@ def test_saving_a_model_and_a_restart_do_not_recompute_the_evaluation(tmp_path, 
 
     # a restart (empty memory, a new session): read back from the store, nothing recomputed, same numbers
     table = at.dataframe[0].value
-    compute._registry.clear()
+    compute.fit_registry.clear()
     at2 = fresh_app(tmp_path, sample_dir, monkeypatch)
     before = compute.CACHE_STATS.copy()
     at2.run()                                                        # the Runs page finds the parts in the store
@@ -102,7 +102,7 @@ def test_a_rerun_joins_the_running_evaluation_instead_of_restarting_it(tmp_path,
     nothing is computed twice."""
     from htc_core.app import jobs
 
-    compute._registry.clear()
+    compute.fit_registry.clear()
     sample_dir = tmp_path / "units"                                 # 500 real runs: the evaluation (paper alphas,
     sample_dir.mkdir()                                               # 5 repeats) outlasts the 1.5 s cut by far, also
     #                                                                  counting the head start the Runs page gives it
@@ -137,7 +137,7 @@ def test_a_rerun_joins_the_running_evaluation_instead_of_restarting_it(tmp_path,
 def test_a_part_that_finishes_while_the_page_draws_is_drawn(tmp_path, sample_dir, monkeypatch):
     """Calibration draws what is ready; a part that finishes after the page read the evaluation but before it
     looked for pending parts (the page takes a while to draw) makes it draw again: it never stays without it."""
-    compute._registry.clear()
+    compute.fit_registry.clear()
     at = fresh_app(tmp_path, sample_dir, monkeypatch)
     at.run()
     calibration(at)                                       # every part computed and in memory
@@ -173,7 +173,7 @@ def test_the_app_starts_the_evaluation_early_only_while_the_store_is_idle(tmp_pa
 
     from htc_core.app import jobs
 
-    compute._registry.clear()
+    compute.fit_registry.clear()
     at = fresh_app(tmp_path, sample_dir, monkeypatch)
     release = threading.Event()
     blocker = jobs.submit(str(tmp_path / "data"), ("blocker", time.time()), "Blocker", lambda job: release.wait(60))
@@ -200,7 +200,7 @@ def test_the_app_starts_the_evaluation_early_only_while_the_store_is_idle(tmp_pa
 def test_the_feature_space_projection_is_kept_in_the_store_across_a_restart(tmp_path, sample_dir, monkeypatch):
     """Issue 30 item 5: UMAP is computed once per selection content; a restart reads it back from the store
     instead of fitting again (the same points drawn)."""
-    compute._registry.clear()
+    compute.fit_registry.clear()
     at = fresh_app(tmp_path, sample_dir, monkeypatch)
     at.run()
     store = Store(tmp_path / "data")
@@ -216,7 +216,7 @@ def test_the_feature_space_projection_is_kept_in_the_store_across_a_restart(tmp_
     assert not at.exception and not at.error
     assert (compute.CACHE_STATS - before)["computed"] >= 1 and len(projections()) == 1
     drawn = at.get("plotly_chart")[0].proto.spec
-    compute._registry.clear()                                        # a restart: empty memory, a new session
+    compute.fit_registry.clear()                                        # a restart: empty memory, a new session
     import htc_core.app.fits as fits
 
     monkeypatch.setattr(fits, "project", lambda *a, **k: pytest.fail("UMAP fitted again after a restart"))

@@ -69,6 +69,6 @@ def test_inspector_explains_with_the_gam_shape_functions(app):  # noqa: F811
 
 
 def _keys():
-    reg = compute._registry()
+    reg = compute.fit_registry()
     with reg["lock"]:
         return [k for k in reg["items"]]

@@ -26,9 +26,9 @@ def _synthetic(seed=0, n=40):
     toks = rng.integers(1, 60, size=steps.sum())
     lp = np.log(rng.uniform(0.05, 1.0, size=toks.sum()))
     meta = pd.DataFrame({"id": [f"t{i}" for i in range(n)], "success": pd.array(rng.random(n) < 0.5, dtype="boolean")})
-    from htc_core.traces import _empty_meta
+    from htc_core.traces import empty_meta
 
-    m = _empty_meta(n)
+    m = empty_meta(n)
     m["id"] = meta["id"]
     m["success"] = meta["success"]
     return TraceSet(logprob=lp, top_logprobs=np.zeros((len(lp), 0)),
@@ -83,10 +83,10 @@ def test_subsets_are_order_equivariant():
 def test_individual_functions_and_edge_lengths():
     # one trajectory of exactly 16 tokens, one of 10 and one of 40
     r = np.linspace(0.1, 0.9, 66)
-    from htc_core.traces import _empty_meta
+    from htc_core.traces import empty_meta
 
     ts = TraceSet(logprob=np.log(r), top_logprobs=np.zeros((66, 0)), step_offsets=np.array([0, 16, 26, 46, 66]),
-                  traj_offsets=np.array([0, 1, 2, 4]), meta=_empty_meta(3))
+                  traj_offsets=np.array([0, 1, 2, 4]), meta=empty_meta(3))
     np.testing.assert_allclose(lowest_group(ts)[:2], [r[:16].mean(), r[16:26].mean()])
     np.testing.assert_allclose(tail(ts)[2], r[34:66].mean())
     np.testing.assert_allclose(bottom10(ts)[2], r[26:30].mean())       # 10% of 40 = 4 tokens

@@ -7,7 +7,7 @@ import pytest
 
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, evaluate
-from htc_core.traces import TraceSet, _empty_meta
+from htc_core.traces import TraceSet, empty_meta
 
 FAST = (1.0, 5.0, 20.0)
 RUN_A = Path(__file__).resolve().parents[2] / "shared/data/uala-hotpotqa/hotpotqa_llama2-70b_run-a.jsonl"
@@ -25,7 +25,7 @@ def synthetic_ts(n=60, seed=0, labels=None, verbalized=False):
     traj_of_step = np.repeat(np.arange(n), steps)
     quality = np.where(y[traj_of_step], 0.9, 0.7)
     p = np.clip(rng.normal(np.repeat(quality, toks), 0.15), 0.01, 1.0)
-    m = _empty_meta(n)
+    m = empty_meta(n)
     m["id"] = [f"t{i}" for i in range(n)]
     m["success"] = pd.array([None if v is None else bool(v) for v in y], dtype="boolean")
     if verbalized:

@@ -9,7 +9,7 @@ import pytest
 
 import htc_core.app.features_store as features_store
 import htc_core.features as features_pkg
-from htc_core.app.column_writer import write_columns
+from htc_core.app.features_store import write_columns
 from htc_core.app.ingest import ingest
 from htc_core.app.sql_views import RunsTable, reliability_bins
 from htc_core.app.store import Store

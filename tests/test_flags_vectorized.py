@@ -1,4 +1,4 @@
-"""The column-wise structural flags equal the per-run reference (``flags_reference``) run for run: on the sample
+"""The column-wise structural flags equal the per-run reference (``flags.structural_flags_loop``) run for run: on the sample
 runs, on the shared UALA runs, and on hostile hand-made and generated texts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from htc_core.explain.flags import structural_flags
-from htc_core.explain.flags_reference import structural_flags_loop
+from htc_core.explain.flags import structural_flags_loop
 from htc_core.formats import load
 from htc_core.synthetic import synthetic_trace_set
 from htc_core.traces import concat

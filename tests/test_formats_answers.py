@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO, write_jsonl
 from htc_core.explain import structural_flags
-from htc_core.explain.flags_reference import structural_flags_loop
+from htc_core.explain.flags import structural_flags_loop
 from htc_core.formats import detect, load
 from htc_core.formats.answers import (answer_from_text, answer_from_tool, answer_of_steps, question_of_request,
                                       run_ended_without_answer)

@@ -11,7 +11,7 @@ import pytest
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import evaluate
 from htc_core.calibration.gam import HTCGAM
-from htc_core.calibration.gam_basis import dedup_columns
+from htc_core.calibration.gam import dedup_columns
 from htc_core.calibration.general import load_any_model
 from htc_core.calibration.metrics import auroc
 from htc_core.cli import main

@@ -7,7 +7,7 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 
 from htc_core.calibration.metrics import (UndefinedMetricWarning, auroc, bin_predictions, brier_score,
                               expected_calibration_error, reliability_curve, wilson_interval,
-                              _fast_auroc, _fast_brier, _fast_ece)
+                              fast_auroc, fast_brier, fast_ece)
 
 
 def _random(seed, n=300, ties=False):
@@ -123,6 +123,6 @@ def test_fast_versions_match_public_ones_rowwise():
     y = (rng.random(120) < 0.4).astype(float)
     P = np.round(rng.random((6, 120)), 2)
     for i in range(6):
-        assert _fast_ece(y, P)[i] == pytest.approx(expected_calibration_error(y, P[i]), abs=1e-14)
-        assert _fast_brier(y, P)[i] == pytest.approx(brier_score(y, P[i]), abs=1e-14)
-        assert _fast_auroc(y, P)[i] == pytest.approx(roc_auc_score(y, P[i]), abs=1e-12)
+        assert fast_ece(y, P)[i] == pytest.approx(expected_calibration_error(y, P[i]), abs=1e-14)
+        assert fast_brier(y, P)[i] == pytest.approx(brier_score(y, P[i]), abs=1e-14)
+        assert fast_auroc(y, P)[i] == pytest.approx(roc_auc_score(y, P[i]), abs=1e-12)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from htc_core.calibration.pathsolver import _hessian
-from htc_core.calibration.subproblem import _l1_step
+from htc_core.calibration.pathsolver import logistic_hessian
+from htc_core.calibration.subproblem import l1_coordinate_step
 from htc_core.calibration.solvers import distinct_columns, standardize_params
 from htc_core.features import extract
 from htc_core.formats import load
@@ -50,9 +50,9 @@ def test_l1_kernel_is_bit_identical_to_the_plain_loop(alpha):
     w = np.where(rng.random(Xs.shape[1]) < 0.5, 0.0, rng.normal(0, 0.3, Xs.shape[1]))   # some at 0, some not
     z = Xs @ w
     p = 1.0 / (1.0 + np.exp(-z))
-    H = _hessian(Xs, p, np.empty_like(Xs))
+    H = logistic_hessian(Xs, p, np.empty_like(Xs))
     g = Xs.T @ (p - y)
-    got = _l1_step(H, g, w, alpha, 1e-9, 40)
+    got = l1_coordinate_step(H, g, w, alpha, 1e-9, 40)
     want = _plain(H, g, w, alpha, 1e-9, 40)
     assert np.array_equal(got, want)
     assert np.count_nonzero(got) > 0
@@ -62,7 +62,7 @@ def test_l1_kernel_is_bit_identical_to_the_plain_loop(alpha):
 def test_accelerated_direction_solves_the_subproblem_at_least_as_well_as_plain_coordinate_descent(alpha):
     """Anderson extrapolation keeps coordinate descent's fixed point: with the same sweep budget its
     direction's model objective is never worse, and near alpha = 0 (where plain sweeps stall) it is better."""
-    from htc_core.calibration.subproblem import _l1_direction, _model
+    from htc_core.calibration.subproblem import l1_direction, _model
 
     ts, _ = load(str(REPO / "sample_runs" / "units" / "units_SmolLM2-135M-greedy.jsonl"))
     X, y = extract(ts).values, ts.labels
@@ -71,11 +71,11 @@ def test_accelerated_direction_solves_the_subproblem_at_least_as_well_as_plain_c
     Xs = np.ascontiguousarray(np.column_stack([Xs[:, distinct_columns(Xs)], np.ones(len(y))]))
     w = np.zeros(Xs.shape[1])
     p = np.full(len(y), 0.5)
-    H = _hessian(Xs, p, np.empty_like(Xs))
+    H = logistic_hessian(Xs, p, np.empty_like(Xs))
     g = Xs.T @ (p - y)
     for budget in (50, 200):
-        plain = _model(H, g, w, alpha, _l1_step(H, g, w, alpha, 1e-12, budget))
-        fast = _model(H, g, w, alpha, _l1_direction(H, g, w, alpha, 1e-12, budget))
+        plain = _model(H, g, w, alpha, l1_coordinate_step(H, g, w, alpha, 1e-12, budget))
+        fast = _model(H, g, w, alpha, l1_direction(H, g, w, alpha, 1e-12, budget))
         assert fast <= plain + 1e-9 * abs(plain), (budget, fast, plain)
     if alpha <= 0.01:
         assert fast < plain - 1e-6 * abs(plain)

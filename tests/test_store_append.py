@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from htc_core.app.column_writer import write_columns
+from htc_core.app.features_store import write_columns
 from htc_core.app.features_store import feature_file, read_columns
 from htc_core.app.ingest import append_trace_set, store_trace_set
 from htc_core.app.store import Store

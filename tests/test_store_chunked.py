@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from htc_core.app.column_writer import ColumnWriter, write_columns
+from htc_core.app.features_store import ColumnWriter, write_columns
 from htc_core.app.features_store import read_columns
 from htc_core.app.ingest import ingest
 from htc_core.app.store import Store

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from htc_core.calibration.pathsolver import _hessian, _violation, fit_path_newton
+from htc_core.calibration.pathsolver import logistic_hessian, _violation, fit_path_newton
 from htc_core.calibration.solvers import distinct_columns, standardize_params
-from htc_core.calibration.subproblem import _feature_sign, _l1_direction, _l1_step, _model
+from htc_core.calibration.subproblem import _feature_sign, l1_direction, l1_coordinate_step, _model
 from htc_core.features import extract
 from htc_core.formats import load
 
@@ -41,7 +41,7 @@ def _real_subproblems():
     for k in range(1, len(alphas)):
         w = np.append(W[k - 1], b[k - 1])
         p = 1.0 / (1.0 + np.exp(-(Xa @ w)))
-        out.append((alphas[k], _hessian(Xa, p, np.empty_like(Xa)), Xa.T @ (p - y), w))
+        out.append((alphas[k], logistic_hessian(Xa, p, np.empty_like(Xa)), Xa.T @ (p - y), w))
     return out
 
 
@@ -49,10 +49,10 @@ def _real_subproblems():
 def test_feature_sign_reaches_the_minimizer_that_long_coordinate_descent_approaches(k):
     alpha, H, g, w = _real_subproblems()[k]
     fs = _feature_sign(H, g, w, alpha, 4 * len(w))
-    cd = _l1_step(H, g, w, alpha, 1e-13, 20_000)
+    cd = l1_coordinate_step(H, g, w, alpha, 1e-13, 20_000)
     assert _model(H, g, w, alpha, fs) <= _model(H, g, w, alpha, cd) + 1e-9 * abs(_model(H, g, w, alpha, cd))
     assert _subproblem_kkt(H, g, w, alpha, fs) < 1e-8 * np.abs(g).max()
-    direction = _l1_direction(H, g, w, alpha, 1e-9, 1000)   # the solver's direction: feature sign + sweeps
+    direction = l1_direction(H, g, w, alpha, 1e-9, 1000)   # the solver's direction: feature sign + sweeps
     assert _model(H, g, w, alpha, direction) <= _model(H, g, w, alpha, fs) + 1e-12 * abs(_model(H, g, w, alpha, fs))
 
 
@@ -66,13 +66,13 @@ def test_a_singular_block_stops_the_start_and_coordinate_descent_finishes():
     y = (rng.random(400) < 1 / (1 + np.exp(-(X[:, 0] - X[:, 2])))).astype(float)
     w = np.zeros(X.shape[1])
     p = np.full(400, 0.5)
-    H = _hessian(np.ascontiguousarray(X), p, np.empty_like(X))
+    H = logistic_hessian(np.ascontiguousarray(X), p, np.empty_like(X))
     g = X.T @ (p - y)
     for alpha in (0.001, 0.1, 5.0):
         fs = _feature_sign(H, g, w, alpha, 4 * len(w))
         assert np.all(np.isfinite(fs))
         assert _model(H, g, w, alpha, fs) <= 0.0
-        direction = _l1_direction(H, g, w, alpha, 1e-10, 5000)
+        direction = l1_direction(H, g, w, alpha, 1e-10, 5000)
         assert _subproblem_kkt(H, g, w, alpha, direction) < 1e-6 * np.abs(g).max()
 
 

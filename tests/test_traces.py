@@ -7,7 +7,7 @@ import pytest
 
 from conftest import LOG, make_traj, write_jsonl
 from htc_core.formats import native
-from htc_core.traces import TraceSet, _ranges, concat
+from htc_core.traces import TraceSet, concat_ranges, concat
 
 
 @pytest.fixture()
@@ -71,7 +71,7 @@ def test_ranges_vectorized_matches_loop():
     starts = rng.integers(0, 50, 40)
     lens = rng.integers(0, 5, 40)
     want = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lens)])
-    np.testing.assert_array_equal(_ranges(starts, starts + lens), want)
+    np.testing.assert_array_equal(concat_ranges(starts, starts + lens), want)
 
 
 def test_invalid_offsets_rejected():

@@ -8,7 +8,7 @@ from htc_core.experiments.grouping import score_metrics
 from htc_core.calibration.transfer_methods import (domain_weights, em_prior, logit, prior_adjust, sigmoid,
                                                    stack_logits, target_standardized_logit, training_free_signals,
                                                    weighted_platt)
-from htc_core.traces import TraceSet, _empty_meta
+from htc_core.traces import TraceSet, empty_meta
 
 
 def _posterior(x, prior):
@@ -110,7 +110,7 @@ def test_stack_ranks_as_the_signal_when_the_model_is_noise():
 
 def _traceset(token_lp, top, steps_per_traj):
     n_tok = [len(s) for s in token_lp]
-    meta = _empty_meta(len(steps_per_traj))
+    meta = empty_meta(len(steps_per_traj))
     meta["id"] = np.array([f"t{i}" for i in range(len(steps_per_traj))], dtype=object)
     return TraceSet(logprob=np.concatenate(token_lp), top_logprobs=np.concatenate(top),
                     step_offsets=np.r_[0, np.cumsum(n_tok)].astype(np.int64),

@@ -19,7 +19,7 @@ from ..traces.stepfields import STEP_FIELDS
 __all__ = ["to_arrow", "from_arrow"]
 
 
-def _obj_to_arrow(values: np.ndarray) -> pa.Array:
+def objects_to_arrow(values: np.ndarray) -> pa.Array:
     """object array of str / None -> arrow string array (None stays null)."""
     return pa.array(values, type=pa.string(), from_pandas=False)
 
@@ -62,15 +62,15 @@ def to_arrow(ts: TraceSet) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
         elif c == "verbalized_confidence":
             traj[c] = pa.array(m[c].to_numpy(dtype=np.float64), type=pa.float64(), from_pandas=True)
         else:
-            traj[c] = _obj_to_arrow(m[c].to_numpy(dtype=object))
+            traj[c] = objects_to_arrow(m[c].to_numpy(dtype=object))
     step_cols = {
         "pos": pa.array(np.arange(ts.n_steps, dtype=np.int64)),
         "n_tokens": pa.array(ts.tokens_per_step.astype(np.int64)),
-        "name": _obj_to_arrow(np.asarray(ts.step_name, dtype=object)),
-        "text": _obj_to_arrow(np.asarray(ts.step_text, dtype=object)),
+        "name": objects_to_arrow(np.asarray(ts.step_name, dtype=object)),
+        "text": objects_to_arrow(np.asarray(ts.step_text, dtype=object)),
     }
     for f, arr in ts.step_fields.items():  # the diagnosis fields some step carries: extra columns, named as in JSONL
-        step_cols[f] = pa.array(arr, type=pa.float64(), from_pandas=True) if f == "latency_s" else _obj_to_arrow(arr)
+        step_cols[f] = pa.array(arr, type=pa.float64(), from_pandas=True) if f == "latency_s" else objects_to_arrow(arr)
     steps = pa.table(step_cols)
     tok: dict[str, pa.Array] = {"pos": pa.array(np.arange(ts.n_tokens, dtype=np.int64)),
                                 "logprob": pa.array(ts.logprob, type=pa.float64())}
@@ -90,7 +90,7 @@ def to_arrow(ts: TraceSet) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
         for name, s in strings:
             tok[name] = pa.array(codes[start:start + len(s)], type=pa.int32())
             start += len(s)
-    vocab_tbl = pa.table({"code": pa.array(np.arange(len(vocab), dtype=np.int32)), "token": _obj_to_arrow(vocab)})
+    vocab_tbl = pa.table({"code": pa.array(np.arange(len(vocab), dtype=np.int32)), "token": objects_to_arrow(vocab)})
     return pa.table(traj), steps, pa.table(tok), vocab_tbl
 
 

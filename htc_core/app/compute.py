@@ -50,7 +50,7 @@ def _alphas_from_env() -> tuple | None:
 ALPHAS: tuple | None = _alphas_from_env()
 
 
-def _alpha_options() -> dict:
+def alpha_options() -> dict:
     return {} if ALPHAS is None else {"alphas": ALPHAS}
 
 
@@ -61,13 +61,13 @@ CACHE_STATS: collections.Counter = collections.Counter()
 
 # ------------------------------------------------------------ the registry
 @st.cache_resource(show_spinner=False)
-def _registry() -> dict:
+def fit_registry() -> dict:
     return {"lock": threading.Lock(), "items": collections.OrderedDict(), "running": {}}
 
 
 def cached_result(key: tuple) -> Any | None:
     """The value kept in memory under ``key`` (counted as a memory hit in :data:`CACHE_STATS`), or None."""
-    reg = _registry()
+    reg = fit_registry()
     with reg["lock"]:
         value = reg["items"].get(key)
     if value is not None:
@@ -125,7 +125,7 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
              max_items: int = 32, persist: Persist | None = None) -> Any:
     """``fn(progress)`` computed once per ``key`` (shared by all sessions), with a progress bar while it runs;
     with ``persist`` also kept in (and first looked up in) the store."""
-    reg = _registry()
+    reg = fit_registry()
     found, value, other = _claim(reg, key)
     if found:
         CACHE_STATS["memory"] += 1
@@ -222,7 +222,7 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
         return None
     pos = evaluation_positions(ws)
     persist = _evaluation_persist(pos)
-    reg = _registry()
+    reg = fit_registry()
 
     def one_part(part: str, report, inputs: tuple) -> None:
         if keys[part] in reg["items"]:
@@ -233,7 +233,7 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
         X, y, base = inputs
         try:
             res = evaluate(X, y, baselines=base, seeds=s["seeds"], n_jobs=-1, methods=PART_METHODS[part],
-                           **_alpha_options(), progress=report)
+                           **alpha_options(), progress=report)
             value = Evaluated(result=res, positions=pos)
         except EvaluationError as e:
             value = Evaluated(result=None, positions=pos, error=str(e))
@@ -300,7 +300,7 @@ def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
 
 def cached_result_quiet(key: tuple) -> Any | None:
     """Like :func:`cached_result`, not counted (the waiting loop polls it)."""
-    reg = _registry()
+    reg = fit_registry()
     with reg["lock"]:
         return reg["items"].get(key)
 
@@ -313,7 +313,7 @@ def _stored_part(ws: Workspace, part: str) -> Evaluated | None:
     hit = _from_store(_evaluation_persist(evaluation_positions(ws)), key)
     if hit is not None:
         CACHE_STATS["store"] += 1
-        _remember(_registry(), key, hit, 32)
+        _remember(fit_registry(), key, hit, 32)
     return hit
 
 

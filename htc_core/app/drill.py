@@ -21,7 +21,7 @@ import streamlit as st
 
 from ..explain.drill import OUTCOMES, BinnedRuns
 from .layout import md, open_in_inspector
-from ..viz.plots import _layout
+from ..viz.plots import apply_layout
 from .workspace import Workspace
 
 __all__ = ["Drill", "selected_runs", "selected_points", "newest", "runs_frame", "show_runs", "histogram_figure",
@@ -244,4 +244,4 @@ def histogram_figure(bins: BinnedRuns, *, title: str | None = None, height: int 
     fig.update_layout(barmode="overlay", bargap=0, clickmode="event+select")   # a plain click selects a bar
     fig.update_xaxes(range=[0, 1], title_text="confidence")
     fig.update_yaxes(title_text="trajectories")
-    return _layout(fig, title, height)
+    return apply_layout(fig, title, height)

@@ -8,7 +8,7 @@ from ..calibration.calibrators import HTCCalibrator
 from ..explain import DatasetWeights
 from ..explain import dataset_weights as _dataset_weights
 from . import compute
-from .compute import _alpha_options, cached_result, computed, evaluation_positions, fit_positions, labeled_positions
+from .compute import alpha_options, cached_result, computed, evaluation_positions, fit_positions, labeled_positions
 from .projection import PROJECTION_FIT_CAP, Projection, project
 from .sampling import EVAL_CAP, FIT_CAP
 from .session import cache_key, settings
@@ -49,7 +49,7 @@ def fitted_model(ws: Workspace, variant: str):
 
     def run(progress):
         progress(0.1, f"alpha selection over {len(pos):,} labeled trajectories")
-        return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **_alpha_options()).fit(
+        return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **alpha_options()).fit(
             ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
 
     return computed(cache_key("fit", variant, compute.ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run)
@@ -69,7 +69,7 @@ def early_warning(ws: Workspace, *, run: bool = True):
 
     def fn(progress):
         return _early_warning(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
-                              progress=lambda done, total, msg: progress(done / total, msg), **_alpha_options())
+                              progress=lambda done, total, msg: progress(done / total, msg), **alpha_options())
 
     return computed(key, "Early warning: evaluating every prefix length", fn)
 

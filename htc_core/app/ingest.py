@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..formats import SUFFIXES, iter_chunks, load
 from ..report import LoadReport
-from .column_writer import ColumnWriter
+from .features_store import ColumnWriter
 from .store import AddResult, Store
 from .store_append import append_run_set
 from .store_write import ChunkShapeError

@@ -190,7 +190,7 @@ class Store:
         ``htc_core.iter_chunks(path)``), written as they come: memory is bounded by a chunk
         (:mod:`~htc_core.app.store_write`). ``fields``: the dataset/model/framework given at upload (kept for
         the listing). ``on_chunk(con, run_set_id, chunk, start)`` runs inside the transaction after each chunk and
-        ``on_finish(con)`` before the commit (``column_writer.ColumnWriter`` stores the per-run columns so).
+        ``on_finish(con)`` before the commit (``features_store.ColumnWriter`` stores the per-run columns so).
         """
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -245,7 +245,7 @@ class Store:
             con.execute("DELETE FROM run_sets WHERE id = ?", [run_set_id])
             con.execute("DELETE FROM trajectories WHERE run_set = ?", [run_set_id])
             con.execute("DELETE FROM features WHERE run_set = ?", [run_set_id])
-            for t in _derived_tables(con) + _label_tables(con):   # per-run columns and labels, when present
+            for t in derived_tables(con) + _label_tables(con):   # per-run columns and labels, when present
                 con.execute(f"DELETE FROM {t} WHERE run_set = ?", [run_set_id])
             for t in ("steps", "tokens", "vocab"):
                 con.execute(f"DROP TABLE IF EXISTS {t}_{run_set_id}")
@@ -401,7 +401,7 @@ def _table_names(con) -> set:
     return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
 
 
-def _derived_tables(con) -> list[str]:
+def derived_tables(con) -> list[str]:
     """features_store's per-run column tables (keyed by run set, profile and top-k), when present."""
     return [t for t in ("run_columns", "run_feature_blocks", "run_column_sets") if t in _table_names(con)]
 

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from ..report import LoadReport
 from ..traces import TraceSet
-from .columnar import _obj_to_arrow, to_arrow
+from .columnar import objects_to_arrow, to_arrow
 from .row_groups import FullRowGroups
 
 log = logging.getLogger("htc.store")
@@ -153,7 +153,7 @@ class RunSetWriter:
             return found
         pending = self.traj.column("id")
         self.con.register("_htc_ids", pa.table({"i": pa.array(np.arange(len(ids), dtype=np.int64)),
-                                                "id": _obj_to_arrow(ids.to_numpy(dtype=object))}))
+                                                "id": objects_to_arrow(ids.to_numpy(dtype=object))}))
         pending = pending if pending is not None else pa.array([], type=pa.string())
         self.con.register("_htc_pending", pa.table({"id": pending}))
         try:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..traces import META_COLUMNS, TraceSet, concat
-from .features_store import _nullable_bool, strings_to_object
+from .features_store import nullable_bool, strings_to_object
 
 __all__ = ["StoredTraces", "meta_from_arrow", "text_array"]
 
@@ -33,7 +33,7 @@ def meta_from_arrow(tbl) -> pd.DataFrame:
     for c in META_COLUMNS:
         col = tbl.column(c)
         if c == "success":
-            cols[c] = _nullable_bool(col)
+            cols[c] = nullable_bool(col)
         elif c == "verbalized_confidence":
             cols[c] = pd.Series(col.to_numpy(zero_copy_only=False).astype(np.float64), dtype="float64")
         else:

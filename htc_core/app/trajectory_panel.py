@@ -13,7 +13,7 @@ import streamlit as st
 
 from ..explain import format_confidence
 from .layout import md
-from ..viz.plots import _prob_color
+from ..viz.plots import probability_color
 from .trajectory_view import StepView, TrajectoryView, bounded, preview
 
 __all__ = ["render_answer", "render_steps", "token_html", "strip_html", "show_text"]
@@ -36,7 +36,7 @@ def token_html(tokens, probability, marked=()) -> str:
         txt = txt.replace("\n", "↵\n")
         extra = MARK if j in marked else ""
         tip = f"p = {float(p):.3f}" + (" (lowest of this step)" if j in marked else "")
-        parts.append(f'<span title="{tip}" style="background:{_prob_color(p)}; border-radius:3px; '
+        parts.append(f'<span title="{tip}" style="background:{probability_color(p)}; border-radius:3px; '
                      f'padding:1px 1px; margin:0 1px; {extra}">{txt}</span>')
     parts.append("</div>")
     return "".join(parts)
@@ -53,7 +53,7 @@ def strip_html(probability, marked=()) -> str:
         extra = MARK if j in marked else ""
         tip = f"token {j + 1} of {n}: p = {float(p):.3f}" + (" (lowest of this step)" if j in marked else "")
         parts.append(f'<span title="{tip}" style="display:inline-block; width:{width}px; height:18px; '
-                     f'background:{_prob_color(p)}; {extra}"></span>')
+                     f'background:{probability_color(p)}; {extra}"></span>')
     parts.append("</div>")
     return "".join(parts)
 

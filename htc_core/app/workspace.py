@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from ..explain.flags import FLAGS, StructuralFlags, structural_flags
 from ..features import FEATURE_NAMES, FeatureMatrix
 from ..traces import TraceSet, concat
-from .column_writer import write_columns
+from .features_store import write_columns
 from .features_store import StoredColumns, has_columns, in_pos_order, read_columns
 from .store import Store
 from .stored_traces import StoredTraces, text_array

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import _unpack_features, validate_fit_input_with_prior
-from .metrics import _fast_auroc, _fast_brier, _fast_ece
+from .inputs import unpack_features_and_names, validate_fit_input_with_prior
+from .metrics import fast_auroc, fast_brier, fast_ece
 from .model_file import read_model_file
 from .shift import feature_stats
 from .solvers import sigmoid
@@ -182,8 +182,8 @@ def _inner_cv(est, prior, X, y, grid, notes) -> list[dict]:
         if row["available"]:
             Pc = np.clip(P, 1e-6, 1 - 1e-6)
             row["log_loss"] = float(np.mean(-(y * np.log(Pc) + (1 - y) * np.log(1 - Pc))))
-            row.update(brier=float(_fast_brier(y, P).mean()), ece=float(_fast_ece(y, P).mean()),
-                       auroc=float(np.nanmean(_fast_auroc(y, P))))
+            row.update(brier=float(fast_brier(y, P).mean()), ece=float(fast_ece(y, P).mean()),
+                       auroc=float(np.nanmean(fast_auroc(y, P))))
         else:
             notes.append(f"'{name}' left out of the choice: some inner training fold has fewer than 2 runs of an "
                          "outcome")
@@ -195,7 +195,7 @@ def _inner_cv(est, prior, X, y, grid, notes) -> list[dict]:
 # --------------------------------------------------------------- entry
 def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS):
     """``est.fit(X, y)`` for ``est.prior`` set: choose and fit the adapted model (module docstring); returns est."""
-    values, names, of_matrix = _unpack_features(X)
+    values, names, of_matrix = unpack_features_and_names(X)
     prior, prior_name, notes = resolve_prior(est.prior, type(est), of_matrix)
     for param, mine, theirs in (("profile", est.profile, prior.profile_), ("top_k", est.top_k, prior.top_k_)):
         if mine is not None and mine != theirs:

@@ -43,10 +43,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
 from .blas_threads import one_blas_thread
-from .inputs import _check_positive_int, _check_X, _check_y, _default_names, _unpack_features  # noqa: F401
+from .inputs import check_positive_int, default_feature_names, unpack_features_and_names
 from .inputs import TraceSetMixin, align_columns, check_predict_data, check_saveable_labels, validate_fit_data
 from .shift import feature_stats
-from .metrics import _fast_auroc, _fast_brier, _fast_ece
+from .metrics import fast_auroc, fast_brier, fast_ece
 from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
                          parse_model_text, read_model_file)
 from .solvers import (DEFAULT_ALPHAS, PENALTIES, SOLVERS, VARIANTS, fit_path, sigmoid,  # noqa: F401 (re-exported)
@@ -179,8 +179,8 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"alphas must be a sequence of positive numbers, got {self.alphas!r}") from None
         if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
             raise ValueError(f"alphas must be a non-empty sequence of positive numbers, got {self.alphas!r}")
-        _check_positive_int(self.inner_folds, "inner_folds", 2)
-        _check_positive_int(self.max_iter, "max_iter", 1)
+        check_positive_int(self.inner_folds, "inner_folds", 2)
+        check_positive_int(self.max_iter, "max_iter", 1)
         if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) or not 0 < self.tol < 1:
             raise ValueError(f"tol must be a number in (0, 1), got {self.tol!r}")
         if self.max_logit is not None and (isinstance(self.max_logit, bool) or not isinstance(
@@ -195,7 +195,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         if self.profile is not None and self.profile not in PROFILES:
             raise ValueError(f"profile must be one of {sorted(PROFILES)} or None, got {self.profile!r}")
         if self.top_k is not None:
-            _check_positive_int(self.top_k, "top_k", 0)
+            check_positive_int(self.top_k, "top_k", 0)
         if of_matrix is None:
             return (DEFAULT_PROFILE if self.profile is None else self.profile,
                     DEFAULT_TOP_K if self.top_k is None else int(self.top_k))
@@ -282,7 +282,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         if feature_names is not None:
             names = [str(v) for v in feature_names]
         if names is None:
-            names = _default_names(d)
+            names = default_feature_names(d)
         if len(names) != d:
             raise ValueError(f"feature_names must have {d} entries, got {len(names)}")
         return names
@@ -303,9 +303,9 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
             W, b = self._path(Xtr, y[tr], alphas, penalty)
             P = sigmoid(soft_cap(W @ Xte.T + b[:, None], self.max_logit))   # [n_alphas, n_test]
             yte = y[te]
-            au[f] = _fast_auroc(yte, P)
-            br[f] = _fast_brier(yte, P)
-            ec[f] = _fast_ece(yte, P)
+            au[f] = fast_auroc(yte, P)
+            br[f] = fast_brier(yte, P)
+            ec[f] = fast_ece(yte, P)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             m_au = np.nanmean(au, axis=0)
@@ -343,7 +343,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     def _checked(self, X) -> np.ndarray:
         self._check_fitted()
-        values, names, of_matrix = _unpack_features(X)
+        values, names, of_matrix = unpack_features_and_names(X)
         if of_matrix is not None and of_matrix != (self.profile_, self.top_k_):
             raise ValueError(f"X is a FeatureMatrix computed with profile {of_matrix[0]!r} and top_k {of_matrix[1]}, "
                              f"but this model was fitted on features of profile {self.profile_!r} and top_k "

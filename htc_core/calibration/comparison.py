@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .metrics import _check_n_bins, _check_strategy, ReliabilityCurve, bin_predictions, reliability_curve
+from .metrics import check_n_bins, check_strategy, ReliabilityCurve, bin_predictions, reliability_curve
 
 __all__ = ["metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
            "pairing_keys", "flipped_verdicts", "compare_run_sets", "COMPARED_METRICS"]
@@ -91,8 +91,8 @@ def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95,
     """metric -> (value, low, high) for every metric of :data:`COMPARED_METRICS` on one set of runs, with
     the percentile bootstrap interval of ``level`` over ``n_boot`` resamples of the runs (vectorized: all
     metrics from the same resamples)."""
-    n_bins = _check_n_bins(n_bins)
-    strategy = _check_strategy(strategy)
+    n_bins = check_n_bins(n_bins)
+    strategy = check_strategy(strategy)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
         raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
     if not 0.0 < float(level) < 1.0:
@@ -135,8 +135,8 @@ def compare_metrics(y_a, p_a, y_b, p_b, *, paired: bool = False, threshold: floa
 
     ``paired=True``: A and B are the same runs (same order) scored twice; one resample of the runs serves
     both sides. Runs without a label or a confidence are left out (each side on its own)."""
-    n_bins = _check_n_bins(n_bins)
-    strategy = _check_strategy(strategy)
+    n_bins = check_n_bins(n_bins)
+    strategy = check_strategy(strategy)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
         raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
     if not 0.0 < float(level) < 1.0:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from .blas_threads import one_blas_thread
 from .methods import FitContext, Method
-from .metrics import _fast_auroc, _fast_brier, _fast_ece
+from .metrics import fast_auroc, fast_brier, fast_ece
 from .results import METRICS
 
 __all__ = ["EvalInputs", "CVRun", "cross_validate", "summarize", "fold_metrics"]
@@ -63,8 +63,8 @@ class CVRun:
 
 def fold_metrics(y: np.ndarray, p: np.ndarray) -> dict:
     P = p[None, :]
-    return {"ece": float(_fast_ece(y, P)[0]), "brier": float(_fast_brier(y, P)[0]),
-            "auroc": float(_fast_auroc(y, P)[0])}
+    return {"ece": float(fast_ece(y, P)[0]), "brier": float(fast_brier(y, P)[0]),
+            "auroc": float(fast_auroc(y, P)[0])}
 
 
 def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], n_splits: int, settings: dict,

@@ -273,7 +273,7 @@ def _matrix_parts(data, profile, top_k):
     return data, None, None, profile, top_k
 
 
-def _seed_list(seeds) -> list[int]:
+def seed_list(seeds) -> list[int]:
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ValueError(f"seeds must be a positive number of repeats or a list of seeds, got {seeds!r}")
@@ -376,7 +376,7 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     >>> 0 <= result.summary["HTC-Reduced"]["ece"]["mean"] <= 1
     True
     """
-    seed_list = _seed_list(seeds)
+    seed_values = seed_list(seeds)
     if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
         raise ValueError(f"n_splits must be an integer >= 2, got {n_splits!r}")
     chosen = resolve_methods(methods)
@@ -398,9 +398,9 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
         fail("; ".join(f"{m}: {w}" for m, w in skipped.items()) or "no method selected")
     settings = dict(alphas=alphas, inner_folds=inner_folds, max_iter=max_iter, profile=inputs.profile,
                     top_k=inputs.top_k)
-    cv = cross_validate(run, inputs, seed_list, n_splits, settings, progress, n_jobs=n_jobs)
+    cv = cross_validate(run, inputs, seed_values, n_splits, settings, progress, n_jobs=n_jobs)
     summary, per_fold, selected, n_by_method = summarize(run, inputs, cv)
-    return EvaluationResult(n=inputs.n, positive_rate=float(inputs.y.mean()), seeds=seed_list, n_splits=n_splits,
+    return EvaluationResult(n=inputs.n, positive_rate=float(inputs.y.mean()), seeds=seed_values, n_splits=n_splits,
                             profile=inputs.profile, top_k=inputs.top_k, methods=[m.name for m in run],
                             summary=summary, per_fold=per_fold, oof_all=cv.oof,
                             ids=np.asarray(inputs.ids, dtype=object), labels=inputs.y, folds=cv.folds,

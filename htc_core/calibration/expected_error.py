@@ -39,13 +39,13 @@ MEASURES = tuple(SCALES)
 def ece_floor(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> float:
     """Mean ECE of *perfectly calibrated* confidences ``p`` (labels drawn as Bernoulli(p)): the part of a
     measured ECE that is sampling noise on ``len(p)`` runs."""
-    from .metrics import _fast_ece
+    from .metrics import fast_ece
 
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
     if p.size == 0:
         return float("nan")
     rng = np.random.default_rng(seed)
-    vals = [float(_fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)]
+    vals = [float(fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)]
     return float(np.mean(vals))
 
 

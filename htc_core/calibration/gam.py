@@ -20,28 +20,329 @@ line free and bends only where the data pay for it, plus a small ridge term). De
   whenever the shape functions do not pay for themselves (``kind_ == "linear"``; the fitted HTC-Reduced is in
   ``linear_`` and scores). ``select="gam"`` forces the GAM.
 
-Saved as JSON (``"format": "htc-gam"``, :mod:`htc_core.calibration.gam_file`), never pickle.
+Saved as JSON (``"format": "htc-gam"``, below), never pickle.
+
+One module, three parts in order: the pieces (de-duplication, the cubic B-spline basis flat beyond the data,
+the P-spline penalty, the penalized Newton path, :class:`ShapeFunction`), the JSON model file
+(``"format": "htc-gam"``: fields and checks below) and the estimator :class:`HTCGAM`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from scipy.interpolate import BSpline
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
-from .calibrators import HTCCalibrator, _check_positive_int, _unpack_features
-from .inputs import TraceSetMixin, align_columns, check_predict_data, check_saveable_labels, validate_fit_data
-from .metrics import _fast_auroc, _fast_brier, _fast_ece
-from .gam_basis import SELECT, Design, ShapeFunction, dedup_columns, newton_path
+from .calibrators import HTCCalibrator
+from .inputs import (TraceSetMixin, align_columns, check_positive_int, check_predict_data, check_saveable_labels,
+                     unpack_features_and_names, validate_fit_data)
+from .metrics import fast_auroc, fast_brier, fast_ece
+from .model_file import (ALPHA_RANGE, MAX_ABS_MEAN, MAX_ABS_WEIGHT, InvalidModelField, checked_feature_names,
+                         checked_number, checked_profile, checked_vector, parse_model_dict)
 from .solvers import DEFAULT_ALPHAS, sigmoid
 
-__all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "dedup_columns"]
+__all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "dedup_columns", "DEGREE", "SELECT", "make_knots", "basis",
+           "Design", "newton_path", "GAM_FORMAT", "GAM_FORMAT_VERSION", "gam_to_dict", "parse_gam_dict"]
 
+
+# ================================================================ the pieces
+DEGREE = 3
+#: HTCGAM(select=...): GAM vs HTC-Reduced by inner CV, always the GAM, always HTC-Reduced
+SELECT = ("cv", "gam", "linear")
+
+
+# ------------------------------------------------------------- the basis
+def dedup_columns(X: np.ndarray, threshold: float = 0.999) -> np.ndarray:
+    """Boolean mask of the columns kept: not constant, and not (near-)copies of an earlier kept column."""
+    d = X.shape[1]
+    keep = np.zeros(d, dtype=bool)
+    sd = X.std(axis=0)
+    Z = np.where(sd > 0, (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+    kept: list[int] = []
+    for j in range(d):
+        if not sd[j] > 1e-12 * max(1.0, abs(X[:, j]).max()):
+            continue
+        if kept:
+            r = np.abs(Z[:, kept].T @ Z[:, j]) / X.shape[0]
+            if r.max() >= threshold:
+                continue
+        keep[j] = True
+        kept.append(j)
+    return keep
+
+
+def make_knots(x: np.ndarray, n_knots: int) -> np.ndarray:
+    """Full knot vector of a cubic B-spline basis on the range of ``x`` (interior knots at quantiles)."""
+    lo, hi = float(x.min()), float(x.max())
+    n_unique = np.unique(x).size
+    if n_unique <= 3:   # a line through the two ends: degree-1 spline with no interior knot, embedded in cubic
+        inner = np.array([lo, hi])
+    else:
+        inner = np.unique(np.quantile(x, np.linspace(0.0, 1.0, min(n_knots, n_unique - 1))))
+        if inner.size < 2:
+            inner = np.array([lo, hi])
+    step_lo = inner[1] - inner[0]
+    step_hi = inner[-1] - inner[-2]
+    before = inner[0] - step_lo * np.arange(DEGREE, 0, -1)
+    after = inner[-1] + step_hi * np.arange(1, DEGREE + 1)
+    return np.concatenate([before, inner, after])
+
+
+def basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
+    """[n, m] B-spline design matrix of ``x`` clipped to the base interval (flat beyond the data)."""
+    lo, hi = knots[DEGREE], knots[-DEGREE - 1]
+    xc = np.clip(x, lo, hi)
+    return BSpline.design_matrix(xc, knots, DEGREE, extrapolate=True).toarray()
+
+
+def _penalty(m: int, ridge: float) -> np.ndarray:
+    D = np.diff(np.eye(m), n=2, axis=0) if m > 2 else np.zeros((0, m))
+    return D.T @ D + ridge * np.eye(m)
+
+
+class Design:
+    """The centred spline basis of the kept columns, built on training rows and applied to any rows."""
+
+    def __init__(self, X: np.ndarray, keep: np.ndarray, n_knots: int, ridge: float):
+        self.cols = np.flatnonzero(keep)
+        self.knots = [make_knots(X[:, j], n_knots) for j in self.cols]
+        blocks = [basis(X[:, j], t) for j, t in zip(self.cols, self.knots)]
+        self.means = [B.mean(axis=0) for B in blocks]
+        self.sizes = [B.shape[1] for B in blocks]
+        self.B = np.hstack([B - mu for B, mu in zip(blocks, self.means)])
+        P = np.zeros((self.B.shape[1], self.B.shape[1]))
+        at = 0
+        for m in self.sizes:
+            P[at:at + m, at:at + m] = _penalty(m, ridge)
+            at += m
+        self.P = P
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        return np.hstack([basis(X[:, j], t) - mu for j, t, mu in zip(self.cols, self.knots, self.means)])
+
+
+def newton_path(B: np.ndarray, y: np.ndarray, P: np.ndarray, alphas: np.ndarray, max_iter: int, tol: float):
+    """Penalized logistic fits for every alpha (largest first, warm-started): ([n_alphas, m] coef, [n_alphas] b)."""
+    n, m = B.shape
+    A = np.hstack([B, np.ones((n, 1))])
+    Pf = np.zeros((m + 1, m + 1))
+    Pf[:m, :m] = P
+    Pf[m, m] = 1e-8
+    order = np.argsort(-alphas)
+    W = np.zeros((alphas.size, m))
+    b = np.zeros(alphas.size)
+    beta = np.zeros(m + 1)
+    ybar = np.clip(y.mean(), 1e-6, 1 - 1e-6)
+    beta[m] = np.log(ybar / (1 - ybar))
+
+    def objective(bt, a):
+        z = A @ bt
+        return np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * a * bt @ Pf @ bt
+
+    for i in order:
+        a = float(alphas[i])
+        f_old = objective(beta, a)
+        for _ in range(max_iter):
+            p = sigmoid(A @ beta)
+            g = A.T @ (p - y) + a * (Pf @ beta)
+            H = (A * (p * (1 - p))[:, None]).T @ A + a * Pf
+            step = np.linalg.solve(H, g)
+            t = 1.0
+            while True:   # backtracking: the objective never goes up
+                cand = beta - t * step
+                f_new = objective(cand, a)
+                if f_new <= f_old + 1e-12 or t < 1e-6:
+                    break
+                t *= 0.5
+            beta, dec = cand, f_old - f_new
+            f_old = f_new
+            if abs(dec) <= tol * max(1.0, abs(f_new)):
+                break
+        W[i], b[i] = beta[:m], beta[m]
+    return W, b
+
+
+class ShapeFunction:
+    """One feature's fitted shape function: ``value(x)`` is its contribution to the logit."""
+
+    def __init__(self, name: str, knots: np.ndarray, coef: np.ndarray, offset: float):
+        self.name, self.knots, self.coef, self.offset = name, knots, coef, float(offset)
+
+    @property
+    def range(self) -> tuple[float, float]:
+        return float(self.knots[DEGREE]), float(self.knots[-DEGREE - 1])
+
+    def value(self, x) -> np.ndarray:
+        return basis(np.asarray(x, dtype=np.float64).reshape(-1), self.knots) @ self.coef - self.offset
+
+    def curve(self, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
+        """(grid over the training range, shape value on it), for plotting."""
+        lo, hi = self.range
+        grid = np.linspace(lo, hi, n)
+        return grid, self.value(grid)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "knots": [float(v) for v in self.knots], "coef": [float(v) for v in self.coef],
+                "offset": self.offset}
+
+
+# ================================================================ the model file
+# The JSON model file of :class:`~htc_core.calibration.gam.HTCGAM` (``"format": "htc-gam"``; never pickle).
+# 
+# Fields: format, format_version, htc_version, variant ("gam"), kind ("gam" or "linear"), profile, top_k,
+# feature_names (every input column, in the paper's order), the fit options (alphas, linear_alphas, n_knots,
+# ridge, dedup_threshold, select, inner_folds, random_state, max_iter, tol), alpha, intercept, shapes (GAM:
+# per feature with a shape function: name, knots, coef, offset), linear (linear: the embedded HTC-Reduced model
+# file, checked by :mod:`htc_core.calibration.model_file`), training, cv_results.
+# 
+# Every number is checked as the HTC model file checks its own: knots finite and strictly increasing with
+# ``len(coef) == len(knots) - 4``, coefficients, offsets and the intercept bounded, names known and unique.
+# Problems raise ``ValueError("<source> is not a valid HTC-GAM model file: <why>")``.
+GAM_FORMAT = "htc-gam"
+GAM_FORMAT_VERSION = 1
+MAX_KNOTS = 1000
+REQUIRED = ("kind", "feature_names", "alpha", "intercept", "profile", "top_k")
+
+
+def gam_to_dict(model) -> dict:
+    from .._version import __version__
+
+    return {
+        "format": GAM_FORMAT, "format_version": GAM_FORMAT_VERSION, "htc_version": __version__,
+        "variant": "gam", "kind": model.kind_, "profile": model.profile_, "top_k": int(model.top_k_),
+        "feature_names": [str(n) for n in model.feature_names_in_],
+        "alphas": [float(a) for a in np.ravel(model.alphas)],
+        "linear_alphas": [float(a) for a in np.ravel(model.linear_alphas)],
+        "n_knots": int(model.n_knots), "ridge": float(model.ridge), "dedup_threshold": float(model.dedup_threshold),
+        "select": model.select, "inner_folds": int(model.inner_folds), "random_state": model.random_state,
+        "max_iter": int(model.max_iter), "tol": float(model.tol),
+        "alpha": float(model.alpha_), "intercept": float(model.intercept_),
+        "shapes": [s.to_dict() for s in model.shapes_],
+        "linear": model.linear_.to_dict() if model.kind_ == "linear" else None,
+        "training": model.training_summary_, "cv_results": model.cv_results_,
+    }
+
+
+def parse_gam_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
+    """Validate an HTC-GAM file's JSON object; return (constructor parameters, learned attributes)."""
+    try:
+        return _parse(obj, source)
+    except InvalidModelField as e:
+        raise ValueError(f"{source} is not a valid HTC-GAM model file: {e}") from None
+
+
+def _parse(obj: Any, source: str) -> tuple[dict, dict]:
+
+    if not isinstance(obj, dict) or obj.get("format") != GAM_FORMAT:
+        got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
+        raise InvalidModelField(f"expected a JSON object with \"format\": \"{GAM_FORMAT}\", got {got!r}")
+    ver = obj.get("format_version")
+    if isinstance(ver, bool) or not isinstance(ver, int) or not 1 <= ver <= GAM_FORMAT_VERSION:
+        raise InvalidModelField(f"unsupported format_version {ver!r} (this htc reads version {GAM_FORMAT_VERSION})")
+    for key in REQUIRED:
+        if key not in obj:
+            raise InvalidModelField(f"missing field {key!r}")
+    names = checked_feature_names(obj["feature_names"])
+    profile, top_k = checked_profile(obj)
+    params = _options(obj, SELECT)
+    params.update(profile=profile, top_k=top_k)
+    alpha = checked_number(obj, "alpha", *ALPHA_RANGE)
+    intercept = checked_number(obj, "intercept", -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
+    kind = obj["kind"]
+    state = dict(kind_=kind, alpha_=alpha, intercept_=intercept, feature_names_in_=np.array(names, dtype=object),
+                 n_features_in_=len(names), profile_=profile, top_k_=top_k, classes_=np.array([0, 1]),
+                 training_summary_=obj.get("training") or {}, cv_results_=obj.get("cv_results"),
+                 htc_version_=obj.get("htc_version"), shapes_=[], linear_=None)
+    if kind == "linear":
+        from .calibrators import HTCCalibrator
+
+        lin = obj.get("linear")
+        try:
+            p, s = parse_model_dict(lin, source="its field linear")
+        except ValueError as e:
+            raise InvalidModelField(str(e)) from None
+        model = HTCCalibrator(**p)
+        for k, v in s.items():
+            setattr(model, k, v)
+        if [str(n) for n in model.feature_names_in_] != names or (model.profile_, model.top_k_) != (profile, top_k):
+            raise InvalidModelField("the embedded linear model's feature_names, profile or top_k differ from the file's")
+        state["linear_"] = model
+    elif kind == "gam":
+        shapes = obj.get("shapes")
+        if not isinstance(shapes, list):
+            raise InvalidModelField("shapes must be a list (one object per feature with a shape function)")
+        seen: set[str] = set()
+        for i, sh in enumerate(shapes):
+            state["shapes_"].append(_shape(sh, i, set(names), seen, DEGREE, ShapeFunction))
+    else:
+        raise InvalidModelField(f"kind must be 'gam' or 'linear', got {kind!r}")
+    return params, state
+
+
+def _options(obj: dict, select_values) -> dict:
+    out: dict[str, Any] = {}
+    for key, lo, hi, default in (("n_knots", 2, MAX_KNOTS, 6), ("inner_folds", 2, 100, 5),
+                                 ("max_iter", 1, 10**6, 25)):
+        v = obj.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise InvalidModelField(f"{key} must be an integer in [{lo}, {hi}], got {v!r}")
+        out[key] = v
+    rs = obj.get("random_state", 42)
+    if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or not 0 <= rs < 2**32):
+        raise InvalidModelField(f"random_state must be null or an integer in [0, 2**32), got {rs!r}")
+    out["random_state"] = rs
+    for key, lo, hi, default in (("ridge", 1e-12, 1e6, 0.1), ("dedup_threshold", 1e-12, 1.0, 0.999),
+                                 ("tol", 1e-15, 0.5, 1e-6)):
+        out[key] = checked_number(obj, key, lo, hi) if key in obj else default
+    for key in ("alphas", "linear_alphas"):
+        v = obj.get(key)
+        if v is not None:
+            checked_vector(v, key, len(v) if isinstance(v, list) else -1, *ALPHA_RANGE)
+            if not v:
+                raise InvalidModelField(f"{key} must be a non-empty list of numbers")
+            out[key] = tuple(float(a) for a in v)
+    sel = obj.get("select", "cv")
+    if sel not in select_values:
+        raise InvalidModelField(f"select must be one of {select_values}, got {sel!r}")
+    out["select"] = sel
+    return out
+
+
+def _shape(sh: Any, i: int, names: set, seen: set, degree: int, ShapeFunction):
+    where = f"shapes[{i}]"
+    if not isinstance(sh, dict) or not {"name", "knots", "coef", "offset"} <= set(sh):
+        raise InvalidModelField(f"{where} must be an object with name, knots, coef and offset")
+    name = sh["name"]
+    if not isinstance(name, str) or name not in names:
+        raise InvalidModelField(f"{where}.name must be one of feature_names, got {name!r}")
+    if name in seen:
+        raise InvalidModelField(f"{where}.name {name!r} has two shape functions")
+    seen.add(name)
+    knots_in = sh["knots"]
+    n = len(knots_in) if isinstance(knots_in, list) else -1
+    if not 2 * degree + 2 <= n <= MAX_KNOTS + 2 * degree:
+        raise InvalidModelField(f"{where}.knots must be a list of {2 * degree + 2} to {MAX_KNOTS + 2 * degree} numbers")
+    knots = checked_vector(knots_in, f"{where}.knots", n, -MAX_ABS_MEAN, MAX_ABS_MEAN)
+    if not np.all(np.diff(knots) > 0):
+        j = int(np.flatnonzero(np.diff(knots) <= 0)[0])
+        raise InvalidModelField(f"{where}.knots must increase strictly; knots[{j + 1}] = {knots[j + 1]!r} follows {knots[j]!r}")
+    coef = checked_vector(sh["coef"], f"{where}.coef", n - degree - 1, -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
+    off = sh["offset"]
+    if isinstance(off, bool) or not isinstance(off, (int, float)) or not math.isfinite(off) \
+            or abs(off) > MAX_ABS_WEIGHT:
+        raise InvalidModelField(f"{where}.offset must be a finite number in [-{MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
+                       f"got {off!r}")
+    return ShapeFunction(name, knots, coef, float(off))
+
+
+# ================================================================ the estimator
 #: the GAM's penalty strengths (sum-of-logloss scale, like HTC's alphas)
 GAM_ALPHAS = (2.0, 16.0, 128.0)
 
@@ -124,7 +425,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"alphas must be a sequence of positive numbers, got {self.alphas!r}") from None
         if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
             raise ValueError(f"alphas must be a non-empty sequence of positive numbers, got {self.alphas!r}")
-        _check_positive_int(self.n_knots, "n_knots", 2)
+        check_positive_int(self.n_knots, "n_knots", 2)
         if isinstance(self.ridge, bool) or not isinstance(self.ridge, (int, float)) or not 0 < self.ridge < 1e6:
             raise ValueError(f"ridge must be a number in (0, 1e6), got {self.ridge!r}")
         t = self.dedup_threshold
@@ -132,8 +433,8 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"dedup_threshold must be a number in (0, 1], got {t!r}")
         if self.select not in SELECT:
             raise ValueError(f"select must be one of {SELECT}, got {self.select!r}")
-        _check_positive_int(self.inner_folds, "inner_folds", 2)
-        _check_positive_int(self.max_iter, "max_iter", 1)
+        check_positive_int(self.inner_folds, "inner_folds", 2)
+        check_positive_int(self.max_iter, "max_iter", 1)
         if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) or not 0 < self.tol < 1:
             raise ValueError(f"tol must be a number in (0, 1), got {self.tol!r}")
         return alphas
@@ -216,7 +517,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         same = (linear.variant == "reduced" and linear.inner_folds == self.inner_folds
                 and linear.random_state == self.random_state
                 and np.array_equal(np.ravel(linear.alpha_candidates_), np.ravel(np.asarray(self.linear_alphas, float)))
-                and linear.n_features_in_ == np.shape(_unpack_features(X)[0])[1])
+                and linear.n_features_in_ == np.shape(unpack_features_and_names(X)[0])[1])
         if not same:
             raise ValueError("linear must be HTC-Reduced fitted with this model's linear_alphas, inner_folds and "
                              f"random_state on the same rows, got {linear!r}")
@@ -247,7 +548,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
             des = Design(X[tr], keep, int(self.n_knots), float(self.ridge))
             W, b = newton_path(des.B, y[tr], des.P, alphas, int(self.max_iter), float(self.tol))
             P = sigmoid(W @ des.apply(X[te]).T + b[:, None])
-            au[f], br[f], ec[f] = _fast_auroc(y[te], P), _fast_brier(y[te], P), _fast_ece(y[te], P)
+            au[f], br[f], ec[f] = fast_auroc(y[te], P), fast_brier(y[te], P), fast_ece(y[te], P)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             m_au = np.nanmean(au, axis=0)
@@ -263,7 +564,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     def _columns(self, X) -> np.ndarray:
         """X's columns in the model's feature order (found by name), checked like HTCCalibrator's."""
-        values, names, of_matrix = _unpack_features(X)
+        values, names, of_matrix = unpack_features_and_names(X)
         if of_matrix is not None and of_matrix != (self.profile_, self.top_k_):
             raise ValueError(f"X is a FeatureMatrix computed with profile {of_matrix[0]!r} and top_k {of_matrix[1]}, "
                              f"but this model was fitted on features of profile {self.profile_!r} and top_k "
@@ -357,7 +658,6 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     # ----------------------------------------------------------- save/load
     def to_dict(self) -> dict:
-        from .gam_file import gam_to_dict
 
         self._check_fitted()
         check_saveable_labels(self)
@@ -370,7 +670,6 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "HTCGAM":
-        from .gam_file import parse_gam_dict
 
         params, state = parse_gam_dict(obj, source=source)
         model = cls(**params)

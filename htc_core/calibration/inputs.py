@@ -10,7 +10,7 @@ import pandas as pd
 from ..features import FeatureMatrix
 
 
-def _check_X(X, name: str = "X") -> np.ndarray:
+def check_X(X, name: str = "X") -> np.ndarray:
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -23,7 +23,7 @@ def _check_X(X, name: str = "X") -> np.ndarray:
     return arr
 
 
-def _check_y(y, n: int) -> np.ndarray:
+def check_y(y, n: int) -> np.ndarray:
     try:
         arr = np.asarray(y, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -37,7 +37,7 @@ def _check_y(y, n: int) -> np.ndarray:
     return arr
 
 
-def _unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
+def unpack_features_and_names(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
     """Accept an array, a DataFrame or a FeatureMatrix; return (values, feature names or None,
     (profile, top_k) or None). Only a FeatureMatrix knows the token-confidence profile it was computed with."""
     if isinstance(X, FeatureMatrix):
@@ -47,13 +47,13 @@ def _unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
     return X, None, None
 
 
-def _default_names(d: int) -> list[str]:
+def default_feature_names(d: int) -> list[str]:
     from ..features import FEATURE_NAMES
 
     return list(FEATURE_NAMES) if d == len(FEATURE_NAMES) else [f"x{i}" for i in range(d)]
 
 
-def _check_positive_int(value, name: str, minimum: int) -> None:
+def check_positive_int(value, name: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {what}, got {value!r}")
@@ -72,7 +72,7 @@ def validate_fit_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """
     from sklearn.utils.validation import validate_data
 
-    values, names, of_matrix = _unpack_features(X)
+    values, names, of_matrix = unpack_features_and_names(X)
     if y is not None:
         _reject_unlabeled(y)
     X, y = validate_data(estimator, values, y, dtype=np.float64, order="C", ensure_all_finite=False)
@@ -153,7 +153,7 @@ def check_saveable_labels(model) -> None:
 
 def unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
     """(values, column names or None, (profile, top_k) or None) of an array, a DataFrame or a FeatureMatrix."""
-    return _unpack_features(X)
+    return unpack_features_and_names(X)
 
 
 class TraceSetMixin:

@@ -57,7 +57,7 @@ def _short(x) -> str:
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def _check_inputs(y_true, y_prob) -> tuple[np.ndarray, np.ndarray]:
+def check_metric_inputs(y_true, y_prob) -> tuple[np.ndarray, np.ndarray]:
     y = _as_1d(y_true, "y_true")
     p = _as_1d(y_prob, "y_prob")
     if y.shape != p.shape:
@@ -74,13 +74,13 @@ def _check_inputs(y_true, y_prob) -> tuple[np.ndarray, np.ndarray]:
     return y, p
 
 
-def _check_n_bins(n_bins) -> int:
+def check_n_bins(n_bins) -> int:
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     return int(n_bins)
 
 
-def _check_strategy(strategy) -> str:
+def check_strategy(strategy) -> str:
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     return strategy
@@ -124,9 +124,9 @@ def _edges(p: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
 
 def bin_predictions(y_true, y_prob, *, n_bins: int = 10, strategy: str = "uniform") -> BinnedStats:
     """Assign predictions to bins; the one binning routine behind ECE and the reliability curve."""
-    y, p = _check_inputs(y_true, y_prob)
-    n_bins = _check_n_bins(n_bins)
-    strategy = _check_strategy(strategy)
+    y, p = check_metric_inputs(y_true, y_prob)
+    n_bins = check_n_bins(n_bins)
+    strategy = check_strategy(strategy)
     return _bin(y, p, n_bins, strategy)
 
 
@@ -192,7 +192,7 @@ def brier_score(y_true, y_prob) -> float:
     >>> round(htc.brier_score(y, p), 4)
     0.0625
     """
-    y, p = _check_inputs(y_true, y_prob)
+    y, p = check_metric_inputs(y_true, y_prob)
     return float(np.mean((p - y) ** 2))
 
 
@@ -219,14 +219,14 @@ def auroc(y_true, y_prob) -> float:
     >>> htc.auroc(y, p)
     1.0
     """
-    y, p = _check_inputs(y_true, y_prob)
+    y, p = check_metric_inputs(y_true, y_prob)
     n_pos = int(y.sum())
     if n_pos == 0 or n_pos == y.size:
         warnings.warn(
             f"AUROC is undefined when y_true holds one class only (got {n_pos} positives of {y.size}); "
             "returning NaN", UndefinedMetricWarning, stacklevel=2)
         return float("nan")
-    return float(_fast_auroc(y[None, :], p[None, :])[0])
+    return float(fast_auroc(y[None, :], p[None, :])[0])
 
 
 # --------------------------------------------------------- reliability curve
@@ -356,9 +356,9 @@ def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "unif
     >>> htc.reliability_curve(y, p, n_bins=5).count.tolist()
     [1, 0, 1, 1, 1]
     """
-    y, p = _check_inputs(y_true, y_prob)
-    n_bins = _check_n_bins(n_bins)
-    strategy = _check_strategy(strategy)
+    y, p = check_metric_inputs(y_true, y_prob)
+    n_bins = check_n_bins(n_bins)
+    strategy = check_strategy(strategy)
     if interval not in INTERVALS:
         raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}")
     if not (isinstance(confidence_level, (int, float)) and 0 < confidence_level < 1):
@@ -396,13 +396,13 @@ def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "unif
 
 
 # ------------------------------------------- fast, unvalidated, row-stacked
-def _fast_brier(y: np.ndarray, P: np.ndarray) -> np.ndarray:
+def fast_brier(y: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Brier score of every row of ``P`` [m, n] against ``y`` [n]."""
     d = P - y
     return np.einsum("ij,ij->i", d, d) / y.size
 
 
-def _fast_ece(y: np.ndarray, P: np.ndarray, n_bins: int = 10) -> np.ndarray:
+def fast_ece(y: np.ndarray, P: np.ndarray, n_bins: int = 10) -> np.ndarray:
     """Equal-width ECE of every row of ``P`` [m, n] (same bins as :func:`_bin`)."""
     m, n = P.shape
     edges = np.linspace(0.0, 1.0, n_bins + 1)
@@ -411,7 +411,7 @@ def _fast_ece(y: np.ndarray, P: np.ndarray, n_bins: int = 10) -> np.ndarray:
     return np.abs(s).sum(axis=1) / n
 
 
-def _fast_auroc(y: np.ndarray, P: np.ndarray) -> np.ndarray:
+def fast_auroc(y: np.ndarray, P: np.ndarray) -> np.ndarray:
     """AUROC (Mann-Whitney, ties = 1/2) of every row of ``P`` [m, n]; ``y`` is [n] or [1, n]."""
     y = np.asarray(y).reshape(-1)
     P = np.atleast_2d(P)

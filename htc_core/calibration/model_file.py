@@ -42,8 +42,9 @@ SCALE_RANGE = (1e-12, 1e12)  # scaler.scale
 ALPHA_RANGE = (1e-12, 1e12)  # alpha and the alpha candidates
 
 
-class _Invalid(ValueError):
-    pass
+class InvalidModelField(ValueError):
+    """A field of a model file that fails its check; the readers add the file's name (``<source> is not a valid
+    ... model file: <why>``). Raised by the ``checked_*`` helpers, which the GAM's file shares."""
 
 
 def model_to_dict(model) -> dict:
@@ -127,18 +128,18 @@ def parse_model_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
     """Validate a model file's JSON object; return (constructor parameters, learned attributes)."""
     try:
         return _parse(obj)
-    except _Invalid as e:
+    except InvalidModelField as e:
         raise ValueError(f"{source} is not a valid HTC model file: {e}") from None
 
 
 def _parse(obj: Any) -> tuple[dict, dict]:
     _check_header(obj)
-    names = _feature_names(obj["feature_names"])
+    names = checked_feature_names(obj["feature_names"])
     d = len(names)
-    coef = _vector(obj["coef"], "coef", d, -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
+    coef = checked_vector(obj["coef"], "coef", d, -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
     mean, scale = _scaler(obj["scaler"], d)
     intercept, alpha = _intercept_and_alpha(obj)
-    profile, top_k = _profile(obj)
+    profile, top_k = checked_profile(obj)
     _fit_options(obj)
     params = dict(variant=obj["variant"], alphas=obj.get("alphas") or (alpha,), inner_folds=obj.get("inner_folds", 5),
                   random_state=obj.get("random_state", 42), max_iter=obj.get("max_iter", 1000),
@@ -160,100 +161,104 @@ def _fit_options(obj: dict) -> None:
     for key, lo, hi in (("inner_folds", 2, 100), ("max_iter", 1, 10**7)):
         v = obj.get(key, lo)
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise _Invalid(f"{key} must be an integer in [{lo}, {hi}], got {v!r}")
+            raise InvalidModelField(f"{key} must be an integer in [{lo}, {hi}], got {v!r}")
     rs = obj.get("random_state")
     if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or not 0 <= rs < 2**32):
-        raise _Invalid(f"random_state must be null or an integer in [0, 2**32), got {rs!r}")
+        raise InvalidModelField(f"random_state must be null or an integer in [0, 2**32), got {rs!r}")
     if "tol" in obj:
-        _number(obj, "tol", 1e-12, 1.0)
+        checked_number(obj, "tol", 1e-12, 1.0)
     if obj.get("max_logit") is not None:
-        _number(obj, "max_logit", 1e-6, 1e6)
+        checked_number(obj, "max_logit", 1e-6, 1e6)
     if obj.get("solver", "liblinear") not in SOLVERS:
-        raise _Invalid(f"solver must be one of {SOLVERS}, got {obj.get('solver')!r}")
+        raise InvalidModelField(f"solver must be one of {SOLVERS}, got {obj.get('solver')!r}")
 
 
 def _check_header(obj: Any) -> None:
     if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
         got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-        raise _Invalid(f"expected a JSON object with \"format\": \"{MODEL_FORMAT}\", got {got!r}")
+        raise InvalidModelField(f"expected a JSON object with \"format\": \"{MODEL_FORMAT}\", got {got!r}")
     ver = obj.get("format_version")
     if not isinstance(ver, int) or ver > MODEL_FORMAT_VERSION or ver < 1:
-        raise _Invalid(f"unsupported format_version {ver!r} (this htc reads version {MODEL_FORMAT_VERSION})")
+        raise InvalidModelField(f"unsupported format_version {ver!r} (this htc reads version {MODEL_FORMAT_VERSION})")
     for key in REQUIRED:
         if key not in obj:
-            raise _Invalid(f"missing field {key!r}")
+            raise InvalidModelField(f"missing field {key!r}")
     if obj["variant"] not in VARIANTS:
-        raise _Invalid(f"variant must be one of {VARIANTS}, got {obj['variant']!r}")
+        raise InvalidModelField(f"variant must be one of {VARIANTS}, got {obj['variant']!r}")
 
 
-def _feature_names(names: Any) -> list[str]:
+def checked_feature_names(names: Any) -> list[str]:
     """The 48 names in the paper's order, or a subset of them in that order (the columns are then found by
     name when scoring, never by position)."""
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
-        raise _Invalid("feature_names must be a non-empty list of strings")
+        raise InvalidModelField("feature_names must be a non-empty list of strings")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise _Invalid(f"feature_names has duplicates ({dup!r})")
+        raise InvalidModelField(f"feature_names has duplicates ({dup!r})")
     from ..features import FEATURE_NAMES, REGISTRY
 
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise _Invalid(f"unknown feature names {unknown[:5]}; valid features: {', '.join(REGISTRY)}")
+        raise InvalidModelField(f"unknown feature names {unknown[:5]}; valid features: {', '.join(REGISTRY)}")
     order = [FEATURE_NAMES.index(n) for n in names]
     if order != sorted(order):
         i = next(i for i in range(1, len(order)) if order[i] < order[i - 1])
-        raise _Invalid(f"feature_names must follow the paper's order (the order of htc_core.features.FEATURE_NAMES, "
+        raise InvalidModelField(f"feature_names must follow the paper's order (the order of htc_core.features.FEATURE_NAMES, "
                        f"or a subset of it in that order); {names[i]!r} comes after {names[i - 1]!r}")
     return names
 
 
-def _vector(x: Any, what: str, d: int, lo: float = -math.inf, hi: float = math.inf) -> np.ndarray:
+def checked_vector(x: Any, what: str, d: int, lo: float = -math.inf, hi: float = math.inf) -> np.ndarray:
+    """``x`` as a float vector of length ``d`` with every value finite and in ``[lo, hi]``, else
+    :class:`InvalidModelField` naming ``what``."""
     if not isinstance(x, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x):
-        raise _Invalid(f"{what} must be a list of numbers")
+        raise InvalidModelField(f"{what} must be a list of numbers")
     a = np.asarray(x, dtype=np.float64)
     if a.shape != (d,):
-        raise _Invalid(f"{what} must have {d} entries (one per name in feature_names), got {a.size}")
+        raise InvalidModelField(f"{what} must have {d} entries (one per name in feature_names), got {a.size}")
     bad = ~np.isfinite(a) | (a < lo) | (a > hi)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise _Invalid(f"{what}[{i}] = {float(a[i])!r} is not a finite number in [{lo:g}, {hi:g}]")
+        raise InvalidModelField(f"{what}[{i}] = {float(a[i])!r} is not a finite number in [{lo:g}, {hi:g}]")
     return a
 
 
-def _number(obj: dict, key: str, lo: float, hi: float) -> float:
+def checked_number(obj: dict, key: str, lo: float, hi: float) -> float:
+    """``obj[key]`` as a float in ``[lo, hi]`` (not a bool), else :class:`InvalidModelField` naming ``key``."""
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _Invalid(f"{key} must be a number, got {type(v).__name__}")
+        raise InvalidModelField(f"{key} must be a number, got {type(v).__name__}")
     f = float(v)
     if not (math.isfinite(f) and lo <= f <= hi):
-        raise _Invalid(f"{key} = {f!r} is not a finite number in [{lo:g}, {hi:g}]")
+        raise InvalidModelField(f"{key} = {f!r} is not a finite number in [{lo:g}, {hi:g}]")
     return f
 
 
 def _scaler(sc: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(sc, dict) or "mean" not in sc or "scale" not in sc:
-        raise _Invalid("scaler must be an object with 'mean' and 'scale'")
-    mean = _vector(sc["mean"], "scaler.mean", d, -MAX_ABS_MEAN, MAX_ABS_MEAN)
-    scale = _vector(sc["scale"], "scaler.scale", d, *SCALE_RANGE)
+        raise InvalidModelField("scaler must be an object with 'mean' and 'scale'")
+    mean = checked_vector(sc["mean"], "scaler.mean", d, -MAX_ABS_MEAN, MAX_ABS_MEAN)
+    scale = checked_vector(sc["scale"], "scaler.scale", d, *SCALE_RANGE)
     return mean, scale
 
 
 def _intercept_and_alpha(obj: dict) -> tuple[float, float]:
-    intercept = _number(obj, "intercept", -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
-    alpha = _number(obj, "alpha", *ALPHA_RANGE)
+    intercept = checked_number(obj, "intercept", -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
+    alpha = checked_number(obj, "alpha", *ALPHA_RANGE)
     alphas = obj.get("alphas")
     if alphas is not None and alphas != []:
-        _vector(alphas, "alphas", len(alphas) if isinstance(alphas, list) else -1, *ALPHA_RANGE)
+        checked_vector(alphas, "alphas", len(alphas) if isinstance(alphas, list) else -1, *ALPHA_RANGE)
     return intercept, alpha
 
 
-def _profile(obj: dict) -> tuple[str, int]:
+def checked_profile(obj: dict) -> tuple[str, int]:
+    """The file's token-confidence ``(profile, top_k)``, checked (defaults where a file predates them)."""
     from ..confidence import PROFILES
 
     profile = obj.get("profile", DEFAULT_PROFILE)
     top_k = obj.get("top_k", DEFAULT_TOP_K)
     if not isinstance(profile, str) or profile not in PROFILES:
-        raise _Invalid(f"unknown confidence profile {profile!r}; valid profiles: {sorted(PROFILES)}")
+        raise InvalidModelField(f"unknown confidence profile {profile!r}; valid profiles: {sorted(PROFILES)}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= 1000:
-        raise _Invalid(f"top_k must be an integer in [0, 1000], got {top_k!r}")
+        raise InvalidModelField(f"top_k must be an integer in [0, 1000], got {top_k!r}")
     return profile, top_k

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from ..numba_cache import njit
 
-from .subproblem import _l1_direction
+from .subproblem import l1_direction
 
 
 @njit(cache=True)
@@ -88,7 +88,7 @@ def _probabilities(z, y, p, r):
 
 
 @njit(cache=True)
-def _hessian(X, p, XD):
+def logistic_hessian(X, p, XD):
     """X' D X with D = diag(p (1 - p)) (floored at 1e-12); XD is scratch space."""
     n, d = X.shape
     for i in range(n):
@@ -153,9 +153,9 @@ def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
         if viol <= eps:
             break
         it += 1
-        H = _hessian(X, p, XD)
+        H = logistic_hessian(X, p, XD)
         if l1:
-            step = _l1_direction(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps)
+            step = l1_direction(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps)
         else:
             step = _l2_step(H, g, w, alpha)
         fnew = _line_search(X, s, z, w, g, step, f, alpha, l1, Xd, wnew, znew)

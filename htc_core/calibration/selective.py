@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .metrics import _check_inputs
+from .metrics import check_metric_inputs
 
 __all__ = ["RiskCoverage", "risk_coverage_curve", "roc_curve", "bootstrap_interval"]
 
@@ -77,7 +77,7 @@ def risk_coverage_curve(y_true, y_prob) -> RiskCoverage:
     >>> risk_coverage_curve(y, p).coverage.tolist()
     [0.25, 0.5, 0.75, 1.0]
     """
-    y, p = _check_inputs(y_true, y_prob)
+    y, p = check_metric_inputs(y_true, y_prob)
     order = np.argsort(-p, kind="stable")
     ps, ys = p[order], y[order]
     last_of_tie = np.r_[ps[1:] != ps[:-1], True]          # thresholds between distinct values only
@@ -114,7 +114,7 @@ def roc_curve(y_true, y_prob) -> pd.DataFrame:
     >>> roc_curve(y, p)["tpr"].tolist()
     [0.0, 0.3333333333333333, 0.6666666666666666, 1.0, 1.0]
     """
-    y, p = _check_inputs(y_true, y_prob)
+    y, p = check_metric_inputs(y_true, y_prob)
     order = np.argsort(-p, kind="stable")
     ps, ys = p[order], y[order]
     last_of_tie = np.r_[ps[1:] != ps[:-1], True]
@@ -160,7 +160,7 @@ def bootstrap_interval(metric: Callable[[np.ndarray, np.ndarray], float], y_true
     >>> bool(low <= value <= high)
     True
     """
-    y, p = _check_inputs(y_true, y_prob)
+    y, p = check_metric_inputs(y_true, y_prob)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
         raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
     if not (0.0 < float(level) < 1.0):

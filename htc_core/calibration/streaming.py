@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .metrics import _check_inputs, _check_n_bins
+from .metrics import check_metric_inputs, check_n_bins
 
 __all__ = ["MetricState"]
 
@@ -34,7 +34,7 @@ class MetricState:
     neg: np.ndarray = field(default=None, repr=False)      # failures at each distinct confidence
 
     def __post_init__(self) -> None:
-        self.n_bins = _check_n_bins(self.n_bins)
+        self.n_bins = check_n_bins(self.n_bins)
         for name in ("count", "sum_p", "sum_y"):
             if getattr(self, name) is None:
                 setattr(self, name, np.zeros(self.n_bins))
@@ -47,7 +47,7 @@ class MetricState:
 
     def update(self, y_true, y_prob) -> "MetricState":
         """Add a chunk of outcomes (0/1) and confidences ([0, 1]); returns self."""
-        y, p = _check_inputs(y_true, y_prob)
+        y, p = check_metric_inputs(y_true, y_prob)
         b = np.searchsorted(np.linspace(0.0, 1.0, self.n_bins + 1)[1:-1], p)   # the metrics' uniform bins
         self.count += np.bincount(b, minlength=self.n_bins)
         self.sum_p += np.bincount(b, weights=p, minlength=self.n_bins)

@@ -1,7 +1,7 @@
 """The L1 subproblem of the path solver's proximal-Newton step, compiled with numba.
 
 At the iterate ``w`` with gradient ``g`` and Hessian ``H`` of the loss, the Newton direction ``step``
-minimizes the model ``g's + s'Hs / 2 + alpha |w + s|_1``. :func:`_l1_direction` solves it in two stages:
+minimizes the model ``g's + s'Hs / 2 + alpha |w + s|_1``. :func:`l1_direction` solves it in two stages:
 
 1. feature-sign search (:func:`_feature_sign`) from ``s = 0``: an active-set method that solves the model
    exactly on the nonzero coordinates with their signs held (one Cholesky of at most ~45 columns), starting
@@ -14,7 +14,7 @@ minimizes the model ``g's + s'Hs / 2 + alpha |w + s|_1``. :func:`_l1_direction` 
 On the sample runs' features the first stage halves the path's time: near alpha = 0 the Hessian's condition
 number is ~1e5 (beyond the two exact dependencies), where coordinate descent needs hundreds of sweeps per
 Newton iteration; the path also ends closer to the exact optimum at the same stopping tolerance.
-:func:`_l1_step` is the plain coordinate-descent loop, the reference of the kernel tests.
+:func:`l1_coordinate_step` is the plain coordinate-descent loop, the reference of the kernel tests.
 
 Editing this module: :func:`htc_core.calibration.pathsolver.path` compiles these functions in. Its on-disk
 cache (:mod:`htc_core.numba_cache`) is stamped with the source of every kernel module of this folder, so an
@@ -78,9 +78,9 @@ def _cd_sweep(Ht, diag, thresholds, g, w, step, Hd):
 
 
 @njit(cache=True)
-def _l1_step(H, g, w, alpha, inner_tol, max_sweeps):
+def l1_coordinate_step(H, g, w, alpha, inner_tol, max_sweeps):
     """Newton direction of the L1 subproblem by plain cyclic coordinate descent (the reference
-    :func:`_l1_direction` accelerates)."""
+    :func:`l1_direction` accelerates)."""
     d = w.shape[0]
     Ht, diag, thresholds = _l1_setup(H, alpha)
     step = np.zeros(d)
@@ -320,7 +320,7 @@ def _feature_sign(H, g, w, alpha, max_iter):
 
 
 @njit(cache=True)
-def _l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
+def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
     """Newton direction of the L1 subproblem: coordinate descent with Anderson extrapolation (Bertrand and
     Massias, "Anderson acceleration of coordinate descent", AISTATS 2021), started from
     :func:`_feature_sign`'s step (mostly the exact minimizer already: one sweep confirms it). Every ``depth`` sweeps the last

@@ -102,10 +102,10 @@ def _every_prefix(ts):
     import numpy as np
 
     from ..traces.prefix import prefix_pairs
-    from ..traces.traceset import _ranges
+    from ..traces.traceset import concat_ranges
 
     S = ts.steps_per_trajectory
-    lengths = _ranges(np.ones(len(S), np.int64), S + 1)
+    lengths = concat_ranges(np.ones(len(S), np.int64), S + 1)
     out = prefix_pairs(ts, np.repeat(np.arange(len(S)), S), lengths)
     out.meta["id"] = [f"{v}@{k}" for v, k in zip(out.meta["id"], lengths)]
     return out

@@ -92,12 +92,12 @@ def check_labels(report, labels) -> None:
 
 
 def add_chunk_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--chunk-size", type=_positive_int, default=50_000, metavar="N",
+    p.add_argument("--chunk-size", type=positive_int, default=50_000, metavar="N",
                    help="trajectories held in memory at a time (default: 50,000); the output is written chunk by "
                         "chunk, so memory stays bounded whatever the input size")
 
 
-def _positive_int(value: str) -> int:
+def positive_int(value: str) -> int:
     try:
         v = int(value.replace(",", "").replace("_", ""))
     except ValueError:

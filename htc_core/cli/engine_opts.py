@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CLIError, _positive_int, report_problems
+from .common import CLIError, positive_int, report_problems
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -17,9 +17,9 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="dask: scheduler address (tcp://host:8786); spark: master URL (spark://host:7077, "
                         "local[4]); default: a local cluster of --workers processes on this machine")
-    g.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+    g.add_argument("--workers", type=positive_int, default=2, metavar="N",
                    help="workers of the local cluster when no --scheduler is given (default: 2)")
-    g.add_argument("--piece-size", type=_positive_int, default=None, metavar="MB",
+    g.add_argument("--piece-size", type=positive_int, default=None, metavar="MB",
                    help="dask/spark: MB of htc-trace JSONL per task (default: sized to the data, about 4 tasks "
                         "per worker, 1 to 32 MB)")
 

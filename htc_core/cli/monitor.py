@@ -66,13 +66,13 @@ def _prefix_plan(ts, args):
     import numpy as np
 
     from ..traces.prefix import prefix_lengths
-    from ..traces.traceset import _ranges
+    from ..traces.traceset import concat_ranges
 
     S = ts.steps_per_trajectory
     cuts = [np.where(S >= k, k, 0) for k in args.steps or ()]   # a run shorter than k has no k-step prefix
     cuts += [prefix_lengths(ts, fraction=f) for f in args.fractions or ()]
     if not cuts:                                                 # default: every prefix of every run
-        return np.repeat(np.arange(len(S)), S), _ranges(np.ones(len(S), np.int64), S + 1)
+        return np.repeat(np.arange(len(S)), S), concat_ranges(np.ones(len(S), np.int64), S + 1)
     K = np.stack(cuts, axis=1)
     pairs = np.unique(np.column_stack([np.repeat(np.arange(len(S)), K.shape[1]), K.ravel()])[K.ravel() > 0], axis=0)
     return pairs[:, 0], pairs[:, 1]

@@ -26,7 +26,8 @@ from .grouping import VARIANT_NAMES
 from ..calibration.methods import HTCMethod
 from ..calibration.results import METRICS, EvaluationResult
 from ..calibration.solvers import DEFAULT_ALPHAS
-from .transfer import _check_variants, _num
+from .grouping import finite_or_none
+from .transfer import check_variants
 
 __all__ = ["ablation", "AblationResult", "selection_frequency", "SelectionFrequency", "family_combinations",
            "LEVELS"]
@@ -62,7 +63,7 @@ class SelectionFrequency:
 
     def to_dict(self) -> dict:
         def records(df):
-            return [{k: (_num(v) if isinstance(v, float) else (int(v) if isinstance(v, (int, np.integer)) else v))
+            return [{k: (finite_or_none(v) if isinstance(v, float) else (int(v) if isinstance(v, (int, np.integer)) else v))
                      for k, v in r.items()} for r in df.to_dict("records")]
 
         return {"method": self.method, "n_fits": int(self.n_fits), "by_feature": records(self.by_feature),
@@ -139,7 +140,7 @@ class AblationResult:
 
     def to_dict(self) -> dict:
         rows = [{"variant": r["variant"], "families": r["families"].split("+"), "n_columns": int(r["n_columns"]),
-                 **{m: {"mean": _num(r[f"{m}_mean"]), "std": _num(r[f"{m}_std"])} for m in (*METRICS, "n_features")}}
+                 **{m: {"mean": finite_or_none(r[f"{m}_mean"]), "std": finite_or_none(r[f"{m}_std"])} for m in (*METRICS, "n_features")}}
                 for r in self.rows.to_dict("records")]
         ev = self.evaluation
         return {"experiment": "ablation", "n": int(ev.n), "positive_rate": float(ev.positive_rate),
@@ -215,7 +216,7 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
         if len(shape) != 2 or shape[1] != len(FEATURE_NAMES):
             raise ValueError(f"data must be a TraceSet or hold the {len(FEATURE_NAMES)} HTC features (to split them "
                              f"into families), got shape {shape}")
-    variants = _check_variants(variants)
+    variants = check_variants(variants)
     combos = family_combinations()
     n_all = len(combos[0])
     methods = [HTCMethod(_method_name(v, c, n_all), v, None if len(c) == n_all else c) for v in variants for c in combos]

@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..calibration.calibrators import HTCCalibrator
 from ..calibration.general import fit_general
-from .grouping import has_alternatives, mean_std, score_metrics
+from .grouping import finite_or_none, has_alternatives, mean_std, score_metrics
 from ..calibration.results import METRICS
 
 __all__ = ["adapt_traces", "profile_for", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison",
@@ -142,7 +142,7 @@ class AdaptCurveResult:
 
     def to_dict(self) -> dict:
         rows = [{"size": int(r["size"]), "method": r["method"], "n_repeats": int(r["n_repeats"]),
-                 **{m: {"mean": _num(r[f"{m}_mean"]), "std": _num(r[f"{m}_std"])} for m in METRICS}}
+                 **{m: {"mean": finite_or_none(r[f"{m}_mean"]), "std": finite_or_none(r[f"{m}_std"])} for m in METRICS}}
                 for r in self.rows.to_dict("records")]
         return {"experiment": "adaptation-curve", "group": self.group, "target": self.target,
                 "n_target": self.n_target, "positive_rate": self.positive_rate, "prior": self.prior,
@@ -165,10 +165,6 @@ class AdaptCurveResult:
             out.append(f"adapted model's choice at N={size}: " + ", ".join(f"{k} x{v}" for k, v in ch.items()))
         out.append(f"took {self.seconds:.1f} s")
         return "\n".join(out + [f"note: {n}" for n in self.notes])
-
-
-def _num(v):
-    return None if v is None or not np.isfinite(v) else float(v)
 
 
 def _target_rows(ts, group: str, target: str) -> tuple[np.ndarray, np.ndarray]:

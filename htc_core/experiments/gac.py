@@ -28,7 +28,8 @@ from .grouping import VARIANT_NAMES, direct_train, fit_rows, grouped_data, mean_
 from ..calibration.results import METRICS
 from ..calibration.general import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from ..calibration.solvers import DEFAULT_ALPHAS
-from .transfer import _check_variants, _num
+from .grouping import finite_or_none
+from .transfer import check_variants
 
 __all__ = ["gac_leave_one_out", "GACResult", "STRATEGIES", "WITH_ALTERNATIVES", "WITHOUT_ALTERNATIVES"]
 
@@ -68,7 +69,7 @@ class GACResult:
         for r in self.rows.to_dict("records"):
             rows.append({k: r[k] for k in ("variant", "heldout", "method")} |
                         {"n_heldout": int(r["n_heldout"]), "n_train": int(r["n_train"])} |
-                        {m: {"mean": _num(r[f"{m}_mean"]), "std": _num(r[f"{m}_std"])} for m in (*METRICS, "n_features")})
+                        {m: {"mean": finite_or_none(r[f"{m}_mean"]), "std": finite_or_none(r[f"{m}_std"])} for m in (*METRICS, "n_features")})
         return {"experiment": "gac-leave-one-out", "by": self.by, "groups": list(self.groups),
                 "n_runs": {g: int(v) for g, v in self.n_runs.items()},
                 "positive_rate": {g: float(v) for g, v in self.positive_rate.items()},
@@ -182,7 +183,7 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
     >>> sorted(result.groups)
     ['facts', 'units']
     """
-    variants = _check_variants(variants)
+    variants = check_variants(variants)
     strategies = _check_strategies(strategies)
     seeds_ = seed_list(seeds)
     d = grouped_data(data, by=by, profiles=("paper", "chosen"), top_k=top_k, what="leave-one-group-out GAC")

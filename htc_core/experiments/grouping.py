@@ -15,15 +15,16 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..calibration.evaluation import EvaluationError, evaluate, label_problem
+from ..calibration.evaluation import EvaluationError, evaluate, label_problem, seed_list
 from .group_keys import GROUP_KEYS
-from ..calibration.metrics import _fast_auroc, _fast_brier, _fast_ece
+from ..calibration.metrics import fast_auroc, fast_brier, fast_ece
 from ..calibration.results import METRICS
 from ..calibration.general import has_alternatives
 from ..calibration.solvers import DEFAULT_ALPHAS
 
 __all__ = ["GROUP_KEYS", "GroupedData", "grouped_data", "has_alternatives", "fit_rows", "direct_train",
-           "score_metrics", "mean_std", "seed_list"]
+           "score_metrics", "mean_std", "seed_list",
+           "finite_or_none"]
 
 UNKNOWN_GROUP = "(unknown)"
 VARIANT_NAMES = {"full": "HTC-Full", "reduced": "HTC-Reduced"}
@@ -51,10 +52,9 @@ class GroupedData:
         return np.flatnonzero(self.groups == group)
 
 
-def seed_list(seeds) -> list[int]:
-    from ..calibration.evaluation import _seed_list
-
-    return _seed_list(seeds)
+def finite_or_none(x) -> float | None:
+    """``x`` as a float for a JSON result file, or None where it is missing or not finite."""
+    return None if x is None or not np.isfinite(x) else float(x)
 
 
 def grouped_data(ts, *, by: str, profiles: Sequence[str] = ("paper",), top_k: int = 5,
@@ -121,7 +121,7 @@ def fit_rows(data: GroupedData, profile: str, variant: str, rows: np.ndarray, *,
 
 def score_metrics(y: np.ndarray, p: np.ndarray) -> dict:
     P = np.asarray(p, dtype=np.float64)[None, :]
-    return {"ece": float(_fast_ece(y, P)[0]), "brier": float(_fast_brier(y, P)[0]), "auroc": float(_fast_auroc(y, P)[0])}
+    return {"ece": float(fast_ece(y, P)[0]), "brier": float(fast_brier(y, P)[0]), "auroc": float(fast_auroc(y, P)[0])}
 
 
 def mean_std(values) -> dict:

@@ -69,7 +69,7 @@ def check_features(est, X, *, allow_nd: bool = False) -> np.ndarray:
     return X
 
 
-class _Baseline(ClassifierMixin, BaseEstimator):
+class LearningBaseline(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)
 
@@ -201,7 +201,7 @@ def torch_proba(module, X: np.ndarray, *, sequences: bool = False, trim: bool = 
 
 
 # ------------------------------------------------------------------ MLP (PyTorch)
-class MLPBaseline(_Baseline):
+class MLPBaseline(LearningBaseline):
     """Two-hidden-layer MLP on the 48 features: 48 -> ``hidden`` (32, 16) -> 2, ReLU and dropout after each
     hidden layer, L2 penalty ``alpha`` = 0.01 (paper), Adam ``lr`` 0.001, early stopping (``patience`` epochs on
     a stratified 20 % validation part). Needs PyTorch (``[learning]`` extra)."""
@@ -241,7 +241,7 @@ class MLPBaseline(_Baseline):
 
 
 # ------------------------------------------------------------------ XGBoost
-class XGBoostBaseline(_Baseline):
+class XGBoostBaseline(LearningBaseline):
     """Gradient-boosted trees on the 48 features with the paper's settings: 100 estimators of max depth 3,
     learning rate 0.1, subsample 0.8, colsample_bytree 0.8, reg_alpha (L1) 0.1, reg_lambda (L2) 1.0; one
     thread, seeded. Needs xgboost (``[learning]`` extra)."""
@@ -277,7 +277,7 @@ class XGBoostBaseline(_Baseline):
 
 
 # ------------------------------------------------------------------ Gaussian process (scikit-learn)
-class GPBaseline(_Baseline):
+class GPBaseline(LearningBaseline):
     """Gaussian process classifier on the standardized 48 features: kernel ``C * RBF + WhiteKernel`` (paper:
     RBF combined with white noise), ``n_restarts_optimizer`` = 3 (paper: three random restarts),
     ``max_iter_predict`` = 100 (paper). Our decision: hyperparameter bounds C in [0.01, 100], RBF length

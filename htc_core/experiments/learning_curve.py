@@ -172,13 +172,13 @@ def learning_curve(data, *, sizes: Sequence[int] = DEFAULT_SIZES, repeats=1, fol
     from sklearn.model_selection import StratifiedKFold
 
     from ..traces import TraceSet
-    from ..calibration.evaluation import EvaluationError, _seed_list, label_problem
+    from ..calibration.evaluation import EvaluationError, seed_list, label_problem
     from .grouping import score_metrics
 
     if not isinstance(data, TraceSet):
         raise ValueError(f"data must be a TraceSet, got {type(data).__name__}")
     sizes_ = _check_sizes(sizes)
-    seeds = _seed_list(repeats)
+    seeds = seed_list(repeats)
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
         raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
     run = resolve_curve_methods(methods)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .learning import _Baseline, check_binary, require, torch_fit, torch_proba
+from .learning import LearningBaseline, check_binary, require, torch_fit, torch_proba
 
 __all__ = ["token_sequences", "LSTMBaseline", "TransformerBaseline", "FLOOR", "DEFAULT_MAX_LEN"]
 
@@ -82,7 +82,7 @@ def _check_seq(X, y=None):
     return X, y
 
 
-class _SequenceBaseline(_Baseline):
+class _SequenceBaseline(LearningBaseline):
     #: cut every mini-batch / prediction chunk to its own longest run (see the module doc); False runs every
     #: batch at the full padded length of X: the reference path the tests compare against
     _trim_batches = True

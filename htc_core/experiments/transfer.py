@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .grouping import VARIANT_NAMES, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
+from .grouping import VARIANT_NAMES, finite_or_none, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
 from ..calibration.results import METRICS
 from ..calibration.solvers import DEFAULT_ALPHAS
 
@@ -26,10 +26,6 @@ __all__ = ["transfer", "TransferResult"]
 
 CELL_COLUMNS = ("variant", "source", "target", "kind", "n_target", *(f"{m}_{s}" for m in (*METRICS, "n_features")
                                                                       for s in ("mean", "std")))
-
-
-def _num(x):
-    return None if x is None or not np.isfinite(x) else float(x)
 
 
 @dataclass
@@ -69,7 +65,7 @@ class TransferResult:
             d = r._asdict()
             cells.append({"variant": d["variant"], "source": d["source"], "target": d["target"], "kind": d["kind"],
                           "n_target": int(d["n_target"]),
-                          **{m: {"mean": _num(d[f"{m}_mean"]), "std": _num(d[f"{m}_std"])}
+                          **{m: {"mean": finite_or_none(d[f"{m}_mean"]), "std": finite_or_none(d[f"{m}_std"])}
                              for m in (*METRICS, "n_features")}})
         return {"experiment": "transfer", "by": self.by, "groups": list(self.groups),
                 "n_runs": {g: int(v) for g, v in self.n_runs.items()},
@@ -136,7 +132,7 @@ def transfer(data, *, by: str = "dataset", variants: Sequence[str] = ("full", "r
     >>> sorted(result.groups)
     ['facts', 'units']
     """
-    variants = _check_variants(variants)
+    variants = check_variants(variants)
     seeds_ = seed_list(seeds)
     data_ = grouped_data(data, by=by, profiles=(profile,), top_k=top_k, what="a transfer matrix")
     rows, models = [], {}
@@ -181,7 +177,7 @@ def _cell_row(variant, source, target, kind, n_target, cell) -> dict:
     return row
 
 
-def _check_variants(variants) -> list[str]:
+def check_variants(variants) -> list[str]:
     if isinstance(variants, str):
         variants = [variants]
     variants = list(variants)

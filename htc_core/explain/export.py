@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..bidi import isolate
 from ..features import REGISTRY
-from ._common import group_names
+from .inputs import group_names
 from .flags import structural_flags
 from .reasons import MIN_GROUP_REFERENCE, compare_with, data_z, direction_of, reason_text, signal_name
 from .signals import signal_groups

@@ -152,7 +152,7 @@ def structural_flags(ts) -> StructuralFlags:
     Computed over the trace set's columns: per-run reductions are numpy segment sums over the step offsets,
     string rules run once per step text (or once per distinct answer/gold pair and metadata value), and a
     column without text (no step texts, no observations) costs nothing. The same flags, run for run, as the
-    per-run rules above (:mod:`~htc_core.explain.flags_reference`; the tests compare both)."""
+    per-run rules above (:func:`structural_flags_loop` below; the tests compare both)."""
     n = ts.n_trajectories
     meta = ts.meta
     answers, golds = meta["answer"].to_numpy(dtype=object), meta["gold"].to_numpy(dtype=object)
@@ -297,3 +297,36 @@ def _has_duplicates(run: np.ndarray, values: list, n: int) -> np.ndarray:
     key = run.astype(np.int64) * max(len(uniq), 1) + codes.astype(np.int64)
     distinct = np.bincount(np.unique(key) // max(len(uniq), 1), minlength=n)
     return np.bincount(run, minlength=n) > distinct
+
+
+# ------------------------------------------------------------ the per-run reference
+# The per-run reference of :func:`htc_core.explain.flags.structural_flags`: one Python loop over the runs, the
+# rules written out one trajectory at a time.
+# 
+# This was the implementation until the flags were computed over the trace set's columns (numpy over the
+# step offsets, string work once per step or per distinct value). It is kept, unchanged, as the plain reference
+# the tests compare the fast version with (identical frames on hand-made runs, ``sample_runs/`` and the shared
+# data) and that ``python -m htc_dev.bench flags`` times it against. Not for use elsewhere.
+def structural_flags_loop(ts) -> StructuralFlags:
+    """The structural flags of every trajectory of ``ts``, one run at a time (the reference)."""
+    meta = ts.meta
+    answers, golds = meta["answer"].to_numpy(dtype=object), meta["gold"].to_numpy(dtype=object)
+    metas = meta["metadata"].to_numpy(dtype=object)
+    offsets = ts.traj_offsets
+    texts = ts.step_text
+    rows = []
+    for i in range(ts.n_trajectories):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        steps = list(texts[a:b])
+        limit = _step_limit(_metadata(metas[i]))
+        rows.append({
+            "no_final_answer": no_final_answer(answers[i], *last_step_of(ts, a, b), limit),
+            "step_limit": limit,
+            "tool_error": _tool_error(_step_notes(ts, a, b)),
+            "repeated_action": _repeated_action(steps),
+            "empty_output": _empty_output(steps),
+            "answer_format": _answer_format(answers[i], golds[i]),
+        })
+    frame = pd.DataFrame(rows, columns=list(FLAGS)).astype("boolean")
+    available = [f for f in FLAGS if frame[f].notna().any()]
+    return StructuralFlags(frame=frame, available=available)

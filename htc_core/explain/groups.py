@@ -19,7 +19,7 @@ import pandas as pd
 from ..calibration.calibrators import DEFAULT_ALPHAS, HTCCalibrator
 from ..calibration.metrics import ReliabilityCurve, auroc, brier_score, expected_calibration_error, reliability_curve
 from ..features import FEATURE_NAMES
-from ._common import check_matrix, group_names
+from .inputs import check_matrix, group_names
 
 __all__ = ["reliability_curves", "group_metrics", "group_curves", "DatasetWeights", "dataset_weights"]
 

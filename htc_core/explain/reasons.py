@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..bidi import isolate
 from ..features import FEATURE_NAMES, REGISTRY
-from ._common import check_matrix, group_names
+from .inputs import check_matrix, group_names
 from .measures import measure_of
 from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..features import FEATURE_NAMES, REGISTRY
-from ._common import check_matrix
+from .inputs import check_matrix
 
 __all__ = ["ShapeCurve", "ShapeCurves", "shape_curves", "IMPORTANCE"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..report import LoadReport, Problem, _short
+from ..report import LoadReport, Problem, shorten
 from ..traces import TraceSetBuilder, TrajectoryRecord
 from .answers import explicit_answer, fill_answer_question
 from .common import FieldError, optional_text, success_label, verbalized
@@ -77,7 +77,7 @@ def fail(acc: TrajAcc | None, report: LoadReport, file: str, line: int | None, r
          field: str | None = None, value: Any = None, has_value: bool = False, tid: str | None = None) -> None:
     """Report an error. The first error of a trajectory counts it as rejected; later ones are listed only."""
     if acc is not None and acc.failed:
-        report._add(Problem(file, line, field, _short(value) if (value is not None or has_value) else None,
+        report._add(Problem(file, line, field, shorten(value) if (value is not None or has_value) else None,
                             reason, acc.id, "error"))
         return
     if acc is not None:
@@ -94,7 +94,7 @@ def guarded(report: LoadReport, file: str, line: int | None, acc: TrajAcc | None
     try:
         yield
     except Exception as e:  # noqa: BLE001 - one bad record never costs the others
-        fail(acc, report, file, line, f"this {what} could not be read ({type(e).__name__}: {_short(str(e), 120)})")
+        fail(acc, report, file, line, f"this {what} could not be read ({type(e).__name__}: {shorten(str(e), 120)})")
 
 
 def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framework: str | None = None

@@ -112,7 +112,7 @@ def learning_curve_figure(curve: LearningCurve, *, height: int = 380):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from ..viz.plots import _color, _layout, esc
+    from ..viz.plots import series_color, apply_layout, esc
 
     df = curve.frame
     metrics = [m for m in METRICS if m in set(df.metric)]
@@ -126,8 +126,8 @@ def learning_curve_figure(curve: LearningCurve, *, height: int = 380):
                 continue
             fig.add_trace(go.Scatter(x=s["size"], y=s["mean"], error_y=dict(type="data", array=s["std"]),
                                      mode="lines+markers", name=esc(name), legendgroup=name, showlegend=j == 1,
-                                     line=dict(color=_color(name, i)),
+                                     line=dict(color=series_color(name, i)),
                                      hovertemplate=f"{esc(name)}<br>size %{{x}}<br>%{{y:.3f}}<extra></extra>"),
                           row=1, col=j)
         fig.update_xaxes(title_text="training runs", type="log", row=1, col=j)
-    return _layout(fig, None, height, subplot_titles=True)
+    return apply_layout(fig, None, height, subplot_titles=True)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .stepfields import Columns
-from .traceset import TraceSet, _meta_frame
+from .traceset import TraceSet, meta_frame
 
 
 @dataclass
@@ -143,7 +143,7 @@ class TraceSetBuilder:
             for a, t in zip(self._lp, self._tok):
                 flat.extend(t if t is not None else [None] * len(a))
             tokens = np.array(flat, dtype=object)
-        meta = _meta_frame(self._meta_rows)
+        meta = meta_frame(self._meta_rows)
         return TraceSet(
             logprob=logprob,
             top_logprobs=top,

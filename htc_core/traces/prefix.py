@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .traceset import TraceSet, _ranges
+from .traceset import TraceSet, concat_ranges
 
 __all__ = ["prefixes", "prefix_pairs", "prefix_lengths"]
 
@@ -63,10 +63,10 @@ def prefix_pairs(ts: TraceSet, runs, lengths) -> TraceSet:
 
 def _gather(ts: TraceSet, runs: np.ndarray, keep: np.ndarray, meta) -> TraceSet:
     s_start = ts.traj_offsets[runs]
-    step_idx = _ranges(s_start, s_start + keep)
+    step_idx = concat_ranges(s_start, s_start + keep)
     t_start = ts.step_offsets[step_idx]
     t_stop = ts.step_offsets[step_idx + 1]
-    tok_idx = _ranges(t_start, t_stop)
+    tok_idx = concat_ranges(t_start, t_stop)
     return TraceSet(
         logprob=ts.logprob[tok_idx],
         top_logprobs=ts.top_logprobs[tok_idx],

@@ -31,11 +31,11 @@ META_COLUMNS = (
 )
 
 
-def _empty_meta(n: int = 0) -> pd.DataFrame:
-    return _meta_frame([{"metadata": "{}"} for _ in range(n)])
+def empty_meta(n: int = 0) -> pd.DataFrame:
+    return meta_frame([{"metadata": "{}"} for _ in range(n)])
 
 
-def _meta_frame(rows: list[dict]) -> pd.DataFrame:
+def meta_frame(rows: list[dict]) -> pd.DataFrame:
     """Metadata table with fixed dtypes: text columns hold str or None (never NaN)."""
     cols: dict[str, pd.Series] = {}
     for c in META_COLUMNS:
@@ -244,10 +244,10 @@ class TraceSet:
         idx = np.where(idx < 0, idx + self.n_trajectories, idx)
         s_start = self.traj_offsets[idx]
         s_stop = self.traj_offsets[idx + 1]
-        step_idx = _ranges(s_start, s_stop)
+        step_idx = concat_ranges(s_start, s_stop)
         t_start = self.step_offsets[step_idx]
         t_stop = self.step_offsets[step_idx + 1]
-        tok_idx = _ranges(t_start, t_stop)
+        tok_idx = concat_ranges(t_start, t_stop)
         traj_off = np.concatenate([[0], np.cumsum(s_stop - s_start)])
         step_off = np.concatenate([[0], np.cumsum(t_stop - t_start)])
         return TraceSet(
@@ -391,11 +391,11 @@ class TraceSet:
             top_logprobs=np.zeros((0, k)),
             step_offsets=np.zeros(1, dtype=np.int64),
             traj_offsets=np.zeros(1, dtype=np.int64),
-            meta=_empty_meta(0),
+            meta=empty_meta(0),
         )
 
 
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+def concat_ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(start, stop)`` for each pair, vectorized."""
     lens = (stops - starts).astype(np.int64)
     total = int(lens.sum())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .plots import _layout, esc
+from .plots import apply_layout, esc
 
 __all__ = ["difference_figure", "shift_figure"]
 
@@ -23,13 +23,13 @@ def difference_figure(cmp, *, height: int = 300) -> go.Figure:
     fig.add_vline(x=0, line=dict(color="#999", dash="dash"))
     fig.update_xaxes(title_text=f"B − A, {cmp.metrics.level:.0%} bootstrap interval", zeroline=False)
     fig.update_yaxes(automargin=True)
-    return _layout(fig, height=height)
+    return apply_layout(fig, height=height)
 
 
 def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
     """The ``k`` largest standardized mean differences (B - A), largest at the top, labelled by F-code."""
     if cmp.shifts is None:
-        return _layout(go.Figure(), height=height)
+        return apply_layout(go.Figure(), height=height)
     f = cmp.shifts.top(k)
     f = f[np.isfinite(f["smd"])].iloc[::-1]
     labels = [f"{c} {esc(n, 40)}" for c, n in zip(f["code"], f["name"])]
@@ -41,4 +41,4 @@ def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
     fig.add_vline(x=0, line=dict(color="#999"))
     fig.update_xaxes(title_text="SMD, B − A (0.2 small, 0.5 medium, 0.8 large)")
     fig.update_yaxes(automargin=True)
-    return _layout(fig, height=height)
+    return apply_layout(fig, height=height)

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .plots import FAMILY_COLORS, _layout, esc
+from .plots import FAMILY_COLORS, apply_layout, esc
 
 __all__ = ["transfer_heatmaps", "selection_levels_bar", "ablation_bars", "learning_curve_lines"]
 
@@ -38,7 +38,7 @@ def transfer_heatmaps(result, variant: str = "reduced", *, height: int = 420) ->
         fig.update_xaxes(title_text="target", row=1, col=j, tickangle=-30)
         fig.update_yaxes(title_text="source" if j == 1 else None, autorange="reversed", row=1, col=j,
                          showticklabels=j == 1)
-    return _layout(fig, height=height, subplot_titles=True)
+    return apply_layout(fig, height=height, subplot_titles=True)
 
 
 def selection_levels_bar(by_family: pd.DataFrame, *, height: int = 340) -> go.Figure:
@@ -52,7 +52,7 @@ def selection_levels_bar(by_family: pd.DataFrame, *, height: int = 340) -> go.Fi
                              customdata=[[r[lv]] for lv, _ in levels],
                              hovertemplate="%{x}: %{y:.1f}% (%{customdata[0]} times)<extra>" + r["family"] + "</extra>"))
     fig.update_layout(barmode="stack", yaxis_title="% of the slots at that level")
-    return _layout(fig, height=height)
+    return apply_layout(fig, height=height)
 
 
 def ablation_bars(rows: pd.DataFrame, variant: str, *, metric: str = "auroc", height: int = 460) -> go.Figure:
@@ -65,7 +65,7 @@ def ablation_bars(rows: pd.DataFrame, variant: str, *, metric: str = "auroc", he
     lo = float(np.nanmin(r[f"{metric}_mean"] - r[f"{metric}_std"])) if len(r) else 0
     fig.update_layout(xaxis_title=METRIC_TITLES[metric], xaxis_range=[max(0.0, lo - 0.02), None])
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, height=height)
+    return apply_layout(fig, height=height)
 
 
 CURVE_COLORS = {"HTC-Full": "#1F77B4", "HTC-Reduced": "#D62728", "MLP": "#9467BD", "XGBoost": "#2CA02C",
@@ -99,4 +99,4 @@ def learning_curve_lines(curves: pd.DataFrame, *, height: int = 380) -> go.Figur
                                                    f"(%{{customdata[1]}} fits)<extra></extra>",
                                      showlegend=j == 1), row=1, col=j)
             fig.update_xaxes(title_text="training runs", type="log", row=1, col=j)
-    return _layout(fig, height=height, subplot_titles=True)
+    return apply_layout(fig, height=height, subplot_titles=True)

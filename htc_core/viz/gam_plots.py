@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .plots import FAMILY_COLORS, _layout, esc
+from .plots import FAMILY_COLORS, apply_layout, esc
 
 __all__ = ["shape_curves_figure"]
 
@@ -44,4 +44,4 @@ def shape_curves_figure(shapes, *, top: int = 12, cols: int = 3, panel_height: i
         fig.update_yaxes(side="left", title_text="logit" if cc == 1 else None, tickmode="auto", nticks=5,
                          tickformat=".2~f", row=r, col=cc, secondary_y=True)
     fig.update_layout(showlegend=False)
-    return _layout(fig, None, panel_height * rows + 40, subplot_titles=True)
+    return apply_layout(fig, None, panel_height * rows + 40, subplot_titles=True)

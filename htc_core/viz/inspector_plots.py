@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .plots import _layout, esc
+from .plots import apply_layout, esc
 
 __all__ = ["waterfall"]
 
@@ -40,4 +40,4 @@ def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="contribution to the logit (" + ("shape function at this run's value)"
                                  if explanation.variant == "gam" else "weight × standardized value)"))
-    return _layout(fig, None, height)
+    return apply_layout(fig, None, height)

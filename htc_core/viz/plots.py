@@ -55,11 +55,11 @@ def short(value, limit: int = 80) -> str:
     return esc(" ".join(str(value).split()), limit)
 
 
-def _color(name: str, i: int) -> str:
+def series_color(name: str, i: int) -> str:
     return METHOD_COLORS.get(name, _PALETTE[i % len(_PALETTE)])
 
 
-def _layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subplot_titles: bool = False) -> go.Figure:
+def apply_layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subplot_titles: bool = False) -> go.Figure:
     # the title at the very top, the horizontal legend between it and the plot: room for both
     top = (80 if title else 20) + (45 if subplot_titles else 0)
     fig.update_layout(title=None if title is None else dict(text=title, x=0, xanchor="left", y=0.98, yref="container",
@@ -80,7 +80,7 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
                              name="perfect calibration", hoverinfo="skip"), row=1, col=1)
     for i, (name, c) in enumerate(curves.items()):
-        col = _color(name, i)
+        col = series_color(name, i)
         nz = np.asarray(c.count) > 0
         x = np.asarray(c.mean_confidence)[nz]
         y = np.asarray(c.accuracy)[nz]
@@ -109,7 +109,7 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
     fig.update_yaxes(range=[0, 1], title_text="observed success rate", row=1, col=1)
     fig.update_yaxes(title_text="count", row=2, col=1)
     fig.update_layout(barmode="group", clickmode="event+select")   # a plain click selects a bin (drill-down)
-    return _layout(fig, title, height)
+    return apply_layout(fig, title, height)
 
 
 def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: int = 380) -> go.Figure:
@@ -130,7 +130,7 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
             hi = np.asarray(c.upper)[nz]
             fig.add_trace(go.Scatter(
                 x=x, y=y, mode="lines+markers", name=esc(name), legendgroup=name, showlegend=name not in seen,
-                line=dict(color=_color(name, i)),
+                line=dict(color=series_color(name, i)),
                 error_y=dict(type="data", symmetric=False, array=hi - y, arrayminus=y - lo, thickness=1, width=2),
                 customdata=np.asarray(c.count)[nz],
                 hovertemplate=(f"{esc(g)}<br>{esc(name)}<br>confidence %{{x:.2f}}<br>accuracy %{{y:.2f}}<br>"
@@ -138,7 +138,7 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
             seen.add(name)
         fig.update_xaxes(range=[0, 1], title_text="confidence", row=1, col=gi + 1)
     fig.update_yaxes(range=[0, 1], title_text="success rate", row=1, col=1)
-    return _layout(fig, None, height, subplot_titles=True)
+    return apply_layout(fig, None, height, subplot_titles=True)
 
 
 def confidence_histogram(confidence, success, *, title: str | None = None, nbins: int = 20,
@@ -158,7 +158,7 @@ def confidence_histogram(confidence, success, *, title: str | None = None, nbins
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(range=[0, 1], title_text="confidence")
     fig.update_yaxes(title_text="trajectories")
-    return _layout(fig, title, height)     # legend above the plot: inside it covered the first bars
+    return apply_layout(fig, title, height)     # legend above the plot: inside it covered the first bars
 
 
 def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
@@ -168,10 +168,10 @@ def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
     for j, m in enumerate(metrics):
         sub = frame[frame["metric"] == m]
         fig.add_trace(go.Bar(x=sub["method"], y=sub["mean"], error_y=dict(type="data", array=sub["std"]),
-                             marker_color=[_color(v, i) for i, v in enumerate(sub["method"])], showlegend=False,
+                             marker_color=[series_color(v, i) for i, v in enumerate(sub["method"])], showlegend=False,
                              hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"), row=1, col=j + 1)
     fig.update_xaxes(tickangle=-40)
-    return _layout(fig, None, height, subplot_titles=True)
+    return apply_layout(fig, None, height, subplot_titles=True)
 
 
 # ---------------------------------------------------------- feature weights
@@ -202,7 +202,7 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
     fig.update_layout(barmode="group", xaxis=dict(categoryorder="array", categoryarray=category))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)   # the 48 rotated labels are not clipped
     fig.update_yaxes(title_text="weight on the standardized feature")
-    return _layout(fig, title, height)
+    return apply_layout(fig, title, height)
 
 
 def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 460) -> go.Figure:
@@ -219,7 +219,7 @@ def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int 
     fig.update_layout(xaxis=dict(categoryorder="array", categoryarray=list(sub["code"] + " " + sub["feature"])))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
     fig.update_yaxes(range=[0, 1.02], title_text="fraction of fits (folds x seeds)")
-    return _layout(fig, title, height)
+    return apply_layout(fig, title, height)
 
 
 def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: int = 360) -> go.Figure:
@@ -234,7 +234,7 @@ def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: 
                                hovertemplate="%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
                                colorbar=dict(title="weight")))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)
-    return _layout(fig, title, max(height, 120 + 28 * len(weights.index)))
+    return apply_layout(fig, title, max(height, 120 + 28 * len(weights.index)))
 
 
 # ------------------------------------------------------------ feature space
@@ -276,7 +276,7 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
     fig.update_yaxes(showticklabels=False, title_text="")
     # zoom, not box select, as the drag: in select mode Streamlit turns a plain click's selection off
     fig.update_layout(dragmode="zoom", hovermode="closest", clickmode="event+select")
-    return _layout(fig, title, height)
+    return apply_layout(fig, title, height)
 
 
 # ----------------------------------------------------------- the inspector
@@ -308,7 +308,7 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
     fig.update_yaxes(title_text="tokens", row=2, col=1, secondary_y=True, rangemode="tozero", tick0=0,
                      tickformat=",d", showgrid=False)           # whole token counts from 0, not 0.9 / 8.1 / 15.3
     fig.update_xaxes(title_text="step", dtick=1, row=2, col=1)
-    return _layout(fig, None, height)
+    return apply_layout(fig, None, height)
 
 
 def position_figure(confidence, success, value: float, *, label: str = "this trajectory",
@@ -336,11 +336,11 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
                            arrayminus=(sub[met] - sub[f"{met}_low"]).to_numpy(), thickness=1.2, width=3)
             fig.add_trace(go.Bar(x=sub["group"].map(lambda v: esc(v, 30)), y=sub[met], name=esc(meth), legendgroup=meth,
                                  error_y=err,
-                                 showlegend=j == 0, marker_color=_color(meth, i), customdata=sub["n"],
+                                 showlegend=j == 0, marker_color=series_color(meth, i), customdata=sub["n"],
                                  hovertemplate="%{x}<br>" + esc(meth) + f"<br>{met} " + "%{y:.3f}<br>n %{customdata}<extra></extra>"),
                           row=1, col=j + 1)
     fig.update_layout(barmode="group")
-    return _layout(fig, None, height, subplot_titles=True)
+    return apply_layout(fig, None, height, subplot_titles=True)
 
 
 def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int = 360) -> go.Figure:
@@ -352,11 +352,11 @@ def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int
                              boxmean=True))
     fig.update_layout(boxmode="group")
     fig.update_yaxes(title_text=esc(feature_label))
-    return _layout(fig, None, height)
+    return apply_layout(fig, None, height)
 
 
 # --------------------------------------------------------------- tokens
-def _prob_color(p: float) -> str:
+def probability_color(p: float) -> str:
     """Red (low) -> yellow -> green (high) background for a probability."""
     if not np.isfinite(p):
         return "#eeeeee"
@@ -376,7 +376,7 @@ def token_html(tokens: Sequence[str], probability: Sequence[float]) -> str:
     for t, p in zip(tokens, probability):
         txt = esc(t) if t != "" else "␣"
         txt = txt.replace("\n", "↵\n")
-        parts.append(f'<span title="p = {float(p):.3f}" style="background:{_prob_color(p)}; border-radius:3px; '
+        parts.append(f'<span title="p = {float(p):.3f}" style="background:{probability_color(p)}; border-radius:3px; '
                      f'padding:1px 1px; margin:0 1px;">{txt}</span>')
     parts.append("</div>")
     return "".join(parts)

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .plots import _color, _layout, esc
+from .plots import series_color, apply_layout, esc
 
 __all__ = ["early_warning_figure", "step_confidence_figure"]
 
@@ -24,7 +24,7 @@ def early_warning_figure(result, *, metric: str = "auroc", height: int = 420) ->
     curve = result.curve[result.curve.kind == "steps"]
     for i, m in enumerate(result.methods):
         c = curve[curve.method == m]
-        color = _color(m, i)
+        color = series_color(m, i)
         fig.add_trace(go.Scatter(x=c["k"], y=c[metric], mode="lines+markers", name=esc(m), legendgroup=m,
                                  line=dict(color=color), customdata=c["running"],
                                  hovertemplate=esc(m) + "<br>first %{x} steps: %{y:.3f}<br>%{customdata} runs still "
@@ -36,7 +36,7 @@ def early_warning_figure(result, *, metric: str = "auroc", height: int = 420) ->
                       row=1, col=2)
     fig.update_xaxes(title_text="steps seen (k)", dtick=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    return _layout(fig, None, height, subplot_titles=True)
+    return apply_layout(fig, None, height, subplot_titles=True)
 
 
 def step_confidence_figure(frame: pd.DataFrame, *, threshold: float | None = None, height: int = 300) -> go.Figure:
@@ -49,4 +49,4 @@ def step_confidence_figure(frame: pd.DataFrame, *, threshold: float | None = Non
                       annotation_text=f"alert below {threshold:.2f}")
     fig.update_yaxes(range=[0, 1.02], title_text="calibrated confidence")
     fig.update_xaxes(title_text="step", dtick=1)
-    return _layout(fig, None, height)
+    return apply_layout(fig, None, height)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .plots import _color, _layout, esc
+from .plots import series_color, apply_layout, esc
 
 __all__ = ["risk_coverage_figure", "roc_figure"]
 
@@ -27,7 +27,7 @@ def risk_coverage_figure(curves: Mapping[str, object], *, threshold: float | Non
     for i, (name, c) in enumerate(curves.items()):
         base = c.base_rate
         fig.add_trace(go.Scatter(
-            x=np.r_[0.0, c.coverage], y=np.r_[c.accuracy[0], c.accuracy], mode="lines", line=dict(color=_color(name, i)),
+            x=np.r_[0.0, c.coverage], y=np.r_[c.accuracy[0], c.accuracy], mode="lines", line=dict(color=series_color(name, i)),
             name=f"{esc(name)} (AURC {c.aurc:.3f})", customdata=np.r_[np.nan, c.threshold],
             hovertemplate=(f"<b>{esc(name)}</b><br>keep confidence ≥ %{{customdata:.3f}}<br>coverage %{{x:.1%}}"
                            "<br>accuracy of the kept %{y:.1%}<extra></extra>")))
@@ -42,7 +42,7 @@ def risk_coverage_figure(curves: Mapping[str, object], *, threshold: float | Non
                                      hovertemplate=f"{kept} runs kept ({cov:.1%}), {acc:.1%} of them succeed<extra></extra>"))
     fig.update_xaxes(range=[0, 1], title_text="coverage (share of runs kept)", tickformat=".0%")
     fig.update_yaxes(range=[0, 1.02], title_text="success rate of the kept runs", tickformat=".0%")
-    return _layout(fig, None, height)
+    return apply_layout(fig, None, height)
 
 
 def roc_figure(rocs: Mapping[str, pd.DataFrame], aucs: Mapping[str, float] | None = None, *,
@@ -54,11 +54,11 @@ def roc_figure(rocs: Mapping[str, pd.DataFrame], aucs: Mapping[str, float] | Non
                              name="chance", hoverinfo="skip"))
     for i, (name, roc) in enumerate(rocs.items()):
         label = esc(name) + (f" (AUROC {aucs[name]:.3f})" if aucs and name in aucs else "")
-        fig.add_trace(go.Scatter(x=roc["fpr"], y=roc["tpr"], mode="lines", line=dict(color=_color(name, i)), name=label,
+        fig.add_trace(go.Scatter(x=roc["fpr"], y=roc["tpr"], mode="lines", line=dict(color=series_color(name, i)), name=label,
                                  customdata=roc["threshold"],
                                  hovertemplate=(f"<b>{esc(name)}</b><br>threshold %{{customdata:.3f}}<br>"
                                                 "false-positive rate %{x:.3f}<br>true-positive rate %{y:.3f}"
                                                 "<extra></extra>")))
     fig.update_xaxes(range=[0, 1], title_text="false-positive rate (failures trusted)")
     fig.update_yaxes(range=[0, 1.02], title_text="true-positive rate (successes trusted)")
-    return _layout(fig, None, height)
+    return apply_layout(fig, None, height)

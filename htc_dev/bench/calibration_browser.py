@@ -53,23 +53,23 @@ def _visit(chromium: str, data_dir: Path, samples: Path, env: dict, *, direct: b
     from playwright.sync_api import sync_playwright
 
     from htc_core.app.store import Store
-    from .server import _free_port, _open_when_up, _start_app, launch_chromium
+    from .server import free_port, open_when_up, start_app, launch_chromium
 
     Store(data_dir).clear_results()              # nothing of the evaluation kept: a true first visit
-    port = _free_port()
-    proc = _start_app(port, data_dir, samples, env)
+    port = free_port()
+    proc = start_app(port, data_dir, samples, env)
     out: dict = {}
     try:
         with sync_playwright() as p:
             b = launch_chromium(p, chromium)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             if direct:
-                _open_when_up(page, port, attempt_ms=3000, pause_s=0.2, path="/_stcore/health")
+                open_when_up(page, port, attempt_ms=3000, pause_s=0.2, path="/_stcore/health")
                 t1 = time.perf_counter()
                 page.goto(f"http://127.0.0.1:{port}/calibration")
             else:
                 t0 = time.perf_counter()
-                _open_when_up(page, port, attempt_ms=3000, pause_s=0.2)
+                open_when_up(page, port, attempt_ms=3000, pause_s=0.2)
                 page.wait_for_selector('[data-testid="stDataFrame"]', timeout=300_000)
                 _idle(page, 300)
                 out["landing_s"] = time.perf_counter() - t0

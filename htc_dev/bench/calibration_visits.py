@@ -46,7 +46,7 @@ def calibration_visits(data_dir: Path, samples: Path, app: Path, *, seeds: int =
         at.run()                      # the Runs page first, as a user lands on it (the app starts the evaluation)
         return at
 
-    compute._registry.clear()
+    compute.fit_registry.clear()
     before = compute.CACHE_STATS.copy()
     t0 = time.perf_counter()
     at = session()
@@ -57,7 +57,7 @@ def calibration_visits(data_dir: Path, samples: Path, app: Path, *, seeds: int =
     table = at.dataframe[0].value
     later = _visit(at)
     reload = _visit(session())
-    compute._registry.clear()
+    compute.fit_registry.clear()
     restart = _visit(session())
     return {"first_s": first, "landing_s": landing, "job_s": job_s, "later_s": later, "reload_s": reload,
             "restart_s": restart, "parts_computed": parts,

@@ -36,7 +36,7 @@ from pathlib import Path
 import orjson
 
 from . import checkout_root, shared_data_dir
-from .server import _free_port, _open_when_up, _start_app, chromium_path, launch_chromium
+from .server import free_port, open_when_up, start_app, chromium_path, launch_chromium
 
 ROOT = checkout_root() or Path.cwd()
 APP = ROOT / "app.py"
@@ -104,14 +104,14 @@ def cold_start_browser(data_dir: Path, samples: Path, env: dict) -> float | None
         return None
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     with sync_playwright() as p:
         b = launch_chromium(p, chromium)
         page = b.new_page()
         t0 = time.perf_counter()
-        proc = _start_app(port, data_dir, samples, env)
+        proc = start_app(port, data_dir, samples, env)
         try:
-            _open_when_up(page, port, attempt_ms=2000, pause_s=0.1)
+            open_when_up(page, port, attempt_ms=2000, pause_s=0.1)
             page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)   # the run-set table drawn
             return time.perf_counter() - t0
         finally:
@@ -191,15 +191,15 @@ def upload_browser(data_dir: Path, calllog: Path, labels: Path, seeds: int, env:
         return None
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     empty = data_dir / "no-samples"
     empty.mkdir(parents=True, exist_ok=True)
-    proc = _start_app(port, data_dir, empty, env)
+    proc = start_app(port, data_dir, empty, env)
     try:
         with sync_playwright() as p:
             b = launch_chromium(p, chromium)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
-            _open_when_up(page, port, attempt_ms=3000, pause_s=0.2)
+            open_when_up(page, port, attempt_ms=3000, pause_s=0.2)
             page.get_by_role("button", name="Upload and store").wait_for(timeout=120_000)
             inputs = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
             t0 = time.perf_counter()

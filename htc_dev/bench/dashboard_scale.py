@@ -8,7 +8,7 @@ tokens, no alternatives: the issue-17 shape; ``htc_core.synthetic``), generated 
 (wall seconds):
 
 - ingest: ``Store.add_run_set`` of the generated chunks as they come (tokens, steps, metadata) with
-  ``column_writer.ColumnWriter`` (48 features, baselines, GAC score, flags) chunk by chunk in the same
+  ``features_store.ColumnWriter`` (48 features, baselines, GAC score, flags) chunk by chunk in the same
   transaction; the peak resident memory right after it is printed (bounded by a chunk: flat in N);
 - workspace: ``build_workspace`` (what opening the app costs), against the plain reference in the same process
   (what it cost before the columns were stored: the run set's tokens read back, then features and baselines
@@ -95,7 +95,7 @@ def _synthetic_chunks(n: int, chunk: int):
 
 def one_size(n: int, *, reference: bool, projection: bool, cv: bool = True) -> dict:
     from htc_core.app import sql_views
-    from htc_core.app.column_writer import ColumnWriter
+    from htc_core.app.features_store import ColumnWriter
     from htc_core.app.projection import PROJECTION_FIT_CAP, SCATTER_CAP, project
     from htc_core.app.sampling import EVAL_CAP, stratified_sample
     from htc_core.app.store import Store

@@ -24,7 +24,7 @@ from . import checkout_root, shared_data_dir
 TARGET_S = 120.0
 
 
-def _load(with_uala: bool):
+def load_sources(with_uala: bool):
     from htc_core.formats import load
 
     root = checkout_root()
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from htc_core.experiments.gac import gac_leave_one_out
     from htc_core.experiments.transfer import transfer
 
-    ts, paths = _load(args.with_uala)
+    ts, paths = load_sources(args.with_uala)
     print(f"data: {len(ts)} labeled runs from {', '.join(paths)}; seeds {args.seeds}; BLAS 1 thread")
     jobs = {"transfer": lambda: transfer(ts, by="dataset", seeds=args.seeds),
             "gac": lambda: gac_leave_one_out(ts, by="dataset", seeds=args.seeds),
@@ -94,8 +94,8 @@ def _kernel(ts) -> None:
     import numpy as np
     from numba import njit
 
-    from htc_core.calibration.pathsolver import _hessian
-    from htc_core.calibration.subproblem import _l1_step
+    from htc_core.calibration.pathsolver import logistic_hessian
+    from htc_core.calibration.subproblem import l1_coordinate_step
     from htc_core.calibration.solvers import distinct_columns, standardize_params
     from htc_core.features import extract
 
@@ -128,15 +128,15 @@ def _kernel(ts) -> None:
     Xs = (X[tr] - mean) / scale
     Xs = np.ascontiguousarray(np.column_stack([Xs[:, distinct_columns(Xs)], np.ones(int(tr.sum()))]))
     p = np.full(len(Xs), 0.5)
-    H = _hessian(Xs, p, np.empty_like(Xs))
+    H = logistic_hessian(Xs, p, np.empty_like(Xs))
     g = Xs.T @ (p - y[tr])
     w = np.zeros(Xs.shape[1])
     rows = []
     for alpha in (0.01, 1.0):
         args = (H, g, w, alpha, 1e-6, 1000)
-        same = np.array_equal(strided(*args), _l1_step(*args))
+        same = np.array_equal(strided(*args), l1_coordinate_step(*args))
         times = {}
-        for name, fn in (("strided (before)", strided), ("contiguous (now)", _l1_step)):
+        for name, fn in (("strided (before)", strided), ("contiguous (now)", l1_coordinate_step)):
             c0 = time.process_time()
             for _ in range(20):
                 fn(*args)

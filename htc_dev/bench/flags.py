@@ -5,7 +5,7 @@
 Two inputs: the 2,000 sample runs (real step texts, observations, answers) concatenated ``--copies`` times, and
 ``--synthetic`` runs without text (the issue-17 shape: what a million logged runs without step texts cost).
 For each, wall seconds (best of 2) and microseconds per run of ``explain.structural_flags`` and of
-``explain.flags_reference.structural_flags_loop`` (the per-run loop it replaced), and whether their frames are
+``explain.flags.structural_flags_loop`` (the per-run loop it replaced), and whether their frames are
 identical.
 """
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.copies < 1 or args.synthetic < 1:
         raise SystemExit(f"--copies and --synthetic must be positive, got {args.copies} and {args.synthetic}")
     from htc_core.explain.flags import structural_flags
-    from htc_core.explain.flags_reference import structural_flags_loop
+    from htc_core.explain.flags import structural_flags_loop
     from htc_core.formats import load
     from htc_core.synthetic import synthetic_trace_set
     from htc_core.traces import concat

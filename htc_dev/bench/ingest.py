@@ -34,7 +34,7 @@ import orjson
 DIR = Path(tempfile.gettempdir()) / "htc-bench-ingest"
 
 
-def _write_file(path: Path, n_traj: int, n_steps: int, n_tokens: int, k: int, seed: int = 0,
+def write_file(path: Path, n_traj: int, n_steps: int, n_tokens: int, k: int, seed: int = 0,
                 block: int = 2000) -> Path:
     """htc-trace JSONL of random trajectories (values with 8 decimals), written in blocks."""
     if path.exists():
@@ -77,8 +77,8 @@ def floors(path: Path, repeats: int = 1) -> dict:
 def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 2) -> dict:
     """``htc features`` and the reader alone against the streaming floors, every figure a new process."""
     DIR.mkdir(exist_ok=True)
-    path = _write_file(DIR / f"native-{n_traj}x10x50-top5.jsonl", n_traj, 10, 50, 5)
-    small = _write_file(DIR / "native-50x10x50-top5.jsonl", 50, 10, 50, 5)
+    path = write_file(DIR / f"native-{n_traj}x10x50-top5.jsonl", n_traj, 10, 50, 5)
+    small = write_file(DIR / "native-50x10x50-top5.jsonl", 50, 10, 50, 5)
     out = DIR / "features.csv"
     _run_measured(["features", str(small), "--out", str(out)])  # kernels compiled into the cache once
     size = path.stat().st_size
@@ -164,7 +164,7 @@ def scaling(print_fn=print, sizes=(30_000, 300_000, 1_000_000), chunk: int = 50_
              f"{'ratio':>6s} {'CPU us/traj':>12s}")
     out = []
     for n in sizes:
-        path = _write_file(DIR / f"native-{n}x5x20.jsonl", n, 5, 20, 0)
+        path = write_file(DIR / f"native-{n}x5x20.jsonl", n, 5, 20, 0)
         csv = DIR / "scaling.csv"
         wall, cpu, rss, rc = _run_measured(["features", str(path), "--out", str(csv), "--chunk-size", str(chunk)])
         floor = floors(path)["json"]

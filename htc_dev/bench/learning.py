@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     from htc_core.experiments.learning_curve import learning_curve
-    from .experiments import _load
+    from .experiments import load_sources
 
-    ts, paths = _load(args.with_uala)
+    ts, paths = load_sources(args.with_uala)
     sizes = [int(s) for s in args.sizes.split(",")]
     methods = None if args.methods is None else args.methods.split(",")
     print(f"data: {len(ts)} labeled runs from {', '.join(paths)}; sizes {sizes}; {args.folds} folds x "

@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from .ingest import DIR, _write_file
+from .ingest import DIR, write_file
 
 ENGINES = ("local", "dask1", "dask2")
 
@@ -117,7 +117,7 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
              f"{'json.loads CPU s':>17s} {'wall/json':>10s} {'rows ok':>8s}")
     out = []
     for n in sizes:
-        path = _write_file(DIR / f"native-{n}x5x20.jsonl", n, 5, 20, 0)
+        path = write_file(DIR / f"native-{n}x5x20.jsonl", n, 5, 20, 0)
         floor = _floor(path)
         mb = path.stat().st_size / 1e6
         for engine in engines:

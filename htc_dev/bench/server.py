@@ -17,13 +17,13 @@ ROOT = checkout_root() or Path.cwd()
 APP = ROOT / "app.py"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _start_app(port: int, data_dir: Path, samples: Path, env: dict) -> subprocess.Popen:
+def start_app(port: int, data_dir: Path, samples: Path, env: dict) -> subprocess.Popen:
     """``streamlit run app.py`` on ``port`` with the given store and sample folder, output discarded."""
     return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
                              "--server.headless", "true", "--", "--data-dir", str(data_dir), "--sample-dir",
@@ -47,7 +47,7 @@ def launch_chromium(playwright, path: str):
                                                                   "--no-first-run"])
 
 
-def _open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120, path: str = "") -> None:
+def open_when_up(page, port: int, *, attempt_ms: int, pause_s: float, limit_s: float = 120, path: str = "") -> None:
     """Load the app's URL (plus ``path``) in ``page``, retrying until the server answers (or ``limit_s``
     passes)."""
     deadline = time.time() + limit_s

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import SHIPPED, _file, model_path  # noqa: F401 (re-exported)
+from .files import SHIPPED, shipped_path, model_path  # noqa: F401 (re-exported)
 
 __all__ = ["SHIPPED", "DEFAULT_GAC", "DEFAULT_MONITOR", "ShippedModel", "shipped_models", "model_path", "load_model"]
 
@@ -40,7 +40,7 @@ def shipped_models() -> list[ShippedModel]:
 
     out = []
     for name in SHIPPED:
-        path = _file(name)
+        path = shipped_path(name)
         if path.is_file():
             card = json.loads(path.read_text(encoding="utf-8")).get("card") or {}
             out.append(ShippedModel(name, path, card))

@@ -12,14 +12,14 @@ __all__ = ["SHIPPED", "model_path"]
 SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json", "gac-prefix": "gac-prefix.json"}
 
 
-def _file(name: str) -> Path:
+def shipped_path(name: str) -> Path:
     return Path(str(resources.files(__package__).joinpath(SHIPPED[name])))
 
 
 def model_path(model: str | Path) -> Path:
     """A shipped model's file for its name, else ``model`` as a path (a missing file raises ValueError)."""
     if isinstance(model, str) and model in SHIPPED:
-        path = _file(model)
+        path = shipped_path(model)
         if not path.is_file():
             raise ValueError(f"the shipped model {model!r} is missing from this installation ({path}); "
                              "regenerate it with: python -m htc_dev.train_gac")

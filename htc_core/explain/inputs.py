@@ -1,4 +1,4 @@
-"""Input helpers shared by the explanation modules (not part of the public API)."""
+"""Input helpers shared by the explanation modules (checked feature matrices, printable group names)."""
 
 from __future__ import annotations
 
