@@ -14,6 +14,7 @@ _REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 8
 
 
 def shorten(value: Any, limit: int = 60) -> str:
+    """A value's repr cut to ``limit`` characters for a report line (a failing repr shown as ``<type>``)."""
     try:
         text = _REPR.repr(value)
     except Exception:  # a value whose repr fails still gets a report line

@@ -51,6 +51,7 @@ ALPHAS: tuple | None = _alphas_from_env()
 
 
 def alpha_options() -> dict:
+    """The ``alphas`` keyword of the dashboard's fits (empty: the library's default grid)."""
     return {} if ALPHAS is None else {"alphas": ALPHAS}
 
 
@@ -62,6 +63,8 @@ CACHE_STATS: collections.Counter = collections.Counter()
 # ------------------------------------------------------------ the registry
 @st.cache_resource(show_spinner=False)
 def fit_registry() -> dict:
+    """The process-wide registry of computed results (lock, LRU items, running jobs);
+    ``fit_registry.clear()`` empties it."""
     return {"lock": threading.Lock(), "items": collections.OrderedDict(), "running": {}}
 
 

@@ -226,6 +226,7 @@ def in_pos_order(tbl: pa.Table) -> pa.Table:
 
 
 def nullable_bool(col) -> pd.Series:
+    """An Arrow boolean column as a pandas nullable-boolean Series (nulls kept as <NA>)."""
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     values = col.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
     mask = col.is_null().to_numpy(zero_copy_only=False).astype(bool)

@@ -11,6 +11,7 @@ from ..features import FeatureMatrix
 
 
 def check_X(X, name: str = "X") -> np.ndarray:
+    """``X`` as a finite float 2-D array, else a ValueError naming ``name``."""
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -24,6 +25,7 @@ def check_X(X, name: str = "X") -> np.ndarray:
 
 
 def check_y(y, n: int) -> np.ndarray:
+    """``y`` as a float 1-D array of ``n`` 0/1 labels, else ValueError."""
     try:
         arr = np.asarray(y, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -48,12 +50,14 @@ def unpack_features_and_names(X) -> tuple[Any, list[str] | None, tuple[str, int]
 
 
 def default_feature_names(d: int) -> list[str]:
+    """The paper's 48 names for 48 columns, else ``x0 .. x{d-1}``."""
     from ..features import FEATURE_NAMES
 
     return list(FEATURE_NAMES) if d == len(FEATURE_NAMES) else [f"x{i}" for i in range(d)]
 
 
 def check_positive_int(value, name: str, minimum: int) -> None:
+    """ValueError naming ``name`` unless ``value`` is an int (not a bool) >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {what}, got {value!r}")

@@ -58,6 +58,8 @@ def _short(x) -> str:
 
 
 def check_metric_inputs(y_true, y_prob) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, p)`` as float 1-D arrays of the same length, labels in {0, 1} and probabilities in [0, 1], else
+    ValueError."""
     y = _as_1d(y_true, "y_true")
     p = _as_1d(y_prob, "y_prob")
     if y.shape != p.shape:
@@ -75,12 +77,14 @@ def check_metric_inputs(y_true, y_prob) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_n_bins(n_bins) -> int:
+    """``n_bins`` as a positive int, else ValueError."""
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     return int(n_bins)
 
 
 def check_strategy(strategy) -> str:
+    """``strategy`` if it is one of ``STRATEGIES`` (binning), else ValueError."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     return strategy

@@ -98,6 +98,7 @@ def add_chunk_option(p: argparse.ArgumentParser) -> None:
 
 
 def positive_int(value: str) -> int:
+    """argparse type: a positive integer (``1,000`` and ``1_000`` accepted)."""
     try:
         v = int(value.replace(",", "").replace("_", ""))
     except ValueError:

@@ -70,6 +70,8 @@ def check_features(est, X, *, allow_nd: bool = False) -> np.ndarray:
 
 
 class LearningBaseline(ClassifierMixin, BaseEstimator):
+    """The common base of the learning baselines (here and in :mod:`.sequence_models`): ``predict``
+    thresholds ``predict_proba`` at 0.5."""
     def predict(self, X) -> np.ndarray:
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)
 

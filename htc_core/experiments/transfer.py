@@ -178,6 +178,7 @@ def _cell_row(variant, source, target, kind, n_target, cell) -> dict:
 
 
 def check_variants(variants) -> list[str]:
+    """The HTC variants asked for (one name or several) as a list, each checked against ``VARIANT_NAMES``."""
     if isinstance(variants, str):
         variants = [variants]
     variants = list(variants)

@@ -32,6 +32,7 @@ META_COLUMNS = (
 
 
 def empty_meta(n: int = 0) -> pd.DataFrame:
+    """The metadata frame of ``n`` runs that carry no metadata (every column present, typed, empty)."""
     return meta_frame([{"metadata": "{}"} for _ in range(n)])
 
 

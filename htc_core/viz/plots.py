@@ -56,10 +56,12 @@ def short(value, limit: int = 80) -> str:
 
 
 def series_color(name: str, i: int) -> str:
+    """The colour of a method (its fixed colour, else the ``i``-th of the palette)."""
     return METHOD_COLORS.get(name, _PALETTE[i % len(_PALETTE)])
 
 
 def apply_layout(fig: go.Figure, title: str | None = None, height: int = 420, *, subplot_titles: bool = False) -> go.Figure:
+    """The figures' shared layout: title at the top, horizontal legend under it, margins, height; returns ``fig``."""
     # the title at the very top, the horizontal legend between it and the plot: room for both
     top = (80 if title else 20) + (45 if subplot_titles else 0)
     fig.update_layout(title=None if title is None else dict(text=title, x=0, xanchor="left", y=0.98, yref="container",

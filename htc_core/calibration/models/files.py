@@ -13,6 +13,7 @@ SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json", "gac-prefix": "gac-pr
 
 
 def shipped_path(name: str) -> Path:
+    """The path of a shipped model file by its short name (a key of ``SHIPPED``)."""
     return Path(str(resources.files(__package__).joinpath(SHIPPED[name])))
 
 
