@@ -79,7 +79,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(json.dumps([m.to_dict() for m in models], indent=1))
         return 0
     if not models:
-        print("no shipped models in this installation (python -m htc_dev.train_gac writes them)")
+        print("no shipped models in this installation (python -m htc_dev.train_gac writes them, in a checkout of "
+              "the repository)")
         return 0
     for m in models:
         print(_card_text(m, full=bool(args.name)))
@@ -124,7 +125,7 @@ def _family_lines(c: dict, loo: dict, full: bool) -> list[str]:
     chosen = loo.get("chosen", "gac")
     held = (c.get("transfer") or {}).get("held") or {}
     what = f"{chosen}" + (f" (signal {held.get('signal')}, coef {held.get('coef')})" if held else "")
-    out = [f"  transfer: {what}, chosen leave-one-family-out (python -m htc_dev.train_gac --table-only)"]
+    out = [f"  transfer: {what}, chosen leave-one-family-out (in a checkout: python -m htc_dev.train_gac --table-only)"]
     methods = loo.get("methods", []) if full else [m for m in ("gac", chosen) if m]
     for r in loo.get("rows", []):
         if r["method"] in dict.fromkeys(methods):
