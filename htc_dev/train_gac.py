@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SAMPLE_RUNS = REPO / "sample_runs"
 DEFAULT_UALA = REPO.parent / "shared" / "data" / "uala-hotpotqa"
-DEFAULT_OUT = Path(__file__).resolve().parent / "calibration" / "models"
+DEFAULT_OUT = REPO / "htc_core" / "calibration" / "models"
 NAMES = {"reduced": "gac", "full": "gac-full"}
 
 DECISION = (

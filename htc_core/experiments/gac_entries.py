@@ -20,7 +20,7 @@ from ..calibration.general import GeneralCalibrator, fit_general
 
 __all__ = ["gac_zero_shot", "gac_adapted", "htc_from_scratch"]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _datasets(*sets) -> frozenset:
