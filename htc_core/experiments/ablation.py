@@ -22,10 +22,10 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .grouping import VARIANT_NAMES
 from ..calibration.methods import HTCMethod
 from ..calibration.results import METRICS, EvaluationResult
 from ..calibration.solvers import DEFAULT_ALPHAS
+from .grouping import VARIANT_NAMES
 from .grouping import finite_or_none
 from .transfer import check_variants
 

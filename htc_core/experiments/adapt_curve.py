@@ -32,8 +32,8 @@ import pandas as pd
 
 from ..calibration.calibrators import HTCCalibrator
 from ..calibration.general import fit_general
-from .grouping import finite_or_none, has_alternatives, mean_std, score_metrics
 from ..calibration.results import METRICS
+from .grouping import finite_or_none, has_alternatives, mean_std, score_metrics
 
 __all__ = ["adapt_traces", "profile_for", "adaptation_curve", "AdaptCurveResult", "compare_on_labels", "LabelComparison",
            "htc_from_scratch", "DEFAULT_SIZES", "METHODS"]

@@ -24,10 +24,10 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .grouping import VARIANT_NAMES, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
-from ..calibration.results import METRICS
 from ..calibration.general import WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
+from ..calibration.results import METRICS
 from ..calibration.solvers import DEFAULT_ALPHAS
+from .grouping import VARIANT_NAMES, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
 from .grouping import finite_or_none
 from .transfer import check_variants
 

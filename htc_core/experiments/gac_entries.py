@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .adapt_curve import adapt_traces, htc_from_scratch
 from ..calibration.general import GeneralCalibrator, fit_general
+from .adapt_curve import adapt_traces, htc_from_scratch
 
 __all__ = ["gac_zero_shot", "gac_adapted", "htc_from_scratch"]
 

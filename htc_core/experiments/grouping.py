@@ -16,11 +16,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..calibration.evaluation import EvaluationError, evaluate, label_problem, seed_list
-from .group_keys import GROUP_KEYS
+from ..calibration.general import has_alternatives
 from ..calibration.metrics import fast_auroc, fast_brier, fast_ece
 from ..calibration.results import METRICS
-from ..calibration.general import has_alternatives
 from ..calibration.solvers import DEFAULT_ALPHAS
+from .group_keys import GROUP_KEYS
 
 __all__ = ["GROUP_KEYS", "GroupedData", "grouped_data", "has_alternatives", "fit_rows", "direct_train",
            "score_metrics", "mean_std", "seed_list",

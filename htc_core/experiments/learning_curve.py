@@ -37,8 +37,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .curve_methods import CURVE_METHODS, CurveMethod, register_curve_method, resolve_curve_methods
 from ..calibration.results import METRICS
+from .curve_methods import CURVE_METHODS, CurveMethod, register_curve_method, resolve_curve_methods
 
 __all__ = ["CurveMethod", "CURVE_METHODS", "register_curve_method", "resolve_curve_methods", "learning_curve",
            "LearningCurveResult", "DEFAULT_SIZES"]

@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import numpy as np
 import pandas as pd
 
-from .grouping import VARIANT_NAMES, finite_or_none, direct_train, fit_rows, grouped_data, mean_std, score_metrics, seed_list
 from ..calibration.results import METRICS
 from ..calibration.solvers import DEFAULT_ALPHAS
+from .grouping import (VARIANT_NAMES, finite_or_none, direct_train, fit_rows, grouped_data, mean_std, score_metrics,
+                       seed_list)
 
 __all__ = ["transfer", "TransferResult"]
 

@@ -30,10 +30,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
-from .grouping import has_alternatives, score_metrics
 from ..calibration.transfer_methods import (SIGNALS, domain_weights, em_prior, logit, sigmoid, stack_logits,
                                target_standardized_logit, training_free_signals, weighted_platt)
+from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
+from .grouping import has_alternatives, score_metrics
 
 __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
            "prepare", "fit_transfer", "expected_error_points"]

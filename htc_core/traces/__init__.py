@@ -2,7 +2,7 @@
 
 from .builder import TraceSetBuilder, TrajectoryRecord
 from .stepfields import STEP_FIELDS, tool_json, tool_of
-from .traceset import META_COLUMNS, TraceSet, empty_meta, concat_ranges, concat
+from .traceset import META_COLUMNS, TraceSet, concat, concat_ranges, empty_meta
 
 __all__ = ["TraceSet", "TraceSetBuilder", "TrajectoryRecord", "META_COLUMNS", "concat", "STEP_FIELDS", "tool_json",
            "tool_of"]
