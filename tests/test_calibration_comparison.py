@@ -34,7 +34,7 @@ def two_configs():
 
 def test_metrics_match_the_metrics_module_and_intervals_cover(two_configs):
     (ts_a, _, p_a), (ts_b, _, p_b) = two_configs["greedy"], two_configs["sampled-t0.7"]
-    cmp = compare_metrics(ts_a.labels, p_a, ts_b.labels, p_b, n_boot=200, seed=1)
+    cmp = compare_metrics(ts_a.labels, p_a, ts_b.labels, p_b, n_boot=200, random_state=1)
     f = cmp.to_frame().set_index("metric")
     for side, y, p in (("a", ts_a.labels, p_a), ("b", ts_b.labels, p_b)):
         assert f.loc["ece", side] == pytest.approx(expected_calibration_error(y, p))
@@ -57,7 +57,7 @@ def test_bootstrap_of_the_difference_against_a_plain_loop():
     rng = np.random.default_rng(3)
     pa, pb = rng.uniform(size=80), rng.uniform(size=60)
     ya, yb = (rng.uniform(size=80) < pa).astype(float), (rng.uniform(size=60) < 0.5).astype(float)
-    got = compare_metrics(ya, pa, yb, pb, n_boot=50, seed=7).frame.set_index("metric").loc["brier"]
+    got = compare_metrics(ya, pa, yb, pb, n_boot=50, random_state=7).frame.set_index("metric").loc["brier"]
     r = np.random.default_rng(7)
     ia, ib = r.integers(0, 80, size=(50, 80)), r.integers(0, 60, size=(50, 60))
     diffs = [brier_score(yb[j], pb[j]) - brier_score(ya[i], pa[i]) for i, j in zip(ia, ib)]

@@ -58,9 +58,9 @@ def test_roc_with_one_class_is_nan_not_an_error():
 
 def test_bootstrap_interval_contains_the_value_and_is_reproducible():
     y, p = _data(2)
-    v, lo, hi = bootstrap_interval(brier_score, y, p, n_boot=200, seed=3)
+    v, lo, hi = bootstrap_interval(brier_score, y, p, n_boot=200, random_state=3)
     assert lo <= v <= hi and hi - lo < 0.1
-    assert bootstrap_interval(brier_score, y, p, n_boot=200, seed=3) == (v, lo, hi)
+    assert bootstrap_interval(brier_score, y, p, n_boot=200, random_state=3) == (v, lo, hi)
     with pytest.raises(ValueError, match="n_boot"):
         bootstrap_interval(brier_score, y, p, n_boot=5)
     with pytest.raises(ValueError, match="y_prob"):

@@ -77,7 +77,7 @@ def test_group_metrics_with_bootstrap_intervals():
     p = rng.uniform(size=240)
     y = (rng.uniform(size=240) < p).astype(float)
     groups = np.where(np.arange(240) < 120, "a", "b")
-    gm = explain.group_metrics(y, {"m": p}, groups, n_boot=200, seed=3)
+    gm = explain.group_metrics(y, {"m": p}, groups, n_boot=200, random_state=3)
     plain = explain.group_metrics(y, {"m": p}, groups)
     assert {"ece_low", "ece_high", "brier_low", "auroc_high"} <= set(gm.columns)
     assert gm[["ece", "brier", "auroc"]].equals(plain[["ece", "brier", "auroc"]])

@@ -60,8 +60,8 @@ def compute_queue(X, y, prior, *, n: int = 10, seed: int = 42, stop_width: float
     pos = int(np.sum(y[lab] == 1))
     if min(pos, int(lab.sum()) - pos) >= 2 and lab.sum() >= MIN_FOR_ESTIMATE:
         oof = out_of_fold(X, y, prior, folds=5, seed=seed)
-        view.estimate = estimate(y, oof, seed=seed)
-        view.zero_shot_estimate = estimate(y, np.where(lab, zero, np.nan), seed=seed)
+        view.estimate = estimate(y, oof, random_state=seed)
+        view.zero_shot_estimate = estimate(y, np.where(lab, zero, np.nan), random_state=seed)
         view.curves = {"GAC zero-shot": reliability_curve(y[lab], zero[lab]),
                        "GAC adapted (out-of-fold)": reliability_curve(y[lab], oof[lab])}
         view.stop = stop_suggestion(view.estimate, width=stop_width)

@@ -7,6 +7,8 @@ Modules (each name below is also importable from here):
 - ``metrics``: ECE, Brier score, AUROC, reliability curve, Wilson interval (one binning routine).
 - ``streaming``: :class:`MetricState`, ECE/Brier/AUROC merged exactly from per-chunk sufficient statistics.
 - ``selective``: risk-coverage (selective prediction), ROC curve, bootstrap intervals of any metric.
+- ``bootstrap``: the one bootstrap engine (percentile intervals over :func:`scipy.stats.bootstrap`, one shared
+  resample for every metric of a comparison); every interval above goes through it.
 - ``baselines``: the single-signal confidences and temperature scaling.
 - ``calibrators``: :class:`HTCCalibrator` (a scikit-learn estimator); ``model_file``: its JSON model file;
   ``solvers`` / ``pathsolver``: the regularized logistic-regression fits.

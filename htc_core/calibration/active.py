@@ -214,9 +214,15 @@ def out_of_fold(X, y, prior, *, folds: int = 5, seed: int = 42) -> np.ndarray:
     return out
 
 
-def estimate(y, oof, *, n_boot: int = 200, seed: int = 42, level: float = 0.9) -> Estimate:
+def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, seed=None) -> Estimate:
     """ECE and AUROC of out-of-fold confidences ``oof`` on labels ``y`` (both NaN where unlabeled), with a
-    percentile bootstrap interval (``level``) over the labeled runs."""
+    percentile bootstrap interval (``level``) over the labeled runs: both metrics from the same resamples
+    (HTC's one bootstrap engine, :func:`~htc_core.calibration.bootstrap.percentile_intervals`; resamples with
+    one outcome are left out of the AUROC's). ``seed`` is the deprecated old name of ``random_state``."""
+    from .bootstrap import check_resampling, percentile_intervals, renamed_seed
+
+    n_boot, level = check_resampling(n_boot, level)
+    random_state = renamed_seed(seed, random_state)
     y = np.asarray(y, dtype=np.float64)
     p = np.asarray(oof, dtype=np.float64)
     m = np.isfinite(y) & np.isfinite(p)
@@ -224,18 +230,14 @@ def estimate(y, oof, *, n_boot: int = 200, seed: int = 42, level: float = 0.9) -
     nan = float("nan")
     if len(yy) < 2:
         return Estimate(len(yy), nan, nan, nan, nan, nan, nan, p)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(yy), size=(n_boot, len(yy)))
+
+    def stat(idx):
+        return np.array([[expected_calibration_error(yy[d], pp[d]) for d in idx], [auroc(yy[d], pp[d]) for d in idx]])
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        e = np.array([expected_calibration_error(yy[d], pp[d]) for d in draws])
-        a = np.array([auroc(yy[d], pp[d]) for d in draws])
-        a0 = auroc(yy, pp)
-    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
-    a_ok = a[np.isfinite(a)]
-    a_lo, a_hi = (np.percentile(a_ok, [lo, hi]) if len(a_ok) else (nan, nan))
-    return Estimate(len(yy), float(expected_calibration_error(yy, pp)), *map(float, np.percentile(e, [lo, hi])),
-                    float(a0), float(a_lo), float(a_hi), p)
+        iv = percentile_intervals(stat, (len(yy),), n_boot=n_boot, level=level, random_state=random_state)
+    return Estimate(len(yy), *iv.triple(0), *iv.triple(1), p)
 
 
 def stop_suggestion(est: Estimate, *, width: float = 0.05, min_labels: int = 20) -> str:

@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .bootstrap import check_resampling, percentile_intervals, renamed_seed
 from .metrics import check_n_bins, check_strategy, ReliabilityCurve, bin_predictions, reliability_curve
 
 __all__ = ["metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
@@ -86,25 +87,25 @@ def _clean(y, p, name: str) -> tuple[np.ndarray, np.ndarray]:
     return y, p
 
 
-def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0, n_bins: int = 10,
-                     strategy: str = "uniform", threshold: float = 0.5) -> dict[str, tuple[float, float, float]]:
+def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95, random_state=0, n_bins: int = 10,
+                     strategy: str = "uniform", threshold: float = 0.5,
+                     seed=None) -> dict[str, tuple[float, float, float]]:
     """metric -> (value, low, high) for every metric of :data:`COMPARED_METRICS` on one set of runs, with
-    the percentile bootstrap interval of ``level`` over ``n_boot`` resamples of the runs (vectorized: all
-    metrics from the same resamples)."""
+    the percentile bootstrap interval of ``level`` over ``n_boot`` resamples of the runs (all metrics from the
+    same resamples: :func:`~htc_core.calibration.bootstrap.percentile_intervals`; ``random_state`` as there,
+    ``seed`` is its deprecated old name)."""
     n_bins = check_n_bins(n_bins)
     strategy = check_strategy(strategy)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
-    if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    n_boot, level = check_resampling(n_boot, level)
+    random_state = renamed_seed(seed, random_state)
     y, p = _clean(y_true, y_prob, "y_prob")
-    idx = np.random.default_rng(seed).integers(0, y.size, size=(int(n_boot), y.size))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        point = _metric_rows(y[None], p[None], threshold, n_bins, strategy)
-        boot = _metric_rows(y[idx], p[idx], threshold, n_bins, strategy)
-    q = [(1 - level) / 2, 1 - (1 - level) / 2]
-    return {m: (float(point[m][0]), *_interval(boot[m], q)) for m in COMPARED_METRICS}
+
+    def stat(i):
+        rows = _metric_rows(y[i], p[i], threshold, n_bins, strategy)
+        return np.stack([rows[m] for m in COMPARED_METRICS])
+
+    iv = percentile_intervals(stat, (y.size,), n_boot=n_boot, level=level, random_state=random_state)
+    return {m: iv.triple(k) for k, m in enumerate(COMPARED_METRICS)}
 
 
 @dataclass
@@ -129,59 +130,55 @@ class MetricComparison:
 
 def compare_metrics(y_a, p_a, y_b, p_b, *, paired: bool = False, threshold: float = 0.5, n_bins: int = 10,
                     strategy: str = "uniform", n_boot: int = 1000, level: float = 0.95,
-                    seed: int = 0) -> MetricComparison:
+                    random_state=0, seed=None) -> MetricComparison:
     """ECE, Brier, AUROC, verdict accuracy (confidence >= ``threshold`` agrees with the outcome) and success
     rate of A and B, each with its percentile bootstrap interval, and B - A with its interval.
 
-    ``paired=True``: A and B are the same runs (same order) scored twice; one resample of the runs serves
-    both sides. Runs without a label or a confidence are left out (each side on its own)."""
+    One resample serves every metric of the comparison (both sides and their differences:
+    :func:`~htc_core.calibration.bootstrap.percentile_intervals`). ``paired=True``: A and B are the same runs
+    (same order) scored twice; one resample of the runs serves both sides. Otherwise each side is resampled on
+    its own. Runs without a label or a confidence are left out (each side on its own). ``random_state``: int,
+    Generator, RandomState or None (``seed`` is its deprecated old name)."""
     n_bins = check_n_bins(n_bins)
     strategy = check_strategy(strategy)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
-    if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    n_boot, level = check_resampling(n_boot, level)
+    random_state = renamed_seed(seed, random_state)
     if not 0.0 < float(threshold) < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
-    if paired:
-        ya, pa, yb, pb = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (y_a, p_a, y_b, p_b))
-        if not (ya.shape == pa.shape == yb.shape == pb.shape):
-            raise ValueError("paired=True needs A and B of the same length (the same runs)")
-        ok = np.isfinite(ya) & np.isfinite(pa) & np.isfinite(yb) & np.isfinite(pb)
-        ya, pa = _clean(ya[ok], pa[ok], "A")
-        yb, pb = _clean(yb[ok], pb[ok], "B")
-    else:
-        ya, pa = _clean(y_a, p_a, "A")
-        yb, pb = _clean(y_b, p_b, "B")
-    rng = np.random.default_rng(seed)
-    ia = rng.integers(0, ya.size, size=(int(n_boot), ya.size))
-    ib = ia if paired else rng.integers(0, yb.size, size=(int(n_boot), yb.size))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        point_a = _metric_rows(ya[None], pa[None], threshold, n_bins, strategy)
-        point_b = _metric_rows(yb[None], pb[None], threshold, n_bins, strategy)
-        boot_a = _metric_rows(ya[ia], pa[ia], threshold, n_bins, strategy)
-        boot_b = _metric_rows(yb[ib], pb[ib], threshold, n_bins, strategy)
-    q = [(1 - level) / 2, 1 - (1 - level) / 2]
+    ya, pa, yb, pb = _sides(y_a, p_a, y_b, p_b, paired)
+    names = list(COMPARED_METRICS)
+
+    def stat(ia, ib=None):
+        ib = ia if ib is None else ib
+        a = _metric_rows(ya[ia], pa[ia], threshold, n_bins, strategy)
+        b = _metric_rows(yb[ib], pb[ib], threshold, n_bins, strategy)
+        return np.stack([a[m] for m in names] + [b[m] for m in names] + [b[m] - a[m] for m in names])
+
+    sizes = (ya.size,) if paired else (ya.size, yb.size)
+    iv = percentile_intervals(stat, sizes, n_boot=n_boot, level=level, random_state=random_state)
+    k = len(names)
     rows = []
-    for m, (label, higher) in COMPARED_METRICS.items():
+    for j, (m, (label, higher)) in enumerate(COMPARED_METRICS.items()):
         row = {"metric": m, "label": label, "better": "higher" if higher else "lower"}
-        for side, point, boot in (("a", point_a, boot_a), ("b", point_b, boot_b)):
-            row[side], (row[f"{side}_low"], row[f"{side}_high"]) = float(point[m][0]), _interval(boot[m], q)
+        for side, off in (("a", 0), ("b", k)):
+            row[side], row[f"{side}_low"], row[f"{side}_high"] = iv.triple(off + j)
         row["diff"] = row["b"] - row["a"]
-        row["diff_low"], row["diff_high"] = _interval(boot_b[m] - boot_a[m], q)
+        row["diff_low"], row["diff_high"] = iv.triple(2 * k + j)[1:]
         row["n_a"], row["n_b"] = int(ya.size), int(yb.size)
         rows.append(row)
-    return MetricComparison(frame=pd.DataFrame(rows), n_boot=int(n_boot), level=float(level), paired=bool(paired),
+    return MetricComparison(frame=pd.DataFrame(rows), n_boot=n_boot, level=level, paired=bool(paired),
                             strategy=strategy)
 
 
-def _interval(stats: np.ndarray, q: list) -> tuple[float, float]:
-    stats = stats[np.isfinite(stats)]
-    if stats.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.quantile(stats, q)
-    return float(lo), float(hi)
+def _sides(y_a, p_a, y_b, p_b, paired: bool):
+    """The two sides' clean (labels, confidences); paired: the runs finite on both sides, in order."""
+    if not paired:
+        return (*_clean(y_a, p_a, "A"), *_clean(y_b, p_b, "B"))
+    ya, pa, yb, pb = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (y_a, p_a, y_b, p_b))
+    if not (ya.shape == pa.shape == yb.shape == pb.shape):
+        raise ValueError("paired=True needs A and B of the same length (the same runs)")
+    ok = np.isfinite(ya) & np.isfinite(pa) & np.isfinite(yb) & np.isfinite(pb)
+    return (*_clean(ya[ok], pa[ok], "A"), *_clean(yb[ok], pb[ok], "B"))
 
 
 # ------------------------------------------------------- feature shifts
@@ -361,7 +358,7 @@ class RunSetComparison:
 def compare_run_sets(y_a, p_a, y_b, p_b, *, name_a: str = "A", name_b: str = "B", X_a=None, X_b=None,
                      keys_a=None, keys_b=None, paired: bool = False, threshold: float = 0.5, n_bins: int = 10,
                      strategy: str = "uniform", n_boot: int = 1000, level: float = 0.95,
-                     seed: int = 0) -> RunSetComparison:
+                     random_state=0, seed=None) -> RunSetComparison:
     """Compare two run sets (or two calibrators on the same runs): metrics with intervals, reliability curves,
     feature shifts and the runs whose verdict flipped.
 
@@ -386,8 +383,11 @@ def compare_run_sets(y_a, p_a, y_b, p_b, *, name_a: str = "A", name_b: str = "B"
         The binning of ECE and the reliability curves.
     n_boot : int, default=1000
     level : float, default=0.95
-    seed : int, default=0
-        The bootstrap intervals.
+    random_state : int, Generator, RandomState or None, default=0
+        The bootstrap intervals (one resample for every metric; see
+        :func:`~htc_core.calibration.bootstrap.percentile_intervals`).
+    seed : int, optional
+        Deprecated old name of ``random_state``.
 
     Returns
     -------
@@ -408,7 +408,8 @@ def compare_run_sets(y_a, p_a, y_b, p_b, *, name_a: str = "A", name_b: str = "B"
     if not isinstance(name_a, str) or not isinstance(name_b, str) or name_a == name_b:
         raise ValueError(f"name_a and name_b must be two different strings, got {name_a!r} and {name_b!r}")
     metrics = compare_metrics(y_a, p_a, y_b, p_b, paired=paired, threshold=threshold, n_bins=n_bins,
-                              strategy=strategy, n_boot=n_boot, level=level, seed=seed)
+                              strategy=strategy, n_boot=n_boot, level=level,
+                              random_state=renamed_seed(seed, random_state))
     curves: dict[str, ReliabilityCurve] = {}
     for name, y, p in ((name_a, y_a, p_a), (name_b, y_b, p_b)):
         yc, pc = _clean(y, p, name)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bootstrap import check_resampling, percentile_intervals
+
 __all__ = [
     "UndefinedMetricWarning",
     "BinnedStats",
@@ -375,20 +377,8 @@ def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "unif
         z = NormalDist().inv_cdf(0.5 + confidence_level / 2)
         lo, hi = wilson_interval(b.sum_true, b.count, z=z)
     elif interval == "bootstrap":
-        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
-            raise ValueError(f"n_bootstrap must be a positive integer, got {n_bootstrap!r}")
-        rng = np.random.default_rng(random_state)
-        idx = rng.integers(0, y.size, size=(int(n_bootstrap), y.size))
-        flat = (np.arange(int(n_bootstrap))[:, None] * n_bins + b.bin_ids[idx]).ravel()
-        cnt = np.bincount(flat, minlength=n_bootstrap * n_bins).reshape(n_bootstrap, n_bins)
-        tru = np.bincount(flat, weights=y[idx].ravel(), minlength=n_bootstrap * n_bins).reshape(n_bootstrap, n_bins)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boot = np.where(cnt > 0, tru / np.maximum(cnt, 1), np.nan)
-        a = (1 - confidence_level) / 2 * 100
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo = np.nanpercentile(boot, a, axis=0)
-            hi = np.nanpercentile(boot, 100 - a, axis=0)
+        n_boot, level = check_resampling(n_bootstrap, confidence_level, minimum=1, name="n_bootstrap")
+        lo, hi = _bootstrap_bin_accuracy(y, b.bin_ids, n_bins, n_boot, level, random_state)
         lo = np.where(b.count > 0, lo, np.nan)
         hi = np.where(b.count > 0, hi, np.nan)
     else:
@@ -397,6 +387,21 @@ def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "unif
     return ReliabilityCurve(edges=b.edges, mean_confidence=b.mean_confidence, accuracy=acc, count=b.count,
                             lower=lo, upper=hi, strategy=strategy, interval=interval,
                             confidence_level=float(confidence_level))
+
+
+def _bootstrap_bin_accuracy(y, bin_ids, n_bins: int, n_boot: int, level: float, random_state):
+    """Percentile interval of every bin's accuracy over resamples of the runs, the bins kept fixed (a resample
+    that leaves a bin empty is left out for that bin): HTC's one bootstrap engine."""
+    def stat(idx):
+        m = idx.shape[0]
+        flat = (np.arange(m)[:, None] * n_bins + bin_ids[idx]).ravel()
+        cnt = np.bincount(flat, minlength=m * n_bins).reshape(m, n_bins)
+        tru = np.bincount(flat, weights=y[idx].ravel(), minlength=m * n_bins).reshape(m, n_bins)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(cnt > 0, tru / np.maximum(cnt, 1), np.nan).T
+
+    iv = percentile_intervals(stat, (y.size,), n_boot=n_boot, level=level, random_state=random_state)
+    return iv.low, iv.high
 
 
 # ------------------------------------------- fast, unvalidated, row-stacked

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .bootstrap import check_resampling, percentile_intervals, renamed_seed
 from .metrics import check_metric_inputs
 
 __all__ = ["RiskCoverage", "risk_coverage_curve", "roc_curve", "bootstrap_interval"]
@@ -128,10 +129,13 @@ def roc_curve(y_true, y_prob) -> pd.DataFrame:
 
 
 def bootstrap_interval(metric: Callable[[np.ndarray, np.ndarray], float], y_true, y_prob, *,
-                       n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+                       n_boot: int = 1000, level: float = 0.95, random_state=0,
+                       seed=None) -> tuple[float, float, float]:
     """A metric on all runs and its percentile bootstrap interval over resamples of the runs.
 
-    Resamples where the metric is undefined are left out.
+    Resamples where the metric is undefined are left out. The resampling is HTC's one bootstrap engine
+    (:func:`~htc_core.calibration.bootstrap.percentile_intervals`, over :func:`scipy.stats.bootstrap`); the
+    metric is called once per resample (any Python function of (y, p)).
 
     Parameters
     ----------
@@ -143,8 +147,10 @@ def bootstrap_interval(metric: Callable[[np.ndarray, np.ndarray], float], y_true
         Resamples.
     level : float, default=0.95
         The interval's level.
-    seed : int, default=0
-        The resampling seed.
+    random_state : int, Generator, RandomState or None, default=0
+        The resampling seed (scikit-learn's convention).
+    seed : int, optional
+        Deprecated old name of ``random_state``.
 
     Returns
     -------
@@ -161,20 +167,11 @@ def bootstrap_interval(metric: Callable[[np.ndarray, np.ndarray], float], y_true
     True
     """
     y, p = check_metric_inputs(y_true, y_prob)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
-    if not (0.0 < float(level) < 1.0):
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    value = float(metric(y, p))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(y), size=(int(n_boot), len(y)))
-    import warnings
+    n_boot, level = check_resampling(n_boot, level)
+    random_state = renamed_seed(seed, random_state)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        stats = np.array([metric(y[i], p[i]) for i in idx], dtype=np.float64)
-    stats = stats[np.isfinite(stats)]
-    if stats.size == 0:
-        return value, float("nan"), float("nan")
-    lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return value, float(lo), float(hi)
+    def stat(idx):
+        return np.array([metric(y[i], p[i]) for i in idx], dtype=np.float64)
+
+    iv = percentile_intervals(stat, (y.size,), n_boot=n_boot, level=level, random_state=random_state)
+    return iv.triple(0)

@@ -51,15 +51,19 @@ def _metric_row(group: str, method: str, y: np.ndarray, p: np.ndarray) -> dict:
 
 
 def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_boot: int = 0,
-                  seed: int = 0) -> pd.DataFrame:
+                  random_state=0, seed=None) -> pd.DataFrame:
     """ECE, Brier and AUROC of every method inside every group (AUROC NaN with one class).
 
     Columns: group, method, n, success_rate, ece, brier, auroc, note; with ``n_boot`` > 0 also the 95%
     percentile bootstrap interval of each metric over ``n_boot`` resamples of the group's runs
-    (``ece_low``, ``ece_high``, ``brier_low``, ... from ``calibration.comparison.metric_intervals``).
+    (``ece_low``, ``ece_high``, ``brier_low``, ... from ``calibration.comparison.metric_intervals``; one
+    resample per group and method for all its metrics; ``random_state`` as scikit-learn's, ``seed`` its
+    deprecated old name).
     """
+    from ..calibration.bootstrap import renamed_seed
     from ..calibration.comparison import metric_intervals
 
+    random_state = renamed_seed(seed, random_state)
     y = np.asarray(labels, dtype=np.float64)
     g = group_names(groups)
     preds = {name: np.asarray(p, dtype=np.float64) for name, p in predictions.items()}
@@ -71,7 +75,7 @@ def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_bo
             if mm.any():
                 row = _metric_row(grp, name, y[mm], p[mm])
                 if n_boot:
-                    iv = metric_intervals(y[mm], p[mm], n_boot=n_boot, seed=seed)
+                    iv = metric_intervals(y[mm], p[mm], n_boot=n_boot, random_state=random_state)
                     for met in ("ece", "brier", "auroc"):
                         row[f"{met}_low"], row[f"{met}_high"] = iv[met][1], iv[met][2]
                 rows.append(row)
