@@ -104,8 +104,8 @@ def test_untrusted_text_is_escaped(report):
     assert HOSTILE_Q not in report and HOSTILE_ID not in report
     assert "&lt;script&gt;window.__pwned=2&lt;/script&gt;" in report      # shown as text in the examples table
     assert "run-&lt;script&gt;alert(1)&lt;/script&gt;" in report
-    scripts = [s for s in p.scripts if s.startswith("(function(){var f=")]
-    assert scripts and not any("<" in s for s in scripts)                  # figure JSON cannot close its element
+    scripts = [s for s in p.scripts if "Plotly.newPlot(" in s and len(s) < 1_000_000]   # plotly's fig.to_html
+    assert len(scripts) == report.count("<div class=\"fig\">") and not any("<" in s for s in scripts)  # JSON: \u003c
     assert "MLP &lt;b&gt;" in report
 
 
@@ -121,6 +121,25 @@ def test_a_bidi_override_in_a_name_cannot_reverse_the_text_after_it(report):
     # "... higher than 69% of the successful runs of NAME ..."
     outer = re.findall("\u2068([^\u2068\u2069]*)\u2069", rest)
     assert rest.count("\u2068") == len(outer) and all("NAME" in t for t in outer)
+
+
+def test_the_template_is_package_data_and_autoescapes():
+    """The page is a Jinja2 template shipped in the wheel (pyproject's package-data), rendered with autoescape on
+    and every value bidi-isolated: a hostile title cannot become markup, and a Markup-free value cannot slip
+    through unescaped."""
+    import tomllib
+    from importlib.resources import files
+
+    from htc_core.htmlreport import build as report_build
+
+    assert files("htc_core.htmlreport").joinpath("templates/report.html.j2").is_file()
+    data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = data["tool"]["setuptools"]["package-data"]["htc_core.htmlreport"]
+    assert "templates/*.j2" in shipped and "templates/*.css" in shipped
+    env = report_build._template().environment
+    assert env.autoescape is True or env.autoescape("report.html.j2")
+    out = env.from_string("<p>{{ x }}</p>").render(x='<b onclick="y">\u202ex')
+    assert out == '<p>\u2068&lt;b onclick=&#34;y&#34;&gt;\u202ex\u202c\u2069</p>'
 
 
 def test_report_in_python_leaves_out_what_was_not_computed(hostile_runs):

@@ -9,9 +9,11 @@ computes the result objects from a TraceSet (the CLI's path).
 Not core: the figures are the dashboard's own plotly builders (``htc_core.app.*plots``), so this package
 needs the ``[app]`` extra (plotly). The CLI imports it only when ``htc report`` runs.
 
-Untrusted text (ids, questions, answers, dataset and model names) is HTML-escaped in tables; figure data is
-embedded as JSON with ``<``, ``>`` and ``&`` written as ``\\u003c`` / ``\\u003e`` / ``\\u0026``, so no value can
-close the ``<script>`` element that draws it.
+The page is a Jinja2 template shipped as package data (``templates/report.html.j2`` and ``report.css``),
+rendered with autoescape on: untrusted text (ids, questions, answers, dataset and model names, notes) is
+HTML-escaped and bidi-isolated wherever it is written (the environment's ``finalize``). Figures are plotly's
+``fig.to_html(full_html=False, include_plotlyjs=False)``, whose JSON writes ``<``, ``>`` and ``/`` as
+``\\u003c`` / ``\\u003e`` / ``\\u002f``, so no value can close the ``<script>`` element that draws it.
 """
 
 from __future__ import annotations
