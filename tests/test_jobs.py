@@ -102,3 +102,37 @@ def test_evaluation_parts_run_at_once_with_one_progress_and_errors_raised():
     with pytest.raises(jobs.JobCancelled, match="stopped"):
         jobs.run_parts(Recorder(), ["baselines", "full"], failing, NAMES)
     assert "after" in seen                              # the other part was not cut short
+
+
+def test_exit_stops_the_running_job_and_never_starts_the_queued_one(tmp_path):
+    """Why the jobs are our own threads and not a concurrent.futures executor (issue 28 item 3): an executor's
+    workers are joined at interpreter shutdown *before* atexit handlers run, so a process ending with a 20 s
+    job running and one queued waited 40 s and ran both to the end. Ours: the running job stops at its next
+    progress report and the queued one of the same store never starts."""
+    out_file = tmp_path / "what_happened.txt"
+    script = f"""
+import sys, time
+sys.path.insert(0, {str(REPO)!r})
+from htc_core.app import jobs
+log = open({str(out_file)!r}, "a")
+def work(job):
+    try:
+        for i in range(2_000):              # 20 s unless stopped
+            job.progress(i, 2_000, "working")
+            time.sleep(0.01)
+        log.write(job.label + " ran to the end\\n")
+    except jobs.JobCancelled:
+        log.write(job.label + " stopped\\n")
+        raise
+    finally:
+        log.flush()
+first = jobs.submit("one-store", ("first",), "first", work)
+second = jobs.submit("one-store", ("second",), "second", work)
+while first.done < 5:
+    time.sleep(0.01)
+print("running", first.is_running, "queued", second.is_running and second.done == 0)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "running True queued True" in out.stdout
+    assert out_file.read_text().splitlines() == ["first stopped"]       # the second job's work never ran
