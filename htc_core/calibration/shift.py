@@ -14,7 +14,7 @@ Why 2 training standard deviations: a group that makes up a fraction f of the tr
 ``sqrt((1 - f) / f)`` training standard deviations from the training mean (the between-group variance is part
 of the total), so any group of at least 20% of the training runs stays under 2, and the repository's own task
 families (each 19% of the shipped GAC's runs) are not flagged; the UALA HotpotQA runs scored by a GAC trained on
-``sample_runs/`` alone move by far more (see tests/test_shift.py and the README). It is a screening rule, not a
+``sample_runs/`` alone move by far more (see tests/test_shift.py and docs/gac.md). It is a screening rule, not a
 test: a shifted mean does not prove the calibration is off, and an unshifted one does not prove it is right.
 
 A General Agent Calibrator is checked per sub-model, on the runs each one scores. A leaf module (no import of

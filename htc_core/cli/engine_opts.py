@@ -9,7 +9,7 @@ from .common import CLIError, positive_int, report_problems
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("scale-out (see README: Running on a cluster)")
+    g = p.add_argument_group("scale-out (see docs/scale.md: Running on a cluster)")
     g.add_argument("--engine", choices=("local", "dask", "spark"), default="local",
                    help="local (default): this process, chunk by chunk; dask: dask.distributed workers "
                         '(pip install -e ".[cluster]"); spark: Spark mapInArrow (pip install -e ".[spark]", '

@@ -193,4 +193,4 @@ def _experiment_options(p: argparse.ArgumentParser, group_keys) -> None:
                    help="HTC variants to run (default: both = full and reduced)")
     p.add_argument("--seeds", type=seeds_arg, default=3, metavar="N", help="seeds 42..42+N-1 (default: 3)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables "
-                                                       "(fields: README, 'JSON outputs')")
+                                                       "(fields: docs/cli.md, 'JSON outputs')")

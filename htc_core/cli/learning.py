@@ -109,6 +109,6 @@ def register(sub) -> None:
     p.add_argument("--with-gac", action="store_true",
                    help="add 'GAC zero-shot' and 'GAC adapted' (a GAC that never saw the runs' datasets, used "
                         "unchanged and as the prior of htc fit --prior; also selectable by name in --methods)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (fields: README, 'JSON outputs')")
+    p.add_argument("--json", action="store_true", help="print one JSON object (fields: docs/cli.md, 'JSON outputs')")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=cmd_learning_curve)
