@@ -55,6 +55,8 @@ def test_the_wheel_holds_no_repository_tool_and_no_test(wheel_names):
 
 def test_the_wheel_holds_the_models_and_the_dashboard_files(wheel_names):
     assert {"htc_core/calibration/models/gac.json", "htc_core/calibration/models/gac-full.json"} <= set(wheel_names)
+    # the HTML report's Jinja2 template and stylesheet (package data of htc_core.htmlreport)
+    assert {"htc_core/htmlreport/templates/report.html.j2", "htc_core/htmlreport/templates/report.css"} <= set(wheel_names)
     share = "htc_calibration-0.1.0.data/data/share/htc/dashboard/"
     assert share + "app.py" in wheel_names
     pages = {p.name for p in (REPO / "pages").glob("*.py")}
