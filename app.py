@@ -61,6 +61,9 @@ nav.run()
 # once the page is drawn (started before, it slowed the Runs page's first table by about a second on 2 cores):
 # the selection's evaluation in the background, so Calibration joins it (small selections, idle store only)
 with ui.page_errors("sidebar"):
+    # the numba kernels the fits need, compiled (first start on a machine: seconds) or loaded, in a background
+    # thread once per server, the sidebar saying so while it runs (htc_core.kernels)
+    ui.start_kernel_warmup()
     ws = ui.workspace()
     if len(ws) and not st.session_state.pop(label_glue.NO_BG_EVAL, False):   # the Label page asks not to
         ui.start_evaluation(ws)

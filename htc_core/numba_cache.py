@@ -10,9 +10,9 @@ are cached instead in
 
 under the module's name inside the package (``htc_core.calibration``), so a second checkout or install of the
 same code finds them. The freshness stamp is a hash of the source of every module of the same folder that
-defines kernels (``pathsolver.path`` inlines the kernels of ``subproblem.py``: numba's own stamp, the hash of
-one file, did not see an edit there and ran stale code). numba checks the Python version, the numba version
-and the CPU in the cache index itself.
+defines kernels (a kernel compiles the kernels it calls into itself, possibly from another module of the
+folder: numba's own stamp, the hash of one file, did not see an edit there and ran stale code). numba checks
+the Python version, the numba version and the CPU in the cache index itself.
 
 ``NUMBA_CACHE_DIR`` set by the user wins (numba's own locator, as documented by numba). A cache folder that
 cannot be written falls back to numba's usual places. Kernel modules take ``njit`` from here: the locator is

@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_locator_takes_the_package_kernels_only(tmp_path, monkeypatch):
-    from htc_core.calibration import pathsolver
+    from htc_core.calibration import subproblem
 
     monkeypatch.setenv("HTC_CACHE_DIR", str(tmp_path))
-    loc = PackageCacheLocator.from_function(pathsolver.path.py_func, pathsolver.__file__)
+    loc = PackageCacheLocator.from_function(subproblem.l1_coordinate_step.py_func, subproblem.__file__)
     assert loc is not None
     assert Path(loc.get_cache_path()) == tmp_path / "numba" / "htc_core.calibration"
 
@@ -88,8 +88,8 @@ def test_a_second_checkout_loads_the_compiled_kernel(tmp_path):
 def test_user_numba_cache_dir_wins(monkeypatch):
     from numba.core import config
 
-    from htc_core.calibration import pathsolver
+    from htc_core.calibration import subproblem
 
     monkeypatch.setattr(config, "CACHE_DIR", "/somewhere")
-    assert PackageCacheLocator.from_function(pathsolver.path.py_func, pathsolver.__file__) is None
+    assert PackageCacheLocator.from_function(subproblem.l1_coordinate_step.py_func, subproblem.__file__) is None
     assert numba_cache.cache_dir().name == "numba"

@@ -267,6 +267,15 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
 GRACE_S = 4.0
 
 
+def _with_kernels(text: str) -> str:
+    """The job's progress text, after the kernel warm-up's status while that compiles (a first start: the fits
+    wait for it)."""
+    from .. import kernels
+
+    status = kernels.status_text()
+    return text if status is None else f"{status} Then: {text}"
+
+
 def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
     """Show the background evaluation's progress until ``parts`` are ready, then (``grace_s``) until every part
     is while the rest is due within ``grace_s`` (at most ``2 * grace_s`` more). A rerun (a widget change, a
@@ -296,7 +305,7 @@ def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
             job = _evaluation_job(ws)        # finished: what it kept is in memory (or a part failed)
             if job is None:
                 break
-        bar.progress(job.fraction, text=job.text())
+        bar.progress(job.fraction, text=_with_kernels(job.text()))
         time.sleep(0.25)
     bar.empty()
 

@@ -256,6 +256,27 @@ def sidebar() -> None:
             st.number_input("top-k alternatives", min_value=1, max_value=20, step=1, key=TOP_K)
             st.number_input("CV repeats (seeds 42, 43, …)", min_value=1, max_value=5, step=1, key=SEEDS)
         st.caption(f"store: `{data_dir()}`")
+        kernel_status()
+
+
+def kernel_status() -> None:
+    """While the background warm-up (:mod:`htc_core.kernels`, started by app.py) compiles, its status in the
+    sidebar, refreshed every 2 s: a first start on a new machine says what it prepares and for about how long,
+    instead of a page waiting unannounced. Once the kernels are ready the app runs once more, without this part,
+    so the refresh stops (a refresh that ran on forever kept Streamlit's running indicator on)."""
+    from .. import kernels
+
+    if kernels.status_text() is None:
+        return
+
+    @st.fragment(run_every=2.0)
+    def live() -> None:
+        text = kernels.status_text()
+        if text is None:
+            st.rerun()              # once: the next run of the app draws no status, and this refresh stops
+        st.caption(f"⏳ {text}")
+
+    live()
 
 
 def run_set_ids(chosen, names: dict) -> list[str]:

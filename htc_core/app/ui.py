@@ -17,6 +17,7 @@ Pages call these and the rest of ``htc_core``; the numbers they show come from
 from __future__ import annotations
 
 from ..bidi import isolate
+from ..kernels import start_background as start_kernel_warmup
 from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_parts,
                       computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
                       start_evaluation)
@@ -46,4 +47,6 @@ __all__ = [
     "merge_evaluations", "parts_missing", "projection", "start_evaluation",
     # upload
     "handle_upload",
+    # kernels
+    "start_kernel_warmup",
 ]

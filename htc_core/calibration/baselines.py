@@ -97,30 +97,12 @@ def bottom10(ts: TraceSet, r: np.ndarray | None = None, *, fraction: float = BOT
     return _nan_if_empty(s / np.maximum(np.minimum(k, lens), 1), lens)
 
 
-_COMPILED: dict = {}
-
-
 def _lowest_sums_compiled():
-    """:func:`_lowest_sums` compiled by numba on first use (importing the metrics stays light)."""
-    if "f" not in _COMPILED:
-        from ..numba_cache import njit
+    """The compiled sum of the k lowest values per segment (:mod:`.lowest_sums`, imported on first use so that
+    importing the metrics stays light)."""
+    from .lowest_sums import lowest_sums
 
-        _COMPILED["f"] = njit(cache=True)(_lowest_sums)
-    return _COMPILED["f"]
-
-
-def _lowest_sums(r, off, k):  # pragma: no cover - compiled
-    out = np.zeros(len(off) - 1)
-    for i in range(len(off) - 1):
-        a, b = off[i], off[i + 1]
-        if b <= a:
-            continue
-        seg = np.sort(r[a:b])
-        total = 0.0
-        for j in range(min(k[i], b - a)):
-            total += seg[j]
-        out[i] = total
-    return out
+    return lowest_sums
 
 
 def lowest_group(ts: TraceSet, r: np.ndarray | None = None, *, window: int = GROUP_WINDOW) -> np.ndarray:

@@ -40,6 +40,7 @@ from scipy.interpolate import BSpline
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
+from .blas_threads import one_blas_thread
 from .calibrators import HTCCalibrator
 from .inputs import (TraceSetMixin, align_columns, check_positive_int, check_predict_data, check_saveable_labels,
                      unpack_features_and_names, validate_fit_data)
@@ -129,7 +130,14 @@ class Design:
 
 
 def newton_path(B: np.ndarray, y: np.ndarray, P: np.ndarray, alphas: np.ndarray, max_iter: int, tol: float):
-    """Penalized logistic fits for every alpha (largest first, warm-started): ([n_alphas, m] coef, [n_alphas] b)."""
+    """Penalized logistic fits for every alpha (largest first, warm-started): ([n_alphas, m] coef, [n_alphas] b).
+    On one BLAS thread, as the path solver (blas_threads.py): with OpenBLAS's threads one GAM fit on the sample
+    runs took 22 s on the loaded 2-core machine against 2.5 s."""
+    with one_blas_thread():
+        return _newton_path(B, y, P, alphas, max_iter, tol)
+
+
+def _newton_path(B, y, P, alphas, max_iter, tol):
     n, m = B.shape
     A = np.hstack([B, np.ones((n, 1))])
     Pf = np.zeros((m + 1, m + 1))

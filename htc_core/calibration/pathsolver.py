@@ -18,14 +18,23 @@ HTC features hold exact linear dependencies, where cold-started fits are slow).
 
 Stopping: the largest entry of the minimum-norm subgradient of the objective
 (L1) or of the gradient (L2) falls below ``tol`` times the largest gradient
-entry at ``w = 0``. Compiled with numba (already a dependency through
-umap-learn); compiled code is cached on disk after the first call. Import this module
-lazily (numba's import costs ~0.5 s).
+entry at ``w = 0``.
+
+The work is numba kernels (compiled once per machine, then loaded from the on-disk cache,
+:mod:`htc_core.numba_cache`) driven by plain Python: :func:`path` and :func:`_solve_one` call one kernel per
+stage, a handful per Newton iteration (microseconds against the Hessian's product). One kernel for the whole
+path, as before, made a fresh install compile for ~16 s CPU (numba optimizes a kernel's callees again inside it,
+level after level); flat, ~5 s. The matrix products and the L2 solve call BLAS / LAPACK through
+``scipy.linalg.blas`` / ``lapack``: the library numba's own ``@`` and ``np.linalg.solve`` call, with the same
+arguments, so the same bits (numpy's ``@`` uses numpy's own OpenBLAS build, which differed in the last bits of
+the Hessian). Import this module lazily (numba's import costs ~0.5 s).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import blas, lapack
+
 from ..numba_cache import njit
 
 from .subproblem import l1_direction
@@ -88,24 +97,34 @@ def _probabilities(z, y, p, r):
 
 
 @njit(cache=True)
-def logistic_hessian(X, p, XD):
-    """X' D X with D = diag(p (1 - p)) (floored at 1e-12); XD is scratch space."""
+def _weight_rows(X, p, XD):
+    """XD = D X with D = diag(p (1 - p)) (floored at 1e-12)."""
     n, d = X.shape
     for i in range(n):
         dd = max(p[i] * (1.0 - p[i]), 1e-12)
         for j in range(d):
             XD[i, j] = X[i, j] * dd
-    return X.T @ XD
 
 
-@njit(cache=True)
+def logistic_hessian(X, p, XD):
+    """X' D X with D = diag(p (1 - p)) (floored at 1e-12); XD is scratch space (module doc: the BLAS call)."""
+    _weight_rows(X, p, XD)
+    return blas.dgemm(1.0, XD.T, X.T, trans_b=1).T
+
+
 def _l2_step(H, g, w, alpha):
-    """Newton direction of the L2 problem: one linear solve."""
-    A = H.copy()
+    """Newton direction of the L2 problem: one linear solve, LAPACK's ``dgesv`` through scipy (the routine and
+    the arguments of numba's ``np.linalg.solve``: a Fortran-order copy of the matrix; the same bits). Raises
+    ``LinAlgError`` like ``np.linalg.solve`` on a non-finite or singular system."""
+    A = np.array(H, order="F")
+    A[np.diag_indices_from(A)] += alpha + 1e-12
     rhs = -(g + alpha * w)
-    for j in range(w.shape[0]):
-        A[j, j] += alpha + 1e-12
-    return np.linalg.solve(A, rhs)
+    if not (np.isfinite(A).all() and np.isfinite(rhs).all()):
+        raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    _, _, x, info = lapack.dgesv(A, rhs, overwrite_a=True, overwrite_b=True)
+    if info > 0:
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+    return x
 
 
 @njit(cache=True)
@@ -140,16 +159,48 @@ def _line_search(X, s, z, w, g, step, f, alpha, l1, Xd, wnew, znew):
     return np.nan
 
 
+def _objective(z, s, w, alpha, l1):
+    """The full objective at (w, z = X w)."""
+    return _loss(z, s) + _penalty(w, alpha, l1)
+
+
+def _gradient(X, y, z, w, alpha, l1, p, r):
+    """(gradient of the loss, its optimality violation); p and r (:func:`_probabilities`) are filled in place."""
+    _probabilities(z, y, p, r)
+    g = blas.dgemv(1.0, X.T, r)
+    return g, _violation(g, w, alpha, l1)
+
+
 @njit(cache=True)
+def _signs_and_residual(y):
+    """(s = 2 y - 1, 0.5 - y: the residual at w = 0)."""
+    n = y.shape[0]
+    s = np.empty(n)
+    c = np.empty(n)
+    for i in range(n):
+        s[i] = 2.0 * y[i] - 1.0
+        c[i] = 0.5 - y[i]
+    return s, c
+
+
+def _start(X, y):
+    """(the signs s = 2 y - 1, the largest gradient entry at w = 0, at least 1e-12)."""
+    s, c = _signs_and_residual(y)
+    return s, max(float(np.abs(blas.dgemv(1.0, X.T, c)).max()), 1e-12)
+
+
 def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
-    """Proximal-Newton iterations at one alpha from the current (w, z), updated in place; returns the count."""
+    """Proximal-Newton iterations at one alpha from the current (w, z), updated in place; returns the count.
+
+    Plain Python calling one kernel per stage (a handful of calls per Newton iteration, microseconds against
+    the Hessian's product): one kernel for the whole path made numba optimize every kernel again inside it,
+    about 6 of the ~20 s CPU a fresh install spent compiling (issue 29). The arithmetic is the kernels', so
+    the path is the same to the last bit."""
     p, r, Xd, znew, wnew, XD = work
-    f = _loss(z, s) + _penalty(w, alpha, l1)
+    f = _objective(z, s, w, alpha, l1)
     it = 0
     while it < max_newton:
-        _probabilities(z, y, p, r)
-        g = X.T @ r
-        viol = _violation(g, w, alpha, l1)
+        g, viol = _gradient(X, y, z, w, alpha, l1, p, r)
         if viol <= eps:
             break
         it += 1
@@ -167,18 +218,17 @@ def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
     return it
 
 
-@njit(cache=True, nogil=True)
 def path(X, y, alphas, l1, tol, max_newton, max_sweeps, W_out, n_iter_out):
+    """The path over ``alphas`` (in the given order, each fit from the previous one) into ``W_out`` and
+    ``n_iter_out``; X, y and alphas C-contiguous float64 (the kernels compile for that one layout)."""
     n, d = X.shape
-    s = 2.0 * y - 1.0
+    s, scale = _start(X, y)
     w = np.zeros(d)
     z = np.zeros(n)
     work = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(d), np.empty((n, d)))
-    g0 = np.abs(X.T @ (0.5 - y))
-    scale = max(g0.max(), 1e-12)
     eps = tol * scale
     for k in range(alphas.shape[0]):
-        n_iter_out[k] = _solve_one(X, y, s, alphas[k], l1, eps, max_newton, max_sweeps, w, z, work)
+        n_iter_out[k] = _solve_one(X, y, s, float(alphas[k]), bool(l1), eps, max_newton, max_sweeps, w, z, work)
         W_out[k, :] = w
     return W_out
 
@@ -194,7 +244,7 @@ def fit_path_newton(Xs: np.ndarray, y: np.ndarray, alphas, penalty: str, *, tol:
     Xa[:, d] = 1.0
     W = np.zeros((alphas.size, d + 1))
     its = np.zeros(alphas.size, dtype=np.int64)
-    path(Xa, np.asarray(y, dtype=np.float64), alphas[order], penalty == "l1", float(tol), int(max_iter),
+    path(Xa, np.ascontiguousarray(y, dtype=np.float64), np.ascontiguousarray(alphas[order]), penalty == "l1", float(tol), int(max_iter),
          int(max_sweeps), W, its)
     out = np.empty_like(W)
     out[order] = W

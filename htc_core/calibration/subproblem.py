@@ -16,10 +16,16 @@ number is ~1e5 (beyond the two exact dependencies), where coordinate descent nee
 Newton iteration; the path also ends closer to the exact optimum at the same stopping tolerance.
 :func:`l1_coordinate_step` is the plain coordinate-descent loop, the reference of the kernel tests.
 
-Editing this module: :func:`htc_core.calibration.pathsolver.path` compiles these functions in. Its on-disk
-cache (:mod:`htc_core.numba_cache`) is stamped with the source of every kernel module of this folder, so an
-edit here recompiles the path too (numba's own stamp, ``pathsolver.py`` alone, once ran an edited start with
-the previous one compiled in, unnoticed; ``tests/test_numba_cache.py`` holds the new stamp).
+Editing this module: the kernels here call each other, and numba compiles a callee into its caller. The
+on-disk cache (:mod:`htc_core.numba_cache`) is stamped with the source of every kernel module of this folder, so
+an edit anywhere here recompiles every caller (numba's own stamp, one file, once ran an edited callee with the
+previous one compiled in, unnoticed; ``tests/test_numba_cache.py`` holds the new stamp).
+
+Compile time (issue 29): a fresh install compiles these kernels once. They are kept small and flat for that:
+:func:`l1_direction` is plain Python calling three kernels (a kernel calling kernels made numba optimize the
+whole tree again at each level), and the kernels use plain loops, never numba's array expressions, ``argsort``
+or ``np.linalg`` (each brings seconds of compile: shape checks with formatted error messages, a generic sort,
+LAPACK bindings). The arithmetic is unchanged, so the path is the same to the last bit.
 """
 
 from __future__ import annotations
@@ -156,7 +162,10 @@ def _solve_spd_ones(G):
     """``G c = 1`` for a symmetric positive definite ``G`` (Cholesky, plain loops); empty if it is not."""
     k = G.shape[0]
     L = np.zeros((k, k))
-    if _cholesky_block(G, np.arange(k), k, L, 0.0) < k:
+    idx = np.empty(k, dtype=np.int64)
+    for a in range(k):
+        idx[a] = a
+    if _cholesky_block(G, idx, k, L, 0.0) < k:
         return np.empty(0)
     c = np.empty(k)
     _cholesky_solve(L, k, np.ones(k), c)
@@ -185,7 +194,9 @@ def _anderson_weights(hist, depth):
     tot = c.sum() if c.shape[0] else 0.0
     if not np.isfinite(tot) or abs(tot) < 1e-300:
         return np.empty(0)
-    return c / tot
+    for a in range(c.shape[0]):
+        c[a] = c[a] / tot
+    return c
 
 
 @njit(cache=True)
@@ -214,7 +225,7 @@ def _solve_on_signs(H, g, Hw, alpha, theta, work, vnew):
     on the active set A, 0 elsewhere). Returns (-1 or the position in A of a column that depends on the
     ones before it, the signs of vnew agree with theta)."""
     idx, L, rhs, sol = work
-    k = 0
+    k = np.int64(0)    # not the literal 0: numba compiled the callees for Literal[int](0) as well
     for j in range(theta.shape[0]):
         if theta[j] != 0.0:
             idx[k] = j
@@ -234,11 +245,35 @@ def _solve_on_signs(H, g, Hw, alpha, theta, work, vnew):
 
 
 @njit(cache=True)
+def _less(x, y):
+    """``x < y`` with NaN last (numpy's sort order)."""
+    return x < y or (np.isnan(y) and not np.isnan(x))
+
+
+@njit(cache=True)
+def _argsort_small(t, k):
+    """Indices that sort ``t[:k]`` (a stable insertion sort: k is at most the number of columns, ~45; numba's
+    ``np.argsort`` runs the same insertion sort up to 15 entries, and cost ~1 s to compile)."""
+    order = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        j = i
+        while j > 0 and _less(t[i], t[order[j - 1]]):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    return order
+
+
+@njit(cache=True)
 def _null_move(H, v, a, work, out):
     """Where column ``idx[a]`` depends on the active columns before it, ``u`` (``u[idx[a]] = 1``, minus the
     combination on the others) has ``H u = 0``: the model's smooth part is flat along ``v + t u`` and only
     ``|v + t u|_1`` changes. ``out``: its minimizer, a weighted median of the breakpoints ``-v_i / u_i``
-    (weights ``|u_i|``), with that breakpoint's entry set to exactly 0."""
+    (weights ``|u_i|``), with that breakpoint's entry set to exactly 0.
+
+    Plain loops here and in the other kernels of this module, no array expressions: numba compiles a shape
+    check for each, whose error message alone brings in numba's string formatting (seconds in a fresh
+    install, issue 29)."""
     idx, L, rhs, sol = work
     d = v.shape[0]
     for b in range(a):
@@ -248,18 +283,36 @@ def _null_move(H, v, a, work, out):
     u[idx[a]] = 1.0
     for b in range(a):
         u[idx[b]] = -sol[b]
-    nz = np.flatnonzero(u)
-    t = -v[nz] / u[nz]
-    order = np.argsort(t)
-    weights = np.abs(u[nz])[order]
-    half = 0.5 * weights.sum()
+    nz = np.empty(d, dtype=np.int64)
+    t = np.empty(d)
+    k = np.int64(0)    # not the literal 0 (see _solve_on_signs)
+    for i in range(d):
+        if u[i] != 0.0:
+            nz[k] = i
+            t[k] = -v[i] / u[i]
+            k += 1
+    order = _argsort_small(t, k)
+    total = 0.0
+    for m in range(k):
+        total += abs(u[nz[order[m]]])
+    half = 0.5 * total
     acc, m = 0.0, 0
-    for m in range(order.shape[0]):
-        acc += weights[m]
+    for m in range(k):
+        acc += abs(u[nz[order[m]]])
         if acc >= half:
             break
-    out[:] = v + t[order[m]] * u
+    tm = t[order[m]]
+    for i in range(d):
+        out[i] = v[i] + tm * u[i]
     out[nz[order[m]]] = 0.0
+
+
+@njit(cache=True)
+def _diff(a, b, out):
+    """``out = a - b`` (a plain loop); returns ``out``."""
+    for i in range(a.shape[0]):
+        out[i] = a[i] - b[i]
+    return out
 
 
 @njit(cache=True)
@@ -267,8 +320,10 @@ def _best_on_segment(H, g, w, alpha, v, vnew, best, cand):
     """The lowest model value among ``vnew`` and the points of the segment ``v -> vnew`` where an entry of
     ``v`` crosses zero (that entry set to exactly 0); the point is left in ``best``."""
     d = v.shape[0]
-    best[:] = vnew
-    f_best = _model(H, g, w, alpha, vnew - w)
+    diff = np.empty(d)
+    for m in range(d):
+        best[m] = vnew[m]
+    f_best = _model(H, g, w, alpha, _diff(vnew, w, diff))
     for j in range(d):
         if v[j] == 0.0 or v[j] * vnew[j] >= 0.0:
             continue
@@ -276,11 +331,29 @@ def _best_on_segment(H, g, w, alpha, v, vnew, best, cand):
         for m in range(d):
             cand[m] = v[m] + t * (vnew[m] - v[m])
         cand[j] = 0.0
-        f = _model(H, g, w, alpha, cand - w)
+        f = _model(H, g, w, alpha, _diff(cand, w, diff))
         if f < f_best:
             f_best = f
-            best[:] = cand
+            for m in range(d):
+                best[m] = cand[m]
     return f_best
+
+
+@njit(cache=True)
+def _signs(v, out):
+    """``out = np.sign(v)`` (a plain loop: see :func:`_null_move`)."""
+    for i in range(v.shape[0]):
+        x = v[i]
+        out[i] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))
+
+
+@njit(cache=True)
+def _same(a, b):
+    """``np.all(a == b)`` (a plain loop)."""
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -297,29 +370,34 @@ def _feature_sign(H, g, w, alpha, max_iter):
     Hw = np.empty(d)
     _mul(H, w, Hw)
     v = w.copy()
-    theta = np.sign(v)
+    theta = np.empty(d)
+    _signs(v, theta)
     work = (np.empty(d, dtype=np.int64), np.zeros((d, d)), np.empty(d), np.empty(d))
     vnew, best, cand = np.empty(d), np.empty(d), np.empty(d)
     f_cur = _model(H, g, w, alpha, np.zeros(d))
-    settled = not np.any(theta)
+    diff = np.empty(d)
+    settled = True
+    for j in range(d):
+        if theta[j] != 0.0:
+            settled = False
     for _ in range(max_iter):
         if settled and not _activate(H, g, Hw, v, theta, alpha):
             break
         dependent, settled = _solve_on_signs(H, g, Hw, alpha, theta, work, vnew)
         if dependent >= 0:
             _null_move(H, v, dependent, work, best)
-            f = _model(H, g, w, alpha, best - w)
+            f = _model(H, g, w, alpha, _diff(best, w, diff))
         else:
             f = _best_on_segment(H, g, w, alpha, v, vnew, best, cand)
-        if not f <= f_cur + 1e-10 * max(abs(f_cur), 1.0) or np.all(best == v):    # ties: a crossing at t ~ 0
+        if not f <= f_cur + 1e-10 * max(abs(f_cur), 1.0) or _same(best, v):    # ties: a crossing at t ~ 0
             break
-        v[:] = best
+        for j in range(d):
+            v[j] = best[j]
         f_cur = min(f, f_cur)
-        theta = np.sign(v)
-    return v - w
+        _signs(v, theta)
+    return _diff(v, w, diff)
 
 
-@njit(cache=True)
 def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
     """Newton direction of the L1 subproblem: coordinate descent with Anderson extrapolation (Bertrand and
     Massias, "Anderson acceleration of coordinate descent", AISTATS 2021), started from
@@ -327,10 +405,22 @@ def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
     ``depth + 1`` iterates are combined (:func:`_anderson_weights`) and the combination replaces the iterate
     when it lowers the subproblem's objective; the sweeps then go on from it, and they alone decide
     convergence (same fixed point, same stopping rule as plain coordinate descent). With ~45 correlated
-    columns near alpha = 0 plain coordinate descent stalls at ``max_sweeps`` in every Newton iteration."""
+    columns near alpha = 0 plain coordinate descent stalls at ``max_sweeps`` in every Newton iteration.
+
+    Plain Python calling three kernels (once per Newton iteration: a few microseconds): one kernel that called
+    the other two made numba optimize both of them again inside it, ~1.5 s more compile in a fresh install."""
+    Ht = np.ascontiguousarray(H.T)               # what _l1_setup computes, in numpy: the same bits, no compile
+    diag = Ht.diagonal().copy()
+    thresholds = np.divide(alpha, diag, out=np.zeros_like(diag), where=diag > 1e-10)
+    step = _feature_sign(H, g, w, alpha, 4 * w.shape[0])
+    _anderson_sweeps(H, Ht, diag, thresholds, g, w, alpha, inner_tol, max_sweeps, depth, step)
+    return step
+
+
+@njit(cache=True)
+def _anderson_sweeps(H, Ht, diag, thresholds, g, w, alpha, inner_tol, max_sweeps, depth, step):
+    """The sweeps of :func:`l1_direction` from ``step`` (updated in place)."""
     d = w.shape[0]
-    Ht, diag, thresholds = _l1_setup(H, alpha)
-    step = _feature_sign(H, g, w, alpha, 4 * d)
     Hd = np.empty(d)
     _mul(H, step, Hd)
     hist = np.empty((depth + 1, d))
@@ -357,4 +447,3 @@ def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
             for m in range(d):
                 step[m] = cand[m]
             _mul(H, step, Hd)
-    return step

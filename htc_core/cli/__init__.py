@@ -15,7 +15,7 @@ from .common import CLIError
 
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
 COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve",
-                   "dashboard", "labels", "label_next")
+                   "dashboard", "labels", "label_next", "warmup")
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/

@@ -98,3 +98,12 @@ def first_visit_browser(data_dir: Path, samples: Path, env: dict) -> dict | None
     out = _visit(chromium, data_dir, samples, env, direct=False)
     out["direct_s"] = _visit(chromium, data_dir, samples, env, direct=True)["first_s"]
     return out
+
+
+def first_visit_seconds(data_dir: Path, samples: Path, env: dict) -> float | None:
+    """Seconds from the click on Calibration to that page complete, in a new server started with ``env`` (the
+    Runs page drawn first); None without Playwright or Chromium."""
+    from .server import chromium_path
+
+    chromium = chromium_path()
+    return None if chromium is None else _visit(chromium, data_dir, samples, env, direct=False)["first_s"]

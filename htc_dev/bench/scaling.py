@@ -63,9 +63,10 @@ def _tree_rss(proc, cpu: dict | None = None) -> int:
     return total
 
 
-def _measured(argv: list[str]) -> tuple[float, float, int, float]:
+def _measured(argv: list[str], children: list | None = None) -> tuple[float, float, int, float]:
     """(wall s, peak tree RSS MiB, exit code, CPU s of the process tree) of ``htc ARGV`` in a fresh process; the
-    driver's CPU is exact (its rusage at exit, its own share), the scheduler's and workers' sampled every 0.1 s."""
+    driver's CPU is exact (its rusage at exit, its own share), the scheduler's and workers' sampled every 0.1 s.
+    ``children`` gets the sampled CPU seconds of each descendant process (the Dask workers among them)."""
     import psutil
 
     root = str(Path(__file__).resolve().parents[2])  # this htc_core, not another installed one
@@ -94,6 +95,8 @@ def _measured(argv: list[str]) -> tuple[float, float, int, float]:
     # are inside (driver total >= its own last sample + theirs), else add them
     driver_own = cpu.pop(popen.pid, 0.0)
     others = sum(cpu.values())
+    if children is not None:
+        children.extend(sorted(cpu.values(), reverse=True))
     driver = ru.ru_utime + ru.ru_stime
     total = driver if driver >= driver_own + others - 0.5 else driver + others
     return wall, peak[0] / 2**20, popen.returncode, total
@@ -113,7 +116,7 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
     print_fn("== scaling: N trajectories x 5 steps x 20 tokens, no alternatives; htc features in a fresh process "
              "per row; peak = summed RSS of the process tree (driver + Dask scheduler and workers) ==")
     print_fn(f"load average {os.getloadavg()[0]:.1f}")
-    print_fn(f"{'N':>10s} {'MB':>6s} {'engine':>7s} {'wall s':>8s} {'CPU s':>7s} {'peak MiB':>9s} "
+    print_fn(f"{'N':>10s} {'MB':>6s} {'engine':>7s} {'wall s':>8s} {'CPU s':>7s} {'CPU/wall':>8s} {'peak MiB':>9s} "
              f"{'json.loads CPU s':>17s} {'wall/json':>10s} {'rows ok':>8s}")
     out = []
     for n in sizes:
@@ -122,20 +125,31 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
         mb = path.stat().st_size / 1e6
         for engine in engines:
             res = DIR / f"scaling-{engine}.parquet"
-            wall, peak, rc, cpu = _measured(_argv(engine, path, res))
+            kids: list = []
+            wall, peak, rc, cpu = _measured(_argv(engine, path, res), kids)
             rows = pq.ParquetFile(res).metadata.num_rows if rc == 0 else -1
+            workers = kids[:int(engine[4:])] if engine.startswith("dask") else []
             row = {"n": n, "mb": mb, "engine": engine, "wall_s": wall, "cpu_s": cpu, "peak_mib": peak,
+                   "worker_cpu_s": workers,
                    "json_cpu_s": floor,
                    "ratio": wall / floor, "rows": rows, "rc": rc}
             out.append(row)
-            print_fn(f"{n:>10,d} {mb:6.0f} {engine:>7s} {wall:8.1f} {cpu:7.1f} {peak:9.0f} {floor:17.1f} "
+            print_fn(f"{n:>10,d} {mb:6.0f} {engine:>7s} {wall:8.1f} {cpu:7.1f} {cpu / wall:8.2f} {peak:9.0f} {floor:17.1f} "
                      f"{wall / floor:10.2f} "
-                     f"{str(rows == n):>8s}" + ("" if rc == 0 else f"  (exit {rc})"))
+                     f"{str(rows == n):>8s}" + ("" if rc == 0 else f"  (exit {rc})")
+                     + (f"  workers' CPU s: {', '.join(f'{w:.1f}' for w in workers)}" if workers else ""))
         by = {r["engine"]: r["wall_s"] for r in out if r["n"] == n}
         if "dask1" in by and "dask2" in by:
             cp = {r["engine"]: r["cpu_s"] for r in out if r["n"] == n}
+            wk = {r["engine"]: r["worker_cpu_s"] for r in out if r["n"] == n}
+            if len(wk["dask1"]) == 1 and len(wk["dask2"]) == 2 and max(wk["dask2"]) > 0:
+                print_fn(f"{'':>10s} the workers' share on dedicated cores: 1 worker {wk['dask1'][0]:.1f} s CPU, 2 workers "
+                         f"{max(wk['dask2']):.1f} s on the busier one: {wk['dask1'][0] / max(wk['dask2']):.2f}x "
+                         "(what 2 free cores would give the pieces' work; the driver's reading and writing stays serial)")
             print_fn(f"{'':>10s} dask 2 workers vs 1: {by['dask1'] / by['dask2']:.2f}x faster (wall), CPU "
-                     f"{cp['dask2'] / cp['dask1']:.2f}x of 1 worker's; load average {os.getloadavg()[0]:.1f}")
+                     f"{cp['dask2'] / cp['dask1']:.2f}x of 1 worker's; load average {os.getloadavg()[0]:.1f} (CPU/wall: "
+                     f"the cores the process tree kept busy on average; on a machine shared with other jobs a second "
+                     f"worker can only help as far as a core is free)")
     return out
 
 

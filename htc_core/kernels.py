@@ -1,0 +1,136 @@
+"""Compile htc_core's numba kernels ahead of their first use: ``htc warmup``, and the dashboard at start.
+
+A fresh install (a new checkout, wheel or container: an empty kernel cache, :mod:`htc_core.numba_cache`)
+compiles each kernel the first time it runs, once per machine; later processes load it from the cache in
+milliseconds. :func:`warm` runs every kernel family once on a few made-up numbers, so that the compile happens
+now, with a visible status, and not in the middle of a fit or a page. Measured on the shared 2-core machine at
+load average 9-20 (docs/benchmarks-coldstart.md): the path solver ~6 s CPU, the Bottom-10% baseline ~1 s, live
+monitoring ~3 s (all three: 10.8 s); with a warm cache they load in about a second.
+
+The dashboard calls :func:`start_background` once per server process (a daemon thread), and shows
+:func:`status_text` in its sidebar and in the Calibration page's wait while it runs. A fit that needs a kernel
+while the thread compiles it waits for numba's compiler lock and then uses the compiled kernel (never a second
+compile).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+__all__ = ["FAMILIES", "FIRST_COMPILE_S", "warm", "start_background", "wait_background", "status_text",
+           "cache_is_warm"]
+
+
+def _path_solver() -> None:
+    import numpy as np
+
+    from .calibration.solvers import fit_path
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    X = np.column_stack([X, X[:, 0] + X[:, 1]])      # an exact dependency, as in the HTC features
+    y = (rng.random(60) < 0.5).astype(np.float64)
+    for penalty in ("l1", "l2"):
+        fit_path(X, y, (1.0, 0.01), penalty)
+
+
+def _lowest_sums() -> None:
+    import numpy as np
+
+    from .calibration.lowest_sums import lowest_sums
+
+    lowest_sums(np.array([0.5, 0.25, 0.75]), np.array([0, 3], dtype=np.int64), np.array([2], dtype=np.int64))
+
+
+def _monitor() -> None:
+    import numpy as np
+
+    from .monitor import Monitor
+
+    m = Monitor()
+    lp = np.log(np.linspace(0.3, 0.9, 8))
+    m.add_step(lp, np.sort(np.log(np.linspace(0.01, 0.9, 40))).reshape(8, 5)[:, ::-1].copy())
+
+
+#: kernel family -> what compiles it (every kernel of htc_core that a command or page calls)
+FAMILIES: dict[str, Callable[[], None]] = {
+    "path solver (fit, evaluate, Calibration)": _path_solver,
+    "Bottom-10% baseline": _lowest_sums,
+    "live monitoring (Monitor)": _monitor,
+}
+#: CPU seconds of each family's first compile, measured on the 2-core machine (docs/benchmarks-coldstart.md)
+FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 6.0, "Bottom-10% baseline": 1.0,
+                   "live monitoring (Monitor)": 3.0}
+
+_RUN = threading.Lock()
+_START = threading.Lock()
+_STATE: dict = {"current": None, "since": 0.0, "done": {}, "error": None, "thread": None, "first": None}
+
+
+def cache_is_warm() -> bool:
+    """Whether the kernel cache already holds the path solver's largest kernel (a cheap look at file names)."""
+    from .numba_cache import cache_dir
+
+    return any((cache_dir() / "htc_core.calibration").glob("*_feature_sign-*.nbi"))
+
+
+def warm(report: Callable[[str, float, float], None] | None = None) -> dict[str, float]:
+    """Compile (or load) every kernel family; returns the wall seconds each took in this call. ``report(family,
+    wall seconds, CPU seconds of this thread)`` is called after each. Concurrent callers run one after the other
+    (the second finds the kernels ready)."""
+    out: dict[str, float] = {}
+    with _RUN:
+        if _STATE["first"] is None:
+            _STATE["first"] = not cache_is_warm()
+        for name, fn in FAMILIES.items():
+            _STATE["current"], _STATE["since"] = name, time.monotonic()
+            t0, c0 = time.perf_counter(), time.thread_time()
+            try:
+                fn()
+            finally:
+                _STATE["current"] = None
+            out[name] = _STATE["done"][name] = time.perf_counter() - t0
+            if report is not None:
+                report(name, out[name], time.thread_time() - c0)
+    return out
+
+
+def _background() -> None:
+    try:
+        warm()
+    except Exception as e:  # noqa: BLE001 - a failed warm-up only means the first fit compiles (and says why)
+        _STATE["error"] = f"{type(e).__name__}: {e}"
+
+
+def start_background() -> bool:
+    """Start :func:`warm` in a daemon thread, once per process; True when this call started it."""
+    with _START:
+        if _STATE["thread"] is not None:
+            return False
+        _STATE["thread"] = threading.Thread(target=_background, name="htc-kernel-warmup", daemon=True)
+    _STATE["thread"].start()
+    return True
+
+
+def wait_background(timeout: float | None = None) -> tuple[dict[str, float], str | None]:
+    """Wait for the background warm-up (if started); (seconds per family done so far, the error or None)."""
+    thread = _STATE["thread"]
+    if thread is not None:
+        thread.join(timeout)
+    return dict(_STATE["done"]), _STATE["error"]
+
+
+def status_text() -> str | None:
+    """What the background warm-up does now, for a person (None when it is not compiling anything)."""
+    name = _STATE["current"]
+    if name is None:
+        return None
+    elapsed = time.monotonic() - _STATE["since"]
+    if not _STATE["first"]:
+        return f"Loading the compiled kernels: {name}…"
+    left = [FIRST_COMPILE_S[n] for n in FAMILIES if n not in _STATE["done"]]
+    est = max(sum(left) - elapsed, 1.0)
+    return (f"Preparing the fitting kernels (first start on this machine, once): {name}, about {est:.0f} s "
+            f"left ({elapsed:.0f} s so far)")
