@@ -58,7 +58,7 @@ def kind_counts(ts) -> list[dict]:
              "top_k_alternatives": bool(x.alternatives.all())} for (d, mo), x in g]
 
 
-def _run_sets(ts) -> list[dict]:
+def run_sets(ts) -> list[dict]:
     """Every training run set (one file of sample_runs: a task x decoding configuration of one model)."""
     from htc_core.experiments.transfer_eval import model_family
 
@@ -106,7 +106,7 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
         "training_data": {"sources": [relative_path(s) for s in sources],
                           "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
                                        "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
-                          "run_sets": _run_sets(ts),
+                          "run_sets": run_sets(ts),
                           "n": int(len(ts)), "positive_rate": round(float(ts.labels.mean()), 4),
                           "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
                           "by_dataset_and_model": kind_counts(ts)},

@@ -1,9 +1,9 @@
 """Train the shipped prefix-aware General Agent Calibrator ``gac-prefix`` (the live Monitor's default model).
 
-    python -m htc_dev.train_gac_prefix                 # reads sample_runs/ (two model families)
-    python -m htc_dev.train_gac_prefix --out out/models   # a look elsewhere, without touching the package
+    python -m htc_core.train_gac_prefix                 # reads sample_runs/ (two model families)
+    python -m htc_core.train_gac_prefix --out out/models   # a look elsewhere, without touching the package
 
-The whole-run GAC (``python -m htc_dev.train_gac``) sees only finished runs; a live
+The whole-run GAC (``python -m htc_core.train_gac``) sees only finished runs; a live
 :class:`~htc_core.monitor.Monitor` scores a run after each of its steps, i.e. prefixes. ``gac-prefix`` is a
 GAC (same two sub-models and routing as ``gac``: runs that list top-k alternatives -> a ``paper``-profile
 model fitted on the runs that list them; runs without -> a ``chosen``-profile model fitted on all) fitted on
@@ -16,9 +16,13 @@ Decisions where the issue is silent:
   a monitor's stream of steps. The inner CV that picks alpha splits rows, so prefixes of one run may fall on
   both sides of an inner fold (alpha only); the card's numbers below are leave-one-dataset-out, where no run
   of the held-out dataset reaches a fit, so they are honest.
-- Card numbers: for each held-out family (task x model family), ``gac-prefix`` fitted on the prefixes of the
-  other families and the whole-run GAC fitted on the whole runs of the other families, both scored zero-shot on the held-out runs'
-  prefixes at 25/50/75/100% of their steps and at k = 1, 2, 3 steps (a run shorter than k enters whole).
+- Transfer, chosen as for ``gac`` but over prefixes (:func:`prefix_leave_one_out`): for each held-out family
+  (task x model family) a prefix GAC is fitted on every prefix of the other families' runs, and every candidate
+  of :mod:`htc_core.calibration.transfer_eval` (the GAC as fitted, test-time standardization, EM base rate,
+  importance weights, the stacks with the best training-free running signal, the signal alone) scores every
+  prefix of the held-out runs. The shipped method is the one a Monitor can apply step by step with the lowest
+  mean ECE there; the card also holds every candidate per cut (25/50/75/100% of the steps, step 1/2/3; a run
+  shorter than k enters whole) next to each running signal's AUROC. ``--table-only`` prints both tables.
   One seed (the fits are deterministic but for the inner folds' shuffling).
 """
 
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, kind_counts, relative_path, submodel_card
+from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, run_sets, _submodel_card
 
 NAME = "gac-prefix"
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -39,8 +43,8 @@ STEPS = (1, 2, 3)
 
 def all_prefixes(ts):
     """Every prefix (k = 1 .. S steps) of every run of ``ts``, ids ``RUN@k``; label and metadata of the run."""
-    from htc_core.traces import concat
-    from htc_core.traces.prefix import prefixes
+    from .traces import concat
+    from .traces.prefix import prefixes
 
     S = ts.steps_per_trajectory
     parts = []
@@ -54,7 +58,7 @@ def all_prefixes(ts):
 
 def fit_prefix_gac(ts, *, variant: str = "reduced", seed: int = 42, **fit_kw):
     """A GAC fitted on every prefix of every labeled run of ``ts`` (``fit_kw``: HTCCalibrator parameters)."""
-    from htc_core.calibration.general import fit_general
+    from .calibration.general import fit_general
 
     return fit_general(all_prefixes(ts.labeled()), variant=variant, name=NAME, seed=seed, **fit_kw)
 
@@ -63,82 +67,112 @@ def _cuts():
     return [(f"{f:.0%} of steps", dict(fraction=f)) for f in FRACTIONS] + [(f"step {k}", dict(steps=k)) for k in STEPS]
 
 
-def prefix_leave_one_out(ts, *, by: str = "family", variant: str = "reduced", seed: int = 42,
-                         progress=print) -> tuple[list[dict], list[dict]]:
-    """Rows (held-out group, prefix, model, n, ECE, Brier, AUROC): ``gac-prefix`` and the whole-run GAC
-    fitted without the held-out group, scored zero-shot on its prefixes (see the module docstring); and the
-    expected-error points (per held-out group: the shift measures and gac-prefix's ECE on the whole runs).
-    ``by="family"``: task x model family (:func:`htc_core.experiments.transfer_eval.family_groups`)."""
-    from htc_core.calibration.general import fit_general
-    from htc_core.experiments.grouping import score_metrics
-    from htc_core.experiments.transfer_eval import EXPERIMENT_ALPHAS, family_groups
-    from htc_core.traces.prefix import prefixes
+def cut_rows(ts, ids) -> dict:
+    """prefix label -> the positions in ``ids`` (prefix ids ``RUN@k`` of :func:`all_prefixes`) of each run's
+    prefix at that cut (25/50/75/100% of its steps, step 1/2/3; a run shorter than k enters whole)."""
+    from .traces.prefix import prefix_lengths
+
+    pos = {str(v): i for i, v in enumerate(ids)}
+    run_ids = [str(v) for v in ts.ids]
+    return {label: np.array([pos[f"{r}@{k}"] for r, k in zip(run_ids, prefix_lengths(ts, **cut))], dtype=np.int64)
+            for label, cut in _cuts()}
+
+
+def prefix_leave_one_out(ts, *, seed: int = 42, progress=print):
+    """The transfer candidates of :mod:`htc_core.calibration.transfer_eval` chosen leave-one-family-out over
+    *prefixes*: for each held-out family (task x model family) a prefix GAC fitted on every prefix of the other
+    families' runs, each candidate scored on every prefix of the held-out runs (the Monitor's stream; the
+    choice is made there), and per cut (:func:`cut_rows`). Returns (the TransferChoice, the per-cut rows, the
+    prepared prefix data for :func:`htc_core.calibration.transfer_eval.fit_transfer`)."""
+    from .calibration.transfer_eval import leave_one_family_out, prepare
 
     ts = ts.labeled()
-    groups = family_groups(ts.meta) if by == "family" else ts.meta[by].astype(str).to_numpy()
-    rows, points = [], []
-    for g in sorted(set(groups)):
-        train, test = ts.take(np.flatnonzero(groups != g)), ts.take(np.flatnonzero(groups == g))
-        y = test.labels
-        if min(int(y.sum()), int(len(y) - y.sum())) < 1:
-            continue
-        kw = {"alphas": EXPERIMENT_ALPHAS, "inner_folds": 3}    # the experiment's coarser grid (see transfer_eval)
-        models = {NAME: fit_prefix_gac(train, variant=variant, seed=seed, **kw),
-                  "gac (whole runs)": fit_general(train, variant=variant, seed=seed, **kw)}
-        for label, cut in _cuts():
-            part = prefixes(test, **cut)
-            for name, m in models.items():
-                p = m.predict_proba_traces(part)[:, 1]
-                rows.append({"heldout": g, "method": f"{name}, {label}", "prefix": label, "model": name,
-                             "n": int(len(y)), **{k: {"mean": round(v, 4), "std": 0.0}
-                                                  for k, v in score_metrics(y, p).items()}})
-        points.append(_point(models[NAME], train, test, g))
-        if progress is not None:
-            progress(f"  held out {g}: done")
-    return rows, points
+    d = prepare(all_prefixes(ts))
+    choice = leave_one_family_out(d, seed=seed, progress=None if progress is None else (
+        lambda i, n, g: progress(f"  leave-one-family-out over prefixes {i}/{n} ({g})")))
+    return choice, by_cut(ts, d, choice), d
 
 
-def _point(gac, train, test, g: str) -> dict:
-    """The expected-error point of one held-out group: shift measures (as GeneralCalibrator.assess measures
-    them, against the training runs) and the ECE of ``gac`` on its whole runs."""
-    from htc_core.experiments.grouping import has_alternatives, score_metrics
-    from htc_core.calibration.shift import shift_check
-    from htc_core.calibration.transfer_methods import em_prior
+def by_cut(ts, d: dict, choice) -> list[dict]:
+    """Per held-out family, cut and method: n, ECE, Brier, AUROC of the held-out confidences on those prefixes;
+    and (method ``signal:NAME``) each training-free running signal's AUROC there."""
+    from .calibration.grouping import score_metrics
+    from .calibration.transfer_eval import family_groups
+    from .calibration.transfer_methods import SIGNALS
 
-    p = gac.predict_proba(test)[:, 1]
-    rate = float(train.labels.mean())
-    rep = shift_check(gac, test)
-    return {"family": g, "n": int(len(p)), "ece": round(score_metrics(test.labels, p)["ece"], 4),
-            "max_shift": round(0.0 if not rep.known else float(np.nan_to_num(rep.max_shift)), 4),
-            "rate_gap": round(abs(float(p.mean()) - rate), 4),
-            "em_gap": round(abs(em_prior(p, rate).prior - rate), 4),
-            "missing_topk": round(float((~has_alternatives(test)).mean() - (~has_alternatives(train)).mean()), 4)}
+    fam = family_groups(ts.meta)
+    rows = []
+    for g in choice.shifts["family"]:
+        sub = ts.take(np.flatnonzero(fam == g))
+        for label, r in cut_rows(sub, d["ids"]).items():
+            y = d["y"][r]
+            for m, p in choice.predictions.items():
+                rows.append({"heldout": g, "prefix": label, "method": m, "n": int(len(r)),
+                             **{k: round(v, 4) for k, v in score_metrics(y, p[r]).items()}})
+            for s in SIGNALS:
+                v = d["signals"][s].to_numpy()[r]
+                ok = np.isfinite(v)
+                if ok.sum() > 1 and len(set(y[ok])) == 2:
+                    rows.append({"heldout": g, "prefix": label, "method": f"signal:{s}", "n": int(ok.sum()),
+                                 "auroc": round(score_metrics(y[ok], v[ok])["auroc"], 4)})
+    return rows
 
 
-def _means(rows: list[dict]) -> list[dict]:
-    """Mean over held-out groups, per prefix and model."""
+def mean_by_cut(rows: list[dict]) -> list[dict]:
+    """Mean over held-out families, per cut and method (signals: AUROC only)."""
     import pandas as pd
 
-    df = pd.DataFrame([{**r, **{m: r[m]["mean"] for m in ("ece", "brier", "auroc")}} for r in rows])
-    out = df.groupby(["prefix", "model"], sort=False)[["ece", "brier", "auroc"]].mean().round(4).reset_index()
-    return out.to_dict("records")
+    df = pd.DataFrame(rows)
+    cols = [c for c in ("ece", "brier", "auroc") if c in df]
+    out = df.groupby(["prefix", "method"], sort=False)[cols].mean().round(4).reset_index()
+    return [{k: v for k, v in r.items() if v == v} for r in out.to_dict("records")]
 
 
-def _decision(rows: list[dict]) -> str:
+def points_by_cut(choice, rows: list[dict], chosen: str) -> list[dict]:
+    """The expected-error points of the chosen method (shift measures and ECE on every held-out prefix),
+    with ``ece_low``/``ece_high``: its lowest and highest ECE over the cuts of that family."""
+    from .calibration.transfer_eval import expected_error_points
+
+    out = []
+    for p in expected_error_points(choice, chosen):
+        e = [r["ece"] for r in rows if r["heldout"] == p["family"] and r["method"] == chosen]
+        out.append({**p, "ece_low": round(min(e + [p["ece"]]), 4), "ece_high": round(max(e + [p["ece"]]), 4)})
+    return out
+
+
+def _decision(chosen: str, means: list[dict]) -> str:
     text = ("Trained on every prefix so that a live Monitor's early steps are scored by a model that has seen early "
-            "steps (a whole-run model sees only finished runs). Routing by alternatives as in gac.")
-    if rows:
-        text += " Leave-one-dataset-out, mean over held-out datasets (ECE / Brier / AUROC): " + "; ".join(
-            f"{r['model']} at {r['prefix']}: {r['ece']:.3f} / {r['brier']:.3f} / {r['auroc']:.3f}"
-            for r in _means(rows) if r["prefix"] in ("step 1", "step 2", "100% of steps"))
+            "steps (a whole-run model sees only finished runs). Routing by alternatives as in gac. The transfer "
+            f"method ({chosen}) is chosen leave-one-family-out over every prefix of the held-out runs, among those a "
+            "Monitor can apply step by step (one run at a time, the signal kept running).")
+    if means:
+        text += " Mean over held-out families (ECE / AUROC): " + "; ".join(
+            f"{r['method']} at {r['prefix']}: {r['ece']:.3f} / {r['auroc']:.3f}"
+            for r in means if r["prefix"] in ("step 1", "100% of steps") and r["method"] in ("gac", chosen))
     return text
 
 
-def build_card(ts, prefix_ts, sources, gac, loo_rows, variant: str, points: list | None = None) -> dict:
-    from htc_core._version import __version__
-    from htc_core.experiments.grouping import has_alternatives
+def loo_section(choice, rows: list[dict]) -> dict:
+    """The card's leave-one-family-out section: every candidate on every held-out prefix (summary, rows), the
+    chosen one, the same per cut (by_prefix, mean_by_prefix) and the expected-error points."""
+    out = choice.to_dict()
+    chosen = out["chosen"]
+    out.update({"by": "family (task x model family), every prefix of the held-out runs",
+                "protocol": "each held-out family's runs never reach a fit: the prefix GAC is fitted on every "
+                            "prefix of the other families' runs, the candidates' combinations on those prefixes; "
+                            "scored on every prefix of the held-out runs (the choice) and per cut",
+                "seeds": [42], "by_prefix": rows, "mean_by_prefix": mean_by_cut(rows),
+                "points": points_by_cut(choice, rows, chosen), "regenerate": "python -m htc_core.train_gac_prefix"})
+    return out
+
+
+def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
+    from ._version import __version__
+    from .calibration.grouping import has_alternatives
 
     alt = has_alternatives(ts)
+    p_alt = has_alternatives(prefix_ts)
+    chosen = loo.get("chosen", "gac")
     return {
         "name": NAME,
         "title": "General Agent Calibrator for prefixes (Reduced, L1): the live Monitor's default model",
@@ -146,46 +180,49 @@ def build_card(ts, prefix_ts, sources, gac, loo_rows, variant: str, points: list
         "intended_use": "zero-shot calibrated confidence of a run that is still going (after each step), without "
                         "the user's labels: htc_core.Monitor() with no model, Recorder(monitor=True), htc monitor "
                         "without MODEL. Fit your own calibrator on labeled prefixes of your task when you have them.",
-        "training_data": {"sources": [relative_path(s) for s in sources],
+        "training_data": {"sources": [_rel(s) for s in sources],
                           "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
-                                       "uala-hotpotqa": "MIT (see its LICENSE)"},
+                                       "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
+                          "run_sets": run_sets(ts),
                           "n": int(len(ts)), "n_prefixes": int(len(prefix_ts)),
                           "prefixes": "every prefix k = 1 .. S steps of every run, labeled with the run's outcome",
                           "positive_rate": round(float(ts.labels.mean()), 4),
                           "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": kind_counts(ts)},
+                          "by_dataset_and_model": _counts(ts)},
         "variant": variant,
-        "models": {k: submodel_card(m) for k, m in gac.models.items()},
+        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; runs without "
                    "-> without_alternatives (a Monitor switches when the first alternative arrives)",
-        "decision": _decision(loo_rows),
-        "leave_one_out": {"by": "family (task x model family)",
-                          "protocol": "each held-out family's runs never reach a fit; gac-prefix "
-                          "fitted on the other families' prefixes and the whole-run GAC on their whole runs, both "
-                          "scored on the held-out runs' prefixes", "seeds": [42],
-                          "mean_over_heldout": _means(loo_rows), "rows": loo_rows},
-        "expected_error": {"points": list(points or []), "training_rate": round(float(ts.labels.mean()), 4),
-                           "training_share_without_alternatives": round(float((~alt).mean()), 4),
-                           "how": "htc_core.calibration.expected_error, points from the leave-one-family-out "
-                                  "fits scored on the held-out families' whole runs"},
-        "transfer": {"chosen": "gac", "held": None,
-                     "why": "a live Monitor folds the two linear sub-models into its per-step update; the "
-                            "combination with a training-free signal chosen for gac is not applied to prefixes"},
-        "regenerate": "python -m htc_dev.train_gac_prefix",
+        "decision": _decision(chosen, loo.get("mean_by_prefix", [])),
+        "leave_one_out": loo,
+        "expected_error": {"points": list(loo.get("points") or []),
+                           "training_rate": round(float(prefix_ts.labels.mean()), 4),
+                           "training_share_without_alternatives": round(float((~p_alt).mean()), 4),
+                           "how": "htc_core.calibration.expected_error: the ECE range of the 3 held-out families "
+                                  "nearest in shift, from the lowest to the highest ECE the chosen method reached "
+                                  "on them at any cut (ece_low, ece_high), widened by ECE's sampling noise"},
+        "transfer": {"chosen": chosen, "held": gac.transfer,
+                     "why": "the candidate a Monitor can apply step by step (one run at a time) with the lowest "
+                            "mean ECE over every prefix of the held-out families (leave_one_out.summary, rows; "
+                            "per cut: by_prefix); the Monitor keeps the signal running (RunningSignals)"},
+        "regenerate": "python -m htc_core.train_gac_prefix",
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m htc_dev.train_gac_prefix", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m htc_core.train_gac_prefix", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
     ap.add_argument("--uala", type=Path, default=None,
                     help="also train on these runs (default none: the UALA HotpotQA runs are the foreign set)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder for {NAME}.json")
-    ap.add_argument("--no-leave-one-out", action="store_true", help="skip the card's leave-one-out numbers")
+    ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
+    ap.add_argument("--table-only", action="store_true",
+                    help="print the leave-one-family-out tables (the card's, reproduced) and write nothing")
     args = ap.parse_args(argv)
 
-    from htc_core.formats import load
+    from .calibration.transfer_eval import fit_transfer
+    from .formats import load
 
     wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
     sources = [p for p in wanted if p.exists()]
@@ -199,18 +236,36 @@ def main(argv: list[str] | None = None) -> int:
     ts = ts.labeled()
     prefix_ts = all_prefixes(ts)
     print(f"training data: {len(ts)} labeled runs, {len(prefix_ts)} prefixes, from "
-          f"{', '.join(map(relative_path, sources))}", file=sys.stderr)
-    rows, points = ([], []) if args.no_leave_one_out else prefix_leave_one_out(
-        ts, progress=lambda m: print(m, file=sys.stderr))
-    if rows:
-        print(f"{'prefix':<14}{'model':<18}{'ECE':>7}{'Brier':>7}{'AUROC':>7}   (mean over held-out datasets)")
-        for r in _means(rows):
-            print(f"{r['prefix']:<14}{r['model']:<18}{r['ece']:7.3f}{r['brier']:7.3f}{r['auroc']:7.3f}")
-    gac = fit_prefix_gac(ts)
-    gac.card = build_card(ts, prefix_ts, sources, gac, rows, "reduced", points)
+          f"{', '.join(map(_rel, sources))}", file=sys.stderr)
+    choice, rows, d = prefix_leave_one_out(ts, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
+    loo = loo_section(choice, rows)
+    print(choice.table())
+    print(cut_table(loo["mean_by_prefix"], loo["chosen"]))
+    if args.table_only:
+        return 0
+    gac = fit_prefix_gac(ts, seed=args.seed)
+    gac.transfer = fit_transfer(d, loo["chosen"], seed=args.seed, models=gac.models)
+    gac.card = build_card(ts, prefix_ts, sources, gac, loo, "reduced")
     out = gac.save(args.out / f"{NAME}.json")
-    print(f"wrote {out}")
+    print(f"wrote {out} (transfer: {loo['chosen']})")
     return 0
+
+
+def cut_table(means: list[dict], chosen: str) -> str:
+    """Mean over held-out families per cut: ECE/AUROC of gac, the chosen method, signal and stack-oof, and each
+    running signal's AUROC."""
+    from .calibration.transfer_methods import SIGNALS
+
+    methods = list(dict.fromkeys(["gac", chosen, "signal", "stack-oof"]))
+    head = f"{'prefix':<15}" + "".join(f"{m:>14}" for m in methods) + "".join(f"{s:>12}" for s in SIGNALS)
+    lines = ["ECE/AUROC per cut, mean over held-out families (every prefix model fitted without the family)", head]
+    by = {(r["prefix"], r["method"]): r for r in means}
+    for label, _ in _cuts():
+        cells = [f"{by[(label, m)]['ece']:.3f}/{by[(label, m)]['auroc']:.3f}" if (label, m) in by else "-"
+                 for m in methods]
+        sig = [f"{by[(label, 'signal:' + s)]['auroc']:.3f}" if (label, "signal:" + s) in by else "-" for s in SIGNALS]
+        lines.append(f"{label:<15}" + "".join(f"{c:>14}" for c in cells) + "".join(f"{c:>12}" for c in sig))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -44,12 +44,19 @@ def test_default_monitor_is_the_shipped_prefix_gac():
     assert isinstance(mon.model, GeneralCalibrator) and mon.model.name == "gac-prefix"
     card = mon.model.card
     assert card["training_data"]["n_prefixes"] > card["training_data"]["n"] > 2000
-    heldout = {r["heldout"] for r in card["leave_one_out"]["rows"]}
+    loo = card["leave_one_out"]
+    heldout = {r["heldout"] for r in loo["by_prefix"]}
     assert heldout >= {f"{t} | {m}" for t in ("arithmetic", "facts", "strings", "units")
                        for m in ("SmolLM2-135M", "Gemma3-270M")}
+    assert heldout == {r["family"] for r in loo["rows"]}
     assert {p["family"] for p in card["expected_error"]["points"]} == heldout
-    prefixes_seen = {r["prefix"] for r in card["leave_one_out"]["rows"]}
+    assert all(p["ece_low"] <= p["ece"] <= p["ece_high"] for p in card["expected_error"]["points"])
+    prefixes_seen = {r["prefix"] for r in loo["by_prefix"]}
     assert {"step 1", "25% of steps", "100% of steps"} <= prefixes_seen
+    # the transfer is the candidate with the lowest mean ECE over the held-out prefixes, and the file holds it
+    shippable = {m: s["ece_mean"] for m, s in loo["summary"].items() if m in ("gac", "stack", "signal", "stack-oof")}
+    assert loo["chosen"] == min(shippable, key=shippable.get) == card["transfer"]["chosen"]
+    assert (mon.model.transfer is None) == (loo["chosen"] == "gac")
 
 
 def test_monitor_equals_gac_on_prefixes_of_real_runs(uala_run_a):
@@ -121,4 +128,4 @@ def test_models_lists_the_prefix_model(capsys):
     assert "gac-prefix" in names
     assert main(["models", "gac-prefix"]) == 0
     out = capsys.readouterr().out
-    assert "gac-prefix, step 1" in out and "units | Gemma3-270M" in out
+    assert "step 1" in out and "units | Gemma3-270M" in out

@@ -28,7 +28,7 @@ def _replay(mon, ts, i):
     return out
 
 
-@pytest.mark.parametrize("name", ["gac", "gac-full"])
+@pytest.mark.parametrize("name", ["gac", "gac-full", "gac-prefix"])
 def test_monitor_of_a_transfer_gac_equals_the_gac_on_every_prefix(runs, name):
     gac = load_model(name)
     if gac.transfer is None:

@@ -90,7 +90,8 @@ def _scaled(m: dict) -> np.ndarray:
 
 def expected_ece(points: list[dict], measures: dict, confidences: np.ndarray, *, k: int = 3) -> ExpectedError:
     """The expected ECE range of a run set with shift ``measures`` and zero-shot ``confidences``, from the
-    leave-one-family-out ``points`` (dicts with the measures, ``family`` and ``ece``)."""
+    leave-one-family-out ``points`` (dicts with the measures, ``family`` and ``ece``; optionally ``ece_low`` and
+    ``ece_high``, the lowest and highest ECE that family showed over prefix cuts, which then bound the range)."""
     flagged = [m for m in FLAGS if abs(float(measures.get(m, 0.0) or 0.0)) >= FLAGS[m]]
     verdict = "outside the training data" if flagged else "within the training data"
     floor = ece_floor(confidences)
@@ -100,9 +101,10 @@ def expected_ece(points: list[dict], measures: dict, confidences: np.ndarray, *,
     x = _scaled(measures)
     dist = np.sqrt(((P - x) ** 2).sum(axis=1))
     order = np.argsort(dist)[: max(1, min(k, len(points)))]
-    ece = np.array([float(p["ece"]) for p in points])
+    lo = np.array([float(p.get("ece_low", p["ece"])) for p in points])
+    hi = np.array([float(p.get("ece_high", p["ece"])) for p in points])
     extrapolated = bool(np.any(x > P.max(axis=0) + 1e-9) and dist[order[0]] > 1.0)
-    low = max(0.0, float(ece[order].min()) - floor / 2)
-    high = float(ece.max() if extrapolated else ece[order].max()) + floor
+    low = max(0.0, float(lo[order].min()) - floor / 2)
+    high = float(hi.max() if extrapolated else hi[order].max()) + floor
     return ExpectedError(max(low, floor / 2), min(1.0, high), verdict, flagged, dict(measures),
                          [str(points[i].get("family", i)) for i in order], extrapolated, floor)

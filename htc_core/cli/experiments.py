@@ -125,7 +125,8 @@ def _family_lines(c: dict, loo: dict, full: bool) -> list[str]:
     chosen = loo.get("chosen", "gac")
     held = (c.get("transfer") or {}).get("held") or {}
     what = f"{chosen}" + (f" (signal {held.get('signal')}, coef {held.get('coef')})" if held else "")
-    out = [f"  transfer: {what}, chosen leave-one-family-out (in a checkout: python -m htc_dev.train_gac --table-only)"]
+    regen = loo.get("regenerate", "in a checkout: python -m htc_dev.train_gac --table-only")
+    out = [f"  transfer: {what}, chosen leave-one-family-out ({regen})"]
     methods = loo.get("methods", []) if full else [m for m in ("gac", chosen) if m]
     for r in loo.get("rows", []):
         if r["method"] in dict.fromkeys(methods):
@@ -136,6 +137,21 @@ def _family_lines(c: dict, loo: dict, full: bool) -> list[str]:
         if s:
             out.append(f"    {'mean / worst':<28} {m:<10} ECE {s['ece_mean']:.3f} / {s['ece_worst']:.3f}  AUROC "
                        f"{s['auroc_mean']:.3f} / {s['auroc_worst']:.3f}")
+    return out + _prefix_lines(loo.get("mean_by_prefix") or [], chosen)
+
+
+def _prefix_lines(means: list[dict], chosen: str) -> list[str]:
+    """A prefix model's card: per cut, the mean over held-out families of the model as fitted and of the chosen
+    transfer (ECE / AUROC) next to the best running signal's AUROC."""
+    by = {(r["prefix"], r["method"]): r for r in means}
+    out = [f"    per cut, mean over held-out families: ECE / AUROC of gac and {chosen}, best running signal's AUROC"] \
+        if means else []
+    for cut in dict.fromkeys(r["prefix"] for r in means):
+        cells = [f"{m} {by[(cut, m)]['ece']:.3f} / {by[(cut, m)]['auroc']:.3f}" for m in dict.fromkeys(("gac", chosen))
+                 if (cut, m) in by]
+        sig = [(r["auroc"], k[1][7:]) for k, r in by.items() if k[0] == cut and k[1].startswith("signal:")]
+        best = f"  best signal {max(sig)[1]} {max(sig)[0]:.3f}" if sig else ""
+        out.append(f"    {cut:<16} " + "   ".join(cells) + best)
     return out
 
 

@@ -64,6 +64,8 @@ class TransferChoice:
     shifts: pd.DataFrame               # family, n, max_shift, rate_gap, em_gap, missing_topk, train_rate, rate
     signal_auroc: pd.DataFrame         # family x signal
     chosen_signal: dict = field(default_factory=dict)   # family -> the signal the stack used
+    #: method -> each row's held-out confidence (every row is held out once; filled by leave_one_family_out)
+    predictions: dict = field(default_factory=dict)
 
     def summary(self) -> pd.DataFrame:
         """method -> mean and worst ECE / Brier / AUROC over the held-out families."""
@@ -234,19 +236,21 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
     d = ts if isinstance(ts, dict) else prepare(ts)
     fams = [g for g in sorted(set(d["groups"])) if len(set(d["y"][d["groups"] == g])) == 2]
     rows, shifts, aur, chosen = [], [], {}, {}
+    preds = {m: np.full(len(d["y"]), np.nan) for m in METHODS}
     for i, g in enumerate(fams):
         te = np.flatnonzero(d["groups"] == g)
         y = d["y"][te]
         p, shift, _, name = _held_out(d, g, seed, {"inner_folds": inner_folds, "alphas": alphas})
         chosen[g] = name
         for m in METHODS:
+            preds[m][te] = p[m]
             rows.append({"family": g, "method": m, "n": len(te), **score_metrics(y, p[m]),
                          **_rate_gaps(p[m], shift["train_rate"])})
         shifts.append({"family": g, "n": len(te), "rate": float(y.mean()), **shift})
         aur[g] = {s: _auroc(y, d["signals"][s].to_numpy()[te]) for s in SIGNALS}
         if progress is not None:
             progress(i + 1, len(fams), g)
-    return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen)
+    return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen, preds)
 
 
 def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
