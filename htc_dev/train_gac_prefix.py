@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, run_sets, _submodel_card
+from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, _submodel_card, foreign_section, run_sets
 
 NAME = "gac-prefix"
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -221,7 +221,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the leave-one-family-out tables (the card's, reproduced) and write nothing")
     args = ap.parse_args(argv)
 
-    from .calibration.transfer_eval import fit_transfer
     from .formats import load
 
     wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
@@ -234,21 +233,38 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ts, _ = load([str(p) for p in sources])
     ts = ts.labeled()
-    prefix_ts = all_prefixes(ts)
-    print(f"training data: {len(ts)} labeled runs, {len(prefix_ts)} prefixes, from "
-          f"{', '.join(map(_rel, sources))}", file=sys.stderr)
-    choice, rows, d = prefix_leave_one_out(ts, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
-    loo = loo_section(choice, rows)
-    print(choice.table())
-    print(cut_table(loo["mean_by_prefix"], loo["chosen"]))
+    print(f"training data: {len(ts)} labeled runs from {', '.join(map(_rel, sources))}", file=sys.stderr)
+    progress = lambda m: print(m, file=sys.stderr)    # noqa: E731
     if args.table_only:
+        choice, rows, _ = prefix_leave_one_out(ts, seed=args.seed, progress=progress)
+        print(choice.table())
+        print(cut_table(mean_by_cut(rows), choice.best()))
         return 0
-    gac = fit_prefix_gac(ts, seed=args.seed)
-    gac.transfer = fit_transfer(d, loo["chosen"], seed=args.seed, models=gac.models)
-    gac.card = build_card(ts, prefix_ts, sources, gac, loo, "reduced")
+    gac = train_prefix_model(ts, sources, seed=args.seed, progress=progress)
     out = gac.save(args.out / f"{NAME}.json")
-    print(f"wrote {out} (transfer: {loo['chosen']})")
+    print(f"wrote {out} (transfer: {gac.card['transfer']['chosen']})")
     return 0
+
+
+def train_prefix_model(ts, sources: list[Path], *, seed: int = 42, progress=None, verbose: bool = True,
+                       foreign: bool = True):
+    """``gac-prefix`` fitted on every prefix of the labeled runs ``ts``, its transfer chosen leave-one-family-out
+    over prefixes, with its card. What the shipped file is made of; :mod:`htc_core.bench.gac_foreign` calls it on
+    one model family to score the other as a new family."""
+    from .calibration.transfer_eval import fit_transfer
+
+    ts = ts.labeled()
+    choice, rows, d = prefix_leave_one_out(ts, seed=seed, progress=progress)
+    loo = loo_section(choice, rows)
+    if verbose:
+        print(choice.table())
+        print(cut_table(loo["mean_by_prefix"], loo["chosen"]))
+    gac = fit_prefix_gac(ts, seed=seed)
+    gac.transfer = fit_transfer(d, loo["chosen"], seed=seed, models=gac.models)
+    gac.card = build_card(ts, all_prefixes(ts), sources, gac, loo, "reduced")
+    if foreign:
+        gac.card["foreign_evaluation"] = foreign_section(gac, cuts=_cuts())
+    return gac
 
 
 def cut_table(means: list[dict], chosen: str) -> str:

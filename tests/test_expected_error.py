@@ -68,7 +68,8 @@ def test_transfer_entry_round_trips_and_is_validated(tmp_path):
     back = GeneralCalibrator.load(g.save(tmp_path / "g.json"))
     assert back.transfer == t and back.card["expected_error"]["points"] == POINTS
     obj = json.loads((tmp_path / "g.json").read_text())
-    for bad, match in ((dict(t, signal="nope"), "signal"), (dict(t, coef=[1, 2]), "coef"),
+    for bad, match in ((dict(t, signal="nope"), "signal"), (dict(t, signal="neg_entropy"), "a probability"),
+                       (dict(t, coef=[1, 2]), "coef"),
                        (dict(t, coef=[1, float("nan"), 0]), "coef")):
         obj["transfer"] = bad
         with pytest.raises(ValueError, match=match):
@@ -102,3 +103,33 @@ def test_htc_score_gac_prints_verdict_and_expected_range(tmp_path, capsys, uala_
     cap = capsys.readouterr()
     assert "applicability: outside the training data" in cap.err and "expected ECE" in cap.err
     assert "missing_topk 1.00" in cap.err and "label about" in cap.err
+    # the metrics line says what the runs are to the model: UALA was never trained on (zero-shot)
+    assert "(zero-shot: no run's dataset x model is in the model's training data)" in cap.out
+
+
+def test_htc_score_says_in_sample_only_for_runs_the_model_was_trained_on(tmp_path, capsys, uala_run_a):
+    from htc_core.cli import main
+
+    from conftest import REPO
+
+    units = REPO / "sample_runs" / "units" / "units_SmolLM2-135M-greedy.jsonl"
+    assert main(["score", "gac", str(units), "--out", str(tmp_path / "s.csv")]) == 0
+    assert "(in-sample: every run's dataset x model is in the model's training data)" in capsys.readouterr().out
+    assert main(["score", "gac", str(units), str(uala_run_a), "--out", str(tmp_path / "s.csv")]) == 0
+    assert "(250 in-sample (their dataset x model is in the model's training data), 466 zero-shot)" in \
+        capsys.readouterr().out
+
+
+def test_expected_range_uses_the_cut_extremes_and_a_noise_floor_below():
+    pts = [dict(p, ece_low=p["ece"] - 0.02, ece_high=p["ece"] + 0.1) for p in POINTS]
+    m = {"max_shift": 0.6, "rate_gap": 0.01, "em_gap": 0.02, "missing_topk": 0.0}
+    plain, cuts = expected_ece(POINTS, m, CONF), expected_ece(pts, m, CONF)
+    assert cuts.high == pytest.approx(plain.high + 0.1) and cuts.low <= plain.low
+    # 16 runs: the sampling noise of ECE is large; the low end never drops below what a perfectly calibrated
+    # confidence shows 99 times in 100, and never above the high end
+    from htc_core.calibration.expected_error import ece_noise
+
+    few = CONF[:16]
+    mean, q01 = ece_noise(few)
+    e = expected_ece(POINTS, m, few)
+    assert 0 < q01 < mean and e.low >= q01 - 1e-12 and e.low <= e.high and e.high >= 0.05 + mean - 1e-12

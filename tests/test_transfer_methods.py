@@ -128,3 +128,37 @@ def test_training_free_signals_by_hand():
     assert s.seq_prob.iloc[1] == pytest.approx(0.4)
     assert np.isnan(s.neg_entropy.iloc[1])                    # no alternatives: no entropy
     assert isinstance(s, pd.DataFrame) and list(s.columns) == ["seq_prob", "min_prob", "neg_entropy"]
+
+
+def test_importance_weighted_platt_is_the_platt_a_labeled_target_would_give():
+    """Covariate shift with a known answer: p(y|x) is the same in source and target, but the model's logit z = x
+    is misspecified (true logit x + 0.4 x^2), so the best Platt step differs where the runs lie. Weighted by the
+    domain classifier's weights, the Platt step fitted on the source's labels is the one fitted on the target's."""
+    rng = np.random.default_rng(5)
+    xs, xt = rng.normal(-1.0, 1.0, 30_000), rng.normal(1.5, 1.0, 30_000)
+    truth = lambda x: sigmoid(x + 0.4 * x ** 2)                       # noqa: E731
+    ys, yt = (rng.random(xs.size) < truth(xs)).astype(float), (rng.random(xt.size) < truth(xt)).astype(float)
+    target = weighted_platt(xt, yt)                                  # the answer (target labels, never used below)
+    plain = weighted_platt(xs, ys)
+    w = domain_weights(xs[:, None], xt[:, None], C=10.0, clip=1e6)
+    iw = weighted_platt(xs, ys, w)
+    assert abs(plain[0] - target[0]) > 0.5                           # the shift matters
+    assert abs(iw[0] - target[0]) < 0.25 and abs(iw[1] - target[1]) < 0.25
+
+
+def test_fit_transfer_signal_recovers_a_known_platt_and_never_stacks_an_entropy():
+    """A signal that is itself calibrated (labels drawn as Bernoulli(signal)) gets slope 1 and intercept 0; minus
+    an entropy that ranks perfectly is still not stacked (its logit would be a constant)."""
+    from htc_core.calibration.transfer_eval import fit_transfer
+    from htc_core.calibration.transfer_methods import STACKABLE
+
+    rng = np.random.default_rng(6)
+    s = sigmoid(rng.normal(0, 1.5, 20_000))
+    y = (rng.random(s.size) < s).astype(float)
+    sig = pd.DataFrame({"seq_prob": s, "min_prob": rng.uniform(0.05, 0.95, s.size), "neg_entropy": y - 1.0})
+    entry = fit_transfer({"y": y, "signals": sig, "alt": np.ones(s.size, bool)}, "signal")
+    assert entry["signal"] == "seq_prob" and entry["signal"] in STACKABLE
+    # every training run lists alternatives: runs without them get the signal alone (here the same Platt)
+    assert entry["fallback"]["kinds"] == ["without_alternatives"] and entry["fallback"]["coef"] == entry["coef"]
+    a, b, c = entry["coef"]
+    assert a == 0.0 and abs(b - 1) < 0.05 and abs(c) < 0.05

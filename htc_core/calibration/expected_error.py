@@ -1,7 +1,7 @@
 """The expected calibration error of a zero-shot score, from the leave-one-family-out errors at a similar shift.
 
 A GAC's card holds, for every family it was evaluated on leave-one-family-out
-(:mod:`htc_core.experiments.transfer_eval`), the shift of that family from the rest and the ECE the shipped
+(:mod:`htc_core.calibration.transfer_eval`), the shift of that family from the rest and the ECE the shipped
 method reached there (``card["expected_error"]["points"]``). For a new run set the same shift is measured
 without labels (:func:`shift_measures`):
 
@@ -13,7 +13,8 @@ without labels (:func:`shift_measures`):
 
 :func:`expected_ece` takes the ``k`` families nearest in these measures (each scaled by its flag level) and
 returns the range of their ECE, widened by the ECE a perfectly calibrated confidence shows on this many runs
-(sampling noise; :func:`ece_floor`). Beyond every measured shift the upper end is the worst ECE measured, and
+(sampling noise, :func:`ece_noise`: up by its mean; down by its mean, but never below its 1% quantile).
+Beyond every measured shift the upper end is the worst ECE measured, and
 the message says the set is beyond what was measured. The verdict is "outside the training data" when any
 measure passes its flag level (:data:`FLAGS`). The EM estimate is a distance measure only, not a flag: with a
 confidence that ranks weakly (AUROC ~0.75) EM drifts far from the true base rate on the project's own held-out
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FLAGS", "ExpectedError", "ece_floor", "expected_ece", "labels_to_know"]
+__all__ = ["FLAGS", "ExpectedError", "ece_floor", "ece_noise", "expected_ece", "labels_to_know", "zero_shot_check"]
 
 #: measure -> the level at which it flags the set as outside the training data
 FLAGS = {"max_shift": 2.0, "rate_gap": 0.10, "missing_topk": 0.5}
@@ -36,17 +37,24 @@ SCALES = {**FLAGS, "em_gap": 0.3}
 MEASURES = tuple(SCALES)
 
 
-def ece_floor(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> float:
-    """Mean ECE of *perfectly calibrated* confidences ``p`` (labels drawn as Bernoulli(p)): the part of a
-    measured ECE that is sampling noise on ``len(p)`` runs."""
-    from .metrics import fast_ece
+def ece_noise(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> tuple[float, float]:
+    """(mean, 1% quantile) of the ECE of *perfectly calibrated* confidences ``p`` (labels drawn as
+    Bernoulli(p)): the part of a measured ECE on ``len(p)`` runs that is sampling noise, and the value below
+    which a measured ECE falls only 1 time in 100 even with no miscalibration at all."""
+    from .metrics import _fast_ece
 
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
     if p.size == 0:
-        return float("nan")
+        return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    vals = [float(fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)]
-    return float(np.mean(vals))
+    vals = np.array([float(_fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)])
+    return float(vals.mean()), float(np.quantile(vals, 0.01))
+
+
+def ece_floor(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> float:
+    """Mean ECE of *perfectly calibrated* confidences ``p`` (labels drawn as Bernoulli(p)): the part of a
+    measured ECE that is sampling noise on ``len(p)`` runs."""
+    return ece_noise(p, n_sims=n_sims, seed=seed)[0]
 
 
 def labels_to_know(half_width: float) -> int:
@@ -94,7 +102,7 @@ def expected_ece(points: list[dict], measures: dict, confidences: np.ndarray, *,
     ``ece_high``, the lowest and highest ECE that family showed over prefix cuts, which then bound the range)."""
     flagged = [m for m in FLAGS if abs(float(measures.get(m, 0.0) or 0.0)) >= FLAGS[m]]
     verdict = "outside the training data" if flagged else "within the training data"
-    floor = ece_floor(confidences)
+    floor, q01 = ece_noise(confidences)
     if not points:
         return ExpectedError(floor, 1.0, verdict, flagged, dict(measures), [], True, floor)
     P = np.array([_scaled(p) for p in points])
@@ -104,7 +112,33 @@ def expected_ece(points: list[dict], measures: dict, confidences: np.ndarray, *,
     lo = np.array([float(p.get("ece_low", p["ece"])) for p in points])
     hi = np.array([float(p.get("ece_high", p["ece"])) for p in points])
     extrapolated = bool(np.any(x > P.max(axis=0) + 1e-9) and dist[order[0]] > 1.0)
-    low = max(0.0, float(lo[order].min()) - floor / 2)
+    # the range is widened by the sampling noise of ECE on this many runs both ways: up by its mean, down to
+    # its 1% quantile at most (a calibrated confidence's ECE is below that only 1 time in 100)
+    low = max(q01, float(lo[order].min()) - floor)
     high = float(hi.max() if extrapolated else hi[order].max()) + floor
-    return ExpectedError(max(low, floor / 2), min(1.0, high), verdict, flagged, dict(measures),
+    return ExpectedError(min(low, high), min(1.0, high), verdict, flagged, dict(measures),
                          [str(points[i].get("family", i)) for i in order], extrapolated, floor)
+
+
+def zero_shot_check(gac, ts) -> dict:
+    """A GAC scored zero-shot on the labeled runs ``ts`` against what it says beforehand: its ECE, Brier and
+    AUROC; each training-free signal's AUROC (:mod:`.transfer_methods`) and whether the GAC ranks at least as
+    well as the best of them; the verdict and expected ECE range computed without labels, and whether the
+    measured ECE lies inside it. Labels only score: nothing is fitted."""
+    from .grouping import score_metrics
+    from .shift import shift_check
+    from .transfer_methods import SIGNALS, training_free_signals
+
+    y = ts.labels
+    p = gac.predict_proba_traces(ts)[:, 1]
+    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", p)
+    sig, aur = training_free_signals(ts), {}
+    for s in SIGNALS:
+        v = sig[s].to_numpy()
+        ok = np.isfinite(v)
+        aur[s] = score_metrics(y[ok], v[ok])["auroc"] if ok.sum() > 1 and len(set(y[ok])) == 2 else float("nan")
+    m = score_metrics(y, p)
+    best = max((v for v in aur.values() if v == v), default=float("nan"))
+    return {"n": int(len(y)), "success_rate": float(y.mean()), **m, "signals": aur, "best_signal_auroc": best,
+            "gac_ranks_at_least_as_well": bool(m["auroc"] >= best - 1e-9),
+            "expected": expected.to_dict(), "inside": bool(expected.low <= m["ece"] <= expected.high)}

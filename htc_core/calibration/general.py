@@ -523,12 +523,13 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
 def check_transfer(t) -> dict | None:
     """None, or ``{"method", "signal", "coef": [a, b, c]}`` with a known signal and three finite numbers."""
-    from .transfer_methods import SIGNALS
+    from .transfer_methods import STACKABLE
 
     if t is None:
         return None
-    if not isinstance(t, dict) or t.get("signal") not in SIGNALS:
-        raise ValueError(f"'transfer' must be an object whose 'signal' is one of {sorted(SIGNALS)}, got {t!r}")
+    if not isinstance(t, dict) or t.get("signal") not in STACKABLE:
+        raise ValueError(f"'transfer' must be an object whose 'signal' is one of {sorted(STACKABLE)} (a probability: "
+                         f"its logit is combined), got {t!r}")
     coef = t.get("coef")
     if (not isinstance(coef, list) or len(coef) != 3 or
             not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in coef)):

@@ -27,13 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["SIGNALS", "training_free_signals", "RunningSignals", "apply_transfer", "target_standardized_logit", "EMPrior", "em_prior",
+__all__ = ["SIGNALS", "STACKABLE", "training_free_signals", "RunningSignals", "apply_transfer", "target_standardized_logit", "EMPrior", "em_prior",
            "prior_adjust", "domain_weights", "weighted_platt", "stack_logits", "logit", "sigmoid"]
 
 #: the training-free signals: column -> what it is
 SIGNALS = {"seq_prob": "length-normalized sequence probability (geometric mean of the chosen tokens' probabilities)",
            "min_prob": "minimum chosen-token probability over all steps",
            "neg_entropy": "minus the mean entropy of the renormalized top-k alternatives over all steps"}
+#: the signals that are probabilities, so that a stack may take their logit (minus an entropy is not one)
+STACKABLE = ("seq_prob", "min_prob")
 EPS = 1e-6
 
 

@@ -134,11 +134,56 @@ def _score_engine(args: argparse.Namespace, model, out) -> int:
     return 0
 
 
-def _print_metrics(metrics) -> None:
+def _print_metrics(metrics, overlap: "TrainingOverlap | None" = None) -> None:
     if metrics is not None and metrics.n:
         m = metrics.to_dict()
-        print(f"on the {m['n']} labeled trajectories (in-sample for the model's own training runs): "
+        where = overlap.words() if overlap is not None else "in-sample for the model's own training runs"
+        print(f"on the {m['n']} labeled trajectories ({where}): "
               f"ECE {m['ece']:.4f}, Brier {m['brier']:.4f}, AUROC {m['auroc']:.4f}")
+
+
+class TrainingOverlap:
+    """Whether the labeled runs scored come from what the model was trained on, gathered chunk by chunk: a run
+    counts as in the training data when its (dataset, model) pair is one the model's card lists (a GAC's
+    ``training_data.by_dataset_and_model``), or, for a calibrator that records only its datasets and models
+    (``training_summary_``), when both are among them. The metrics line says in-sample, zero-shot or how many
+    of each, instead of calling every score in-sample."""
+
+    def __init__(self, model):
+        card = getattr(model, "card", None) or {}
+        rows = (card.get("training_data") or {}).get("by_dataset_and_model")
+        self.pairs = {(str(r.get("dataset")), str(r.get("model"))) for r in rows} if rows else None
+        summ = {}
+        if self.pairs is None:
+            subs = getattr(model, "models_", None)
+            base = subs.get("without_alternatives") if isinstance(subs, dict) else model
+            summ = getattr(base, "training_summary_", None) or {}
+        self.datasets, self.models = set(summ.get("datasets") or []), set(summ.get("models") or [])
+        self.known = self.pairs is not None or bool(self.datasets or self.models)
+        self.inside = self.n = 0
+
+    def update(self, ts, labeled) -> None:
+        import numpy as np
+
+        meta = ts.meta
+        ds = meta["dataset"].astype(str).to_numpy() if "dataset" in meta else np.full(len(ts), "nan")
+        mo = meta["model"].astype(str).to_numpy() if "model" in meta else np.full(len(ts), "nan")
+        for d, m in zip(ds[labeled], mo[labeled]):
+            self.n += 1
+            if self.pairs is not None:
+                self.inside += (d, m) in self.pairs
+            else:
+                self.inside += (d in self.datasets or not self.datasets) and (m in self.models or not self.models)
+
+    def words(self) -> str:
+        if not self.known:
+            return "in-sample if the model was trained on these runs: it does not record its training data"
+        if self.inside == 0:
+            return "zero-shot: no run's dataset x model is in the model's training data"
+        if self.inside == self.n:
+            return "in-sample: every run's dataset x model is in the model's training data"
+        return (f"{self.inside} in-sample (their dataset x model is in the model's training data), "
+                f"{self.n - self.inside} zero-shot")
 
 
 def _model_name(model) -> str:
@@ -191,6 +236,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         return _score_engine(args, model, out)
     reader = chunk_reader(args)
     metrics = MetricState()
+    overlap = TrainingOverlap(model)
     shift = _shift_accumulator(model, args.model)
     assess = _AssessParts() if hasattr(model, "assess") else None
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
@@ -207,6 +253,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             lab = ~np.isnan(y)
             if lab.any():
                 metrics.update(y[lab], df["confidence"].to_numpy()[lab])
+                overlap.update(ts, lab)
             w.write(df)
             if shift is not None:
                 shift.update(ts)
@@ -217,7 +264,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         # with --out -, standard output holds the CSV only: the summary goes to standard error
         print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote "
               f"{out if out is not None else 'CSV to standard output'}")
-        _print_metrics(metrics)
+        _print_metrics(metrics, overlap)
         if shift is not None:
             rep = shift.report()
             if assess is not None and w.rows:

@@ -30,10 +30,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..calibration.transfer_methods import (SIGNALS, domain_weights, em_prior, logit, sigmoid, stack_logits,
-                               target_standardized_logit, training_free_signals, weighted_platt)
 from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from .grouping import has_alternatives, score_metrics
+from .transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, sigmoid, stack_logits,
+                               target_standardized_logit, training_free_signals, weighted_platt)
 
 __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
            "prepare", "fit_transfer", "expected_error_points"]
@@ -117,7 +117,7 @@ class TransferChoice:
 
 
 def _fit(X, y, profile, seed, fit_kw):
-    from ..calibration.calibrators import HTCCalibrator
+    from .calibrators import HTCCalibrator
 
     kw = {"variant": "reduced", **fit_kw}
     return HTCCalibrator(random_state=seed, profile=profile, **kw).fit(X, y)
@@ -131,7 +131,9 @@ def _auroc(y, s) -> float:
 
 
 def _best_signal(y, sig: pd.DataFrame) -> str:
-    aur = {c: _auroc(y, sig[c].to_numpy()) for c in sig.columns if np.isfinite(sig[c]).all()}
+    # only the probability signals: the stack and the transfer entry take logit(signal), and minus an entropy is
+    # no probability (its logit would be a constant)
+    aur = {c: _auroc(y, sig[c].to_numpy()) for c in sig.columns if c in STACKABLE and np.isfinite(sig[c]).all()}
     return max(aur, key=lambda c: aur[c]) if aur else "seq_prob"
 
 
@@ -205,7 +207,7 @@ def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, models: dict, 
 
 
 def _shift_row(models, feats, alt, tr, te, train_rate) -> dict:
-    from ..calibration.shift import shift_check_matrix
+    from .shift import shift_check_matrix
 
     d = 0.0
     for kind, m in models.items():

@@ -1,13 +1,25 @@
-"""The shipped GAC zero-shot on run sets it was not trained on, next to the training-free signals.
+"""The shipped GAC zero-shot on run sets it was not trained on, next to each training-free signal.
 
-    python -m htc_dev.bench gac_foreign                       # ../shared/data/uala-hotpotqa (Llama-2-70B)
-    python -m htc_dev.bench gac_foreign RUNS [RUNS ...] --model gac-full
+    python -m htc_core.bench gac_foreign                 # every foreign set held here (below)
+    python -m htc_core.bench gac_foreign RUNS [RUNS ...]   # these files or folders, each one set
+    python -m htc_core.bench gac_foreign --check         # exit 1 unless every expected range holds its ECE
 
-For each run set: the GAC's zero-shot ECE, Brier and AUROC; the AUROC of each training-free signal
-(length-normalized sequence probability, minimum token probability, minus the mean top-k entropy; no training);
-the applicability verdict and the expected ECE range the GAC prints before any label is seen, and whether the
-measured ECE lies inside it. One row per ``dataset x model`` group of the input and one for the whole input.
-Measured, never asserted in tests.
+The foreign sets, each scored separately:
+
+- every file of ``../shared/data/uala-hotpotqa/`` (Llama-2-70B, HotpotQA, no top-k alternatives), and all
+  of them together: the shipped ``gac``, ``gac-full`` and ``gac-prefix``;
+- **a new model family**: the Gemma 3 270M runs of ``sample_runs/gemma3/`` scored by GACs trained the way the
+  shipped ones are (:func:`htc_core.train_gac.train_models`, :func:`htc_core.train_gac_prefix.train_prefix_model`:
+  the transfer method, its signal and weights, and the expected-error points all chosen leave-one-family-out)
+  but on the SmolLM2 runs alone, so no Gemma run reaches any choice; per task and all together;
+- the labeled fixture files of ``tests/fixtures/foreign/`` (synthetic, a handful of runs: shown, not evidence).
+
+For each set and model: ECE, Brier, AUROC; the AUROC of each training-free signal (length-normalized sequence
+probability, minimum token probability, minus the mean top-k entropy; no training), whether the GAC ranks at
+least as well as the best of them, and the applicability verdict with the expected ECE range the GAC prints
+before any label is seen, and whether the measured ECE lies inside it. ``gac-prefix`` the same on the prefixes
+at 25/50/75/100% of each run's steps and at step 1/2/3, against the running signals of the same prefixes.
+Nothing here is fitted on a foreign set's labels; they only score.
 """
 
 from __future__ import annotations
@@ -16,66 +28,142 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from . import shared_data_dir
 
 DEFAULT_FOREIGN = shared_data_dir() / "uala-hotpotqa"
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "foreign"
+SAMPLE_RUNS = REPO / "sample_runs"
+NEW_FAMILY = "Gemma3"          # the model family held out as "a new model family" (model names start with it)
+CUTS = ([(f"{f:.0%} of steps", {"fraction": f}) for f in (0.25, 0.5, 0.75, 1.0)]
+        + [(f"step {k}", {"steps": k}) for k in (1, 2, 3)])
 
 
 def evaluate_set(gac, ts) -> dict:
-    """Zero-shot metrics, the signals' AUROC and the expected-error check of one labeled TraceSet."""
-    import numpy as np
+    """Zero-shot metrics of ``gac`` on the labeled TraceSet ``ts``, the signals' AUROC and the expected-error
+    check (:func:`htc_core.calibration.expected_error.zero_shot_check`)."""
+    from ..calibration.expected_error import zero_shot_check
 
-    from htc_core.experiments.grouping import score_metrics
-    from htc_core.calibration.shift import shift_check
-    from htc_core.calibration.transfer_methods import SIGNALS, training_free_signals
-
-    y = ts.labels
-    p = gac.predict_proba(ts)[:, 1]
-    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", p)
-    sig = training_free_signals(ts)
-    aur = {}
-    for s in SIGNALS:
-        v = sig[s].to_numpy()
-        ok = np.isfinite(v)
-        aur[s] = score_metrics(y[ok], v[ok])["auroc"] if ok.sum() > 1 and len(set(y[ok])) == 2 else float("nan")
-    m = score_metrics(y, p)
-    best = max((v for v in aur.values() if v == v), default=float("nan"))
-    return {"n": int(len(y)), "success_rate": float(y.mean()), **m, "signals": aur, "best_signal_auroc": best,
-            "gac_ranks_at_least_as_well": bool(m["auroc"] >= best - 1e-9),
-            "expected": expected.to_dict(), "inside": bool(expected.low <= m["ece"] <= expected.high)}
+    return zero_shot_check(gac, ts)
 
 
-def _groups(ts):
-    import numpy as np
+def evaluate_prefixes(gac, ts) -> list[dict]:
+    """:func:`evaluate_set` of a prefix model on the prefixes of ``ts`` at each cut (:data:`CUTS`)."""
+    from ..traces.prefix import prefixes
 
-    key = ts.meta["dataset"].astype(str) + " | " + ts.meta["model"].astype(str)
-    for k in sorted(set(key)):
-        yield k, ts.filter(np.asarray(key == k))
-    yield "all", ts
+    return [{"cut": label, **evaluate_set(gac, prefixes(ts, **cut))} for label, cut in CUTS]
+
+
+def _labeled(paths) -> object:
+    from ..formats import load
+
+    ts, _ = load([str(p) for p in paths])
+    return ts.labeled()
+
+
+def uala_sets(folder: Path) -> list[tuple[str, object]]:
+    """(name, labeled runs) for every run file of the UALA folder, then all of them together."""
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder]
+    out = [(f"UALA {f.stem}", _labeled([f])) for f in files]
+    return out + ([("UALA all files", _labeled(files))] if len(files) > 1 else [])
+
+
+def fixture_sets(folder: Path = FIXTURES) -> list[tuple[str, object]]:
+    """(name, labeled runs) of each fixture file that carries labels for both outcomes."""
+    from ..formats import load
+
+    out = []
+    for f in sorted(folder.glob("*.jsonl")):
+        try:
+            ts, _ = load(str(f))
+        except ValueError:
+            continue
+        ts = ts.labeled()
+        if len(ts) and len(set(ts.labels)) == 2:
+            out.append((f"fixture {f.name} (synthetic)", ts))
+    return out
+
+
+def new_family_case(sample_runs: Path = SAMPLE_RUNS, family: str = NEW_FAMILY, *, seed: int = 42):
+    """(whole-run GACs, the prefix GAC, [(name, runs)]): models trained as the shipped ones are, on the runs of
+    ``sample_runs`` whose model is not of ``family``; the ``family`` runs per task and all together."""
+    from ..train_gac import train_models
+    from ..train_gac_prefix import train_prefix_model
+
+    ts = _labeled([sample_runs])
+    new = ts.meta["model"].astype(str).str.startswith(family).to_numpy()
+    train, held = ts.take(np.flatnonzero(~new)), ts.take(np.flatnonzero(new))
+    src = [sample_runs]
+    gacs = train_models(train, src, seed=seed, verbose=False, foreign=False)
+    pre = train_prefix_model(train, src, seed=seed, verbose=False, foreign=False)
+    tasks = held.meta["dataset"].astype(str).to_numpy()
+    sets = [(f"{family} {t} (new family)", held.take(np.flatnonzero(tasks == t))) for t in sorted(set(tasks))]
+    return gacs, pre, sets + [(f"{family} all tasks (new family)", held)]
+
+
+HEAD = (f"{'run set':44s} {'model':10s} {'runs':>5} {'rate':>5}  {'ECE':>5} {'Brier':>5} {'AUROC':>5}  {'seq_p':>5} "
+        f"{'min_p':>5} {'-entr':>5}  >=best  {'expected ECE':>12}  inside  verdict")
+
+
+def row_text(name: str, model: str, r: dict) -> str:
+    s, e = r["signals"], r["expected"]
+    f = lambda v: f"{v:5.3f}" if v == v else "  nan"    # noqa: E731
+    return (f"{name[:44]:44s} {model[:10]:10s} {r['n']:5d} {r['success_rate']:5.2f}  {r['ece']:5.3f} {r['brier']:5.3f} "
+            f"{f(r['auroc'])}  {f(s['seq_prob'])} {f(s['min_prob'])} {f(s['neg_entropy'])}  "
+            f"{'yes' if r['gac_ranks_at_least_as_well'] else 'NO':>6}  {e['low']:5.2f}-{e['high']:4.2f}     "
+            f"{'yes' if r['inside'] else 'NO':>6}  {e['verdict']}")
+
+
+def report(cases: list[tuple[str, dict, object, list]]) -> list[dict]:
+    """Print every set of every case (whole runs by each GAC, prefixes by the prefix GAC); the result rows."""
+    out = []
+    print(HEAD)
+    for case, gacs, _, sets in cases:
+        for name, ts in sets:
+            for model, gac in gacs.items():
+                r = evaluate_set(gac, ts)
+                out.append({"case": case, "set": name, "model": model, "cut": "whole runs", **r})
+                print(row_text(name, model, r))
+    print(f"\ngac-prefix on prefixes ({HEAD.split('model')[0].strip()} = set @ cut)")
+    print(HEAD)
+    for case, _, pre, sets in cases:
+        for name, ts in sets:
+            for r in evaluate_prefixes(pre, ts):
+                out.append({"case": case, "set": name, "model": "gac-prefix", **r})
+                print(row_text(f"{name} @ {r['cut']}", "gac-prefix", r))
+    return out
+
+
+def summary(rows: list[dict]) -> str:
+    n = len(rows)
+    ranks = sum(r["gac_ranks_at_least_as_well"] for r in rows)
+    inside = sum(r["inside"] for r in rows)
+    return (f"\nGAC AUROC >= the best training-free signal's on {ranks} of {n} (set, model, cut) rows; the expected "
+            f"ECE range printed beforehand holds the measured ECE on {inside} of {n}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m htc_dev.bench gac_foreign", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m htc_core.bench gac_foreign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="*", type=Path, default=[DEFAULT_FOREIGN])
-    ap.add_argument("--model", default="gac", help="a shipped GAC name or a GAC file (default gac)")
+    ap.add_argument("runs", nargs="*", type=Path, help="score these files or folders (each one set) instead of the "
+                                                       "foreign sets held here, with the shipped models")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a measured ECE lies outside its expected range")
     args = ap.parse_args(argv)
-    from htc_core.calibration.models import load_model
-    from htc_core.formats import load
+    from ..calibration.models import load_model
 
-    gac = load_model(args.model)
-    ts, _ = load([str(p) for p in args.runs])
-    ts = ts.labeled()
-    print(f"{args.model} zero-shot on {', '.join(map(str, args.runs))} ({len(ts)} labeled runs)")
-    print(f"{'run set':40s} {'runs':>5} {'rate':>5}  {'ECE':>5} {'Brier':>5} {'AUROC':>5}  {'seq_p':>5} {'min_p':>5} "
-          f"{'-entr':>5}  {'expected ECE':>12}  inside  verdict")
-    for name, sub in _groups(ts):
-        r = evaluate_set(gac, sub)
-        s, e = r["signals"], r["expected"]
-        print(f"{name[:40]:40s} {r['n']:5d} {r['success_rate']:5.2f}  {r['ece']:5.3f} {r['brier']:5.3f} "
-              f"{r['auroc']:5.3f}  {s['seq_prob']:5.3f} {s['min_prob']:5.3f} {s['neg_entropy']:5.3f}  "
-              f"{e['low']:5.2f}-{e['high']:4.2f}  {'yes' if r['inside'] else 'NO':>6}  {e['verdict']}")
-    return 0
+    shipped = {n: load_model(n) for n in ("gac", "gac-full")}
+    if args.runs:
+        cases = [("given", shipped, load_model("gac-prefix"), [(str(p), _labeled([p])) for p in args.runs])]
+    else:
+        cases = [("foreign", shipped, load_model("gac-prefix"), uala_sets(DEFAULT_FOREIGN) + fixture_sets())]
+        print("training GACs on the SmolLM2 runs alone (the Gemma runs are the new family) ...", file=sys.stderr)
+        gacs, pre, sets = new_family_case()
+        cases.append(("new family", gacs, pre, sets))
+    rows = report(cases)
+    print(summary(rows))
+    return 1 if args.check and not all(r["inside"] for r in rows) else 0
 
 
 if __name__ == "__main__":
