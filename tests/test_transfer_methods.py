@@ -162,3 +162,23 @@ def test_fit_transfer_signal_recovers_a_known_platt_and_never_stacks_an_entropy(
     assert entry["fallback"]["kinds"] == ["without_alternatives"] and entry["fallback"]["coef"] == entry["coef"]
     a, b, c = entry["coef"]
     assert a == 0.0 and abs(b - 1) < 0.05 and abs(c) < 0.05
+
+
+def test_stack_scores_weighs_the_informative_signals_and_keeps_weights_non_negative():
+    """Known answer: the label's log odds are 1.0 x1 + 0.5 x2 (two signals' scores), a third score is noise and a
+    fourth is anti-correlated; the stack recovers 1.0 and 0.5, gives the noise ~0 and the inverted score 0."""
+    from htc_core.calibration.transfer_methods import signal_scores, stack_scores
+
+    rng = np.random.default_rng(7)
+    n = 40_000
+    S = rng.normal(0, 1, (n, 4))
+    y = (rng.random(n) < sigmoid(1.0 * S[:, 0] + 0.5 * S[:, 1] - 0.2)).astype(float)
+    S[:, 3] = -S[:, 0] + rng.normal(0, 1, n)
+    c = stack_scores(rng.normal(0, 1, n), S, y, ridge=1e-6)
+    assert abs(c[1] - 1.0) < 0.05 and abs(c[2] - 0.5) < 0.05 and abs(c[3]) < 0.05 and c[4] == 0.0
+    assert abs(c[0]) < 0.05 and abs(c[-1] + 0.2) < 0.05
+    # the scores of the signals: logit of the probabilities, minus the entropy as it is; NaN -> the column median
+    sig = pd.DataFrame({"seq_prob": [0.5, 0.8, np.nan], "min_prob": [0.1, 0.2, 0.3], "neg_entropy": [-1.0, np.nan, -0.5]})
+    A, fill = signal_scores(sig)
+    assert A[0, 0] == pytest.approx(0.0) and A[2, 0] == pytest.approx(fill["seq_prob"])
+    assert A[1, 2] == pytest.approx(-0.75) and A[0, 1] == pytest.approx(np.log(0.1 / 0.9))

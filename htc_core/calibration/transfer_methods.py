@@ -16,7 +16,8 @@ them leave-one-family-out and the shipped GAC holds the one that won there (its 
 - :func:`training_free_signals` and :func:`stack_logits`: the raw signals uncertainty toolkits ship
   (length-normalized sequence probability, minimum token probability, minus the mean entropy of the top-k
   alternatives), and a logistic stack of the model's logit with one such signal's logit, so the combined
-  score ranks at least as the signal does wherever the signal carries the ranking.
+  score ranks at least as the signal does wherever the signal carries the ranking (:func:`stack_scores`: with
+  all three signals at once).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["SIGNALS", "STACKABLE", "training_free_signals", "RunningSignals", "apply_transfer", "target_standardized_logit", "EMPrior", "em_prior",
-           "prior_adjust", "domain_weights", "weighted_platt", "stack_logits", "logit", "sigmoid"]
+__all__ = ["SIGNALS", "STACKABLE", "training_free_signals", "RunningSignals", "apply_transfer",
+           "target_standardized_logit", "EMPrior", "em_prior", "prior_adjust", "domain_weights", "weighted_platt",
+           "stack_logits", "stack_scores", "signal_scores", "logit", "sigmoid"]
 
 #: the training-free signals: column -> what it is
 SIGNALS = {"seq_prob": "length-normalized sequence probability (geometric mean of the chosen tokens' probabilities)",
@@ -221,19 +223,38 @@ def stack_logits(z_model: np.ndarray, signal: np.ndarray, y: np.ndarray, *, ridg
                  max_iter: int = 100) -> np.ndarray:
     """[a, b, c] of ``sigmoid(a z_model + b logit(signal) + c)`` by (ridged) log loss, with the signal's weight
     kept non-negative (a training-free confidence is never turned upside down)."""
-    zs = logit(signal)
-    A = np.column_stack([np.asarray(z_model, dtype=np.float64), zs, np.ones_like(zs)])
+    return stack_scores(z_model, logit(signal)[:, None], y, ridge=ridge, max_iter=max_iter)
+
+
+def stack_scores(z_model: np.ndarray, scores: np.ndarray, y: np.ndarray, *, ridge: float = 1e-3,
+                 max_iter: int = 100) -> np.ndarray:
+    """[a, b_1 .. b_k, c] of ``sigmoid(a z_model + sum_j b_j scores[:, j] + c)`` by (ridged) log loss, every
+    ``b_j`` kept non-negative (each column a training-free score where larger means more confident)."""
+    S = np.asarray(scores, dtype=np.float64).reshape(len(y), -1)
+    A = np.column_stack([np.asarray(z_model, dtype=np.float64), S, np.ones(len(y))])
     y = np.asarray(y, dtype=np.float64)
-    coef = np.zeros(3)
+    coef = np.zeros(A.shape[1])
     lam = ridge * len(y)
     for _ in range(max_iter):
         p = sigmoid(A @ coef)
         g = A.T @ (p - y) + lam * coef
-        H = (A * (p * (1 - p))[:, None]).T @ A + lam * np.eye(3)
+        H = (A * (p * (1 - p))[:, None]).T @ A + lam * np.eye(A.shape[1])
         step = np.linalg.solve(H, g)
         coef -= step
-        if coef[1] < 0:
-            coef[1] = 0.0
+        coef[1:-1] = np.maximum(coef[1:-1], 0.0)
         if np.max(np.abs(step)) < 1e-10:
             break
     return coef
+
+
+def signal_scores(sig: pd.DataFrame, fill: dict | None = None) -> tuple[np.ndarray, dict]:
+    """(the [n, 3] scores of every training-free signal: the logit of the two probabilities and minus the
+    entropy as it is; the fill of each column's NaN, its median unless ``fill`` gives it)."""
+    cols = [logit(sig[c].to_numpy()) if c in STACKABLE else sig[c].to_numpy(dtype=np.float64) for c in SIGNALS]
+    fill = dict(fill or {})
+    out = []
+    for c, v in zip(SIGNALS, cols):
+        if c not in fill:
+            fill[c] = float(np.nanmedian(v)) if np.isfinite(v).any() else 0.0
+        out.append(np.where(np.isfinite(v), v, fill[c]))
+    return np.column_stack(out), fill

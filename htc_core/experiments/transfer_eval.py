@@ -14,7 +14,8 @@ held-out family is scored zero-shot by each candidate of :mod:`htc_core.calibrat
 - ``signal``: that signal alone, Platt-scaled on the training runs (no trajectory model at all);
   ``signal+em``: then the EM correction;
 - ``stack-oof``: the stack fitted on *out-of-family* GAC logits of the training runs (3 folds by family
-  inside the training families), so the stack weighs the GAC as it transfers, not as it fits.
+  inside the training families), so the stack weighs the GAC as it transfers, not as it fits;
+  ``stack-all-oof``: the same with all three training-free signals at once (each weight non-negative).
 
 Next to them, each training-free signal's AUROC on the held-out family, and the shift measurements the
 expected-error range is built from (:mod:`htc_core.calibration.expected_error`). No held-out label reaches a fit:
@@ -32,14 +33,16 @@ import pandas as pd
 
 from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from .grouping import has_alternatives, score_metrics
-from .transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, sigmoid, stack_logits,
-                               target_standardized_logit, training_free_signals, weighted_platt)
+from .transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, signal_scores, sigmoid,
+                               stack_logits, stack_scores, target_standardized_logit, training_free_signals,
+                               weighted_platt)
 
 __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
            "prepare", "fit_transfer", "expected_error_points"]
 
-METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof")
-#: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set
+METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof", "stack-all-oof")
+#: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set;
+#: stack-all-oof is measured (does combining every signal transfer better?) but a GAC file holds one signal
 SHIPPABLE = ("gac", "stack", "signal", "stack-oof")
 _SUFFIX = re.compile(r"-(greedy|sampled.*)$")
 
@@ -175,8 +178,12 @@ def _held_out(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict, dict, dic
     a_s, b_s = weighted_platt(logit(s_tr), y[tr])
     p["signal"] = sigmoid(a_s * logit(s_te) + b_s)
     p["signal+em"] = em_prior(p["signal"], float(sigmoid(a_s * logit(s_tr) + b_s).mean())).adjusted
-    c_oof = stack_logits(_oof_logits(d, tr, seed, fit_kw, models), s_tr, y[tr])
+    z_oof = _oof_logits(d, tr, seed, fit_kw, models)
+    c_oof = stack_logits(z_oof, s_tr, y[tr])
     p["stack-oof"] = sigmoid(c_oof[0] * z_te + c_oof[1] * logit(s_te) + c_oof[2])
+    a_tr, fill = signal_scores(sig.iloc[tr])
+    c_all = stack_scores(z_oof, a_tr, y[tr])
+    p["stack-all-oof"] = sigmoid(c_all[0] * z_te + signal_scores(sig.iloc[te], fill)[0] @ c_all[1:-1] + c_all[-1])
     shift = _shift_row(models, feats, alt, tr, te, train_rate)
     return p, shift, models, name
 

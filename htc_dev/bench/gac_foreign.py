@@ -103,14 +103,14 @@ def new_family_case(sample_runs: Path = SAMPLE_RUNS, family: str = NEW_FAMILY, *
     return gacs, pre, sets + [(f"{family} all tasks (new family)", held)]
 
 
-HEAD = (f"{'run set':44s} {'model':10s} {'runs':>5} {'rate':>5}  {'ECE':>5} {'Brier':>5} {'AUROC':>5}  {'seq_p':>5} "
+HEAD = (f"{'run set':52s} {'model':10s} {'runs':>5} {'rate':>5}  {'ECE':>5} {'Brier':>5} {'AUROC':>5}  {'seq_p':>5} "
         f"{'min_p':>5} {'-entr':>5}  >=best  {'expected ECE':>12}  inside  verdict")
 
 
 def row_text(name: str, model: str, r: dict) -> str:
     s, e = r["signals"], r["expected"]
     f = lambda v: f"{v:5.3f}" if v == v else "  nan"    # noqa: E731
-    return (f"{name[:44]:44s} {model[:10]:10s} {r['n']:5d} {r['success_rate']:5.2f}  {r['ece']:5.3f} {r['brier']:5.3f} "
+    return (f"{name[:52]:52s} {model[:10]:10s} {r['n']:5d} {r['success_rate']:5.2f}  {r['ece']:5.3f} {r['brier']:5.3f} "
             f"{f(r['auroc'])}  {f(s['seq_prob'])} {f(s['min_prob'])} {f(s['neg_entropy'])}  "
             f"{'yes' if r['gac_ranks_at_least_as_well'] else 'NO':>6}  {e['low']:5.2f}-{e['high']:4.2f}     "
             f"{'yes' if r['inside'] else 'NO':>6}  {e['verdict']}")
