@@ -65,7 +65,9 @@ def _labeled(paths) -> object:
 
 def uala_sets(folder: Path) -> list[tuple[str, object]]:
     """(name, labeled runs) for every run file of the UALA folder, then all of them together."""
-    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder]
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else ([folder] if folder.exists() else [])
+    if not files:
+        print(f"gac_foreign: {folder} not found: the UALA sets are left out", file=sys.stderr)
     out = [(f"UALA {f.stem}", _labeled([f])) for f in files]
     return out + ([("UALA all files", _labeled(files))] if len(files) > 1 else [])
 
@@ -155,7 +157,15 @@ def main(argv: list[str] | None = None) -> int:
 
     shipped = {n: load_model(n) for n in ("gac", "gac-full")}
     if args.runs:
-        cases = [("given", shipped, load_model("gac-prefix"), [(str(p), _labeled([p])) for p in args.runs])]
+        sets = [(str(p), _labeled([p])) for p in args.runs]
+        for name, ts in sets:
+            if not len(ts):
+                print(f"gac_foreign: {name}: no labeled runs (a success label is needed to measure ECE); skipped",
+                      file=sys.stderr)
+        sets = [(n, ts) for n, ts in sets if len(ts)]
+        if not sets:
+            return 2
+        cases = [("given", shipped, load_model("gac-prefix"), sets)]
     else:
         cases = [("foreign", shipped, load_model("gac-prefix"), uala_sets(DEFAULT_FOREIGN) + fixture_sets())]
         print("training GACs on the SmolLM2 runs alone (the Gemma runs are the new family) ...", file=sys.stderr)
