@@ -42,7 +42,7 @@ def test_ece_floor_is_the_sampling_noise_and_shrinks_with_n():
     rng = np.random.default_rng(1)
     small, large = ece_floor(rng.uniform(0, 1, 50)), ece_floor(rng.uniform(0, 1, 5000))
     assert 0.05 < small < 0.2 and large < 0.03
-    assert labels_to_know(0.05) == 100 and labels_to_know(0.5) == 20
+    assert labels_to_know(0.05) == 100 and labels_to_know(0.5) == 20 and labels_to_know(float("nan")) == 400
 
 
 def test_no_points_gives_an_honest_wide_range():

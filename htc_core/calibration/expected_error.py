@@ -59,6 +59,8 @@ def ece_floor(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> float:
 
 def labels_to_know(half_width: float) -> int:
     """Labeled runs whose success rate has a standard error under ``half_width`` (at most 0.5/sqrt(n))."""
+    if not math.isfinite(half_width):
+        return 400                      # no range (no runs scored): the most the rule ever asks for
     return int(min(400, max(20, math.ceil(0.25 / max(half_width, 1e-3) ** 2))))
 
 
