@@ -82,11 +82,12 @@ def _submodel_card(m) -> dict | None:
 def loo_section(choice) -> dict:
     """The card's leave-one-family-out section: every candidate per held-out family, the chosen one, the
     expected-error points (shift measures and the chosen method's ECE per family)."""
-    from .calibration.transfer_eval import expected_error_points
+    from .calibration.transfer_eval import expected_error_points, range_self_check
 
     out = choice.to_dict()
     out["by"] = "family (task x model family)"
     out["points"] = expected_error_points(choice, out["chosen"])
+    out["range_self_check"] = range_self_check(choice, out["points"], out["chosen"])
     out["regenerate"] = "python -m htc_core.train_gac --table-only"
     return out
 
@@ -116,6 +117,13 @@ def foreign_section(gac, folder: Path = DEFAULT_UALA, cuts: list | None = None) 
     return {"sets": rows, "source": _rel(folder) if files else None,
             "what": "UALA HotpotQA, Llama-2-70B (another model family and task, no top-k alternatives): zero-shot, "
                     "never trained on; all foreign sets: python -m htc_core.bench gac_foreign"}
+
+
+def self_check_line(rows: list[dict]) -> str:
+    """How often the expected-error range, built from the other held-out families, held a family's own ECE."""
+    miss = [f"{r['family']} {r['ece']:.3f} not in {r['low']:.2f}-{r['high']:.2f}" for r in rows if not r["inside"]]
+    return (f"expected ECE range from the other families holds each held-out family's ECE on "
+            f"{sum(r['inside'] for r in rows)} of {len(rows)}" + (f" (missed: {'; '.join(miss)})" if miss else ""))
 
 
 def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac) -> dict:
@@ -218,9 +226,10 @@ into the card, :func:`foreign_section`). What the shipped files are made of;
     d = prepare(ts)
     if sections is None:
         choice = leave_one_family_out(d, seed=seed, progress=progress)
+        section = loo_section(choice)
         if verbose:
             print(choice.table())
-        section = loo_section(choice)
+            print(self_check_line(section["range_self_check"]))
         sections = {v: section for v in variants}
     out = {}
     for variant, name in variants.items():

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .train_gac import DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, _submodel_card, foreign_section, run_sets
+from .train_gac import (DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, _submodel_card, foreign_section, run_sets,
+                        self_check_line)
 
 NAME = "gac-prefix"
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -154,7 +155,9 @@ def _decision(chosen: str, means: list[dict]) -> str:
 
 def loo_section(choice, rows: list[dict]) -> dict:
     """The card's leave-one-family-out section: every candidate on every held-out prefix (summary, rows), the
-    chosen one, the same per cut (by_prefix, mean_by_prefix) and the expected-error points."""
+    chosen one, the same per cut (by_prefix, mean_by_prefix), the expected-error points and their self-check."""
+    from .calibration.transfer_eval import range_self_check
+
     out = choice.to_dict()
     chosen = out["chosen"]
     out.update({"by": "family (task x model family), every prefix of the held-out runs",
@@ -163,6 +166,7 @@ def loo_section(choice, rows: list[dict]) -> dict:
                             "scored on every prefix of the held-out runs (the choice) and per cut",
                 "seeds": [42], "by_prefix": rows, "mean_by_prefix": mean_by_cut(rows),
                 "points": points_by_cut(choice, rows, chosen), "regenerate": "python -m htc_core.train_gac_prefix"})
+    out["range_self_check"] = range_self_check(choice, out["points"], chosen)
     return out
 
 
@@ -259,6 +263,7 @@ def train_prefix_model(ts, sources: list[Path], *, seed: int = 42, progress=None
     if verbose:
         print(choice.table())
         print(cut_table(loo["mean_by_prefix"], loo["chosen"]))
+        print(self_check_line(loo["range_self_check"]))
     gac = fit_prefix_gac(ts, seed=seed)
     gac.transfer = fit_transfer(d, loo["chosen"], seed=seed, models=gac.models)
     gac.card = build_card(ts, all_prefixes(ts), sources, gac, loo, "reduced")

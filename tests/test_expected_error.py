@@ -133,3 +133,17 @@ def test_expected_range_uses_the_cut_extremes_and_a_noise_floor_below():
     mean, q01 = ece_noise(few)
     e = expected_ece(POINTS, m, few)
     assert 0 < q01 < mean and e.low >= q01 - 1e-12 and e.low <= e.high and e.high >= 0.05 + mean - 1e-12
+
+
+@pytest.mark.parametrize("name", ["gac", "gac-prefix"])
+def test_cards_hold_the_range_checked_on_their_own_held_out_families(name):
+    """Each held-out family's ECE against the range built from the *other* families' points (the card says how
+    often it held; the numbers are in docs/gac.md)."""
+    from htc_core.calibration.models import load_model
+
+    card = load_model(name).card
+    rows = card["leave_one_out"]["range_self_check"]
+    assert [r["family"] for r in rows] == [p["family"] for p in card["expected_error"]["points"]]
+    for r in rows:
+        assert r["inside"] == (r["low"] <= r["ece"] <= r["high"]) and 0 <= r["low"] <= r["high"] <= 1
+    assert sum(r["inside"] for r in rows) >= len(rows) // 2

@@ -38,7 +38,7 @@ from .transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, log
                                weighted_platt)
 
 __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
-           "prepare", "fit_transfer", "expected_error_points"]
+           "prepare", "fit_transfer", "expected_error_points", "range_self_check"]
 
 METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof", "stack-all-oof")
 #: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set;
@@ -69,6 +69,7 @@ class TransferChoice:
     chosen_signal: dict = field(default_factory=dict)   # family -> the signal the stack used
     #: method -> each row's held-out confidence (every row is held out once; filled by leave_one_family_out)
     predictions: dict = field(default_factory=dict)
+    groups: np.ndarray | None = None                    # each row's family (the rows of ``predictions``)
 
     def summary(self) -> pd.DataFrame:
         """method -> mean and worst ECE / Brier / AUROC over the held-out families."""
@@ -259,7 +260,7 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
         aur[g] = {s: _auroc(y, d["signals"][s].to_numpy()[te]) for s in SIGNALS}
         if progress is not None:
             progress(i + 1, len(fams), g)
-    return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen, preds)
+    return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen, preds, d["groups"])
 
 
 def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
@@ -302,3 +303,21 @@ def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
              "rate_gap": round(float(rows.rate_gap[r["family"]]), 4), "em_gap": round(float(rows.em_gap[r["family"]]), 4),
              **{k: round(float(r[k]), 4) for k in ("max_shift", "missing_topk")}}
             for r in choice.shifts.to_dict("records")]
+
+
+def range_self_check(choice: TransferChoice, points: list[dict], method: str) -> list[dict]:
+    """The expected-error range checked on the families it is built from: for each held-out family, the range
+    :func:`~.expected_error.expected_ece` gives it from the *other* families' points (its own shift measures, its
+    ``method`` confidences for the noise), and whether its measured ECE lies inside. Per family: family, n, ECE,
+    low, high, inside."""
+    from .expected_error import expected_ece
+
+    conf = choice.predictions.get(method)
+    out = []
+    for i, p in enumerate(points):
+        rows = np.flatnonzero(choice.groups == p["family"]) if choice.groups is not None else np.array([], int)
+        c = conf[rows] if conf is not None and len(rows) else np.full(int(p["n"]), 0.5)
+        e = expected_ece(points[:i] + points[i + 1:], p, c)
+        out.append({"family": p["family"], "n": int(p["n"]), "ece": p["ece"], "low": round(e.low, 4),
+                    "high": round(e.high, 4), "inside": bool(e.low <= p["ece"] <= e.high)})
+    return out
