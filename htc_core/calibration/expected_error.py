@@ -127,19 +127,24 @@ def zero_shot_check(gac, ts) -> dict:
     AUROC; each training-free signal's AUROC (:mod:`.transfer_methods`) and whether the GAC ranks at least as
     well as the best of them; the verdict and expected ECE range computed without labels, and whether the
     measured ECE lies inside it. Labels only score: nothing is fitted."""
-    from .grouping import score_metrics
+    from .metrics import auroc, brier_score, expected_calibration_error
     from .shift import shift_check
     from .transfer_methods import SIGNALS, training_free_signals
 
-    y = ts.labels
+    y = np.asarray(ts.labels, dtype=np.float64)
     p = gac.predict_proba_traces(ts)[:, 1]
     expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", p)
+    def rank(yy, v):   # AUROC of any score: its ranks scaled into [0, 1] (ties kept) are a valid "probability"
+        from scipy.stats import rankdata
+
+        return float(auroc(yy, rankdata(v) / len(v))) if len(set(yy)) == 2 else float("nan")
+
     sig, aur = training_free_signals(ts), {}
     for s in SIGNALS:
         v = sig[s].to_numpy()
         ok = np.isfinite(v)
-        aur[s] = score_metrics(y[ok], v[ok])["auroc"] if ok.sum() > 1 and len(set(y[ok])) == 2 else float("nan")
-    m = score_metrics(y, p)
+        aur[s] = rank(y[ok], v[ok]) if ok.sum() > 1 else float("nan")
+    m = {"ece": float(expected_calibration_error(y, p)), "brier": float(brier_score(y, p)), "auroc": rank(y, p)}
     best = max((v for v in aur.values() if v == v), default=float("nan"))
     return {"n": int(len(y)), "success_rate": float(y.mean()), **m, "signals": aur, "best_signal_auroc": best,
             "gac_ranks_at_least_as_well": bool(m["auroc"] >= best - 1e-9),
