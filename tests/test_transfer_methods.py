@@ -178,7 +178,8 @@ def test_stack_scores_weighs_the_informative_signals_and_keeps_weights_non_negat
     assert abs(c[1] - 1.0) < 0.05 and abs(c[2] - 0.5) < 0.05 and abs(c[3]) < 0.05 and c[4] == 0.0
     assert abs(c[0]) < 0.05 and abs(c[-1] + 0.2) < 0.05
     # the scores of the signals: logit of the probabilities, minus the entropy as it is; NaN -> the column median
-    sig = pd.DataFrame({"seq_prob": [0.5, 0.8, np.nan], "min_prob": [0.1, 0.2, 0.3], "neg_entropy": [-1.0, np.nan, -0.5]})
+    sig = pd.DataFrame({"seq_prob": [0.5, 0.8, np.nan], "min_prob": [0.1, 0.2, 0.3],
+                        "neg_entropy": [-1.0, np.nan, -0.5]})
     A, fill = signal_scores(sig)
     assert A[0, 0] == pytest.approx(0.0) and A[2, 0] == pytest.approx(fill["seq_prob"])
     assert A[1, 2] == pytest.approx(-0.75) and A[0, 1] == pytest.approx(np.log(0.1 / 0.9))
