@@ -183,3 +183,31 @@ def test_stack_scores_weighs_the_informative_signals_and_keeps_weights_non_negat
     A, fill = signal_scores(sig)
     assert A[0, 0] == pytest.approx(0.0) and A[2, 0] == pytest.approx(fill["seq_prob"])
     assert A[1, 2] == pytest.approx(-0.75) and A[0, 1] == pytest.approx(np.log(0.1 / 0.9))
+
+
+def test_out_of_family_stack_drops_a_model_that_only_fits_in_sample():
+    """Known answer: in each of 4 families one feature of its own carries the label (noise elsewhere), and a
+    training-free signal carries it everywhere. A model fitted on all families ranks its own runs well through
+    those features (the in-sample stack trusts its logit), but on a family it has not seen its logit is noise:
+    the out-of-family stack (stack-oof, the shipped method) learns that and leans on the signal."""
+    from htc_core.calibration.calibrators import HTCCalibrator
+    from htc_core.calibration.transfer_eval import fit_transfer
+
+    rng = np.random.default_rng(8)
+    n_fam, per, width = 4, 300, 48
+    groups = np.repeat([f"task{i} | M" for i in range(n_fam)], per)
+    y = (rng.random(n_fam * per) < 0.4).astype(float)
+    X = rng.normal(0, 1, (n_fam * per, width))
+    for i in range(n_fam):
+        rows = slice(i * per, (i + 1) * per)
+        X[rows, i] += 2.5 * (2 * y[rows] - 1)               # family i's own informative feature
+    s = sigmoid(0.8 * (2 * y - 1) + rng.normal(0, 1, y.size))
+    sig = pd.DataFrame({"seq_prob": s, "min_prob": s, "neg_entropy": np.full(y.size, np.nan)})
+    d = {"y": y, "groups": groups, "alt": np.zeros(y.size, bool), "signals": sig,
+         "features": {"chosen": X, "paper": X}}
+    model = HTCCalibrator(profile="chosen", alphas=(0.1, 1.0), inner_folds=3).fit(X, y)
+    models = {"without_alternatives": model}
+    inside = fit_transfer(d, "stack", models=models)["coef"]
+    oof = fit_transfer(d, "stack-oof", models=models)["coef"]
+    assert inside[0] > 0.5                                 # in-sample, the model's logit looks strong
+    assert abs(oof[0]) < 0.25 * inside[0] and oof[1] > 0.5  # out of family it is near noise: the signal carries
