@@ -1,17 +1,17 @@
 """Train the shipped General Agent Calibrators and write their model files with cards.
 
-    python -m htc_core.train_gac                  # reads sample_runs/ (two model families)
-    python -m htc_core.train_gac --table-only     # reproduces the card's leave-one-family-out table
-    python -m htc_core.train_gac --out out/models # a quick look elsewhere
+    python -m htc_dev.train_gac                  # reads sample_runs/ (two model families)
+    python -m htc_dev.train_gac --table-only     # reproduces the card's leave-one-family-out table
+    python -m htc_dev.train_gac --out out/models # a quick look elsewhere
 
 An application of the library (it reads files, so it lives above ``calibration``, like the CLI). Reads the
 labeled runs of ``sample_runs/`` where they are (SmolLM2-135M and Gemma 3 270M on six task families;
 ``--uala DIR`` adds more), runs the leave-one-family-out comparison of the transfer candidates
-(:func:`htc_core.calibration.transfer_eval.leave_one_family_out`), ships the winner among those a file can hold,
+(:func:`htc_core.experiments.transfer_eval.leave_one_family_out`), ships the winner among those a file can hold,
 fits ``gac`` (Reduced) and ``gac-full`` on all runs and writes ``htc_core/calibration/models/gac.json`` and
 ``gac-full.json`` with cards (every training run set, the table, the expected-error points). Only these JSON
 files are committed. The UALA HotpotQA runs (Llama-2-70B) are not trained on: they are the foreign set of
-``python -m htc_core.bench.gac_foreign``.
+``python -m htc_dev.bench.gac_foreign``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SAMPLE_RUNS = REPO / "sample_runs"
 DEFAULT_UALA = REPO.parent / "shared" / "data" / "uala-hotpotqa"
-DEFAULT_OUT = Path(__file__).resolve().parent / "calibration" / "models"
+DEFAULT_OUT = REPO / "htc_core" / "calibration" / "models"
 NAMES = {"reduced": "gac", "full": "gac-full"}
 
 DECISION = (
@@ -38,19 +38,19 @@ DECISION = (
     "Calibration (ECE) is what a zero-shot confidence is for, so the GAC holds two models and picks one per run from "
     "the input: runs that list alternatives -> with_alternatives ('paper' profile, trained on the runs with "
     "alternatives); runs without -> without_alternatives ('chosen' profile, trained on all runs). "
-    "(Decided on the earlier corpus with UALA HotpotQA in training, htc_core.calibration.gac.gac_leave_one_out; "
+    "(Decided on the earlier corpus with UALA HotpotQA in training, htc_core.experiments.gac.gac_leave_one_out; "
     "kept since.) On top of the routed model, the transfer method is chosen leave-one-family-out (see transfer).")
 
 
-def _rel(p: Path) -> str:
+def relative_path(p: Path) -> str:
     """``p`` relative to the repository root (``sample_runs``, ``../shared/data/uala-hotpotqa``)."""
     import os
 
     return os.path.relpath(p.resolve(), REPO)
 
 
-def _counts(ts) -> list[dict]:
-    from .calibration.grouping import has_alternatives
+def kind_counts(ts) -> list[dict]:
+    from htc_core.experiments.grouping import has_alternatives
 
     m = ts.meta.assign(alternatives=has_alternatives(ts), success=ts.labels)
     g = m.groupby(["dataset", "model"], dropna=False)
@@ -60,7 +60,7 @@ def _counts(ts) -> list[dict]:
 
 def run_sets(ts) -> list[dict]:
     """Every training run set (one file of sample_runs: a task x decoding configuration of one model)."""
-    from .calibration.transfer_eval import model_family
+    from htc_core.experiments.transfer_eval import model_family
 
     m = ts.meta.assign(success=ts.labels)
     out = []
@@ -70,7 +70,7 @@ def run_sets(ts) -> list[dict]:
     return out
 
 
-def _submodel_card(m) -> dict | None:
+def submodel_card(m) -> dict | None:
     if m is None:
         return None
     return {"profile": m.profile_, "top_k": int(m.top_k_), "variant": m.variant, "alpha": float(m.alpha_),
@@ -82,13 +82,13 @@ def _submodel_card(m) -> dict | None:
 def loo_section(choice) -> dict:
     """The card's leave-one-family-out section: every candidate per held-out family, the chosen one, the
     expected-error points (shift measures and the chosen method's ECE per family)."""
-    from .calibration.transfer_eval import expected_error_points, range_self_check
+    from htc_core.experiments.transfer_eval import expected_error_points, range_self_check
 
     out = choice.to_dict()
     out["by"] = "family (task x model family)"
     out["points"] = expected_error_points(choice, out["chosen"])
     out["range_self_check"] = range_self_check(choice, out["points"], out["chosen"])
-    out["regenerate"] = "python -m htc_core.train_gac --table-only"
+    out["regenerate"] = "python -m htc_dev.train_gac --table-only"
     return out
 
 
@@ -97,9 +97,9 @@ def foreign_section(gac, folder: Path = DEFAULT_UALA, cuts: list | None = None) 
     used for a choice), beside each training-free signal and the expected ECE range it prints beforehand
     (:func:`htc_core.calibration.expected_error.zero_shot_check`); ``cuts`` (label, prefixes() arguments): on
     those prefixes of each run. Empty where the folder is not here."""
-    from .calibration.expected_error import zero_shot_check
-    from .formats import load
-    from .traces.prefix import prefixes
+    from htc_core.calibration.expected_error import zero_shot_check
+    from htc_core.formats import load
+    from htc_core.traces.prefix import prefixes
 
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     rows = []
@@ -114,9 +114,9 @@ def foreign_section(gac, folder: Path = DEFAULT_UALA, cuts: list | None = None) 
                          "signal_auroc": {k: round(v, 4) for k, v in r["signals"].items() if v == v},
                          "ranks_at_least_as_well_as_best_signal": r["gac_ranks_at_least_as_well"],
                          "expected_ece": [e["low"], e["high"]], "verdict": e["verdict"], "inside": r["inside"]})
-    return {"sets": rows, "source": _rel(folder) if files else None,
+    return {"sets": rows, "source": relative_path(folder) if files else None,
             "what": "UALA HotpotQA, Llama-2-70B (another model family and task, no top-k alternatives): zero-shot, "
-                    "never trained on; all foreign sets: python -m htc_core.bench gac_foreign"}
+                    "never trained on; all foreign sets: python -m htc_dev.bench gac_foreign"}
 
 
 def self_check_line(rows: list[dict]) -> str:
@@ -127,8 +127,8 @@ def self_check_line(rows: list[dict]) -> str:
 
 
 def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac) -> dict:
-    from ._version import __version__
-    from .calibration.grouping import has_alternatives
+    from htc_core._version import __version__
+    from htc_core.experiments.grouping import has_alternatives
 
     alt = has_alternatives(ts)
     return {
@@ -138,14 +138,14 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
         "intended_use": "zero-shot calibrated confidence for agent runs without outcome labels; the "
                         "leave-one-dataset-out numbers below are what to expect on a dataset it has not seen. "
                         "Fit your own HTC calibrator (htc fit) when you have labeled runs of your task.",
-        "training_data": {"sources": [_rel(s) for s in sources],
+        "training_data": {"sources": [relative_path(s) for s in sources],
                           "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
                                        "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
                           "run_sets": run_sets(ts),
                           "n": int(len(ts)), "positive_rate": round(float(ts.labels.mean()), 4),
                           "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": _counts(ts)},
-        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
+                          "by_dataset_and_model": kind_counts(ts)},
+        "models": {k: submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; "
                    "runs without -> without_alternatives",
         "decision": DECISION,
@@ -165,18 +165,18 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
                          "zero-shot score: outside the training data when a used feature's mean moves by 2 "
                          "training sd, the predicted base rate by 0.10 or the share of runs without top-k "
                          "alternatives by 0.5 (htc_core.calibration.shift, expected_error)",
-        "regenerate": "python -m htc_core.train_gac   (the leave-one-family-out table alone: "
-                      "python -m htc_core.train_gac --table-only)",
+        "regenerate": "python -m htc_dev.train_gac   (the leave-one-family-out table alone: "
+                      "python -m htc_dev.train_gac --table-only)",
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m htc_core.train_gac", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m htc_dev.train_gac", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
     ap.add_argument("--uala", type=Path, default=None,
                     help="also train on these runs (default: none; the UALA HotpotQA runs of another model family "
-                         "are the foreign evaluation set, htc_core.bench.gac_foreign)")
+                         "are the foreign evaluation set, htc_dev.bench.gac_foreign)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for gac.json and gac-full.json")
     ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
     ap.add_argument("--reuse-leave-one-out", action="store_true",
@@ -186,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the leave-one-family-out table (the card's, reproduced) and write nothing")
     args = ap.parse_args(argv)
 
-    from .calibration.transfer_eval import leave_one_family_out, prepare
-    from .formats import load
+    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
+    from htc_core.formats import load
 
     wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
     sources = [p for p in wanted if p.exists()]
@@ -199,12 +199,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ts, report = load([str(p) for p in sources])
     ts = ts.labeled()
-    print(f"training data: {len(ts)} labeled runs from {', '.join(map(_rel, sources))}", file=sys.stderr)
+    print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
     sections = _reused_sections(args.out) if args.reuse_leave_one_out else None
     if args.table_only:
-        print(leave_one_family_out(prepare(ts), seed=args.seed, progress=_progress).table())
+        choice = leave_one_family_out(prepare(ts), seed=args.seed, progress=_progress)
+        print(choice.table())
+        print(self_check_line(loo_section(choice)["range_self_check"]))
         return 0
-    for name, gac in train_models(ts, sources, seed=args.seed, sections=sections, progress=_progress).items():
+    # the UALA runs are the foreign set scored into the card unless they are trained on (--uala)
+    for name, gac in train_models(ts, sources, seed=args.seed, sections=sections, progress=_progress,
+                                  foreign=args.uala is None).items():
         out = gac.save(args.out / f"{name}.json")
         print(f"wrote {out} (transfer: {gac.card['transfer']['chosen']})")
     return 0
@@ -219,9 +223,9 @@ def train_models(ts, sources: list[Path], *, seed: int = 42, variants=NAMES, sec
     """name -> a GAC fitted on the labeled runs ``ts`` with its transfer chosen leave-one-family-out on them and
     its card (``sections``: the leave-one-out sections to reuse, by variant; ``foreign``: score the UALA runs
 into the card, :func:`foreign_section`). What the shipped files are made of;
-    :mod:`htc_core.bench.gac_foreign` calls it on one model family to score the other as a new family."""
-    from .calibration.general import fit_general
-    from .calibration.transfer_eval import leave_one_family_out, prepare
+    :mod:`htc_dev.bench.gac_foreign` calls it on one model family to score the other as a new family."""
+    from htc_core.calibration.general import fit_general
+    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
 
     d = prepare(ts)
     if sections is None:
@@ -243,7 +247,7 @@ into the card, :func:`foreign_section`). What the shipped files are made of;
 
 
 def _transfer(d, method: str, variant: str, seed: int, gac) -> dict | None:
-    from .calibration.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_eval import fit_transfer
 
     return fit_transfer(d, method, variant=variant, seed=seed, models=gac.models)
 

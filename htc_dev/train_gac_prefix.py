@@ -1,9 +1,9 @@
 """Train the shipped prefix-aware General Agent Calibrator ``gac-prefix`` (the live Monitor's default model).
 
-    python -m htc_core.train_gac_prefix                 # reads sample_runs/ (two model families)
-    python -m htc_core.train_gac_prefix --out out/models   # a look elsewhere, without touching the package
+    python -m htc_dev.train_gac_prefix                 # reads sample_runs/ (two model families)
+    python -m htc_dev.train_gac_prefix --out out/models   # a look elsewhere, without touching the package
 
-The whole-run GAC (``python -m htc_core.train_gac``) sees only finished runs; a live
+The whole-run GAC (``python -m htc_dev.train_gac``) sees only finished runs; a live
 :class:`~htc_core.monitor.Monitor` scores a run after each of its steps, i.e. prefixes. ``gac-prefix`` is a
 GAC (same two sub-models and routing as ``gac``: runs that list top-k alternatives -> a ``paper``-profile
 model fitted on the runs that list them; runs without -> a ``chosen``-profile model fitted on all) fitted on
@@ -18,7 +18,7 @@ Decisions where the issue is silent:
   of the held-out dataset reaches a fit, so they are honest.
 - Transfer, chosen as for ``gac`` but over prefixes (:func:`prefix_leave_one_out`): for each held-out family
   (task x model family) a prefix GAC is fitted on every prefix of the other families' runs, and every candidate
-  of :mod:`htc_core.calibration.transfer_eval` (the GAC as fitted, test-time standardization, EM base rate,
+  of :mod:`htc_core.experiments.transfer_eval` (the GAC as fitted, test-time standardization, EM base rate,
   importance weights, the stacks with the best training-free running signal, the signal alone) scores every
   prefix of the held-out runs. The shipped method is the one a Monitor can apply step by step with the lowest
   mean ECE there; the card also holds every candidate per cut (25/50/75/100% of the steps, step 1/2/3; a run
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .train_gac import (DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, _counts, _rel, _submodel_card, foreign_section, run_sets,
-                        self_check_line)
+from .train_gac import (DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, foreign_section, kind_counts, relative_path, run_sets,
+                        self_check_line, submodel_card)
 
 NAME = "gac-prefix"
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -44,8 +44,8 @@ STEPS = (1, 2, 3)
 
 def all_prefixes(ts):
     """Every prefix (k = 1 .. S steps) of every run of ``ts``, ids ``RUN@k``; label and metadata of the run."""
-    from .traces import concat
-    from .traces.prefix import prefixes
+    from htc_core.traces import concat
+    from htc_core.traces.prefix import prefixes
 
     S = ts.steps_per_trajectory
     parts = []
@@ -59,7 +59,7 @@ def all_prefixes(ts):
 
 def fit_prefix_gac(ts, *, variant: str = "reduced", seed: int = 42, **fit_kw):
     """A GAC fitted on every prefix of every labeled run of ``ts`` (``fit_kw``: HTCCalibrator parameters)."""
-    from .calibration.general import fit_general
+    from htc_core.calibration.general import fit_general
 
     return fit_general(all_prefixes(ts.labeled()), variant=variant, name=NAME, seed=seed, **fit_kw)
 
@@ -71,7 +71,7 @@ def _cuts():
 def cut_rows(ts, ids) -> dict:
     """prefix label -> the positions in ``ids`` (prefix ids ``RUN@k`` of :func:`all_prefixes`) of each run's
     prefix at that cut (25/50/75/100% of its steps, step 1/2/3; a run shorter than k enters whole)."""
-    from .traces.prefix import prefix_lengths
+    from htc_core.traces.prefix import prefix_lengths
 
     pos = {str(v): i for i, v in enumerate(ids)}
     run_ids = [str(v) for v in ts.ids]
@@ -80,12 +80,12 @@ def cut_rows(ts, ids) -> dict:
 
 
 def prefix_leave_one_out(ts, *, seed: int = 42, progress=print):
-    """The transfer candidates of :mod:`htc_core.calibration.transfer_eval` chosen leave-one-family-out over
+    """The transfer candidates of :mod:`htc_core.experiments.transfer_eval` chosen leave-one-family-out over
     *prefixes*: for each held-out family (task x model family) a prefix GAC fitted on every prefix of the other
     families' runs, each candidate scored on every prefix of the held-out runs (the Monitor's stream; the
     choice is made there), and per cut (:func:`cut_rows`). Returns (the TransferChoice, the per-cut rows, the
-    prepared prefix data for :func:`htc_core.calibration.transfer_eval.fit_transfer`)."""
-    from .calibration.transfer_eval import leave_one_family_out, prepare
+    prepared prefix data for :func:`htc_core.experiments.transfer_eval.fit_transfer`)."""
+    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
 
     ts = ts.labeled()
     d = prepare(all_prefixes(ts))
@@ -97,9 +97,9 @@ def prefix_leave_one_out(ts, *, seed: int = 42, progress=print):
 def by_cut(ts, d: dict, choice) -> list[dict]:
     """Per held-out family, cut and method: n, ECE, Brier, AUROC of the held-out confidences on those prefixes;
     and (method ``signal:NAME``) each training-free running signal's AUROC there."""
-    from .calibration.grouping import score_metrics
-    from .calibration.transfer_eval import family_groups
-    from .calibration.transfer_methods import SIGNALS
+    from htc_core.experiments.grouping import score_metrics
+    from htc_core.experiments.transfer_eval import family_groups
+    from htc_core.calibration.transfer_methods import SIGNALS
 
     fam = family_groups(ts.meta)
     rows = []
@@ -132,7 +132,7 @@ def mean_by_cut(rows: list[dict]) -> list[dict]:
 def points_by_cut(choice, rows: list[dict], chosen: str) -> list[dict]:
     """The expected-error points of the chosen method (shift measures and ECE on every held-out prefix),
     with ``ece_low``/``ece_high``: its lowest and highest ECE over the cuts of that family."""
-    from .calibration.transfer_eval import expected_error_points
+    from htc_core.experiments.transfer_eval import expected_error_points
 
     out = []
     for p in expected_error_points(choice, chosen):
@@ -156,7 +156,7 @@ def _decision(chosen: str, means: list[dict]) -> str:
 def loo_section(choice, rows: list[dict]) -> dict:
     """The card's leave-one-family-out section: every candidate on every held-out prefix (summary, rows), the
     chosen one, the same per cut (by_prefix, mean_by_prefix), the expected-error points and their self-check."""
-    from .calibration.transfer_eval import range_self_check
+    from htc_core.experiments.transfer_eval import range_self_check
 
     out = choice.to_dict()
     chosen = out["chosen"]
@@ -165,14 +165,14 @@ def loo_section(choice, rows: list[dict]) -> dict:
                             "prefix of the other families' runs, the candidates' combinations on those prefixes; "
                             "scored on every prefix of the held-out runs (the choice) and per cut",
                 "seeds": [42], "by_prefix": rows, "mean_by_prefix": mean_by_cut(rows),
-                "points": points_by_cut(choice, rows, chosen), "regenerate": "python -m htc_core.train_gac_prefix"})
+                "points": points_by_cut(choice, rows, chosen), "regenerate": "python -m htc_dev.train_gac_prefix"})
     out["range_self_check"] = range_self_check(choice, out["points"], chosen)
     return out
 
 
 def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
-    from ._version import __version__
-    from .calibration.grouping import has_alternatives
+    from htc_core._version import __version__
+    from htc_core.experiments.grouping import has_alternatives
 
     alt = has_alternatives(ts)
     p_alt = has_alternatives(prefix_ts)
@@ -184,7 +184,7 @@ def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
         "intended_use": "zero-shot calibrated confidence of a run that is still going (after each step), without "
                         "the user's labels: htc_core.Monitor() with no model, Recorder(monitor=True), htc monitor "
                         "without MODEL. Fit your own calibrator on labeled prefixes of your task when you have them.",
-        "training_data": {"sources": [_rel(s) for s in sources],
+        "training_data": {"sources": [relative_path(s) for s in sources],
                           "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
                                        "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
                           "run_sets": run_sets(ts),
@@ -192,9 +192,9 @@ def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
                           "prefixes": "every prefix k = 1 .. S steps of every run, labeled with the run's outcome",
                           "positive_rate": round(float(ts.labels.mean()), 4),
                           "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": _counts(ts)},
+                          "by_dataset_and_model": kind_counts(ts)},
         "variant": variant,
-        "models": {k: _submodel_card(m) for k, m in gac.models.items()},
+        "models": {k: submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; runs without "
                    "-> without_alternatives (a Monitor switches when the first alternative arrives)",
         "decision": _decision(chosen, loo.get("mean_by_prefix", [])),
@@ -209,12 +209,12 @@ def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
                      "why": "the candidate a Monitor can apply step by step (one run at a time) with the lowest "
                             "mean ECE over every prefix of the held-out families (leave_one_out.summary, rows; "
                             "per cut: by_prefix); the Monitor keeps the signal running (RunningSignals)"},
-        "regenerate": "python -m htc_core.train_gac_prefix",
+        "regenerate": "python -m htc_dev.train_gac_prefix",
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m htc_core.train_gac_prefix", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m htc_dev.train_gac_prefix", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
     ap.add_argument("--uala", type=Path, default=None,
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the leave-one-family-out tables (the card's, reproduced) and write nothing")
     args = ap.parse_args(argv)
 
-    from .formats import load
+    from htc_core.formats import load
 
     wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
     sources = [p for p in wanted if p.exists()]
@@ -237,14 +237,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ts, _ = load([str(p) for p in sources])
     ts = ts.labeled()
-    print(f"training data: {len(ts)} labeled runs from {', '.join(map(_rel, sources))}", file=sys.stderr)
+    print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
     progress = lambda m: print(m, file=sys.stderr)    # noqa: E731
     if args.table_only:
         choice, rows, _ = prefix_leave_one_out(ts, seed=args.seed, progress=progress)
         print(choice.table())
-        print(cut_table(mean_by_cut(rows), choice.best()))
+        loo = loo_section(choice, rows)
+        print(cut_table(loo["mean_by_prefix"], loo["chosen"]))
+        print(self_check_line(loo["range_self_check"]))
         return 0
-    gac = train_prefix_model(ts, sources, seed=args.seed, progress=progress)
+    gac = train_prefix_model(ts, sources, seed=args.seed, progress=progress, foreign=args.uala is None)
     out = gac.save(args.out / f"{NAME}.json")
     print(f"wrote {out} (transfer: {gac.card['transfer']['chosen']})")
     return 0
@@ -253,9 +255,9 @@ def main(argv: list[str] | None = None) -> int:
 def train_prefix_model(ts, sources: list[Path], *, seed: int = 42, progress=None, verbose: bool = True,
                        foreign: bool = True):
     """``gac-prefix`` fitted on every prefix of the labeled runs ``ts``, its transfer chosen leave-one-family-out
-    over prefixes, with its card. What the shipped file is made of; :mod:`htc_core.bench.gac_foreign` calls it on
+    over prefixes, with its card. What the shipped file is made of; :mod:`htc_dev.bench.gac_foreign` calls it on
     one model family to score the other as a new family."""
-    from .calibration.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_eval import fit_transfer
 
     ts = ts.labeled()
     choice, rows, d = prefix_leave_one_out(ts, seed=seed, progress=progress)
@@ -275,7 +277,7 @@ def train_prefix_model(ts, sources: list[Path], *, seed: int = 42, progress=None
 def cut_table(means: list[dict], chosen: str) -> str:
     """Mean over held-out families per cut: ECE/AUROC of gac, the chosen method, signal and stack-oof, and each
     running signal's AUROC."""
-    from .calibration.transfer_methods import SIGNALS
+    from htc_core.calibration.transfer_methods import SIGNALS
 
     methods = list(dict.fromkeys(["gac", chosen, "signal", "stack-oof"]))
     head = f"{'prefix':<15}" + "".join(f"{m:>14}" for m in methods) + "".join(f"{s:>12}" for s in SIGNALS)

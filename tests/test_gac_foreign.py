@@ -1,11 +1,11 @@
 """Done-when of issue 25 on the foreign sets held here: the expected ECE range the GAC prints before any label
 is seen holds the ECE measured afterwards, and the GAC ranks as the benchmark says, side by side with each
-training-free signal (``python -m htc_core.bench gac_foreign`` prints the same rows)."""
+training-free signal (``python -m htc_dev.bench gac_foreign`` prints the same rows)."""
 
 import numpy as np
 import pytest
 
-from htc_core.bench.gac_foreign import (CUTS, evaluate_prefixes, evaluate_set, fixture_sets, new_family_case,
+from htc_dev.bench.gac_foreign import (CUTS, evaluate_prefixes, evaluate_set, fixture_sets, new_family_case,
                                         uala_sets)
 from htc_core.calibration.models import load_model
 from htc_core.calibration.transfer_methods import SIGNALS

@@ -149,7 +149,7 @@ def test_importance_weighted_platt_is_the_platt_a_labeled_target_would_give():
 def test_fit_transfer_signal_recovers_a_known_platt_and_never_stacks_an_entropy():
     """A signal that is itself calibrated (labels drawn as Bernoulli(signal)) gets slope 1 and intercept 0; minus
     an entropy that ranks perfectly is still not stacked (its logit would be a constant)."""
-    from htc_core.calibration.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_eval import fit_transfer
     from htc_core.calibration.transfer_methods import STACKABLE
 
     rng = np.random.default_rng(6)
@@ -191,7 +191,7 @@ def test_out_of_family_stack_drops_a_model_that_only_fits_in_sample():
     those features (the in-sample stack trusts its logit), but on a family it has not seen its logit is noise:
     the out-of-family stack (stack-oof, the shipped method) learns that and leans on the signal."""
     from htc_core.calibration.calibrators import HTCCalibrator
-    from htc_core.calibration.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_eval import fit_transfer
 
     rng = np.random.default_rng(8)
     n_fam, per, width = 4, 300, 48

@@ -1,7 +1,7 @@
 """The expected calibration error of a zero-shot score, from the leave-one-family-out errors at a similar shift.
 
 A GAC's card holds, for every family it was evaluated on leave-one-family-out
-(:mod:`htc_core.calibration.transfer_eval`), the shift of that family from the rest and the ECE the shipped
+(:mod:`htc_core.experiments.transfer_eval`), the shift of that family from the rest and the ECE the shipped
 method reached there (``card["expected_error"]["points"]``). For a new run set the same shift is measured
 without labels (:func:`shift_measures`):
 
@@ -41,13 +41,13 @@ def ece_noise(p: np.ndarray, *, n_sims: int = 200, seed: int = 0) -> tuple[float
     """(mean, 1% quantile) of the ECE of *perfectly calibrated* confidences ``p`` (labels drawn as
     Bernoulli(p)): the part of a measured ECE on ``len(p)`` runs that is sampling noise, and the value below
     which a measured ECE falls only 1 time in 100 even with no miscalibration at all."""
-    from .metrics import _fast_ece
+    from .metrics import fast_ece
 
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
     if p.size == 0:
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    vals = np.array([float(_fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)])
+    vals = np.array([float(fast_ece((rng.random(p.size) < p).astype(float), p[None, :])[0]) for _ in range(n_sims)])
     return float(vals.mean()), float(np.quantile(vals, 0.01))
 
 

@@ -31,11 +31,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..calibration.transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, signal_scores,
+                                            sigmoid, stack_logits, stack_scores, target_standardized_logit,
+                                            training_free_signals, weighted_platt)
 from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from .grouping import has_alternatives, score_metrics
-from .transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, signal_scores, sigmoid,
-                               stack_logits, stack_scores, target_standardized_logit, training_free_signals,
-                               weighted_platt)
 
 __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
            "prepare", "fit_transfer", "expected_error_points", "range_self_check"]
@@ -121,7 +121,7 @@ class TransferChoice:
 
 
 def _fit(X, y, profile, seed, fit_kw):
-    from .calibrators import HTCCalibrator
+    from ..calibration.calibrators import HTCCalibrator
 
     kw = {"variant": "reduced", **fit_kw}
     return HTCCalibrator(random_state=seed, profile=profile, **kw).fit(X, y)
@@ -215,7 +215,7 @@ def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, models: dict, 
 
 
 def _shift_row(models, feats, alt, tr, te, train_rate) -> dict:
-    from .shift import shift_check_matrix
+    from ..calibration.shift import shift_check_matrix
 
     d = 0.0
     for kind, m in models.items():
@@ -310,7 +310,7 @@ def range_self_check(choice: TransferChoice, points: list[dict], method: str) ->
     :func:`~.expected_error.expected_ece` gives it from the *other* families' points (its own shift measures, its
     ``method`` confidences for the noise), and whether its measured ECE lies inside. Per family: family, n, ECE,
     low, high, inside."""
-    from .expected_error import expected_ece
+    from ..calibration.expected_error import expected_ece
 
     conf = choice.predictions.get(method)
     out = []

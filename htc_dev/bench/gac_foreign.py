@@ -1,15 +1,15 @@
 """The shipped GAC zero-shot on run sets it was not trained on, next to each training-free signal.
 
-    python -m htc_core.bench gac_foreign                 # every foreign set held here (below)
-    python -m htc_core.bench gac_foreign RUNS [RUNS ...]   # these files or folders, each one set
-    python -m htc_core.bench gac_foreign --check         # exit 1 unless every expected range holds its ECE
+    python -m htc_dev.bench gac_foreign                 # every foreign set held here (below)
+    python -m htc_dev.bench gac_foreign RUNS [RUNS ...]   # these files or folders, each one set
+    python -m htc_dev.bench gac_foreign --check         # exit 1 unless every expected range holds its ECE
 
 The foreign sets, each scored separately:
 
 - every file of ``../shared/data/uala-hotpotqa/`` (Llama-2-70B, HotpotQA, no top-k alternatives), and all
   of them together: the shipped ``gac``, ``gac-full`` and ``gac-prefix``;
 - **a new model family**: the Gemma 3 270M runs of ``sample_runs/gemma3/`` scored by GACs trained the way the
-  shipped ones are (:func:`htc_core.train_gac.train_models`, :func:`htc_core.train_gac_prefix.train_prefix_model`:
+  shipped ones are (:func:`htc_dev.train_gac.train_models`, :func:`htc_dev.train_gac_prefix.train_prefix_model`:
   the transfer method, its signal and weights, and the expected-error points all chosen leave-one-family-out)
   but on the SmolLM2 runs alone, so no Gemma run reaches any choice; per task and all together;
 - the labeled fixture files of ``tests/fixtures/foreign/`` (synthetic, a handful of runs: shown, not evidence).
@@ -44,20 +44,20 @@ CUTS = ([(f"{f:.0%} of steps", {"fraction": f}) for f in (0.25, 0.5, 0.75, 1.0)]
 def evaluate_set(gac, ts) -> dict:
     """Zero-shot metrics of ``gac`` on the labeled TraceSet ``ts``, the signals' AUROC and the expected-error
     check (:func:`htc_core.calibration.expected_error.zero_shot_check`)."""
-    from ..calibration.expected_error import zero_shot_check
+    from htc_core.calibration.expected_error import zero_shot_check
 
     return zero_shot_check(gac, ts)
 
 
 def evaluate_prefixes(gac, ts) -> list[dict]:
     """:func:`evaluate_set` of a prefix model on the prefixes of ``ts`` at each cut (:data:`CUTS`)."""
-    from ..traces.prefix import prefixes
+    from htc_core.traces.prefix import prefixes
 
     return [{"cut": label, **evaluate_set(gac, prefixes(ts, **cut))} for label, cut in CUTS]
 
 
 def _labeled(paths) -> object:
-    from ..formats import load
+    from htc_core.formats import load
 
     ts, _ = load([str(p) for p in paths])
     return ts.labeled()
@@ -74,7 +74,7 @@ def uala_sets(folder: Path) -> list[tuple[str, object]]:
 
 def fixture_sets(folder: Path = FIXTURES) -> list[tuple[str, object]]:
     """(name, labeled runs) of each fixture file that carries labels for both outcomes."""
-    from ..formats import load
+    from htc_core.formats import load
 
     out = []
     for f in sorted(folder.glob("*.jsonl")):
@@ -147,13 +147,13 @@ def summary(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m htc_core.bench gac_foreign", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m htc_dev.bench gac_foreign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="*", type=Path, help="score these files or folders (each one set) instead of the "
                                                        "foreign sets held here, with the shipped models")
     ap.add_argument("--check", action="store_true", help="exit 1 when a measured ECE lies outside its expected range")
     args = ap.parse_args(argv)
-    from ..calibration.models import load_model
+    from htc_core.calibration.models import load_model
 
     shipped = {n: load_model(n) for n in ("gac", "gac-full")}
     if args.runs:
