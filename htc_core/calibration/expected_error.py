@@ -76,8 +76,15 @@ class ExpectedError:
     floor: float = 0.0
 
     @property
+    def half_width(self) -> float:
+        """Half the range's width (at least 0.025): the precision labels must beat to say more than it."""
+        return max((self.high - self.low) / 2, 0.025)
+
+    @property
     def n_labels(self) -> int:
-        return labels_to_know(max((self.high - self.low) / 2, 0.025))
+        """Labels that measure the success rate to :attr:`half_width`: a wide range is improved on by a few
+        labels, a narrow one only by many."""
+        return labels_to_know(self.half_width)
 
     def message(self) -> str:
         why = "; ".join(f"{m} {self.measures[m]:.2f} >= {FLAGS[m]:g}" for m in self.flagged)
@@ -85,7 +92,8 @@ class ExpectedError:
         tail = (" (beyond the shifts measured leave-one-family-out: the upper end is the worst measured)"
                 if self.extrapolated else "")
         return (f"{head}; expected ECE {self.low:.2f}-{self.high:.2f}{tail}, from the leave-one-family-out "
-                f"errors of {', '.join(self.nearest)}: label about {self.n_labels} runs to know")
+                f"errors of {', '.join(self.nearest)}: label about {self.n_labels} runs to measure it to "
+                f"+/-{self.half_width:.2f}, better than this range")
 
     def to_dict(self) -> dict:
         return {"low": round(self.low, 4), "high": round(self.high, 4), "verdict": self.verdict,
