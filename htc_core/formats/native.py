@@ -24,6 +24,7 @@ from .jsonio import READ_ERRORS, ParseError, iter_lines, loads
 from .logprobs import alternatives, chosen_logprobs
 from .records import add_record, guarded
 from .stepdetail import native_detail
+from .typedjson import decode_steps
 
 NAME = "native"
 FORMAT_VERSION = 1
@@ -107,8 +108,37 @@ def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bo
         if top is None or top.shape != (len(rows) * k,):
             return False
         top = top.reshape(len(rows), k)
-        if (top[:, 1:] > top[:, :-1]).any():  # APIs list them sorted: sort only when they are not
-            top = -np.sort(-top, axis=1)
+    return _take_clean(rec, steps, lp, top, lens)
+
+
+def typed_steps(rec: TrajectoryRecord, steps: list[dict], lps: list[np.ndarray], tops: list[np.ndarray | None]
+                ) -> bool:
+    """``fast_steps`` for steps whose numbers ``typedjson.decode_steps`` already holds as arrays (one logprobs
+    array and one [n, k] alternatives matrix or None per step): the same checks on the whole arrays."""
+    missing = sum(t is None for t in tops)
+    if 0 < missing < len(tops):  # alternatives on some steps only: the per-value path decides
+        return False
+    lp = lps[0] if len(lps) == 1 else np.concatenate(lps)
+    if not _in_range(lp):
+        return False
+    top = None
+    if tops[0] is not None:
+        if len({t.shape[1] for t in tops}) != 1:
+            return False
+        top = tops[0] if len(tops) == 1 else np.concatenate(tops)
+        if not _in_range(top):
+            return False
+    return _take_clean(rec, steps, lp, top, [a.size for a in lps])
+
+
+def _in_range(arr: np.ndarray) -> bool:
+    """Every value finite in (-9999, 0] (False for NaN too)."""
+    return bool(arr.min() > VLLM_NEG_INF and arr.max() <= 0)
+
+
+def _take_clean(rec: TrajectoryRecord, steps: list, lp: np.ndarray, top: np.ndarray | None, lens: list[int]
+                ) -> bool:
+    """The shared tail of ``fast_steps`` / ``typed_steps``: token checks, then the arrays into ``rec``."""
     toks = [st.get("tokens") for st in steps]
     for st, t, n in zip(steps, toks, lens):
         if t is not None and (type(t) is not list or len(t) != n or not set(map(type, t)) <= {str}):
@@ -116,6 +146,8 @@ def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bo
         tt = st.get("top_tokens")
         if tt is not None and (type(tt) is not list or len(tt) != n):
             return False
+    if top is not None and (top[:, 1:] > top[:, :-1]).any():  # APIs list them sorted: sort only when they are not
+        top = -np.sort(-top, axis=1)
     rec.flat_logprob, rec.flat_top, rec.step_lengths = lp, top, np.array(lens, dtype=np.int64)
     rec.steps_tokens = toks
     rec.steps_name = [optional_text(st.get("name")) or "" for st in steps]
@@ -214,22 +246,52 @@ def _copy_fields(rec: TrajectoryRecord, obj: dict, defaults: dict, *, file: str,
     rec.source = defaults.get("source", file)
 
 
+def typed_record(raw: bytes, *, file: str, line: int | None, report: LoadReport,
+                 defaults: dict | None = None) -> TrajectoryRecord | None:
+    """The record of a plain line decoded straight to arrays (``typedjson``), or None, having reported nothing,
+    when the line needs the general path (``parse_trajectory``), which then decides and reports exactly."""
+    dec = decode_steps(raw)
+    if dec is None:
+        return None
+    obj, lps, tops = dec
+    tid = obj.get("id")
+    if isinstance(tid, bool) or not (isinstance(tid, int) or (isinstance(tid, str) and tid.strip())):
+        return None
+    tid = str(tid)
+    rec = TrajectoryRecord(id=tid, steps_logprob=[], steps_top=[], steps_name=[], steps_text=[], steps_tokens=[])
+    try:
+        rec.success = success_label(obj.get("success"))
+    except FieldError:
+        return None
+    steps = obj["steps"]
+    if not typed_steps(rec, steps, lps, tops):
+        return None
+    _copy_fields(rec, obj, defaults or {}, file=file, line=line, report=report)
+    rec.steps_detail = native_detail(steps, report, file, line, tid)
+    return rec
+
+
 def iter_records(lines: Iterable[tuple[int, bytes]], *, file: str, report: LoadReport,
                  defaults: dict | None = None) -> Iterator[tuple[int, TrajectoryRecord]]:
-    """Parse (line number, raw bytes) pairs; yield (line, record) for each usable line, report the others."""
+    """Parse (line number, raw bytes) pairs; yield (line, record) for each usable line, report the others.
+
+    A plain line is decoded straight to arrays (``typed_record``); any other goes through ``loads`` and
+    ``parse_trajectory``, which report file, line, field and value."""
     for no, raw in lines:
         report.lines_read += 1
         if not raw.strip():
             continue
         rec = None
         with guarded(report, file, no, what="line"):
-            try:
-                obj = loads(raw)
-            except ParseError as e:
-                report.error(file, no, e.reason, field=e.field, value=e.value)
-                continue
-            rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults,
-                                   no_bools=bools_outside_arrays(raw, obj))
+            rec = typed_record(raw, file=file, line=no, report=report, defaults=defaults)
+            if rec is None:
+                try:
+                    obj = loads(raw)
+                except ParseError as e:
+                    report.error(file, no, e.reason, field=e.field, value=e.value)
+                    continue
+                rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults,
+                                       no_bools=bools_outside_arrays(raw, obj))
         if rec is not None:
             yield no, rec
 

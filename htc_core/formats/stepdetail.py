@@ -68,13 +68,13 @@ def detail_lists(rows: list[dict | None]) -> dict[str, list] | None:
 def native_detail(steps: list, report: LoadReport, file: str, line: int | None, tid: str
                   ) -> dict[str, list] | None:
     """The diagnosis fields of the kept (non-empty) steps of an htc-trace line, validated; None when no step
-    has any. Called only on steps that passed validation, so each is a dict with a ``logprobs`` list.
+    has any. Called only on steps that passed validation, so each is a dict with a ``logprobs`` list (or array).
 
     Column at a time: text fields that are all strings (the usual case) are taken as they are."""
     keys = set(chain.from_iterable(steps)) & _FIELD_SET
     if not keys:
         return None
-    kept = [(i, st) for i, st in enumerate(steps) if st["logprobs"]]  # an empty step is dropped: its fields too
+    kept = [(i, st) for i, st in enumerate(steps) if len(st["logprobs"])]  # an empty step is dropped: its fields too
     out: dict[str, list] = {}
     for f in STEP_FIELDS:
         if f not in keys:
