@@ -18,7 +18,7 @@ ALLOWED_OUTSIDE = {"htc_core.report", "htc_core.traces", "htc_core.atomic", "htc
 #: core dependency: Phoenix spans exports saved as Parquet, imported only when such a file is read)
 #: opentelemetry-proto (and the protobuf runtime it brings): the optional 'otel' extra, imported only to decode a
 #: protobuf OTLP request (otlp_wire)
-ALLOWED_THIRD_PARTY = {"numpy", "orjson", "pandas", "pyarrow", "opentelemetry", "google"}
+ALLOWED_THIRD_PARTY = {"numpy", "orjson", "simdjson", "pandas", "pyarrow", "opentelemetry", "google"}
 
 
 def module_name(path: Path) -> str:

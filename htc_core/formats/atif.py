@@ -24,12 +24,12 @@ from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
 from .common import FieldError, text_of, type_name
 from .inputs import Inputs, read_with
-from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
-    read_document_reported
+from .jsonio import NO_DOCUMENT, container_kind, read_document_reported
 from .logprobs import StepPart, check_chosen, numbers
 from ..traces import tool_json
 from .records import ID_KEYS, RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 from .stepdetail import as_text
+from .walk import walk_values
 
 NAME = "atif"
 
@@ -156,33 +156,15 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
     if kind == "json-array":
         _read_array(path, sink, name)
         return
-    for no, raw in iter_reported_lines(path, report, file):
-        with guarded(report, file, no, what="line"):
-            try:
-                obj = loads(raw)
-            except ParseError as e:
-                report.error(file, no, e.reason, field=e.field, value=e.value)
-                continue
-            sink.finish(parse_trajectory(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
+    walk_values(path, report, file, array=False, each=lambda i, no, obj: sink.finish(
+        parse_trajectory(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no))
 
 
 def _read_array(path: Path, sink: RecordSink, name: str) -> None:
     """A JSON array of trajectories, streamed; a bad element is reported and the next ones are read."""
     report, file = sink.report, sink.file
-
-    def on_bad(e: ParseError) -> None:
-        report.lines_read += 1
-        report.error(file, e.line, e.reason, field=e.field, value=e.value)
-
-    i = 0
-    try:
-        for line, el in iter_json_array(path, on_bad=on_bad):
-            report.lines_read += 1
-            with guarded(report, file, line, what="array element"):
-                sink.finish(parse_trajectory(el, default_id=f"{name}:{i}", report=report, file=file, line=line), line)
-            i += 1
-    except ParseError as e:
-        report.error(file, e.line, e.reason, field=e.field, value=e.value)
+    walk_values(path, report, file, array=True, each=lambda i, line, el: sink.finish(
+        parse_trajectory(el, default_id=f"{name}:{i}", report=report, file=file, line=line), line))
 
 
 def sniff(sample) -> str | None:

@@ -34,10 +34,10 @@ from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
 from .common import FieldError, MissingLogprobs, type_name
 from .inputs import Inputs, read_with
-from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
-    read_document_reported
+from .jsonio import NO_DOCUMENT, ParseError, container_kind, read_document_reported
 from .records import RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 from .shapes import find_response, is_any_response, is_chunk_list, parse_response, response_model
+from .walk import walk_values
 
 #: keys under which a trajectory object holds its list of responses
 LIST_KEYS = ("responses", "calls", "completions", "steps", "turns")
@@ -170,37 +170,32 @@ def _read_array(path: Path, sink: RecordSink) -> None:
     """A JSON array: the responses of one trajectory, or (when its first element is one) trajectories."""
     report, file = sink.report, sink.file
     name = stem(file)
-    mode = None
-    acc: TrajAcc | None = None
-    i = 0
+    state: dict[str, Any] = {"mode": None, "acc": None}
     lines_before = report.lines_read
 
-    def on_bad(e: ParseError) -> None:
-        report.lines_read += 1
-        fail(acc, report, file, e.line, e.reason, field=e.field, value=e.value)
-
-    try:
-        for line, el in iter_json_array(path, on_bad=on_bad):
-            report.lines_read += 1
-            if mode is None:
-                mode = "trajectories" if responses_of(el) is not None and find_response(el) is None else "responses"
-                if mode == "responses":
-                    acc = TrajAcc(name, file, 1)
-            with guarded(report, file, line, acc, what="array element"):
-                if mode == "responses":
-                    add_call(acc, el, report=report, file=file, line=line, field=f"[{i}]")
-                else:
-                    sink.finish(trajectory_from_obj(el, default_id=f"{name}:{i}", report=report, file=file,
-                                                    line=line), line)
-            i += 1
-    except ParseError as e:
-        if acc is not None:
-            fail(acc, report, file, e.line, f"{e.reason}; the trajectory is incomplete", field=e.field, value=e.value)
+    def each(i: int, line: int, el: Any) -> None:
+        if state["mode"] is None:
+            trajectories = responses_of(el) is not None and find_response(el) is None
+            state["mode"] = "trajectories" if trajectories else "responses"
+            if not trajectories:
+                state["acc"] = TrajAcc(name, file, 1)
+        if state["mode"] == "responses":
+            add_call(state["acc"], el, report=report, file=file, line=line, field=f"[{i}]")
         else:
+            sink.finish(trajectory_from_obj(el, default_id=f"{name}:{i}", report=report, file=file, line=line), line)
+
+    def on_error(e: ParseError, broken: bool) -> None:
+        acc = state["acc"]
+        if broken and acc is None:
             report.error(file, e.line, e.reason, field=e.field, value=e.value)
-    if mode is None and i == 0 and report.lines_read == lines_before:
+            return
+        reason = f"{e.reason}; the trajectory is incomplete" if broken else e.reason
+        fail(acc, report, file, e.line, reason, field=e.field, value=e.value)
+
+    n = walk_values(path, report, file, each, array=True, on_error=on_error, acc=lambda: state["acc"])
+    if state["mode"] is None and n == 0 and report.lines_read == lines_before:
         report.error(file, 1, "the JSON array is empty (no responses)")
-    sink.finish(acc, 1)
+    sink.finish(state["acc"], 1)
 
 
 def _read_object(path: Path, sink: RecordSink) -> None:
@@ -227,14 +222,11 @@ def _read_lines(path: Path, sink: RecordSink) -> None:
     """JSONL: one trajectory per line."""
     report, file = sink.report, sink.file
     name = stem(file)
-    for no, raw in iter_reported_lines(path, report, file):
-        with guarded(report, file, no, what="line"):
-            try:
-                obj = loads(raw)
-            except ParseError as e:
-                report.error(file, no, e.reason, field=e.field, value=e.value)
-                continue
-            sink.finish(trajectory_from_obj(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
+
+    def each(i: int, no: int, obj: Any) -> None:
+        sink.finish(trajectory_from_obj(obj, default_id=f"{name}:{no}", report=report, file=file, line=no), no)
+
+    walk_values(path, report, file, each, array=False)
 
 
 # ------------------------------------------------------------------ the readers

@@ -322,8 +322,8 @@ def iter_json_array(path: Path, chunk: int = 1 << 20,
                     on_bad: Callable[[ParseError], None] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (line, element) for each element of a top-level JSON array, streaming.
 
-    Memory holds one element (plus a read-ahead chunk) at a time. A problem
-    raises ParseError with the line where it was found, after every complete
+    Memory holds one element (plus a read-ahead chunk) at a time. A problem (including content after the
+    closing bracket) raises ParseError with the line where it was found, after every complete
     element before it has been yielded. An element that is valid JSON but holds an unusable value
     (``values``) goes to ``on_bad(error)`` and the elements after it are still read (without ``on_bad``
     it raises like a syntax error).
@@ -340,6 +340,7 @@ def iter_json_array(path: Path, chunk: int = 1 << 20,
             raise ParseError(f"expected a JSON array, found {c!r}", line=b.line())
         b.pos += 1
         if b.peek() == "]":
+            _closed(b)
             return
         while True:
             if b.peek() == "":
@@ -356,12 +357,22 @@ def iter_json_array(path: Path, chunk: int = 1 << 20,
             if c == ",":
                 b.pos += 1
             elif c == "]":
+                _closed(b)
                 return
             elif c == "":
                 raise ParseError("truncated JSON: the array is not closed", line=b.line())
             else:
                 raise ParseError(f"malformed JSON: expected ',' or ']' after an array element, found {c!r}",
                                  b.buf[b.pos: b.pos + 40], line=b.line())
+
+
+def _closed(b: _Buf) -> None:
+    """After the closing bracket of the top-level array: only blanks may follow (ParseError otherwise)."""
+    b.pos += 1
+    c = b.peek()
+    if c:
+        raise ParseError(f"malformed JSON: content after the closing ']' of the array, found {c!r}",
+                         b.buf[b.pos: b.pos + 40], line=b.line())
 
 
 def iter_reported_lines(path: Path, report: LoadReport, file: str,

@@ -29,12 +29,12 @@ from ..report import LoadReport
 from ..traces import TraceSet, TraceSetBuilder
 from .common import FieldError, MissingLogprobs, text_of, type_name
 from .inputs import Inputs, read_with
-from .jsonio import NO_DOCUMENT, ParseError, container_kind, iter_json_array, iter_reported_lines, loads, \
-    read_document_reported
+from .jsonio import NO_DOCUMENT, ParseError, container_kind, loads, read_document_reported
 from .logprobs import StepPart
 from .records import RecordSink, TrajAcc, fail, find_id, guarded, stem, take_meta
 from .shapes import find_response, parse_response, response_model
 from .stepdetail import as_text, latency, messages_text, new_messages, tool_of_message
+from .walk import walk_values
 
 NAME = "smolagents"
 FRAMEWORK = "smolagents"
@@ -221,49 +221,38 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
         with guarded(report, sink.file, 1, what="document"):
             sink.finish(_run_from_obj(doc, stem(sink.file), report, sink.file, 1), 1)
     else:
-        for no, raw in iter_reported_lines(path, report, sink.file):
-            with guarded(report, sink.file, no, what="line"):
-                try:
-                    obj = loads(raw)
-                except ParseError as e:
-                    report.error(sink.file, no, e.reason, field=e.field, value=e.value)
-                    continue
-                sink.finish(_run_from_obj(obj, f"{stem(sink.file)}:{no}", report, sink.file, no), no)
+        name = stem(sink.file)
+        walk_values(path, report, sink.file, array=False, each=lambda i, no, obj: sink.finish(
+            _run_from_obj(obj, f"{name}:{no}", report, sink.file, no), no))
 
 
 def _read_array(path: Path, sink: RecordSink) -> None:
     """A JSON array: the steps of one run, or (when its first element is not a step) runs."""
     report, file = sink.report, sink.file
     name = stem(file)
-    acc = None
-    run = None
-    mode = None
-    i = 0
+    state: dict[str, Any] = {"mode": None, "acc": None, "run": None}
 
-    def on_bad(e: ParseError) -> None:
-        report.lines_read += 1
-        fail(acc, report, file, e.line, e.reason, field=e.field, value=e.value)
-
-    try:
-        for line, el in iter_json_array(path, on_bad=on_bad):
-            report.lines_read += 1
-            if mode is None:
-                mode = "steps" if is_step(el) else "runs"
-                if mode == "steps":
-                    acc = TrajAcc(name, file, 1)
-                    run = _Run(acc, report, file)
-            with guarded(report, file, line, acc, what="array element"):
-                if mode == "steps":
-                    run.step(el, line)
-                else:
-                    sink.finish(_run_from_obj(el, f"{name}:{i}", report, file, line), line)
-            i += 1
-    except ParseError as e:
-        if acc is not None:
-            fail(acc, report, file, e.line, f"{e.reason}; the run is incomplete", field=e.field, value=e.value)
+    def each(i: int, line: int, el: Any) -> None:
+        if state["mode"] is None:
+            state["mode"] = "steps" if is_step(el) else "runs"
+            if state["mode"] == "steps":
+                state["acc"] = TrajAcc(name, file, 1)
+                state["run"] = _Run(state["acc"], report, file)
+        if state["mode"] == "steps":
+            state["run"].step(el, line)
         else:
+            sink.finish(_run_from_obj(el, f"{name}:{i}", report, file, line), line)
+
+    def on_error(e: ParseError, broken: bool) -> None:
+        acc = state["acc"]
+        if broken and acc is None:
             report.error(file, e.line, e.reason, field=e.field, value=e.value)
-    sink.finish(acc, 1)
+            return
+        reason = f"{e.reason}; the run is incomplete" if broken else e.reason
+        fail(acc, report, file, e.line, reason, field=e.field, value=e.value)
+
+    walk_values(path, report, file, each, array=True, on_error=on_error, acc=lambda: state["acc"])
+    sink.finish(state["acc"], 1)
 
 
 def sniff(sample) -> str | None:

@@ -37,8 +37,7 @@ __all__ = ["decode_steps", "NUMERIC_KEYS"]
 
 #: the step fields decoded to arrays; every other field becomes Python objects
 NUMERIC_KEYS = ("logprobs", "top_logprobs")
-_TOP_KEY = b'"top_logprobs"'
-_LP_KEY = b'"logprobs"'
+_SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
 _WS = b" \t\r\n"
 _LOCAL = threading.local()  # a simdjson parser may not be shared between threads, nor reused while its values live
 _PLAIN = (str, int, float, bool, type(None))
@@ -95,7 +94,7 @@ def _split(doc: Any, raw: bytes) -> tuple[dict, list, list] | None:
         if step is None:
             return None
         out_steps.append(step)
-    if not (_flat_values(raw, _LP_KEY, [1] * len(lps)) and _flat_values(raw, _TOP_KEY, keyed)):
+    if not _flat_values(raw, [1] * len(lps), keyed):
         return None
     obj["steps"] = out_steps
     return obj, lps, tops
@@ -135,34 +134,53 @@ def _step(st: Any, lps: list, tops: list, keyed: list) -> dict | None:
     return out
 
 
-def _flat_values(raw: bytes, key: bytes, wants: list[int | None]) -> bool:
-    """True when the text of the i-th ``key`` value holds exactly ``wants[i]`` opening brackets (None: the
-    value is null), so that no element hides a nested array whose numbers the flattening buffer counted.
+def _flat_values(raw: bytes, lp_wants: list[int], top_wants: list[int | None]) -> bool:
+    """True when the text of the i-th ``logprobs`` / ``top_logprobs`` value holds exactly ``lp_wants[i]`` /
+    ``top_wants[i]`` opening brackets (None: the value is null), so that no element hides a nested array whose
+    numbers the flattening buffer counted.
 
-    The key may not occur anywhere else (in metadata, or as a text): that line takes the general path. Each
-    value holds numbers and brackets only (its buffer proved it), so it ends before the next quote or brace."""
-    if raw.count(key) != len(wants):
-        return False
-    pos = 0
-    for want in wants:
-        pos = raw.index(key, pos) + len(key)
-        while raw[pos] in _WS:
-            pos += 1
-        if raw[pos] != 58:  # ':'
-            return False
+    One scan over the line for both keys; either key anywhere else (in metadata, or as a text) and that line
+    takes the general path. Each value holds numbers and brackets only (its buffer proved it), so it ends
+    before the next quote or brace."""
+    wants = {34: lp_wants, 95: top_wants}  # the byte before 'logprobs"': a quote, or the '_' of '"top_'
+    seen = {34: 0, 95: 0}
+    pos = raw.find(_SUFFIX)
+    while pos >= 0:
+        before = raw[pos - 1]
+        if before == 34 or (before == 95 and raw[pos - 5:pos] == b'"top_'):
+            i = seen[before]
+            if i >= len(wants[before]):
+                return False
+            seen[before] = i + 1
+            pos = _value_start(raw, pos + len(_SUFFIX))
+            want = wants[before][i]
+            if pos < 0 or (want is None) != (raw[pos] != 91):  # '[' unless the value is null
+                return False
+            if want is not None:
+                quote = raw.find(b'"', pos)
+                quote = len(raw) if quote < 0 else quote
+                brace = raw.find(b"}", pos, quote)
+                end = quote if brace < 0 else brace
+                if raw.count(b"[", pos, end) != want:
+                    return False
+                pos = end
+        else:
+            pos += len(_SUFFIX)
+        pos = raw.find(_SUFFIX, pos)
+    return seen[34] == len(lp_wants) and seen[95] == len(top_wants)
+
+
+def _value_start(raw: bytes, pos: int) -> int:
+    """The position of the value after a key that ends at ``pos`` (-1 when no ':' follows)."""
+    n = len(raw)
+    while pos < n and raw[pos] in _WS:
         pos += 1
-        while raw[pos] in _WS:
-            pos += 1
-        if want is None:
-            continue
-        if raw[pos] != 91:  # '['
-            return False
-        ends = [e for e in (raw.find(b'"', pos), raw.find(b"}", pos)) if e >= 0]
-        end = min(ends) if ends else len(raw)
-        if raw.count(b"[", pos, end) != want:
-            return False
-        pos = end
-    return True
+    if pos >= n or raw[pos] != 58:  # ':'
+        return -1
+    pos += 1
+    while pos < n and raw[pos] in _WS:
+        pos += 1
+    return pos if pos < n else -1
 
 
 def _python(v: Any, depth_left: int) -> Any:
