@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..report import LoadReport
 from ..scratch import scratch_dir
@@ -34,7 +34,7 @@ from ..traces import TraceSet, TraceSetBuilder
 from . import atif, completions, native, openai_calllog, openai_chat, otel, responses, smolagents
 from . import labels as _labels
 from .inputs import SUFFIXES, Sample, read_files, take_sample
-from .jsonio import READ_ERRORS, read_error_reason
+from .jsonio import READ_ERRORS, container_kind, read_error_reason
 
 READERS = {
     "native": native,
@@ -93,29 +93,34 @@ def detect(path: str | os.PathLike) -> tuple[str | None, str]:
     if path.name.lower().endswith(otel.PARQUET_SUFFIXES):
         why = otel.sniff_parquet(path)
         return ("otel", "") if why is None else (None, f"unknown format (otel: {why}); pass --format to choose one")
-    try:
-        sample = take_sample(path)
-    except READ_ERRORS as e:
-        return None, read_error_reason(e)
-    if not sample.objs:
-        return None, f"unknown format: no JSON value could be read ({sample.why_empty})"
     matches: dict[str, int] = {}
     reasons: dict[str, str] = {}
-    for name in READERS:
-        sniff = _sniffer(name)
-        # a format matches when any of the first values fits it (the first lines may be events or broken)
-        for obj, line in zip(sample.objs, sample.lines):
-            why = sniff(Sample(sample.kind, [obj], [line]))
-            if why is None:
-                matches[name] = line
-                break
-            reasons.setdefault(name, why)
+    kind = []
+
+    def visit(obj: Any, line: int) -> None:  # each sampled value once, then dropped
+        one = Sample(kind[0], [obj], [line])
+        for name in READERS:
+            # a format matches when any of the first values fits it (the first lines may be events or broken)
+            if name not in matches:
+                why = _sniffer(name)(one)
+                if why is None:
+                    matches[name] = line
+                else:
+                    reasons.setdefault(name, why)
+
+    try:
+        kind.append(container_kind(path))
+        sample = take_sample(path, visit=visit)
+    except READ_ERRORS as e:
+        return None, read_error_reason(e)
+    if not sample.count:
+        return None, f"unknown format: no JSON value could be read ({sample.why_empty})"
     if len(matches) == 1:
         return next(iter(matches)), ""
     if not matches:
         tried = "; ".join(f"{n}: {reasons.get(n, '?')}" for n in READERS)
-        if len(sample.objs) > 1:
-            tried += f" (reasons given for the first value; {len(sample.objs)} values checked)"
+        if sample.count > 1:
+            tried += f" (reasons given for the first value; {sample.count} values checked)"
         return None, f"unknown format (tried {tried}); pass --format to choose one"
     which = ", ".join(f"{n} (line {ln})" for n, ln in matches.items())
     return None, f"ambiguous format: the file looks like {which}; pass --format to choose one"
