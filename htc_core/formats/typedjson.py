@@ -41,6 +41,7 @@ _SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
 _WS = b" \t\r\n"
 _LOCAL = threading.local()  # a simdjson parser may not be shared between threads, nor reused while its values live
 _PLAIN = (str, int, float, bool, type(None))
+_SCALARS = frozenset(_PLAIN)
 
 
 def _parser() -> simdjson.Parser:
@@ -129,7 +130,11 @@ def _step(st: Any, lps: list, tops: list, keyed: list) -> dict | None:
             mat = values.reshape(n, k)
         keyed.append(None if mat is None else n + 1)  # its opening brackets: the array and n rows
     tops.append(mat)
-    out = {key: _python(st[key], MAX_DEPTH - 3) for key in keys if key not in NUMERIC_KEYS}
+    out = {}
+    for key in keys:
+        if key not in NUMERIC_KEYS:
+            v = st[key]
+            out[key] = v if type(v) in _SCALARS else _python(v, MAX_DEPTH - 3)
     out["logprobs"] = flat
     return out
 
@@ -172,6 +177,8 @@ def _flat_values(raw: bytes, lp_wants: list[int], top_wants: list[int | None]) -
 
 def _value_start(raw: bytes, pos: int) -> int:
     """The position of the value after a key that ends at ``pos`` (-1 when no ':' follows)."""
+    if raw[pos:pos + 1] == b":":  # compact (orjson) or ': ' (json.dumps): the usual two cases first
+        return pos + 2 if raw[pos + 1:pos + 2] == b" " else pos + 1
     n = len(raw)
     while pos < n and raw[pos] in _WS:
         pos += 1

@@ -6,8 +6,10 @@
    tokens, top-5 alternatives, logprobs written with 8 decimals as APIs do, about 106 MB) is generated under the
    temporary folder. Every figure is the CPU time (user + system, best of ``--repeats``) of a NEW process, start
    included: the floors stream the file line by line through stdlib ``json.loads`` and through
-   ``orjson.loads`` and drop each decoded value; ``formats.load`` (the reader: parse, checks, arrays); ``htc
-   features FILE --out X.csv`` end to end (reader, 48 features, CSV written; kernels already in the cache).
+   ``orjson.loads`` and drop each decoded value; the start alone (``python -c "import numpy"``, and ``htc
+   features`` on a 1-line file: interpreter, numpy, pandas, pyarrow); ``formats.load`` (the reader: parse,
+   checks, arrays); ``htc features FILE --out X.csv`` end to end (reader, 48 features, CSV written; kernels
+   already in the cache).
    Targets (issue 29): ``htc features`` <= 1.0x the stdlib pass and <= 3x the orjson pass.
 2. Scaling. Files of N small trajectories (5 steps x 20 tokens, no alternatives, the issue's 1M case) for
    each N of ``--sizes``; ``htc features`` runs in a fresh process per size and its wall time, CPU time and
@@ -66,6 +68,7 @@ def write_file(path: Path, n_traj: int, n_steps: int, n_tokens: int, k: int, see
 FLOOR = {"json": "import json, sys\nfor line in open(sys.argv[1], 'rb'):\n    json.loads(line)\n",
          "orjson": "import orjson, sys\nfor line in open(sys.argv[1], 'rb'):\n    orjson.loads(line)\n"}
 READER = "import sys\nfrom htc_core.formats import load\nload(sys.argv[1])\n"
+START = "import numpy\n"
 
 
 def floors(path: Path, repeats: int = 1) -> dict:
@@ -74,7 +77,7 @@ def floors(path: Path, repeats: int = 1) -> dict:
     return {name: min(_run_script(code, [str(path)])[1] for _ in range(repeats)) for name, code in FLOOR.items()}
 
 
-def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 2) -> dict:
+def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
     """``htc features`` and the reader alone against the streaming floors, every figure a new process."""
     DIR.mkdir(exist_ok=True)
     path = write_file(DIR / f"native-{n_traj}x10x50-top5.jsonl", n_traj, 10, 50, 5)
@@ -85,7 +88,11 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 2) -> dict:
     print_fn(f"== parser speed: {path.name}, {size / 1e6:.0f} MB, {n_traj} trajectories, {n_traj * 500:,} tokens, "
              f"top-5; CPU seconds of a new process each (start included), best of {repeats} ==")
     fl = floors(path, repeats)
+    one = _write_file(DIR / "native-1x10x50-top5.jsonl", 1, 10, 50, 5)
     rows = {"floor: stdlib json.loads, streaming": fl["json"], "floor: orjson.loads, streaming": fl["orjson"],
+            "start: python + numpy (no input)": min(_run_script(START, [])[1] for _ in range(repeats)),
+            "start: htc features on a 1-line file": min(_run_measured(["features", str(one), "--out", str(out)])[1]
+                                                        for _ in range(repeats)),
             "formats.load (reader only)": min(_run_script(READER, [str(path)])[1] for _ in range(repeats)),
             "htc features end to end": min(_run_measured(["features", str(path), "--out", str(out)])[1]
                                            for _ in range(repeats))}
@@ -94,8 +101,12 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 2) -> dict:
                  f"{t / fl['orjson']:5.2f}x orjson")
     ratio = rows["htc features end to end"] / fl["json"]
     ratio_or = rows["htc features end to end"] / fl["orjson"]
+    start = rows["start: htc features on a 1-line file"]
     print_fn(f"htc features / streaming json.loads CPU: {ratio:.2f}x (target <= 1.0x); / orjson.loads: "
              f"{ratio_or:.2f}x (target <= 3x)")
+    print_fn(f"of which the start (interpreter, numpy, pandas, pyarrow; 1-line file): {start:.2f} s = "
+             f"{start / fl['json']:.2f}x the whole json.loads pass; after the start: "
+             f"{(rows['htc features end to end'] - start) / fl['json']:.2f}x json.loads")
     return {"mb": size / 1e6, **rows, "ratio": ratio, "ratio_orjson": ratio_or,
             "calllog": calllog_speed(print_fn, repeats=repeats)}
 
@@ -180,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m htc_dev.bench ingest", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trajectories", type=int, default=3000, help="parser-speed file size (default 3,000)")
-    p.add_argument("--repeats", type=int, default=2, help="repeats of each parser-speed figure (default 2)")
+    p.add_argument("--repeats", type=int, default=3, help="repeats of each parser-speed figure, the minimum is "
+                   "printed (default 3)")
     p.add_argument("--sizes", default="30000,300000,1000000", help="scaling sizes (default 30000,300000,1000000)")
     p.add_argument("--chunk-size", type=int, default=50_000, help="htc features --chunk-size for scaling")
     p.add_argument("--skip-parser", action="store_true", help="only the scaling figures")
