@@ -188,3 +188,27 @@ def test_property_any_step_arrays_read_as_the_reference_does(lp, rows, tmp_path,
     ref, rep_ref, _ = _read(p, monkeypatch, typed=False)
     _assert_same(fast, ref)
     assert _problems(rep_fast) == _problems(rep_ref)
+
+
+def test_threads_each_decode_their_own_lines():
+    from concurrent.futures import ThreadPoolExecutor
+
+    lines = [json.dumps(_line([{**GOOD_STEP, "logprobs": [-0.01 * i, -0.5]}], id=f"t{i}")).encode()
+             for i in range(200)]
+    with ThreadPoolExecutor(4) as ex:
+        out = list(ex.map(typedjson.decode_steps, lines))
+    assert [o[0]["id"] for o in out] == [f"t{i}" for i in range(200)]
+    assert [o[1][0][0] for o in out] == [-0.01 * i for i in range(200)]
+
+
+def test_a_value_kept_alive_does_not_block_the_next_line():
+    line = json.dumps(_line([GOOD_STEP])).encode()
+    doc = typedjson._parser().parse(line)  # a value of the shared parser still alive
+    assert typedjson.decode_steps(line) is not None
+    del doc
+
+
+def test_a_line_over_the_cap_takes_the_general_path(monkeypatch):
+    line = json.dumps(_line([GOOD_STEP])).encode()
+    monkeypatch.setattr(typedjson, "MAX_LINE", len(line) - 1)
+    assert typedjson.decode_steps(line) is None

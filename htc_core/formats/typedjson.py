@@ -33,8 +33,11 @@ import simdjson
 
 from ..jsonvalues import MAX_DEPTH
 
-__all__ = ["decode_steps", "NUMERIC_KEYS"]
+__all__ = ["decode_steps", "NUMERIC_KEYS", "MAX_LINE"]
 
+#: longer lines take the general path: a simdjson parser keeps the buffers of the longest line it parsed for as
+#: long as its thread lives
+MAX_LINE = 16 << 20
 #: the step fields decoded to arrays; every other field becomes Python objects
 NUMERIC_KEYS = ("logprobs", "top_logprobs")
 _SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
@@ -55,6 +58,8 @@ def decode_steps(raw: bytes) -> tuple[dict, list[np.ndarray], list[np.ndarray | 
     """(record with Python values, logprobs array per step, [n, k] alternatives per step or None), or None when
     the line is not provably plain (see the module docstring); the record's steps keep every field but
     ``logprobs`` (its length) and ``top_logprobs``."""
+    if len(raw) > MAX_LINE:
+        return None
     try:
         doc = _parser().parse(raw)
     except RuntimeError:  # a parser still in use (a value of an earlier line alive): take a fresh one
