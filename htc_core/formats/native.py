@@ -20,11 +20,12 @@ from ..traces import TraceSet, TraceSetBuilder, TrajectoryRecord
 from .answers import explicit_answer
 from .common import VLLM_NEG_INF, FieldError, optional_text, success_label, token_strings, verbalized
 from .inputs import JSONL_SUFFIXES, expand_inputs
-from .jsonio import READ_ERRORS, ParseError, iter_lines, loads
+from .jsonio import READ_ERRORS, iter_lines, loads
 from .logprobs import alternatives, chosen_logprobs
 from .records import add_record, guarded
 from .stepdetail import native_detail
 from .typedjson import decode_steps
+from .walk import iter_values
 
 NAME = "native"
 FORMAT_VERSION = 1
@@ -277,21 +278,15 @@ def iter_records(lines: Iterable[tuple[int, bytes]], *, file: str, report: LoadR
 
     A plain line is decoded straight to arrays (``typed_record``); any other goes through ``loads`` and
     ``parse_trajectory``, which report file, line, field and value."""
-    for no, raw in lines:
-        report.lines_read += 1
-        if not raw.strip():
-            continue
-        rec = None
-        with guarded(report, file, no, what="line"):
-            rec = typed_record(raw, file=file, line=no, report=report, defaults=defaults)
-            if rec is None:
-                try:
-                    obj = loads(raw)
-                except ParseError as e:
-                    report.error(file, no, e.reason, field=e.field, value=e.value)
-                    continue
-                rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults,
-                                       no_bools=bools_outside_arrays(raw, obj))
+    def decode(no: int, raw: bytes) -> TrajectoryRecord | None:
+        rec = typed_record(raw, file=file, line=no, report=report, defaults=defaults)
+        if rec is None:
+            obj = loads(raw)
+            rec = parse_trajectory(obj, file=file, line=no, report=report, defaults=defaults,
+                                   no_bools=bools_outside_arrays(raw, obj))
+        return rec
+
+    for no, rec in iter_values(lines, report, file, decode):
         if rec is not None:
             yield no, rec
 

@@ -11,8 +11,10 @@ walk goes on). What cannot be decoded is reported with its file, line, field and
 - an array that breaks off (truncated, malformed between elements, content after the closing bracket): where
   it breaks, after every complete element before it was handed on; nothing after it can be located safely.
 
-The readers of htc-trace JSON arrays (ATIF), the container formats (Chat Completions, Responses, completions
-logs) and smolagents used to carry their own copy of this walk; their differences are the two hooks:
+``iter_values(lines, report, file, decode)`` is its line half as a generator over (line number, raw bytes)
+pairs (a file, a byte range of one, an upload), which the htc-trace reader (``native.iter_records``) streams
+its records from. The readers of htc-trace JSONL, ATIF, the container formats (Chat Completions, Responses,
+completions logs) and smolagents used to carry their own copy of this walk; their differences are the two hooks:
 ``on_error(error, broken)`` (default: ``report.error``), which a reader that accumulates one trajectory over
 the elements uses to mark it failed; and ``acc()``, the trajectory under construction that a guarded error
 rejects.
@@ -21,13 +23,13 @@ rejects.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..report import LoadReport
 from .jsonio import ParseError, iter_json_array, iter_reported_lines, loads
 from .records import guarded
 
-__all__ = ["walk_values"]
+__all__ = ["walk_values", "iter_values"]
 
 
 def walk_values(path: Path, report: LoadReport, file: str, each: Callable[[int, int, Any], None], *,
@@ -81,17 +83,44 @@ def walk_values(path: Path, report: LoadReport, file: str, each: Callable[[int, 
     if array:
         return _walk_array(path, report, file, each, on_error, acc)
     n = 0
-    for no, raw in iter_reported_lines(path, report, file):
+    for no, value in iter_values(iter_reported_lines(path, report, file), report, file, counted=True,
+                                 on_error=on_error):
+        with guarded(report, file, no, what="line"):
+            each(n, no, value)
+        n += 1
+    return n
+
+
+_NOTHING = object()
+
+
+def iter_values(lines: Iterable[tuple[int, bytes]], report: LoadReport, file: str,
+                decode: Callable[[int, bytes], Any] | None = None, *, counted: bool = False,
+                on_error: Callable[[ParseError, bool], None] | None = None) -> Iterator[tuple[int, Any]]:
+    """(line, value) for each non-blank line of ``lines`` (pairs of line number and raw bytes) that decodes.
+
+    ``decode(line, raw)`` (default: ``jsonio.loads(raw)``) runs inside ``records.guarded``; its ParseError goes
+    to ``on_error(error, False)`` (default: ``report.error``) with the line, and the walk goes on. Each line
+    counts in ``report.lines_read`` unless ``counted`` (the lines come from ``iter_reported_lines``, which
+    counts them). The JSONL half of ``walk_values``, and the line loop of the htc-trace reader
+    (``native.iter_records``, whose ``decode`` takes the typed way first)."""
+    for no, raw in lines:
+        if not counted:
+            report.lines_read += 1
+        if not raw.strip():
+            continue
+        value = _NOTHING
         with guarded(report, file, no, what="line"):
             try:
-                value = loads(raw)
+                value = loads(raw) if decode is None else decode(no, raw)
             except ParseError as e:
                 e.line = no
-                on_error(e, False)
-                continue
-            i, n = n, n + 1
-            each(i, no, value)
-    return n
+                if on_error is None:
+                    report.error(file, no, e.reason, field=e.field, value=e.value)
+                else:
+                    on_error(e, False)
+        if value is not _NOTHING:
+            yield no, value
 
 
 def _walk_array(path: Path, report: LoadReport, file: str, each: Callable[[int, int, Any], None],
