@@ -198,7 +198,7 @@ def test_threads_each_decode_their_own_lines():
     with ThreadPoolExecutor(4) as ex:
         out = list(ex.map(typedjson.decode_steps, lines))
     assert [o[0]["id"] for o in out] == [f"t{i}" for i in range(200)]
-    assert [o[1][0][0] for o in out] == [-0.01 * i for i in range(200)]
+    assert [o[1][0] for o in out] == [-0.01 * i for i in range(200)]
 
 
 def test_a_value_kept_alive_does_not_block_the_next_line():

@@ -112,24 +112,13 @@ def fast_steps(rec: TrajectoryRecord, steps: list, no_bools: bool = False) -> bo
     return _take_clean(rec, steps, lp, top, lens)
 
 
-def typed_steps(rec: TrajectoryRecord, steps: list[dict], lps: list[np.ndarray], tops: list[np.ndarray | None]
-                ) -> bool:
-    """``fast_steps`` for steps whose numbers ``typedjson.decode_steps`` already holds as arrays (one logprobs
-    array and one [n, k] alternatives matrix or None per step): the same checks on the whole arrays."""
-    missing = sum(t is None for t in tops)
-    if 0 < missing < len(tops):  # alternatives on some steps only: the per-value path decides
+def typed_steps(rec: TrajectoryRecord, steps: list[dict], lp: np.ndarray, top: np.ndarray | None,
+                lens: list[int]) -> bool:
+    """``fast_steps`` for steps whose numbers ``typedjson.decode_steps`` already holds as arrays (the logprobs of
+    all steps, their [tokens, k] alternatives or None, the tokens per step): the same checks on whole arrays."""
+    if not _in_range(lp) or (top is not None and not _in_range(top)):
         return False
-    lp = lps[0] if len(lps) == 1 else np.concatenate(lps)
-    if not _in_range(lp):
-        return False
-    top = None
-    if tops[0] is not None:
-        if len({t.shape[1] for t in tops}) != 1:
-            return False
-        top = tops[0] if len(tops) == 1 else np.concatenate(tops)
-        if not _in_range(top):
-            return False
-    return _take_clean(rec, steps, lp, top, [a.size for a in lps])
+    return _take_clean(rec, steps, lp, top, lens)
 
 
 def _in_range(arr: np.ndarray) -> bool:
@@ -254,7 +243,7 @@ def typed_record(raw: bytes, *, file: str, line: int | None, report: LoadReport,
     dec = decode_steps(raw)
     if dec is None:
         return None
-    obj, lps, tops = dec
+    obj, lp, top, lens = dec
     tid = obj.get("id")
     if isinstance(tid, bool) or not (isinstance(tid, int) or (isinstance(tid, str) and tid.strip())):
         return None
@@ -265,7 +254,7 @@ def typed_record(raw: bytes, *, file: str, line: int | None, report: LoadReport,
     except FieldError:
         return None
     steps = obj["steps"]
-    if not typed_steps(rec, steps, lps, tops):
+    if not typed_steps(rec, steps, lp, top, lens):
         return None
     _copy_fields(rec, obj, defaults or {}, file=file, line=line, report=report)
     rec.steps_detail = native_detail(steps, report, file, line, tid)

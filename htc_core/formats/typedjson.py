@@ -54,10 +54,10 @@ def _parser() -> simdjson.Parser:
     return p
 
 
-def decode_steps(raw: bytes) -> tuple[dict, list[np.ndarray], list[np.ndarray | None]] | None:
-    """(record with Python values, logprobs array per step, [n, k] alternatives per step or None), or None when
-    the line is not provably plain (see the module docstring); the record's steps keep every field but
-    ``logprobs`` (its length) and ``top_logprobs``."""
+def decode_steps(raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[int]] | None:
+    """(record with Python values, the logprobs of all steps in one array, their [tokens, k] alternatives or None,
+    the tokens per step), or None when the line is not provably plain (see the module docstring). The record's
+    steps keep every field but ``top_logprobs``; their ``logprobs`` is a ``range`` of its length."""
     if len(raw) > MAX_LINE:
         return None
     try:
@@ -78,7 +78,7 @@ def decode_steps(raw: bytes) -> tuple[dict, list[np.ndarray], list[np.ndarray | 
         del doc
 
 
-def _split(doc: Any, raw: bytes) -> tuple[dict, list, list] | None:
+def _split(doc: Any, raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[int]] | None:
     if not isinstance(doc, simdjson.Object):
         return None
     keys = list(doc.keys())
@@ -91,23 +91,38 @@ def _split(doc: Any, raw: bytes) -> tuple[dict, list, list] | None:
     for key in keys:
         if key != "steps":
             obj[key] = _python(doc[key], MAX_DEPTH - 1)
-    lps: list[np.ndarray] = []
-    tops: list[np.ndarray | None] = []
-    keyed: list[int | None] = []  # per step with a top_logprobs key: n + 1 brackets, None for a null value
-    out_steps: list[dict] = []
-    for st in steps:
-        step = _step(st, lps, tops, keyed)
-        if step is None:
-            return None
-        out_steps.append(step)
-    if not _flat_values(raw, [1] * len(lps), keyed):
+    got = _Numbers()
+    out_steps = [_step(st, got) for st in steps]
+    if None in out_steps or len(got.widths) > 1 or (got.top and len(got.top) != len(got.lens)):
+        return None  # alternatives on some steps only, or of another k: the general path decides
+    if not _flat_values(raw, [1] * len(got.lens), got.keyed):
+        return None
+    lp = np.frombuffer(bytearray().join(got.lp), dtype=np.float64)  # one copy of the line's numbers, writable
+    top = None
+    if got.top:
+        top = np.frombuffer(bytearray().join(got.top), dtype=np.float64).reshape(-1, got.widths.pop())
+    if lp.size != sum(got.lens) or (top is not None and top.shape[0] != lp.size):
         return None
     obj["steps"] = out_steps
-    return obj, lps, tops
+    return obj, lp, top, got.lens
 
 
-def _step(st: Any, lps: list, tops: list, keyed: list) -> dict | None:
-    """The step's other fields as Python values; its arrays appended to ``lps`` / ``tops``."""
+class _Numbers:
+    """The buffers of a line's step arrays as ``_step`` finds them."""
+
+    __slots__ = ("lp", "top", "lens", "widths", "keyed")
+
+    def __init__(self) -> None:
+        self.lp: list = []
+        self.top: list = []
+        self.lens: list[int] = []
+        self.widths: set[int] = set()
+        self.keyed: list[int | None] = []  # per step with a top_logprobs key: n + 1 brackets, None for null
+
+
+def _step(st: Any, got: _Numbers) -> dict | None:
+    """The step's other fields as Python values (``logprobs`` as a ``range`` of its length: the numbers are in
+    the buffers), its buffers added to ``got``."""
     if not isinstance(st, simdjson.Object):
         return None
     keys = list(st.keys())
@@ -117,11 +132,10 @@ def _step(st: Any, lps: list, tops: list, keyed: list) -> dict | None:
     if not isinstance(lp, simdjson.Array):
         return None
     n = len(lp)
-    flat = np.frombuffer(lp.as_buffer(of_type="d"), dtype=np.float64)  # TypeError on a bool, string or null
-    if n == 0 or flat.size != n:
+    if n == 0:
         return None
-    lps.append(flat)
-    mat = None
+    got.lp.append(lp.as_buffer(of_type="d"))  # TypeError on a bool, string or null
+    got.lens.append(n)
     if "top_logprobs" in keys:
         top = st["top_logprobs"]
         if top is not None:
@@ -129,18 +143,17 @@ def _step(st: Any, lps: list, tops: list, keyed: list) -> dict | None:
                 return None
             widths = set(map(len, top))  # a number as a row raises TypeError; an object row fails the buffer
             k = widths.pop()
-            values = np.frombuffer(top.as_buffer(of_type="d"), dtype=np.float64)
-            if widths or k == 0 or values.size != n * k:
+            if widths or k == 0:
                 return None
-            mat = values.reshape(n, k)
-        keyed.append(None if mat is None else n + 1)  # its opening brackets: the array and n rows
-    tops.append(mat)
+            got.widths.add(k)
+            got.top.append(top.as_buffer(of_type="d"))
+        got.keyed.append(None if top is None else n + 1)  # its opening brackets: the array and n rows
     out = {}
     for key in keys:
         if key not in NUMERIC_KEYS:
             v = st[key]
             out[key] = v if type(v) in _SCALARS else _python(v, MAX_DEPTH - 3)
-    out["logprobs"] = flat
+    out["logprobs"] = range(n)
     return out
 
 
