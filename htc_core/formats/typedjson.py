@@ -16,11 +16,12 @@ The shapes are proven without touching the numbers: the buffer copy refuses anyt
 string, null, an object), ``logprobs`` has ``n`` elements and ``n`` numbers, every row of ``top_logprobs`` is an
 array of length ``k`` and the buffer holds ``n * k`` numbers, and the raw text of each value holds exactly one
 (``logprobs``) or ``n + 1`` (``top_logprobs``) opening brackets, counted from its key to the next quote or
-closing brace (the value holds nothing but numbers and brackets); a nested array adds brackets and falls back. Range and order checks are the caller's
-(``native.clean_arrays``), on the whole arrays.
+closing brace (the value holds nothing but numbers and brackets); a nested array adds brackets and falls back.
+The range and order checks are the caller's (``native.typed_steps``), on the whole arrays.
 
-Measured (issue 29, 112 MB top-5 file): the parse plus the typed copies take 0.11 s CPU where ``orjson.loads``
-alone takes 0.22 s and the Python lists it builds cost another 0.5 s to check and convert.
+Measured (issue 29, the 112 MB top-5 bench file, docs/benchmarks-ingest.md): the parse plus the typed copies
+take 0.13-0.17 s CPU and all of ``decode_steps`` 0.30 s, where ``orjson.loads`` alone takes 0.22 s and the
+Python lists it builds cost another 0.5 s to check and convert.
 """
 
 from __future__ import annotations
