@@ -88,7 +88,7 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
     print_fn(f"== parser speed: {path.name}, {size / 1e6:.0f} MB, {n_traj} trajectories, {n_traj * 500:,} tokens, "
              f"top-5; CPU seconds of a new process each (start included), best of {repeats} ==")
     fl = floors(path, repeats)
-    one = _write_file(DIR / "native-1x10x50-top5.jsonl", 1, 10, 50, 5)
+    one = write_file(DIR / "native-1x10x50-top5.jsonl", 1, 10, 50, 5)
     rows = {"floor: stdlib json.loads, streaming": fl["json"], "floor: orjson.loads, streaming": fl["orjson"],
             "start: python + numpy (no input)": min(_run_script(START, [])[1] for _ in range(repeats)),
             "start: htc features on a 1-line file": min(_run_measured(["features", str(one), "--out", str(out)])[1]
