@@ -117,6 +117,8 @@ REFUSED_RAW = {
     "truncated": b'{"id":"t","steps":[{"logprobs":[-0.1',
     "invalid UTF-8": b'{"id":"t","steps":[{"name":"\xff","logprobs":[-0.1]}]}',
     "escaped key": b'{"id":"t","steps":[{"logprobs":[-0.1],"top\\u005flogprobs":[[-0.1,[]]]}]}',
+    "byte order mark inside the file": b'\xef\xbb\xbf{"id":"t","steps":[{"logprobs":[-0.1]}]}',
+    "two documents on a line": b'{"id":"t","steps":[{"logprobs":[-0.1]}]} {"id":"u"}',
 }
 #: lines the typed decode takes but whose values the reference path must judge (clip, sentinel, order, ids)
 JUDGED = {

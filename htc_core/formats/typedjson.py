@@ -6,8 +6,9 @@ tokens, metadata) become Python objects. It answers None, and the caller decodes
 (``jsonio.loads`` and the per-value checks, which report file, line, field and value), whenever the line is
 anything but the plain shape it can prove:
 
-- not valid JSON for simdjson (which refuses lone surrogates, numbers out of range, NaN, bad UTF-8), or nested
-  deeper than ``jsonvalues.MAX_DEPTH`` anywhere;
+- not valid JSON for simdjson (which refuses lone surrogates, numbers out of range, NaN, bad UTF-8), nested
+  deeper than ``jsonvalues.MAX_DEPTH`` anywhere, or starting with a byte order mark (simdjson skips one, the
+  general path reports it; the reader drops the BOM of the file's first line before);
 - an object with a repeated key (simdjson's lookup would take the first where ``orjson`` keeps the last);
 - a step that is not an object, without a non-empty ``logprobs`` array of plain numbers (no bool, no string, no
   null, no nested array), or with ``top_logprobs`` that is not ``n`` rows of the same ``k`` plain numbers.
@@ -43,6 +44,7 @@ MAX_LINE = 16 << 20
 NUMERIC_KEYS = ("logprobs", "top_logprobs")
 _SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
 _WS = b" \t\r\n"
+_BOM = b"\xef\xbb\xbf"
 _LOCAL = threading.local()  # a simdjson parser may not be shared between threads, nor reused while its values live
 _PLAIN = (str, int, float, bool, type(None))
 _SCALARS = frozenset(_PLAIN)
@@ -59,7 +61,7 @@ def decode_steps(raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[
     """(record with Python values, the logprobs of all steps in one array, their [tokens, k] alternatives or None,
     the tokens per step), or None when the line is not provably plain (see the module docstring). The record's
     steps keep every field but ``top_logprobs``; their ``logprobs`` is a ``range`` of its length."""
-    if len(raw) > MAX_LINE:
+    if len(raw) > MAX_LINE or raw.startswith(_BOM):  # simdjson skips a BOM that the general path reports
         return None
     try:
         doc = _parser().parse(raw)
