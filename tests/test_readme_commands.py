@@ -269,7 +269,7 @@ def test_the_readme_is_a_newcomers_page():
     for topic in ("benchmarks", "reliability"):
         assert f"docs/{topic}.md" in text
     for doc in ["README.md", *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "docs").glob("*.md")))]:
-        body = (ROOT / doc).read_text(encoding="utf-8")
+        body = re.sub(r"`[^`\n]*`", "", (ROOT / doc).read_text(encoding="utf-8"))   # code spans hold no links
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", body):
             if re.match(r"[a-z]+://", target):
                 continue
