@@ -20,10 +20,11 @@ from pathlib import Path  # noqa: E402
 import streamlit as st  # noqa: E402
 
 st.set_page_config(page_title="HTC · agent run calibration", page_icon="🎯", layout="wide")
-opening = st.empty()
-if "htc_opened" not in st.session_state:     # a new tab: say so at once, before the first start's imports (seconds)
-    opening.info("Opening the dashboard: reading the stored runs…")     # (the spinner below shows after 0.5 s)
-st.session_state["htc_opened"] = True
+from htc_core.app import opening as first_notice  # noqa: E402  (nothing but Streamlit: costs nothing)
+
+# a new tab: say so at once, before the first start's imports (seconds); the spinner below shows after 0.5 s only
+opening = first_notice.say() or st.empty()
+first_notice.opened()
 
 from htc_core.app import label_glue, ui  # noqa: E402
 

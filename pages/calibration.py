@@ -4,6 +4,10 @@ import json
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core import explain
 from htc_core.app import adapt_views, drill, experiments, report_download, sampling, ui, url_state, views
 from htc_core.viz import plots, prefix_plots, selective_plots

@@ -2,8 +2,12 @@
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core import explain
-from htc_core.app import experiments, ui, views
+from htc_core.app import experiments, ui, url_state, views
 from htc_core.viz import experiment_plots, plots
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 from htc_core.features import FEATURE_NAMES, REGISTRY
@@ -14,6 +18,7 @@ st.title("Compare LLMs")
 with ui.page_errors("compare"):
     ws = ui.guard()
     c1, c2 = st.columns([1, 2])
+    url_state.restore("compare", url_state.compare_params()[:1])    # a pasted link's grouping, before its radio
     group_by = c1.radio("Group by", ["model", "framework", "dataset"], horizontal=True, key="cmp_group")
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
     if cannot_evaluate:
@@ -28,6 +33,8 @@ with ui.page_errors("compare"):
     res = ev.result
     groups = views.evaluated_groups(ws, ev, group_by)
     default = [m for m in ("HTC-Reduced", "Bottom10+Temp") if m in res.methods]
+    link = url_state.compare_params(res.methods, default, FEATURE_NAMES, "last_top1_avg")
+    url_state.restore("compare", link)          # its methods and feature (checked; junk is ignored)
     methods = c2.multiselect("Methods", res.methods, default=default, key="cmp_methods")
     st.caption("Out-of-fold predictions of the pooled evaluation, split by group (each group scored by models that "
                "never saw it). Groups with few runs have wide intervals.")
@@ -49,6 +56,7 @@ with ui.page_errors("compare"):
     st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
     fv = views.feature_values(ws.features, ws.ts.meta[group_by], ws.labels, feature)
     st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")
+    url_state.write(link)
 
     st.subheader(f"Transfer across {group_by}s")
     st.caption(f"For every {group_by} (source), HTC is fitted on all of its labeled runs and applied unchanged to "

@@ -3,6 +3,10 @@ intervals and their difference, overlaid reliability diagrams, feature shifts, r
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core.app import ab_views, ui
 from htc_core.viz import ab_plots, plots
 from htc_core.app import shown as shown_conf

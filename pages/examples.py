@@ -3,6 +3,10 @@ and HTC's own worst mistakes (most confident failures, least confident successes
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core import explain
 from htc_core.app import experiments, ui, url_state, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core.app import drill, experiments, scale, ui, url_state, views
 from htc_core.viz import plots
 from htc_core.calibration.evaluation import label_problem

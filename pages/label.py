@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core.app import label_glue, label_panels, ui
 
 ui.require_app("label")

@@ -3,8 +3,12 @@ question, answer vs gold, flags, the confidence shown for each with its reasons,
 
 import streamlit as st
 
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
 from htc_core import explain
-from htc_core.app import trajectory_panel, trajectory_view, ui, views
+from htc_core.app import trajectory_panel, trajectory_view, ui, url_state, views
 from htc_core.viz import prefix_plots
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
@@ -17,7 +21,15 @@ st.caption("Two runs next to each other, each with the confidence every page sho
 with ui.page_errors("side_by_side"):
     ws = ui.guard()
     frame = ws.frame()
-    pair = st.session_state.get(shown_conf.PAIR) or (None, None)
+    link = url_state.side_by_side_params()
+    url_state.restore("side_by_side", link)       # a pasted link's two runs (?ra=&rb=) and calibrator (?by=)
+    pair = views.linked_pair(ws, [st.session_state.pop(p.key, None) for p in link[:2]],
+                             st.session_state.get(shown_conf.PAIR) or (None, None))
+    for wanted in pair.missing:     # say so, never show another run under the link's id
+        st.warning(ui.md(views.missing_trajectory_note(wanted)))
+    pair = pair.keys
+    if pair != st.session_state.get("sbs_shown"):   # asked from outside (a link, a flipped pair): new pickers;
+        st.session_state["sbs_asked"] = st.session_state.get("sbs_asked", 0) + 1   # a pick here keeps its own
     variant = "reduced"
     if label_problem(ws.labels, for_evaluation=False) is None:
         variant = st.radio("Explained by", ["reduced", "full"], horizontal=True, key="sbs_variant",
@@ -27,7 +39,7 @@ with ui.page_errors("side_by_side"):
     for side, col, key in zip("AB", st.columns(2), pair):
         with col:
             cand, default = views.trajectory_choices(frame, "", ws.position_of(key))
-            i = st.selectbox(f"Run {side}", cand, index=default, key=f"sbs_pick_{side}_{key}",
+            i = st.selectbox(f"Run {side}", cand, index=default, key=f"sbs_pick_{side}_{st.session_state['sbs_asked']}",
                              format_func=lambda p: views.trajectory_label(frame, p))
             chosen.append(str(frame["key"].iat[i]))
             row = frame.iloc[i]
@@ -52,4 +64,5 @@ with ui.page_errors("side_by_side"):
             st.plotly_chart(prefix_plots.step_confidence_figure(after), key=f"sbs_steps_{side}")
             if st.button(f"Open run {side} in the inspector", key=f"sbs_open_{side}"):
                 ui.open_in_inspector(chosen[-1])
-    st.session_state[shown_conf.PAIR] = tuple(chosen)
+    st.session_state[shown_conf.PAIR] = st.session_state["sbs_shown"] = tuple(chosen)
+    url_state.write(link, {"ra": ws.url_id(ws.position_of(chosen[0])), "rb": ws.url_id(ws.position_of(chosen[1]))})

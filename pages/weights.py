@@ -2,7 +2,11 @@
 
 import streamlit as st
 
-from htc_core.app import experiments, explain_views, ui, views
+from htc_core.app import opening   # nothing but Streamlit: costs nothing
+
+opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+
+from htc_core.app import experiments, explain_views, ui, url_state, views
 from htc_core.viz import experiment_plots, gam_plots, plots
 from htc_core.experiments.ablation import selection_frequency
 from htc_core.calibration.evaluation import EvaluationError, label_problem
@@ -21,6 +25,8 @@ with ui.page_errors("weights"):
     st.caption("Weights act on standardized features, so their sizes compare directly; a positive weight raises the "
                "confidence. Hover a bar for the feature's formula. Both models are fitted on every labeled "
                f"trajectory of the selection ({n_lab:,}).")
+    link = url_state.weights_params()
+    url_state.restore("weights", link[:2])      # a pasted link's choices (the model of the frequencies: below)
     only_kept = st.toggle("Show only features with a non-zero weight", value=False, key="w_only_kept")
     for variant in ("reduced", "full"):
         model = ui.fitted_model(ws, variant)
@@ -63,6 +69,8 @@ with ui.page_errors("weights"):
     else:
         try:
             freq = views.selection_view(ui.evaluation(ws).result)
+            link = url_state.weights_params(freq.methods)
+            url_state.restore("weights", link[2:])
             method = st.radio("Model", freq.methods, horizontal=True, key="w_sel_method")
             st.caption(f"Fraction of the {freq.fits} outer-fold fits (folds × seeds) of the honest evaluation in "
                        "which the feature kept a non-zero weight.")
@@ -81,6 +89,7 @@ with ui.page_errors("weights"):
     st.subheader("Weights per dataset")
     variant = st.radio("Variant", ["full", "reduced"], format_func=lambda v: f"HTC-{v.capitalize()}", horizontal=True,
                        key="w_heat_variant")
+    url_state.write(link)
     dw = ui.dataset_weights(ws, variant)
     if len(dw.weights):
         st.plotly_chart(plots.weights_heatmap(dw.weights), key="w_heat")

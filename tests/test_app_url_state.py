@@ -233,3 +233,56 @@ def test_a_runs_link_to_out_of_fold_confidences_waits_for_them(new_app):
     assert at.selectbox(key="browse_conf").value == "HTC-Full (out-of-fold)"
     assert at.query_params["conf"] == "HTC-Full (out-of-fold)"
     assert "HTC-Full (OOF)" in at.dataframe[-1].value.columns
+
+
+def test_compare_side_by_side_and_weights_round_trip(new_app):
+    """Compare LLMs (grouping, methods, feature), Side by side (the two runs, the explaining calibrator) and Feature
+    weights (non-zero only, heatmap variant) keep their choices in the URL; a link naming a run that is not here
+    says so; junk is ignored."""
+    cmp = new_app(page="compare")
+    assert not problems(cmp), problems(cmp)
+    assert page_params(cmp) == {}                        # an untouched page keeps a short URL
+    cmp.radio(key="cmp_group").set_value("dataset")
+    cmp.multiselect(key="cmp_methods").set_value(["HTC-Full"])
+    cmp.selectbox(key="cmp_feature").select_index(0)
+    cmp.run()
+    url = page_params(cmp)
+    assert url["group"] == "dataset" and url["methods"] == "HTC-Full" and "feature" in url
+    again = new_app(url, page="compare")
+    assert not problems(again), problems(again)
+    assert again.radio(key="cmp_group").value == "dataset" and again.multiselect(key="cmp_methods").value == ["HTC-Full"]
+    assert again.selectbox(key="cmp_feature").value == cmp.selectbox(key="cmp_feature").value
+    assert page_params(again) == url
+    junk = new_app({"group": "<b>", "methods": ["nope", "HTC-Full"], "feature": "1e309"}, page="compare")
+    assert not problems(junk), problems(junk)
+    assert junk.radio(key="cmp_group").value == "model" and junk.multiselect(key="cmp_methods").value == ["HTC-Full"]
+
+    sbs = new_app(page="side_by_side")
+    assert not problems(sbs), problems(sbs)
+    b = next(s for s in sbs.selectbox if s.key.startswith("sbs_pick_B"))
+    b.select_index(3)
+    sbs.radio(key="sbs_variant").set_value("full")
+    sbs.run()
+    assert not problems(sbs), problems(sbs)
+    url = page_params(sbs)
+    assert url["by"] == "full" and url["ra"] and url["rb"] and url["ra"] != url["rb"]
+    shown = [m.label + m.value for m in sbs.metric]
+    again = new_app(url, page="side_by_side")
+    assert not problems(again), problems(again)
+    assert again.radio(key="sbs_variant").value == "full" and page_params(again) == url
+    assert [m.label + m.value for m in again.metric] == shown            # the same two runs, the same numbers
+    lost = new_app({"ra": "nosuchrun", "rb": url["rb"]}, page="side_by_side")
+    assert not problems(lost), problems(lost)
+    assert any("No trajectory nosuchrun" in w.value for w in lost.warning)
+    assert page_params(lost)["rb"] == url["rb"]
+
+    w = new_app(page="weights")
+    assert not problems(w), problems(w)
+    w.toggle(key="w_only_kept").set_value(True)
+    w.radio(key="w_heat_variant").set_value("reduced")
+    w.run()
+    url = page_params(w)
+    assert url == {"kept": "1", "heat": "reduced"}
+    again = new_app(url, page="weights")
+    assert not problems(again), problems(again)
+    assert again.toggle(key="w_only_kept").value is True and again.radio(key="w_heat_variant").value == "reduced"

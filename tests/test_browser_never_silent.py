@@ -5,10 +5,12 @@ main area is never blank while the page works. Real headless Chromium."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
-from test_browser import _assert_clean, _settle, browser, server  # noqa: F401  (fixtures)
+from conftest import REPO
+from test_browser import _assert_clean, _settle, browser, server, start_dashboard  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +20,6 @@ PAGES = ["Runs", "Calibration", "Feature weights", "Feature space", "Examples", 
 INDICATORS = ('[data-testid="stSpinner"]', '[data-testid="stProgress"]', '[data-testid="stAlert"]')
 #: an element left over from the page before (greyed while the new one runs) does not count
 FRESH = '[data-testid="stElementContainer"]:not([data-stale="true"]) '
-
 
 
 def _shows(page, title: str) -> str | None:
@@ -55,3 +56,36 @@ def test_every_page_says_something_within_2_s_of_navigation_after_a_first_start(
         _assert_clean(page, title)
     blank = {t: s for t, s in seen.items() if s[0] is None}
     assert not blank, f"blank main area for more than 2 s: {blank} (all: {seen})"
+
+
+def _small_samples(folder: Path, n: int = 60) -> Path:
+    """The first ``n`` runs of two shipped sample files: a first start that imports them in seconds."""
+    folder.mkdir()
+    for tag in ("greedy", "sampled-t0.7"):
+        src = REPO / "sample_runs" / "arithmetic" / f"arithmetic_SmolLM2-135M-{tag}.jsonl"
+        (folder / src.name).write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:n]),
+                                       encoding="utf-8")
+    return folder
+
+
+def test_a_deep_link_as_a_new_servers_first_request_says_something_within_2_s(browser, tmp_path):  # noqa: F811
+    """A pasted link to Calibration is the very first request a new server gets: Streamlit runs the page file
+    before app.py, and its imports take seconds; the opening notice shows before them."""
+    with start_dashboard(tmp_path, _small_samples(tmp_path / "samples")) as url:
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(f"{url}/calibration?binning=quantile", wait_until="domcontentloaded")
+        page.locator('[data-testid="stApp"]').wait_for(state="attached", timeout=60_000)
+        t0 = time.monotonic()
+        shown = None
+        while shown is None and time.monotonic() - t0 < 2.0:
+            shown = _shows(page, "Calibration")
+            if shown is None:
+                page.wait_for_timeout(50)
+        waited = round(time.monotonic() - t0, 2)
+        assert shown is not None, f"blank main area for {waited} s after a deep link as the first request"
+        # and the link then opens what it names
+        page.locator('[data-testid="stMain"] h1').filter(has_text="Calibration").wait_for(timeout=180_000)
+        _settle(page)
+        _assert_clean(page, "Calibration from a first-request deep link")
+        assert page.get_by_role("radiogroup").filter(has_text="equal mass").get_by_label("equal mass").is_checked()
+        page.close()

@@ -20,7 +20,8 @@ from typing import Any, Iterable
 import streamlit as st
 
 __all__ = ["Param", "MAX_TEXT", "DRILL_LINK", "PAGE_STASH", "take_link", "restore", "linked", "write", "parse", "encode",
-           "within", "runs_params", "calibration_params", "feature_space_params", "examples_params"]
+           "within", "runs_params", "calibration_params", "feature_space_params", "examples_params",
+           "compare_params", "side_by_side_params", "weights_params"]
 
 #: session key: every query parameter of the session's first request (set by ``layout.restore_from_url``)
 PAGE_STASH = "htc_url_page_stash"
@@ -199,3 +200,27 @@ def examples_params(baselines, htc_methods) -> list[Param]:
     return [Param("baseline", "ex_baseline", "one", tuple(baselines)),
             Param("htc", "ex_htc", "one", tuple(htc_methods)),
             Param("n", "ex_n", "int", bounds=(1, 20), default=4)]
+
+
+def compare_params(methods=(), default_methods=(), features=(), default_feature=None) -> list[Param]:
+    """The Compare LLMs page's grouping, methods and feature (the first one is drawn before the evaluation is
+    known, so the page restores it alone first: ``compare_params()[:1]``)."""
+    return [Param("group", "cmp_group", "one", ("model", "framework", "dataset"), default="model"),
+            Param("methods", "cmp_methods", "many", tuple(methods), default=list(default_methods)),
+            Param("feature", "cmp_feature", "one", tuple(features), default=default_feature)]
+
+
+def side_by_side_params() -> list[Param]:
+    """The Side by side page's two runs (as a link names a run: its trajectory id, or its key when the id is not
+    unique) and the calibrator that explains them."""
+    return [Param("ra", "sbs_link_a", "text"), Param("rb", "sbs_link_b", "text"),
+            Param("by", "sbs_variant", "one", ("reduced", "full"), default="reduced")]
+
+
+def weights_params(selection_methods=()) -> list[Param]:
+    """The Feature weights page's choices: non-zero weights only, the variant of the per-dataset heatmap and the
+    model of the selection frequencies."""
+    return [Param("kept", "w_only_kept", "bool", default=False),
+            Param("heat", "w_heat_variant", "one", ("full", "reduced"), default="full"),
+            Param("sel", "w_sel_method", "one", tuple(selection_methods),
+                  default=next(iter(selection_methods), None))]

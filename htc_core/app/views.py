@@ -27,7 +27,7 @@ __all__ = [
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
     "browse_confidences", "trajectory_choices", "trajectory_label", "oof_confidence",
-    "outcome_word",
+    "outcome_word", "LinkedPair", "linked_pair",
 ]
 
 #: baselines shown next to HTC in the reliability diagram when the evaluation names no strongest baseline
@@ -258,6 +258,29 @@ def missing_trajectory_note(wanted: str) -> str:
     current selection: an unknown or mistyped id, a deleted run set, or one the sidebar's filters leave out."""
     return (f"No trajectory {clipped(wanted, 80)} in the current selection: the id is unknown, its run set was deleted, or the "
             "sidebar's filters leave it out. Pick one below, or widen the filters.")
+
+
+@dataclass
+class LinkedPair:
+    """The two runs of the Side by side page: their keys (None: the page's default) and the link's ids that name
+    no run of the selection."""
+
+    keys: tuple
+    missing: list
+
+
+def linked_pair(ws: Workspace, linked: Sequence, current: Sequence) -> LinkedPair:
+    """The runs a link names (``linked``: an id or key per side, or None) where the selection holds them, else
+    ``current`` (the pair chosen before, e.g. a flipped pair of Compare run sets)."""
+    keys, missing = list(current), []
+    for side, wanted in enumerate(linked):
+        if wanted:
+            position = ws.position_of(wanted)
+            if position is None:
+                missing.append(wanted)
+            else:
+                keys[side] = str(ws.keys[position])
+    return LinkedPair(tuple(keys), missing)
 
 
 def short_key(value) -> str:
