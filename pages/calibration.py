@@ -111,7 +111,7 @@ with ui.page_errors("calibration"):
                     "with the GAC leave-one-out.")
         report_key = ("cal_report", ui.cache_key("report", s["seeds"]))
         if st.button("Build the HTML report", key="cal_report_build"):
-            with st.spinner("Drawing the report"):
+            with ui.timed_spinner("Drawing the report", len(ws)):
                 st.session_state["cal_report"] = (report_key, report_download.report_html(ws, ev))
         built = st.session_state.get("cal_report")
         if built is not None and built[0] == report_key:

@@ -12,30 +12,26 @@ from htc_core.viz import experiment_plots, plots
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 from htc_core.features import FEATURE_NAMES, REGISTRY
 
-ui.require_app("compare")
-st.title("Compare LLMs")
 
-with ui.page_errors("compare"):
-    ws = ui.guard()
-    c1, c2 = st.columns([1, 2])
-    url_state.restore("compare", url_state.compare_params()[:1])    # a pasted link's grouping, before its radio
-    group_by = c1.radio("Group by", ["model", "framework", "dataset"], horizontal=True, key="cmp_group")
+def evaluated_comparison(ws, group_by: str, column, link):
+    """Reliability, success rate and metrics per group (they wait for the evaluation); the methods' choice goes
+    into ``column``. Returns the page's URL parameters with the methods among them."""
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
     if cannot_evaluate:
         st.info(f"Comparisons need the cross-validated evaluation, which cannot run on this selection: "
                 f"{ui.md(cannot_evaluate)}.")
-        st.stop()
+        return link
     try:
         ev = ui.evaluation(ws)
     except EvaluationError as e:
         st.warning(f"Comparisons need the cross-validated evaluation, which cannot run here: {ui.md(str(e))}")
-        st.stop()
+        return link
     res = ev.result
     groups = views.evaluated_groups(ws, ev, group_by)
     default = [m for m in ("HTC-Reduced", "Bottom10+Temp") if m in res.methods]
     link = url_state.compare_params(res.methods, default, FEATURE_NAMES, "last_top1_avg")
-    url_state.restore("compare", link)          # its methods and feature (checked; junk is ignored)
-    methods = c2.multiselect("Methods", res.methods, default=default, key="cmp_methods")
+    url_state.restore("compare", link[1:2])     # its methods (checked; junk is ignored)
+    methods = column.multiselect("Methods", res.methods, default=default, key="cmp_methods")
     st.caption("Out-of-fold predictions of the pooled evaluation, split by group (each group scored by models that "
                "never saw it). Groups with few runs have wide intervals.")
     if methods:
@@ -50,13 +46,25 @@ with ui.page_errors("compare"):
         st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
         with st.expander("Metrics table"):
             st.dataframe(gm, hide_index=True, width="stretch")
+    return link
+
+
+ui.require_app("compare")
+st.title("Compare LLMs")
+
+with ui.page_errors("compare"):
+    ws = ui.guard()
+    c1, c2 = st.columns([1, 2])
+    link = url_state.compare_params(features=FEATURE_NAMES, default_feature="last_top1_avg")
+    url_state.restore("compare", link[::2])     # a pasted link's grouping and feature, before their widgets
+    group_by = c1.radio("Group by", ["model", "framework", "dataset"], horizontal=True, key="cmp_group")
+    evaluated_box = st.container()    # filled last: the feature distributions and transfer need no evaluation
     st.markdown("**Feature distributions per group**")
     feature = st.selectbox("Feature", list(FEATURE_NAMES), index=FEATURE_NAMES.index("last_top1_avg"),
                            format_func=lambda f: f"{REGISTRY[f].code} {REGISTRY[f].display_name}", key="cmp_feature")
     st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
     fv = views.feature_values(ws.features, ws.ts.meta[group_by], ws.labels, feature)
     st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")
-    url_state.write(link)
 
     st.subheader(f"Transfer across {group_by}s")
     st.caption(f"For every {group_by} (source), HTC is fitted on all of its labeled runs and applied unchanged to "
@@ -76,3 +84,7 @@ with ui.page_errors("compare"):
             st.caption(f"note: {ui.md(note)}")
         with st.expander("Transfer cells"):
             st.dataframe(transferred.to_frame(), hide_index=True, width="stretch")
+
+    with evaluated_box:
+        link = evaluated_comparison(ws, group_by, c2, link)
+    url_state.write(link)

@@ -105,7 +105,8 @@ with ui.page_errors("inspector"):
                 f"{experiments.GAC_NOTE}. For a calibrator fitted on your runs, {experiments.LABELS_HOWTO}.")
 
     st.subheader("Confidence after each step")
-    with st.spinner("Replaying the run step by step through a live Monitor"):
+    with ui.timed_spinner("Replaying the run step by step through a live Monitor", int(row["steps"]) or 1,
+                          kind="step replay"):
         after = explain.confidence_after_steps(shown.curve_model or model, one, j)
     st.plotly_chart(prefix_plots.step_confidence_figure(after), key="insp_step_confidence")
     st.caption(f"What a live `htc_core.Monitor` with this {ui.md(method)} model showed as the run went on (the last "

@@ -183,7 +183,7 @@ with ui.page_errors("runs"):
     if shown.total and st.toggle("Prepare a CSV of these runs (the confidence in use and its scorer, out-of-fold "
                                  "confidences, question, answer, gold, flags, reasons, features)", key="browse_export"):
         picked = table.positions(**filters)
-        with st.spinner(f"Explaining {len(picked):,} runs for the CSV (a few seconds per 10,000 runs)"):
+        with ui.timed_spinner(f"Explaining {len(picked):,} runs for the CSV", len(picked), kind="CSV export"):
             in_use = shown_conf.in_use(ws, picked, "full" if f_conf.startswith("HTC-Full") else "reduced",
                                        evaluated)
             csv = views.export_frame(ws, picked, in_use, evaluated).to_csv(index=False)

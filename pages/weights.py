@@ -11,6 +11,34 @@ from htc_core.viz import experiment_plots, gam_plots, plots
 from htc_core.experiments.ablation import selection_frequency
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
+
+def selection_frequencies(ws, cannot_evaluate, link):
+    """The evaluation's selection frequencies (waits for the evaluation); returns the page's URL parameters with
+    the frequencies' model among them."""
+    if cannot_evaluate:
+        st.info(f"No cross-validated evaluation on this selection: {ui.md(cannot_evaluate)}.")
+    else:
+        try:
+            freq = views.selection_view(ui.evaluation(ws).result)
+            link = link[:2] + url_state.weights_params(freq.methods)[2:]
+            url_state.restore("weights", link[2:])
+            method = st.radio("Model", freq.methods, horizontal=True, key="w_sel_method")
+            st.caption(f"Fraction of the {freq.fits} outer-fold fits (folds × seeds) of the honest evaluation in "
+                       "which the feature kept a non-zero weight.")
+            st.plotly_chart(plots.selection_bar(freq.of(method)), key="w_sel")
+            levels = selection_frequency(ui.evaluation(ws).result, method)
+            st.markdown(f"**By family and level** ({method}): share of the Top-1 / Top-3 / Top-5 slots (by "
+                        "|standardized weight|) and of all selections, over the same fits (the paper's table)")
+            st.plotly_chart(experiment_plots.selection_levels_bar(levels.by_family), key="w_sel_levels")
+            with st.expander("Most frequent features at each level"):
+                for level, title in (("top1", "Top-1"), ("top3", "Top-3"), ("top5", "Top-5")):
+                    st.markdown(f"**{title}**")
+                    st.dataframe(levels.top(level, 10), hide_index=True, width="stretch")
+        except EvaluationError as e:
+            st.warning(f"No evaluation on this selection: {ui.md(str(e))}")
+    return link
+
+
 ui.require_app("weights")
 st.title("Feature weights")
 
@@ -63,33 +91,12 @@ with ui.page_errors("weights"):
             st.dataframe(shapes.to_frame(), hide_index=True, width="stretch")
 
     st.subheader("How often each feature is selected")
+    frequency_box = st.container()    # filled last: the sections below need no evaluation, so they draw first
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
-    if cannot_evaluate:
-        st.info(f"No cross-validated evaluation on this selection: {ui.md(cannot_evaluate)}.")
-    else:
-        try:
-            freq = views.selection_view(ui.evaluation(ws).result)
-            link = url_state.weights_params(freq.methods)
-            url_state.restore("weights", link[2:])
-            method = st.radio("Model", freq.methods, horizontal=True, key="w_sel_method")
-            st.caption(f"Fraction of the {freq.fits} outer-fold fits (folds × seeds) of the honest evaluation in "
-                       "which the feature kept a non-zero weight.")
-            st.plotly_chart(plots.selection_bar(freq.of(method)), key="w_sel")
-            levels = selection_frequency(ui.evaluation(ws).result, method)
-            st.markdown(f"**By family and level** ({method}): share of the Top-1 / Top-3 / Top-5 slots (by "
-                        "|standardized weight|) and of all selections, over the same fits (the paper's table)")
-            st.plotly_chart(experiment_plots.selection_levels_bar(levels.by_family), key="w_sel_levels")
-            with st.expander("Most frequent features at each level"):
-                for level, title in (("top1", "Top-1"), ("top3", "Top-3"), ("top5", "Top-5")):
-                    st.markdown(f"**{title}**")
-                    st.dataframe(levels.top(level, 10), hide_index=True, width="stretch")
-        except EvaluationError as e:
-            st.warning(f"No evaluation on this selection: {ui.md(str(e))}")
 
     st.subheader("Weights per dataset")
     variant = st.radio("Variant", ["full", "reduced"], format_func=lambda v: f"HTC-{v.capitalize()}", horizontal=True,
                        key="w_heat_variant")
-    url_state.write(link)
     dw = ui.dataset_weights(ws, variant)
     if len(dw.weights):
         st.plotly_chart(plots.weights_heatmap(dw.weights), key="w_heat")
@@ -138,3 +145,7 @@ with ui.page_errors("weights"):
         st.dataframe(lc.curves(), hide_index=True, width="stretch")
         for note in lc.notes:
             st.caption(ui.md(note))
+
+    with frequency_box:
+        link = selection_frequencies(ws, cannot_evaluate, link)
+    url_state.write(link)

@@ -13,6 +13,7 @@ it calls ``htc_core.calibration``, ``htc_core.explain`` and ``htc_core.app.proje
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import threading
@@ -27,7 +28,8 @@ from ..calibration.methods import METHODS
 from ..calibration.evaluation import EvaluationError, evaluate, merge_results
 from .confirm import before_evaluating
 from .sampling import EVAL_CAP, FIT_CAP, stratified_sample
-from .session import cache_key, settings
+from . import timing
+from .session import cache_key, data_dir, settings
 from .workspace import Workspace
 
 log = logging.getLogger("htc.dashboard")
@@ -125,9 +127,11 @@ def _remember(reg: dict, key: tuple, value: Any, max_items: int) -> None:
 
 
 def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]], Any], *,
-             max_items: int = 32, persist: Persist | None = None) -> Any:
+             max_items: int = 32, persist: Persist | None = None, units: int | None = None) -> Any:
     """``fn(progress)`` computed once per ``key`` (shared by all sessions), with a progress bar while it runs;
-    with ``persist`` also kept in (and first looked up in) the store."""
+    with ``persist`` also kept in (and first looked up in) the store. ``units`` (the runs it works on): the bar
+    says about how long it takes, from the seconds per run measured the last time ``label`` ran here
+    (:mod:`~htc_core.app.timing`), and the time left once ``fn`` reports progress."""
     reg = fit_registry()
     found, value, other = _claim(reg, key)
     if found:
@@ -136,7 +140,7 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
     if other is not None:   # another session computes the same thing: wait for it, then look again
         with st.spinner(f"{label} (started by another session)…"):
             other.wait()
-        return computed(key, label, fn, max_items=max_items, persist=persist)
+        return computed(key, label, fn, max_items=max_items, persist=persist, units=units)
     stored = _from_store(persist, key)
     if stored is not None:
         with reg["lock"]:
@@ -145,11 +149,15 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
         _remember(reg, key, stored, max_items)
         return stored
     CACHE_STATS["computed"] += 1
-    bar = st.progress(0.0, text=label)
+    folder = data_dir()
+    expected = timing.estimate(folder, label, units) if units else None
+    bar = st.progress(0.0, text=timing.label_with_estimate(label, expected))
     t0 = time.perf_counter()
 
     def progress(frac: float, msg: str = "") -> None:
-        bar.progress(float(min(1.0, max(0.0, frac))), text=f"{label}: {msg}" if msg else label)
+        frac = float(min(1.0, max(0.0, frac)))
+        text = timing.label_with_estimate(f"{label}: {msg}" if msg else label, expected, time.perf_counter() - t0, frac)
+        bar.progress(frac, text=text)
 
     try:
         value = fn(progress)
@@ -157,7 +165,10 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
         with reg["lock"]:
             reg["running"].pop(key).set()
     bar.empty()
-    log.info("%s took %.2f s", label, time.perf_counter() - t0)
+    took = time.perf_counter() - t0
+    log.info("%s took %.2f s", label, took)
+    if units:
+        timing.record(folder, label, units, took)
     _remember(reg, key, value, max_items)
     if persist is not None:
         try:
@@ -167,6 +178,18 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
         except Exception as e:   # the store is busy or read-only: the result stays in memory
             log.warning("could not keep the %s result in the store: %s", persist.kind, e)
     return value
+
+
+@contextlib.contextmanager
+def timed_spinner(label: str, units: int, kind: str | None = None):
+    """A spinner for work that reports no progress (a report, a replay), saying about how long it takes from
+    the rate measured the last time ``kind`` (default: ``label``) ran here; the rate is measured again."""
+    folder, kind = data_dir(), kind or label
+    expected = timing.estimate(folder, kind, units)
+    t0 = time.perf_counter()
+    with st.spinner(timing.label_with_estimate(label, expected) + "…"):
+        yield
+    timing.record(folder, kind, units, time.perf_counter() - t0)
 
 
 # ------------------------------------------------------------ the evaluation
@@ -249,15 +272,33 @@ def _evaluation_job(ws: Workspace) -> "jobs.Job | None":
         except Exception as e:   # the store is busy or read-only: the result stays in memory
             log.warning("could not keep the evaluation part %s in the store: %s", part, e)
 
+    folder, every_part = data_dir(), len(missing) == len(EVAL_PARTS)
+
     def work(job) -> None:
         # the features and raw baseline confidences the store keeps for every run (computed at import with
         # the workspace's profile and top-k), taken once for all parts: no token is read again (that took
         # ~0.6 s for 2,000 runs) and the result is the traces' (tests/test_evaluation.py)
         inputs = (ws.features.take(pos), ws.labels[pos], ws.baselines.iloc[pos].reset_index(drop=True))
+        t0 = time.perf_counter()
         jobs.run_parts(job, missing, lambda part, report: one_part(part, report, inputs), PART_NAMES)
+        if every_part and not job.error:     # the rate of a whole evaluation: what the next one is told
+            timing.record(folder, EVAL_TIMING, len(pos), time.perf_counter() - t0)
 
     key = ("evaluation-job", *(keys[p] for p in EVAL_PARTS))
-    return jobs.submit(data_dir(), key, "Cross-validated evaluation", work)
+    expected = evaluation_seconds(folder, len(pos)) if every_part else None
+    return jobs.submit(folder, key, "Cross-validated evaluation", work, expected=expected)
+
+
+#: what the evaluation's rate is recorded under (:mod:`~htc_core.app.timing`)
+EVAL_TIMING = "evaluation"
+
+
+def evaluation_seconds(folder, n_runs: int) -> float:
+    """About how long the evaluation of ``n_runs`` labeled runs takes here: the seconds per run of the last whole
+    evaluation on this machine, else the rate measured on the reference machine (``confirm.SECONDS_PER_RUN``)."""
+    from .confirm import SECONDS_PER_RUN
+
+    return timing.estimate(folder, EVAL_TIMING, n_runs, fallback_rate=SECONDS_PER_RUN)
 
 
 #: a page that draws what is ready goes on waiting for the whole evaluation, once its first part is ready, while

@@ -37,7 +37,7 @@ def gac_scores(ws: Workspace, name: str = DEFAULT_GAC) -> GACScores:
         progress(0.2, f"scoring {len(ws):,} runs")
         return shipped_gac(name).score_traces(ws.ts)
 
-    return compute.computed(cache_key("gac", name), f"Scoring with the shipped {name.upper()}", run)
+    return compute.computed(cache_key("gac", name), f"Scoring with the shipped {name.upper()}", run, units=len(ws))
 
 
 def _alphas() -> dict:
@@ -53,7 +53,8 @@ def transfer_matrix(ws: Workspace, by: str) -> TransferResult:
         return transfer(ws.ts.take(pos), by=by, seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
                         **_alphas(), progress=lambda d, t, m: progress(d / max(t, 1), m))
 
-    return compute.computed(cache_key("transfer", by, s["seeds"], compute.ALPHAS), f"Transfer matrix by {by}", run)
+    return compute.computed(cache_key("transfer", by, s["seeds"], compute.ALPHAS), f"Transfer matrix by {by}", run,
+                            units=len(pos))
 
 
 def ablation_result(ws: Workspace) -> AblationResult:
@@ -65,7 +66,8 @@ def ablation_result(ws: Workspace) -> AblationResult:
         return ablation(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"], **_alphas(),
                         progress=lambda d, t, m: progress(d / max(t, 1), m))
 
-    return compute.computed(cache_key("ablation", s["seeds"], compute.ALPHAS), "Feature-family ablation", run)
+    return compute.computed(cache_key("ablation", s["seeds"], compute.ALPHAS), "Feature-family ablation", run,
+                            units=len(pos))
 
 
 def cached_transfer(by: str) -> TransferResult | None:
@@ -108,7 +110,7 @@ def learning_curve_result(ws: Workspace, sizes: tuple[int, ...], methods: tuple[
         return learning_curve(ws.ts.take(pos), sizes=sizes, repeats=1, folds=5, methods=list(methods),
                               progress=lambda d, t, m: progress(d / max(t, 1), m))
 
-    return compute.computed(cache_key("learning_curve", sizes, methods), "Learning curves", run)
+    return compute.computed(cache_key("learning_curve", sizes, methods), "Learning curves", run, units=len(pos))
 
 
 def cached_learning_curve(sizes: tuple[int, ...], methods: tuple[str, ...]):

@@ -36,7 +36,7 @@ def fitted_gam(ws: Workspace, *, select: str = "cv", run: bool = True):
                       top_k=s["top_k"]).fit(ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos],
                                             linear=linear)
 
-    return computed(key, "Fitting HTC-GAM", fn)
+    return computed(key, "Fitting HTC-GAM", fn, units=len(pos))
 
 
 def fitted_model(ws: Workspace, variant: str):
@@ -52,7 +52,8 @@ def fitted_model(ws: Workspace, variant: str):
         return HTCCalibrator(variant=variant, profile=s["profile"], top_k=s["top_k"], **alpha_options()).fit(
             ws.features.take(pos), ws.labels[pos], meta=ws.ts.meta.iloc[pos])
 
-    return computed(cache_key("fit", variant, compute.ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run)
+    return computed(cache_key("fit", variant, compute.ALPHAS, FIT_CAP), f"Fitting HTC-{variant.capitalize()}", run,
+                    units=len(pos))
 
 
 def early_warning(ws: Workspace, *, run: bool = True):
@@ -71,7 +72,7 @@ def early_warning(ws: Workspace, *, run: bool = True):
         return _early_warning(ws.ts.take(pos), seeds=s["seeds"], profile=s["profile"], top_k=s["top_k"],
                               progress=lambda done, total, msg: progress(done / total, msg), **alpha_options())
 
-    return computed(key, "Early warning: evaluating every prefix length", fn)
+    return computed(key, "Early warning: evaluating every prefix length", fn, units=len(pos))
 
 
 def projection(ws: Workspace, method: str) -> Projection:
@@ -82,7 +83,7 @@ def projection(ws: Workspace, method: str) -> Projection:
     persist = compute.Persist(store=store(), kind="projection", dump=Projection.to_bytes, load=Projection.from_bytes)
     return computed(cache_key("projection", method, PROJECTION_FIT_CAP), "UMAP" if method == "umap" else "t-SNE",
                     lambda progress: project(ws.features, method=method, progress=progress,
-                                             fit_cap=PROJECTION_FIT_CAP), persist=persist)
+                                             fit_cap=PROJECTION_FIT_CAP), persist=persist, units=len(ws))
 
 
 def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:
@@ -95,4 +96,5 @@ def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:
                                 ws.ts.meta["dataset"].to_numpy(dtype=object)[pos], variant=variant,
                                 alphas=compute.ALPHAS)
 
-    return computed(cache_key("dataset_weights", variant, compute.ALPHAS), "Per-dataset weights", run)
+    return computed(cache_key("dataset_weights", variant, compute.ALPHAS), "Per-dataset weights", run,
+                    units=len(pos))

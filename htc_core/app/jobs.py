@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .timing import label_with_estimate
+
 __all__ = ["Job", "JobCancelled", "submit", "running", "JOB_STATS", "forget"]
 
 log = logging.getLogger("htc.dashboard")
@@ -68,6 +70,7 @@ class Job:
     started: float = field(default_factory=time.time)
     ended: float | None = None
     finished: threading.Event = field(default_factory=threading.Event)
+    expected: float | None = None      # seconds it should take, measured on this machine (timing.estimate)
 
     def progress(self, done: int, total: int, message: str = "") -> None:
         if _EXITING.is_set():
@@ -90,10 +93,11 @@ class Job:
 
     def text(self) -> str:
         """'<label>: <message>' (the message says the steps done, e.g. 'HTC-Reduced (4/15 folds)')."""
-        return f"{self.label}: {self.message}" if self.message else f"{self.label}: starting"
+        text = f"{self.label}: {self.message}" if self.message else f"{self.label}: starting"
+        return label_with_estimate(text, self.expected, time.time() - self.started, self.fraction)
 
 
-def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> Job:
+def submit(store: str, key: tuple, label: str, work: Callable[[Job], None], *, expected: float | None = None) -> Job:
     """Start ``work(job)`` in a background thread, or join the job already running under ``key``.
     ``work`` reports with ``job.progress(done, total, message)`` and keeps its results itself (e.g. in a
     cache); an exception ends the job with ``job.error`` set (and is logged)."""
@@ -102,7 +106,7 @@ def submit(store: str, key: tuple, label: str, work: Callable[[Job], None]) -> J
         if job is not None and job.is_running:
             JOB_STATS["joined"] += 1
             return job
-        job = Job(key=key, label=label)
+        job = Job(key=key, label=label, expected=expected)
         _JOBS[key] = job
         store_lock = _STORE_LOCKS.setdefault(str(store), threading.Lock())
         JOB_STATS["started"] += 1

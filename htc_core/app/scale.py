@@ -17,4 +17,4 @@ __all__ = ["runs_table", "SCATTER_CAP", "PROJECTION_FIT_CAP"]
 def runs_table(ws: Workspace) -> RunsTable:
     """The selection's per-run columns as a DuckDB table (the Runs browser pages through it with SQL)."""
     return compute.computed(cache_key("runs_table"), "Indexing the runs for browsing",
-                            lambda progress: RunsTable(ws))
+                            lambda progress: RunsTable(ws), units=len(ws))
