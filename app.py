@@ -23,7 +23,8 @@ st.set_page_config(page_title="HTC · agent run calibration", page_icon="🎯", 
 from htc_core.app import opening as first_notice  # noqa: E402  (nothing but Streamlit: costs nothing)
 
 # a new tab: say so at once, before the first start's imports (seconds); the spinner below shows after 0.5 s only
-opening = first_notice.say() or st.empty()
+notice = first_notice.say()
+opening = notice or st.empty()
 first_notice.opened()
 
 from htc_core.app import label_glue, ui  # noqa: E402
@@ -46,6 +47,8 @@ pages = [
 ]
 nav = st.navigation(pages)
 ui.follow_deep_link()
+if notice is None:      # the page's title at once, while the sidebar is read (the page draws its own after it)
+    opening.title(nav.title)
 
 # what every page waits for first (the store, its features, the selection): said in the main area, so it is never
 # blank (a spinner shows after half a second only, so a quick run draws nothing extra)

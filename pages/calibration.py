@@ -6,7 +6,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Calibration")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
 from htc_core.app import adapt_views, drill, experiments, report_download, sampling, ui, url_state, views
@@ -15,7 +15,6 @@ from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
 
 ui.require_app("calibration")
-st.title("Calibration")
 
 with ui.page_errors("calibration"):
     ws = ui.guard()

@@ -4,7 +4,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Compare LLMs")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
 from htc_core.app import experiments, ui, url_state, views
@@ -50,7 +50,6 @@ def evaluated_comparison(ws, group_by: str, column, link):
 
 
 ui.require_app("compare")
-st.title("Compare LLMs")
 
 with ui.page_errors("compare"):
     ws = ui.guard()

@@ -5,7 +5,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Compare run sets")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core.app import ab_views, ui
 from htc_core.viz import ab_plots, plots
@@ -14,7 +14,6 @@ from htc_core.app.compute import ALPHAS
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("compare_runsets")
-st.title("Compare run sets")
 
 with ui.page_errors("compare_runsets"):
     ws = ui.guard()

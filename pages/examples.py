@@ -5,14 +5,13 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Examples")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
 from htc_core.app import experiments, ui, url_state, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("examples")
-st.title("Examples")
 
 with ui.page_errors("examples"):
     ws = ui.guard()

@@ -4,14 +4,13 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Feature space")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core.app import drill, experiments, scale, ui, url_state, views
 from htc_core.viz import plots
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("feature_space")
-st.title("Feature space")
 
 with ui.page_errors("feature_space"):
     ws = ui.guard()

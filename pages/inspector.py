@@ -4,7 +4,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Trajectory inspector")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
 from htc_core.app import (experiments, explain_views, label_glue, trajectory_panel, trajectory_view, ui,
@@ -14,7 +14,6 @@ from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("inspector")
-st.title("Trajectory inspector")
 
 with ui.page_errors("inspector"):
     ws = ui.guard()

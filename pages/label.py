@@ -4,12 +4,11 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Label")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core.app import label_glue, label_panels, ui
 
 ui.require_app("label")
-st.title("Label")
 st.caption("Label the proposed runs: the queue spreads them over the whole confidence range, so the calibration "
            "is learned everywhere; after each label the GAC is adapted to your labels in the background "
            "(as `htc fit --prior gac`). Keys: **s** success, **f** failure, **x** skip.")

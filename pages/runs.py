@@ -4,7 +4,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Runs")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
 from htc_core.app import adapt_views, experiments, import_views, scale, sql_views, ui, views
@@ -13,7 +13,6 @@ from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("runs")
-st.title("Runs")
 st.caption("Upload agent runs with token log-probabilities, see what was kept and why anything was rejected, "
            "and browse the stored trajectories.")
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Side by side")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
 from htc_core.app import trajectory_panel, trajectory_view, ui, url_state, views
@@ -14,7 +14,6 @@ from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
 
 ui.require_app("side_by_side")
-st.title("Side by side")
 st.caption("Two runs next to each other, each with the confidence every page shows for it and that number's "
            "reasons. Compare run sets opens a flipped pair here; pick any two runs below.")
 

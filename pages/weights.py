@@ -4,7 +4,7 @@ import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
-opening.say()   # a deep link as a new server's first request runs this page before app.py: not blank
+opening.say("Feature weights")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core.app import experiments, explain_views, ui, url_state, views
 from htc_core.viz import experiment_plots, gam_plots, plots
@@ -40,7 +40,6 @@ def selection_frequencies(ws, cannot_evaluate, link):
 
 
 ui.require_app("weights")
-st.title("Feature weights")
 
 with ui.page_errors("weights"):
     ws = ui.guard()

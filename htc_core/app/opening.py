@@ -2,8 +2,10 @@
 DuckDB, Plotly: seconds on a loaded machine), so the main area is never blank while they load.
 
 Imports nothing but Streamlit, so it costs nothing. ``app.py`` calls :func:`say` first; so does every page file,
-because a deep link such as ``/calibration?binning=quantile`` that is a new server's very first request runs the
-page file on its own, before ``app.py`` (``layout.require_app`` then hands over to it)."""
+with its title, before its own imports: a deep link such as ``/calibration?binning=quantile`` that is a new
+server's very first request runs the page file on its own, before ``app.py`` (``layout.require_app`` then hands
+over to it), and a page's first visit in a process imports its modules (seconds under load) before it could
+draw anything else."""
 
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ OPENED = "htc_opened"
 NOTICE = "Opening the dashboard: reading the stored runs…"
 
 
-def say():
+def say(title: str | None = None):
     """In a tab that has not opened the dashboard yet: the notice, in a slot the caller empties once the page can
-    draw (returned; None in an opened tab, where nothing is drawn)."""
+    draw (returned). In an opened tab: the page's ``title`` (a page file calls this before its own imports, which
+    take seconds the first time a process draws that page; nothing else would show meanwhile); returns None."""
     if OPENED in st.session_state:
+        if title:
+            st.title(title)
         return None
     slot = st.empty()
     slot.info(NOTICE)
