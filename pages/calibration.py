@@ -9,7 +9,8 @@ from htc_core.app import opening   # nothing but Streamlit: costs nothing
 opening.say("Calibration")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
-from htc_core.app import adapt_views, drill, experiments, report_download, sampling, ui, url_state, views
+from htc_core.app import (adapt_views, adapted_scorer, drill, experiments, label_panels, report_download, sampling, ui,
+                         url_state, views)
 from htc_core.viz import plots, prefix_plots, selective_plots
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import EvaluationError, label_problem, small_sample_warning
@@ -41,9 +42,10 @@ with ui.page_errors("calibration"):
                 f"Feature space and Trajectory inspector pages show the confidence of {experiments.GAC_NOTE}.")
     else:
         try:
-            ev = ui.evaluation(ws, wait=False)
+            ev = adapted_scorer.with_adapted(ws, ui.evaluation(ws, wait=False))   # + the selection's adapted GAC
         except EvaluationError as e:
             st.warning(f"The evaluation cannot run on this selection: {ui.md(str(e))}")
+    label_panels.scorer_card(ws)
 
     if ev is not None:
         res = ev.result

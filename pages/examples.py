@@ -1,6 +1,7 @@
 """Examples: where HTC changed the verdict of a single-signal baseline (like the paper's qualitative examples),
 and HTC's own worst mistakes (most confident failures, least confident successes)."""
 
+import numpy as np
 import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
@@ -8,13 +9,30 @@ from htc_core.app import opening   # nothing but Streamlit: costs nothing
 opening.say("Examples")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
-from htc_core.app import experiments, ui, url_state, views
+from htc_core.app import experiments, label_panels, ui, url_state, views
 from htc_core.calibration.evaluation import EvaluationError, label_problem
 
 ui.require_app("examples")
 
 with ui.page_errors("examples"):
     ws = ui.guard()
+    scorer = label_panels.scorer_card(ws, key="ex_card")     # the GAC adapted on the Label page, when there is one
+    if scorer is not None and not np.all(np.isfinite(ws.labels)):
+        st.subheader(f"Unlabeled runs by {ui.md(scorer.name)}")
+        doubted, trusted = views.unlabeled_extremes(ws, scorer.confidence(), 4)
+        for col, title, frame in zip(st.columns(2), ("Doubted most: check these first", "Trusted most"),
+                                     (doubted, trusted)):
+            with col:
+                st.markdown(f"**{title}**")
+                for i, row in frame.iterrows():
+                    with st.container(border=True):
+                        st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
+                        st.text(f"Question: {ui.isolate(row['question'] or '—')}")
+                        st.text(f"Answer:   {ui.isolate(row['answer'] or '—')}\nGold:     {ui.isolate(row['gold'] or '—')}")
+                        st.metric(f"confidence ({scorer.name})", explain.format_confidence(row["confidence"]))
+                        if st.button("Open in the inspector", key=f"ex_unl_{title[:5]}_{i}"):
+                            ui.open_in_inspector(row["key"])
+        st.divider()
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
     if cannot_evaluate:
         st.info(f"Examples need the cross-validated evaluation, which cannot run on this selection: "

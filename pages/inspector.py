@@ -7,8 +7,8 @@ from htc_core.app import opening   # nothing but Streamlit: costs nothing
 opening.say("Trajectory inspector")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
-from htc_core.app import (experiments, explain_views, label_glue, trajectory_panel, trajectory_view, ui,
-                          views)
+from htc_core.app import (adapted_scorer, experiments, explain_views, label_glue, label_panels, trajectory_panel,
+                          trajectory_view, ui, views)
 from htc_core.viz import inspector_plots, plots, prefix_plots
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
@@ -42,7 +42,8 @@ with ui.page_errors("inspector"):
                            format_func=lambda v: shown_conf.METHOD_OF[v])
     else:
         variant = "reduced"
-        c2.caption("Explained by the shipped GAC: no calibrator can be fitted on this selection.")
+        c2.caption("Explained by the selection's adapted GAC (card below)" if adapted_scorer.adapted_scorer(ws) else
+                   "Explained by the shipped GAC: no calibrator can be fitted on this selection.")
 
     row = frame.iloc[i]
     st.caption(f"{ui.md(views.clipped(row['id']))} · dataset {ui.md(views.clipped(views.shown_text(row['dataset'])))} · "
@@ -65,12 +66,14 @@ with ui.page_errors("inspector"):
     model, method = shown.model, shown.method
     expl = shown.explain(ws, i)
     m = st.columns(4)
-    m[0].metric(f"{method} confidence ({shown.source})", explain.format_confidence(shown.confidence))
+    m[0].metric(shown.headline, explain.format_confidence(shown.confidence))
     if shown.in_sample is not None:
         m[1].metric("fitted on the whole selection (in-sample)", explain.format_confidence(shown.in_sample))
     m[2].metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}")
     m[3].metric("LastStep-TP", f"{row['LastStep-TP']:.2f}")
     st.caption("Explained by " + ui.md(shown.what) + ".")
+    if shown.source == "adapted":
+        label_panels.scorer_card(ws, key="insp_card")
     if abs(expl.confidence - shown.confidence) > 1e-9:   # the GAC combines its model with a training-free signal
         st.caption(f"The GAC's confidence combines its model ({explain.format_confidence(expl.confidence)} alone) "
                    "with a training-free signal; the reasons below explain its model's part.")
@@ -99,7 +102,7 @@ with ui.page_errors("inspector"):
         if variant == "gam" and cannot_fit is None:   # HTC-GAM: contributions are shape-function values
             st.caption(f"HTC-GAM: each contribution is the feature's shape function at this run's value "
                        f"(Feature weights shows the curves); {ui.md(explain_views.gam_choice(model))}.")
-    if cannot_fit is not None:
+    if cannot_fit is not None and shown.source != "adapted":
         st.info(f"No calibrator can be fitted on this selection ({ui.md(cannot_fit)}), so this confidence is from "
                 f"{experiments.GAC_NOTE}. For a calibrator fitted on your runs, {experiments.LABELS_HOWTO}.")
 

@@ -37,6 +37,7 @@ with ui.page_errors("label"):
                 st.rerun()
     with right:
         label_panels.estimate_panel(ws, view, job)
+        label_panels.scorer_card(ws, key="label_card", actions=True)
     label_panels.conflicts_panel(ws)
     label_panels.rules_panel(ws)
     label_panels.download_panel(ws)

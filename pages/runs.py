@@ -7,7 +7,9 @@ from htc_core.app import opening   # nothing but Streamlit: costs nothing
 opening.say("Runs")   # the title before this page's imports (or, on a new server's first request, a notice)
 
 from htc_core import explain
-from htc_core.app import adapt_views, experiments, import_views, scale, sql_views, ui, views
+import numpy as np
+
+from htc_core.app import adapt_views, adapted_scorer, experiments, import_views, label_panels, scale, sql_views, ui, views
 from htc_core.app import layout, url_state
 from htc_core.app import shown as shown_conf
 from htc_core.calibration.evaluation import label_problem
@@ -110,7 +112,16 @@ with ui.page_errors("runs"):
                                                                             gac_option]
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     n_unlabeled = len(ws) - len(ui.labeled_positions(ws))
-    if n_unlabeled:
+    scorer = adapted_scorer.adapted_scorer(ws)     # the GAC adapted to this selection's labels (Label page)
+    in_use_option = "confidence in use"
+    if scorer is not None:
+        conf_options = [in_use_option, scorer.name, *conf_options]
+    if n_unlabeled and scorer is not None:
+        st.info(f"{n_unlabeled:,} of {len(ws):,} selected runs have no outcome label. They are scored by the "
+                f"selection's {ui.md(scorer.name)} (its card below); the labeled runs by their out-of-fold "
+                "confidence once the evaluation has run.")
+        label_panels.scorer_card(ws, key="runs_card")
+    elif n_unlabeled:
         st.info(f"{n_unlabeled:,} of {len(ws):,} selected runs have no outcome label. They are scored by "
                 f"{experiments.GAC_NOTE}. Calibration and the honest evaluation need labels: "
                 f"{experiments.LABELS_HOWTO}.")
@@ -121,7 +132,7 @@ with ui.page_errors("runs"):
             st.warning(ui.md(shift.message(prior="gac")))
             with st.expander("Features that moved (standardized mean shift vs the GAC's training data)"):
                 st.dataframe(adapt_views.shift_table(shift), hide_index=True)
-    conf_default = conf_options.index(gac_option) if cannot_fit else 0
+    conf_default = 0 if scorer is not None else conf_options.index(gac_option) if cannot_fit else 0
     link = url_state.runs_params(ws.values("dataset"), ws.values("model"), explain.FLAGS, conf_options,
                                  sql_views.SORTABLE, sql_views.PAGE_SIZES)
     url_state.restore("runs", link)    # a pasted link's filters, sort and page (checked; junk is ignored)
@@ -147,7 +158,17 @@ with ui.page_errors("runs"):
         st.info(f"HTC-Full cannot be fitted on this selection ({ui.md(cannot_fit)}); showing the shipped GAC's "
                 "zero-shot confidence instead.")
         f_conf = gac_option
-    if fitted_full and f_conf != gac_option:
+    if scorer is not None and f_conf == in_use_option:
+        use = shown_conf.in_use(ws, np.arange(len(ws)), "reduced", evaluated)
+        conf_col, values = "confidence in use", use.confidence
+        names, counts = np.unique(np.asarray(use.scorer_names(), dtype=object).astype(str), return_counts=True)
+        st.caption("Confidence in use, by scorer: " + ui.md("; ".join(f"{c:,} runs by {n}" for n, c in
+                                                                     zip(names, counts))) + ".")
+    elif scorer is not None and f_conf == scorer.name:
+        conf_col, values = "adapted GAC", scorer.confidence()
+        st.caption(f"{ui.md(scorer.name)} for every run; for the labeled ones this is in-sample (it was fitted on "
+                   "their labels): their honest number is the out-of-fold one.")
+    elif fitted_full and f_conf != gac_option:
         conf_col, values = "HTC-Full", views.calibrated_confidence(ui.fitted_model(ws, "full"), ws.features)
     elif f_conf == gac_option:
         scores = experiments.gac_scores(ws)

@@ -41,7 +41,7 @@ def export_frame(ws: Workspace, positions, shown, evaluated=None) -> pd.DataFram
     out = out.rename(columns={"answer": "final_answer"})
     out["success"] = sub.labels
     out["confidence"] = shown.confidence
-    out["scorer"] = [f"{shown.method} ({s})" for s in shown.source]
+    out["scorer"] = shown.scorer_names()
     for m in ("HTC-Reduced", "HTC-Full"):
         col = oof_column(evaluated, len(ws), m)
         if col is not None:
@@ -57,8 +57,11 @@ def _reasons_by_features(ws: Workspace, pos: np.ndarray, shown) -> list[list[str
     """Each exported run's reasons from its own model, with signals and references taken over the selection
     (as the inspector takes them), one pass per feature matrix (the GAC's models use two profiles)."""
     out: list[list[str]] = [[] for _ in range(len(pos))]
-    for fm in {id(f): f for f in shown.features}.values():
-        ks = [k for k, f in enumerate(shown.features) if f is fm]
+    groups: dict = {}       # (feature matrix, the model's columns) -> the models' indices
+    for k, (f, m) in enumerate(zip(shown.features, shown.models)):
+        groups.setdefault((id(f), tuple(m.feature_names_in_)), []).append(k)
+    for ks in groups.values():
+        fm = shown.features[ks[0]]
         cols = [list(fm.names).index(nm) for nm in shown.models[ks[0]].feature_names_in_]
         which = np.full(len(ws), -1, dtype=np.int64)
         mine = np.isin(shown.which, ks)

@@ -11,13 +11,12 @@ scorer on the Label page and the label bar (setting ``label-model:<selection>``)
 
 from __future__ import annotations
 
-import hashlib
 import threading
 
 import numpy as np
 import streamlit as st
 
-from . import experiments, jobs, session, trajectory_view
+from . import adapted_scorer, experiments, jobs, session, trajectory_view
 from .label_store import LabelStore
 from .label_views import LabelQueueView, compute_queue, evidence, model_card
 from .layout import md
@@ -47,9 +46,7 @@ def labels() -> LabelStore:
 
 def selection_key(ws: Workspace) -> str:
     """The selection's runs (not their labels): a short hash of the run keys."""
-    h = hashlib.blake2b(digest_size=8)
-    h.update("\x1f".join(map(str, ws.keys)).encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    return adapted_scorer.selection_key(ws)
 
 
 def _prior_inputs(ws: Workspace):
@@ -92,7 +89,7 @@ def queue(ws: Workspace) -> tuple[LabelQueueView | None, jobs.Job | None]:
 
 
 def _save_model(store, data_dir: str, skey: str, view: LabelQueueView) -> None:
-    old = store.get_setting(f"label-model:{skey}")
+    old = store.get_setting(f"label-model:{skey}")     # adapted_scorer.setting_key
     mid = store.save_model(model_card(view, selection=skey), name=f"GAC adapted to {view.n_labeled} labels")
     store.set_setting(f"label-model:{skey}", mid)
     if old:
@@ -100,29 +97,16 @@ def _save_model(store, data_dir: str, skey: str, view: LabelQueueView) -> None:
 
 
 def saved_model_id(ws: Workspace) -> str | None:
-    return session.store().get_setting(f"label-model:{selection_key(ws)}")
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _stored_model(data_dir: str, model_id: str):
-    from ..calibration.calibrators import HTCCalibrator
-
-    body = session.get_store(data_dir).load_model(model_id)
-    return HTCCalibrator.from_dict(body, source=f"store model {model_id}"), body.get("card", {})
+    return session.store().get_setting(adapted_scorer.setting_key(ws))
 
 
 def adapted_confidence(ws: Workspace, i: int) -> tuple[float, dict] | None:
     """Run ``i``'s confidence from the selection's scorer (the GAC adapted on the Label page, as saved with its
     card), or None while the selection has none."""
-    mid = saved_model_id(ws)
-    if not mid:
+    scorer = adapted_scorer.adapted_scorer(ws)
+    if scorer is None:
         return None
-    try:
-        model, card = _stored_model(session.data_dir(), mid)
-    except KeyError:          # replaced by a newer refit in the meantime
-        return None
-    X, _ = _prior_inputs(ws)
-    return float(model.predict_proba(X.take([i]))[:, 1][0]), card
+    return float(scorer.confidence([i])[0]), scorer.card
 
 
 def next_position(ws: Workspace, view: LabelQueueView | None, *, skip: tuple = ()) -> int | None:

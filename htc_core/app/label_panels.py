@@ -8,13 +8,13 @@ import numpy as np
 import streamlit as st
 
 from ..label_rules import ANSWER_KINDS, FIELD_OPS, AnswerRule, FieldRule, preview
-from . import label_glue, session
+from . import adapted_scorer, label_glue, session
 from ..viz import plots
 from .label_views import LabelQueueView
 from .layout import md
 from .workspace import Workspace
 
-__all__ = ["estimate_panel", "download_panel", "conflicts_panel", "rules_panel"]
+__all__ = ["estimate_panel", "download_panel", "conflicts_panel", "rules_panel", "scorer_card"]
 
 
 def _point(v: float) -> str:
@@ -58,6 +58,33 @@ def estimate_panel(ws: Workspace, view: LabelQueueView | None, job) -> None:
                         f"`{md(label_glue.saved_model_id(ws) or 'pending')}`.")
             for n in view.notes + list(view.model.adaptation_.get("notes", [])):
                 st.caption(md(n))
+
+
+def scorer_card(ws: Workspace, *, key: str = "scorer_card", actions: bool = False):
+    """The selection's adapted scorer named, with its card; with ``actions``: save it in the store (a copy no later
+    refit replaces) and download it as the model file ``htc score MODEL_FILE RUNS`` reads. Returns the scorer or None."""
+    scorer = adapted_scorer.adapted_scorer(ws)
+    if scorer is None:
+        return None
+    st.caption(f"The selection's scorer: **{md(scorer.name)}**. It scores every run of this selection that no "
+               "evaluation held out, on Runs, Examples, the inspector, the CSV export and the HTML report.")
+    with st.expander(f"Card of {md(scorer.name)}", expanded=actions):
+        for line in scorer.card_lines():
+            st.markdown("- " + md(line))
+        if not actions:
+            return scorer
+        c = st.columns(2)
+        if c[0].button("Save the adapted model in the store", key=f"{key}_save",
+                       help="A copy that stays when more labels refit the selection's scorer"):
+            st.session_state[f"{key}_saved"] = (adapted_scorer.keep(scorer), scorer.name)
+        c[1].download_button("Download the adapted model (JSON)", adapted_scorer.model_file_text(scorer),
+                             file_name="htc-adapted-gac.json", mime="application/json", key=f"{key}_download")
+        saved = st.session_state.get(f"{key}_saved")
+        if saved:
+            st.success(f"Saved in the store as model `{md(saved[0])}` ({md(saved[1])}); the Calibration page lists "
+                       "it under the models saved. Score new runs with the downloaded file: "
+                       "`htc score htc-adapted-gac.json RUNS --out scores.csv`.")
+    return scorer
 
 
 def _watch(job) -> None:

@@ -8,6 +8,9 @@
 - A run the evaluation did not hold out (an unlabeled run of a labeled selection, or one left out of a sampled
   evaluation): the calibrator fitted on the selection's labeled runs (for an unlabeled run that fit never saw it).
 - A selection no calibrator can be fitted on: the shipped GAC's sub-model that scored the run (zero-shot).
+- Once the selection has an adapted scorer (the GAC adapted to its labels on the Label page,
+  :mod:`~htc_core.app.adapted_scorer`), it replaces the last two: every run no evaluation held out is scored by
+  it, named with its card ("adapted GAC, 34 labels, 2026-11-27 11:40 UTC").
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import numpy as np
 from ..calibration.evaluation import label_problem
 from ..explain import TrajectoryExplanation, explain_trajectory
 from . import experiments
+from .adapted_scorer import SOURCE as ADAPTED
+from .adapted_scorer import AdaptedScorer, adapted_scorer
 from .compute import Evaluated
 from .fits import fitted_model
 from .session import workspace_for_profile
@@ -50,10 +55,18 @@ class Shown:
     #: what the live-monitor replay runs (the whole GAC, whose confidence may combine its sub-model with a
     #: training-free signal); None: ``model``
     curve_model: object = None
+    #: the adapted scorer's name and card lines (source 'adapted')
+    name: str | None = None
+    card: tuple = ()
 
     @property
     def label(self) -> str:
-        return f"{self.method} ({self.source})"
+        return self.name if self.source == ADAPTED and self.name else f"{self.method} ({self.source})"
+
+    @property
+    def headline(self) -> str:
+        """The metric's label on the inspector: which number this is."""
+        return f"confidence ({self.label})" if self.source == ADAPTED else f"{self.method} confidence ({self.source})"
 
     @property
     def differs(self) -> bool:
@@ -69,6 +82,8 @@ class Shown:
         if self.source == "zero-shot":
             return f"the shipped GAC's model for runs {'with' if self.gac_kind == 'with_alternatives' else 'without'} " \
                    "alternatives (zero-shot: no calibrator can be fitted on this selection)"
+        if self.source == ADAPTED:
+            return f"the selection's scorer, {self.label}: " + "; ".join(self.card)
         if self.source == "not fitted on":
             return f"{self.method} fitted on the selection's labeled runs, which do not include this run"
         return (f"{self.method} fitted on the selection's labeled runs, this one included (in-sample: the "
@@ -109,9 +124,18 @@ def _score(model, features, position: int) -> float:
     return float(model.predict_proba(features.values[position:position + 1])[0, 1])
 
 
+def _adapted(scorer: AdaptedScorer, position: int) -> Shown:
+    return Shown(method="adapted GAC", source=ADAPTED, model=scorer.model, features=scorer.features,
+                 confidence=float(scorer.confidence([position])[0]), curve_model=scorer.model, name=scorer.name,
+                 card=tuple(scorer.card_lines()))
+
+
 def shown_confidence(ws: Workspace, position: int, variant: str, evaluated: Evaluated | None) -> Shown:
     """The confidence run ``position`` is shown with under ``variant`` ('reduced', 'full', 'gam'), and its model."""
+    scorer = adapted_scorer(ws)
     if label_problem(ws.labels, for_evaluation=False) is not None:
+        if scorer is not None:
+            return _adapted(scorer, position)
         model, X, kind = experiments.gac_model_for(ws, position)
         conf = float(np.asarray(experiments.gac_scores(ws).confidence)[position])   # the Runs page's number
         return Shown(method="GAC", source="zero-shot", model=model, features=X, confidence=conf, gac_kind=kind,
@@ -125,6 +149,8 @@ def shown_confidence(ws: Workspace, position: int, variant: str, evaluated: Eval
         return Shown(method=method, source="out-of-fold", model=fold, features=ws.features,
                      confidence=float(evaluated.result.oof[method][row]), in_sample=in_sample,
                      fold=int(evaluated.result.folds[0, row]))
+    if scorer is not None and not np.isfinite(ws.labels[position]):
+        return _adapted(scorer, position)
     source = "in-sample" if np.isfinite(ws.labels[position]) else "not fitted on"
     return Shown(method=method, source=source, model=fit, features=ws.features, confidence=in_sample)
 
@@ -141,13 +167,24 @@ class InUse:
     models: list
     which: np.ndarray
     features: list
+    #: the adapted scorer's name where ``source`` is 'adapted'
+    adapted_name: str = ""
+
+    def scorer_names(self) -> list[str]:
+        """Each run's scorer in words: "HTC-Reduced (out-of-fold)", "adapted GAC, 34 labels, ..."."""
+        return [self.adapted_name if s == ADAPTED else f"{self.method} ({s})" for s in self.source]
 
 
 def in_use(ws: Workspace, positions, variant: str, evaluated: Evaluated | None) -> InUse:
     """:func:`shown_confidence` for the runs ``positions`` at once (fold models for the evaluated runs, the
-    selection's fit for the rest, the GAC when nothing can be fitted)."""
+    selection's adapted scorer or else its fit for the rest, the GAC when nothing can be fitted)."""
     pos = np.asarray(positions, dtype=np.int64)
+    scorer = adapted_scorer(ws)
     if label_problem(ws.labels, for_evaluation=False) is not None:
+        if scorer is not None:
+            return InUse(method="adapted GAC", confidence=scorer.confidence(pos),
+                         source=np.full(len(pos), ADAPTED, dtype=object), models=[scorer.model],
+                         which=np.zeros(len(pos), dtype=np.int64), features=[scorer.features], adapted_name=scorer.name)
         scores = experiments.gac_scores(ws)
         gac = experiments.shipped_gac()
         kinds = np.asarray(scores.kind, dtype=object)[pos]
@@ -157,7 +194,16 @@ def in_use(ws: Workspace, positions, variant: str, evaluated: Evaluated | None) 
                      source=np.full(len(pos), "zero-shot", dtype=object), models=models,
                      which=np.array([names.index(str(k)) for k in kinds], dtype=np.int64),
                      features=[workspace_for_profile(m.profile_, m.top_k_).features for m in models])
-    return combined(ws, pos, METHOD_OF[variant], fitted_model(ws, variant), evaluated)
+    use = combined(ws, pos, METHOD_OF[variant], fitted_model(ws, variant), evaluated)
+    rest = np.flatnonzero(use.source == "not fitted on")
+    if scorer is not None and len(rest):
+        use.confidence[rest] = scorer.confidence(pos[rest])
+        use.source[rest] = ADAPTED
+        use.which[rest] = len(use.models)
+        use.models.append(scorer.model)
+        use.features.append(scorer.features)
+        use.adapted_name = scorer.name
+    return use
 
 
 def combined(ws: Workspace, positions, method: str, fit, evaluated: Evaluated | None) -> InUse:

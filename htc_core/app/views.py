@@ -27,7 +27,7 @@ __all__ = [
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
     "browse_confidences", "trajectory_choices", "trajectory_label", "oof_confidence",
-    "outcome_word", "LinkedPair", "linked_pair",
+    "outcome_word", "LinkedPair", "linked_pair", "unlabeled_extremes",
 ]
 
 #: baselines shown next to HTC in the reliability diagram when the evaluation names no strongest baseline
@@ -109,10 +109,11 @@ def calibration_choices(methods: Sequence[str], strongest: str | None = None) ->
     """``strongest``: the evaluation's strongest baseline (``EvaluationResult.strongest_baseline()``), drawn
     next to HTC by default; without it the first of :data:`DIAGRAM_BASELINES` present."""
     htc, baselines = split_methods(methods)
+    adapted = [m for m in baselines if m.startswith("adapted ")]     # the selection's adapted scorer, when evaluated
     if strongest in baselines:
-        diagram = [*htc, strongest]
+        diagram = [*htc, *adapted, strongest]
     else:
-        diagram = [*htc, *[m for m in DIAGRAM_BASELINES if m in baselines][:1]]
+        diagram = [*htc, *adapted, *[m for m in DIAGRAM_BASELINES if m in baselines][:1]]
     return CalibrationChoices(htc=htc, baselines=baselines, diagram=diagram,
                               histogram_index=list(methods).index(htc[0]) if htc else 0)
 
@@ -332,3 +333,13 @@ def workspace_oof(evaluated, method: str, n: int) -> np.ndarray:
 
 def outcome_word(success) -> str:
     return {1.0: "success", 0.0: "failure"}.get(success, "unlabeled")
+
+
+def unlabeled_extremes(ws, confidence, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``n`` unlabeled runs with the lowest and the ``n`` with the highest ``confidence`` (key, id, dataset,
+    model, question, answer, gold, flags, confidence): the runs to check first and the ones trusted most."""
+    df = ws.frame()
+    df["confidence"] = np.asarray(confidence, dtype=np.float64)
+    free = df[~np.isfinite(df["success"].to_numpy(dtype=np.float64))].sort_values(["confidence", "position"])
+    cols = ["key", "id", "dataset", "model", "question", "answer", "gold", "flags", "confidence"]
+    return free.head(n)[cols].reset_index(drop=True), free.tail(n).iloc[::-1][cols].reset_index(drop=True)

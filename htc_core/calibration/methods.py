@@ -26,7 +26,7 @@ from .calibrators import HTCCalibrator
 
 __all__ = ["FEATURES", "FitContext", "Fitted", "Method", "HTCMethod", "GAMMethod", "RawConfidence",
            "TemperatureScaled", "PlattScaled", "IsotonicScaled", "MIN_ISOTONIC_TRAIN", "SINGLE_SIGNALS", "METHODS",
-           "register_method", "resolve_methods"]
+           "register_method", "resolve_methods", "PriorAdapted"]
 
 #: the input key of the HTC feature matrix (every other input key names a single-signal confidence)
 FEATURES = "features"
@@ -184,6 +184,28 @@ class GAMMethod(Method):
         return Fitted(predict=lambda Xt: m.predict_proba(Xt)[:, 1],
                       info={"n_features": int(sel.sum()), "alpha": m.alpha_},
                       selected=sel)
+
+
+class PriorAdapted(Method):
+    """A fitted linear HTC prior (e.g. the GAC's sub-model) adapted to each outer-training part's labels
+    (``HTCCalibrator(prior=...)``, as ``htc fit --prior``): the out-of-fold measure of the dashboard's adapted
+    scorer. Not registered (the prior is the caller's); pass the object in ``evaluate(methods=[...])``. The
+    evaluation's features must be in the prior's profile (its columns are taken by name)."""
+
+    def __init__(self, prior, name: str = "adapted GAC"):
+        self.prior = prior
+        self.name = name
+
+    def fit(self, X, y, ctx):
+        names = list(self.prior.feature_names_in_)
+        have = list(ctx.feature_names)
+        missing = [n for n in names if n not in have]
+        if missing:
+            raise ValueError(f"{self.name}: the features lack the prior's columns {missing[:3]}")
+        cols = np.array([have.index(n) for n in names], dtype=np.int64)
+        cal = HTCCalibrator(prior=self.prior, random_state=ctx.seed).fit(X[:, cols], y)
+        return Fitted(predict=lambda Xt: cal.predict_proba(Xt[:, cols])[:, 1], info={"n_features": len(cols)},
+                      model=cal)
 
 
 class RawConfidence(Method):
