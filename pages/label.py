@@ -16,6 +16,13 @@ st.caption("Label the proposed runs: the queue spreads them over the whole confi
 with ui.page_errors("label"):
     ws = ui.guard()
     st.session_state[label_glue.NO_BG_EVAL] = True
+    from_files = label_glue.labeled_from_files(ws)
+    if from_files:          # nothing to queue: no refit over labels the evaluation already covers, no estimate
+        st.info(from_files)
+        st.page_link("pages/calibration.py", label="Open the Calibration page", icon=":material/insights:")
+        label_panels.conflicts_panel(ws)
+        label_panels.download_panel(ws)
+        st.stop()
     view, job = label_glue.queue(ws)
     if label_glue.conflict_prompt("queue"):
         st.rerun()
@@ -30,11 +37,7 @@ with ui.page_errors("label"):
             conf = label_glue.current_confidence(ws, view, i)
             st.caption(f"dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · {row['steps']} steps · "
                        f"current confidence {conf:.2f}")
-            clicked = label_glue.label_bar(ws, i, key="queue")
-            if clicked == "skip":
-                label_glue.skip_shown(i)
-            if clicked is not None:
-                st.rerun()
+            label_glue.label_bar(ws, i, key="queue")   # a label is stored by the button's callback, before this
     with right:
         label_panels.estimate_panel(ws, view, job)
         label_panels.scorer_card(ws, key="label_card", actions=True)

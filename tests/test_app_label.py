@@ -187,3 +187,27 @@ def test_inspector_label_against_a_file_label_is_a_conflict_until_resolved(tmp_p
     assert bool(t.loc[shown, "success"]) == (opposite == "success")
     h = LabelStore(Store(data)).history(run_id=shown)
     assert list(h["status"]) == ["superseded", "active"] and list(h["source"]) == ["file", "person"]
+
+
+def test_label_page_on_a_selection_labeled_by_its_files_offers_no_queue(tmp_path, monkeypatch):
+    """Every run labeled in its file: no refit over those labels, no estimate, no adapted model; a sentence that
+    points to the Calibration page and to unlabeled runs (before: a refit over all labels and a bogus 0.00)."""
+    samples = tmp_path / "labeled"
+    samples.mkdir()
+    lines = next((REPO / "sample_runs" / "units").glob("*.jsonl")).read_text(encoding="utf-8").splitlines()[:40]
+    (samples / "units-labeled.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    at = _app(data, samples, monkeypatch)
+    at.run()
+    go(at, "label")
+    assert not problems(at), problems(at)
+    [info] = [i.value for i in at.info if "has a label from its files" in i.value]
+    assert "Every run of this selection (40)" in info and "Calibration page" in info
+    assert not at.metric and not at.get("plotly_chart")                       # no estimate, no curves
+    assert not [s for s in at.subheader if s.value.startswith("Run ")]         # no run proposed
+    with jobs._LOCK:
+        assert not [j for j in jobs._JOBS.values() if j.key[0] == "label-queue" and j.is_running]
+    assert not [k for k in _settings(Store(data)) if k.startswith("label-model:")]   # no adapted model saved
+    go(at, "inspector")
+    assert not problems(at), problems(at)
+    assert not any("adapted GAC" in c.value for c in at.caption)

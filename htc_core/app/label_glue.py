@@ -22,7 +22,7 @@ from .label_views import LabelQueueView, compute_queue, evidence, model_card
 from .layout import md
 from .workspace import Workspace
 
-__all__ = ["labels", "queue", "next_position", "label_bar", "selection_key", "KEYS", "NO_BG_EVAL", "saved_model_id",
+__all__ = ["labels", "labeled_from_files", "queue", "next_position", "label_bar", "selection_key", "KEYS", "NO_BG_EVAL", "saved_model_id",
            "record", "adapted_confidence", "current_confidence", "shown_position", "skip_shown", "inspector_label_bar", "conflict_prompt"]
 
 #: keyboard shortcuts of the label buttons
@@ -42,6 +42,21 @@ def _label_store(data_dir: str) -> LabelStore:
 
 def labels() -> LabelStore:
     return _label_store(session.data_dir())
+
+
+def labeled_from_files(ws: Workspace) -> str | None:
+    """When every run of the selection has a label and none came from a person or a rule (all from the runs' files
+    or label files): what to do instead of a queue (a sentence); else None. Refitting the GAC over labels the
+    evaluation already covers would only redo, slower, what the Calibration page measures."""
+    if len(ws) == 0 or not np.all(np.isfinite(ws.labels)):
+        return None
+    cur = labels().current(sorted({str(r) for r in ws.run_set}))
+    if cur["source"].isin(["person", "rule"]).any():
+        return None
+    return (f"Every run of this selection ({len(ws):,}) has a label from its files, so the queue has nothing to "
+            "propose: the cross-validated evaluation on the Calibration page measures the calibration on all of "
+            "them (and can adapt the GAC to them there). To label, upload runs without labels or choose a run set "
+            "that has unlabeled runs in the sidebar.")
 
 
 def selection_key(ws: Workspace) -> str:
@@ -182,11 +197,60 @@ def _evidence(ws: Workspace, i: int) -> None:
             st.code(ev.question[:4000], language=None, wrap_lines=True)
 
 
-def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, evidence_first: bool = True):
+def _bar_state(key: str, name: str):
+    return st.session_state.get(f"{key}_{name}")
+
+
+def _on_label(key: str, render: int, run_set: str, tid: str, position: int, value: str) -> None:
+    """A label button's callback (a click or its key). Streamlit runs it at the start of the next run, before the
+    page's body, so the label is stored even when that run is cut short by another rerun (the refit's progress
+    poll, the next key): read from ``st.button``'s return value in the body it was lost then. ``render`` numbers
+    the drawing of the bar the key was pressed on: a second key on the same drawing (pressed while the page was
+    still drawing the next run, so the button still named the run just labeled) is refused, visibly, instead of
+    relabeling that run."""
+    if (_bar_state(key, "applied") or 0) >= render:
+        st.session_state[f"{key}_refused"] = (tid, value)
+        return
+    st.session_state[f"{key}_applied"] = render
+    res = labels().record(run_set, [tid], value, source="person")
+    st.session_state[f"{key}_last"] = (tid, value, bool(res.conflicts))
+    if res.conflicts:
+        st.session_state[f"{key}_conflict"] = (run_set, tid, value)
+    if value == "skip" and key == "queue":
+        skip_shown(position)
+
+
+def _on_move(key: str, render: int, inspect_key: str, target: str) -> None:
+    """Previous / next: the inspector's shown run changes before the body draws it (same reasons as labels)."""
+    if (_bar_state(key, "applied") or 0) >= render:
+        st.session_state[f"{key}_refused"] = (target, "move")
+        return
+    st.session_state[f"{key}_applied"] = render
+    st.session_state[inspect_key] = target
+
+
+def _feedback(key: str) -> None:
+    """What the last key did: the label stored, or why a key was refused (a toast: never silent)."""
+    refused = st.session_state.pop(f"{key}_refused", None)
+    if refused is not None:
+        st.toast(f"Key not applied ({md(refused[1])}): the page was still drawing after the previous key, so it "
+                 "would have gone to the run just labeled. Press it again for the run now shown.")
+    last = _bar_state(key, "last")
+    if last is not None:
+        st.caption(f"Last label: {md(last[0])} → **{md(last[1])}**" + (" (a conflict to resolve)" if last[2] else ""))
+
+
+def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, evidence_first: bool = True,
+              inspect_key: str | None = None):
     """The run's outcome evidence and its label buttons (``s`` success, ``f`` failure, ``x`` skip; with
-    ``navigate``: ``p``/``n`` previous/next run). Returns the value clicked (after storing it) or "previous"/"next"."""
+    ``navigate``: ``p``/``n`` previous/next run, moving ``inspect_key``). The buttons act through callbacks
+    (:func:`_on_label`): a key is applied once or refused visibly, never lost while the page redraws. Returns the
+    value clicked in the run that applied it, or None."""
     if evidence_first:
         _evidence(ws, i)
+    _feedback(key)
+    render = int(_bar_state(key, "render") or 0) + 1
+    st.session_state[f"{key}_render"] = render
     cur = labels().current([str(ws.run_set[i])])
     cur = cur[cur["id"] == str(ws.ts.ids[i])]
     now = "unlabeled" if cur.empty else f"{cur['value'].iat[0]} ({cur['source'].iat[0]})"
@@ -197,32 +261,22 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
                                             f"labels, {md(scored[1].get('fitted', ''))}): {scored[0]:.2f}"))
     cols = st.columns(5 if navigate else 3)
     clicked = None
+    target = (str(ws.run_set[i]), str(ws.ts.ids[i]), int(i))
     for col, value, kind in zip(cols, ("success", "failure", "skip"), ("primary", "secondary", "tertiary")):
-        if col.button(value.capitalize(), key=f"{key}_{value}", shortcut=KEYS[value], type=kind):
+        if col.button(value.capitalize(), key=f"{key}_{value}", shortcut=KEYS[value], type=kind,
+                      on_click=_on_label, args=(key, render, *target, value)):
             clicked = value
     if navigate:
-        if cols[3].button("Previous", key=f"{key}_prev", shortcut=KEYS["previous"], disabled=i <= 0):
-            return "previous"
-        if cols[4].button("Next", key=f"{key}_next", shortcut=KEYS["next"], disabled=i >= len(ws) - 1):
-            return "next"
-    if clicked is not None:
-        res = record(ws, i, clicked)
-        if res.conflicts:
-            st.session_state[f"{key}_conflict"] = (str(ws.run_set[i]), str(ws.ts.ids[i]), clicked)
-        return clicked
-    return None
+        for col, name, j, off in ((cols[3], "Previous", i - 1, i <= 0), (cols[4], "Next", i + 1, i >= len(ws) - 1)):
+            col.button(name, key=f"{key}_{name.lower()[:4]}", shortcut=KEYS[name.lower()], disabled=off,
+                       on_click=_on_move, args=(key, render, inspect_key, str(ws.keys[min(max(j, 0), len(ws) - 1)])))
+    return clicked
 
 
 def inspector_label_bar(ws: Workspace, i: int, inspect_key: str) -> None:
     """The inspector's label bar (its answer, gold and flags are already on screen above it): label run ``i``,
     or move to the previous / next run of the selection (``inspect_key``: the session key of the shown run)."""
-    action = label_bar(ws, i, key="insp_label", navigate=True, evidence_first=False)
-    if action in ("previous", "next"):
-        j = min(max(i + (1 if action == "next" else -1), 0), len(ws) - 1)
-        st.session_state[inspect_key] = str(ws.keys[j])
-        st.rerun()
-    if action is not None and not st.session_state.get("insp_label_conflict"):
-        st.rerun()
+    label_bar(ws, i, key="insp_label", navigate=True, evidence_first=False, inspect_key=inspect_key)
     if conflict_prompt("insp_label"):
         st.rerun()
 
