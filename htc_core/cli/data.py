@@ -20,6 +20,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     print(report.summary(max_lines=args.max_problems))
+    labels = getattr(args, "labels", None)
+    bad = [p for p in report.errors if labels is not None and p.file == str(labels)]
+    if bad:   # a labels file that cannot label anything (no success column, unreadable): not valid
+        raise CLIError(f"the labels file {labels} cannot be used: {bad[0]}")
     if ts.n_trajectories:
         labeled = ts.labels
         n_lab = int((~__import__("numpy").isnan(labeled)).sum())
