@@ -97,3 +97,28 @@ def test_cli_label_next_json(tmp_path, units, capsys):
     assert main(["label", "next", str(unl), "--labels", str(lab), "-n", "4", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     assert second["labeled"] == 4 and not set(second["ids"]) & set(first["ids"])
+
+
+def _integrated_variance(scores, picked):
+    """mean over all runs of (p(1-p))^2 u' M^-1 u for the recalibration on the logit (as variance_reduction)."""
+    s = np.clip(scores, 1e-4, 1 - 1e-4)
+    t = np.log(s / (1 - s))
+    u = np.column_stack([np.ones_like(t), t])
+    w = s * (1 - s)
+    M = np.eye(2) + (u[picked] * w[picked, None]).T @ u[picked]
+    return float(np.mean(w ** 2 * np.einsum("ij,jk,ik->i", u, np.linalg.inv(M), u)))
+
+
+def test_variance_reduction_lowers_the_integrated_variance_and_still_spreads():
+    from htc_core.calibration.active import variance_reduction
+
+    rng = np.random.default_rng(0)
+    s = rng.beta(2, 1, 600)
+    free = np.zeros(600, bool)
+    greedy = variance_reduction(s, free, 20, np.random.default_rng(1), sharpness=50)
+    drawn = select(s, free, 20, strategy="variance", seed=1)              # the default sharpness
+    randoms = [rng.permutation(600)[:20] for _ in range(50)]
+    assert _integrated_variance(s, greedy) < _integrated_variance(s, drawn) < np.mean(
+        [_integrated_variance(s, r) for r in randoms])
+    # the default draws over the whole range, not only at two logits as the greedy design does
+    assert len(np.unique(confidence_bins(s, 10)[drawn])) >= 6

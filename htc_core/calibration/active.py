@@ -20,6 +20,10 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
   (the middle bins keep getting labels once every bin is known); a floor
   of one label per bin first, and a sequential D-optimal design for the refit's slope and intercept, were both
   worse at 30 labels and are not offered;
+- ``variance``: labels that shrink the variance of the recalibrated probability where the runs are (a density-
+  weighted, I-optimal design for the slope and intercept of the logit, drawn in proportion to each run's gain:
+  :func:`variance_reduction`). Its one setting, :data:`VARIANCE_SHARPNESS`, was chosen on development seeds
+  100-119; on them it was not better than random order at 30 labels (docs/labeling.md);
 - ``random``: uniform over the unlabeled runs (the baseline of the benchmark);
 - ``uncertainty``: the unlabeled runs closest to confidence 0.5 (classic uncertainty sampling, for comparison).
 
@@ -38,10 +42,10 @@ import numpy as np
 from .calibrators import HTCCalibrator
 from .metrics import auroc, expected_calibration_error
 
-__all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "select", "queue_step", "QueueStep", "estimate", "Estimate",
+__all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "VARIANCE_SHARPNESS", "variance_reduction", "select", "queue_step", "QueueStep", "estimate", "Estimate",
            "stop_suggestion", "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
 
-STRATEGIES = ("stratified", "calibration", "random", "uncertainty")
+STRATEGIES = ("stratified", "calibration", "variance", "random", "uncertainty")
 #: the strategy the page and ``htc label next`` use (docs/labeling.md: the better of the two bin strategies measured)
 DEFAULT_STRATEGY = "stratified"
 #: labels of each outcome needed before the prior is adapted (fewer: the prior's own scores drive the queue)
@@ -79,6 +83,8 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
     if strategy == "uncertainty":
         order = np.lexsort((rng.random(len(free)), np.abs(s[free] - 0.5)))
         return free[order[:n]].astype(np.int64)
+    if strategy == "variance":
+        return variance_reduction(s, lab, n, rng)
     return _stratified(s, lab, n, rng, n_bins, weighted=strategy == "calibration")
 
 
@@ -109,6 +115,48 @@ def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
         j = int(np.argmax(key))
         out.append(pools[j].pop())
         have[j] += 1
+    return np.asarray(out, dtype=np.int64)
+
+
+#: how sharply :func:`variance_reduction` prefers the runs whose label reduces the variance most: each next run is
+#: drawn with probability proportional to ``gain ** VARIANCE_SHARPNESS`` (0: random order; large: the greedy
+#: I-optimal design, which piles its labels on two logits and trusts the linear recalibration completely). Chosen on
+#: development seeds 100-119 (0.5, 1, 2, 3 tried), never on the reported ones (docs/labeling.md)
+VARIANCE_SHARPNESS = 1.0
+
+
+def variance_reduction(scores, labeled, n: int, rng, *, sharpness: float | None = None) -> np.ndarray:
+    """Labels that shrink the variance of the calibrated probability where the runs are: for the recalibration
+    ``p = sigmoid(c + a * t)`` on the runs' current logits ``t`` (what the refit from the prior mostly adjusts), a
+    run's gain is the expected reduction of ``mean over all runs of (p (1 - p))^2 u' M^-1 u`` (``u = (1, t)``; ``M``
+    the Fisher information of the labels so far, ``sum p (1 - p) u u'``, plus the refit's own pull toward the
+    prior, :data:`~htc_core.calibration.adapt.RECAL_PENALTY` times the identity) once its label is in (Sherman-
+    Morrison). The mean over the runs is what makes it aim at the ECE, itself an average over the runs, where a
+    D-optimal design chases the extremes. Each next run is drawn with probability ``gain ** sharpness`` (see
+    :data:`VARIANCE_SHARPNESS`), then ``M`` is updated."""
+    from .adapt import RECAL_PENALTY
+
+    k = VARIANCE_SHARPNESS if sharpness is None else float(sharpness)
+    s = np.clip(np.asarray(scores, dtype=np.float64), 1e-4, 1 - 1e-4)
+    t = np.log(s / (1 - s))
+    u = np.column_stack([np.ones_like(t), t])
+    w = s * (1 - s)
+    lab = np.asarray(labeled, dtype=bool)
+    A = (u * (w ** 2)[:, None]).T @ u / len(t)
+    M = RECAL_PENALTY * np.eye(2) + (u[lab] * w[lab, None]).T @ u[lab]
+    free = np.flatnonzero(~lab)
+    out = []
+    for _ in range(min(n, len(free))):
+        Mi = np.linalg.inv(M)
+        uf = u[free]
+        num = np.einsum("ij,jk,ik->i", uf, Mi @ A @ Mi, uf)
+        gain = w[free] * num / (1 + w[free] * np.einsum("ij,jk,ik->i", uf, Mi, uf))
+        g = np.maximum(gain / max(gain.max(), 1e-300), 1e-12) ** k
+        j = int(rng.choice(len(free), p=g / g.sum()))
+        i = int(free[j])
+        out.append(i)
+        M = M + w[i] * np.outer(u[i], u[i])
+        free = np.delete(free, j)
     return np.asarray(out, dtype=np.int64)
 
 

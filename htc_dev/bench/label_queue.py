@@ -60,8 +60,13 @@ def _prior(ts, target: str, cache: Path):
 
 def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes):
     """ECE/Brier/AUROC on ``test`` after each budget of ``sizes``, labels proposed by ``strategy`` from ``pool``."""
+    from htc_core.calibration import active
     from htc_core.calibration.active import adapt_to_labels, select
     from htc_core.experiments.grouping import score_metrics
+
+    name, _, sharp = strategy.partition("@")      # "variance@2": the variance strategy with sharpness 2
+    if sharp:
+        active.VARIANCE_SHARPNESS = float(sharp)
 
     sub = fm.take(pool)
     lab = np.full(len(pool), np.nan)
@@ -70,7 +75,7 @@ def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes):
     while int(np.isfinite(lab).sum()) < max(sizes):
         s = model.predict_proba(sub)[:, 1]
         have = np.isfinite(lab)
-        pick = select(s, have, batch, strategy=strategy, seed=seed * 1000 + int(have.sum()))
+        pick = select(s, have, batch, strategy=name, seed=seed * 1000 + int(have.sum()))
         lab[pick] = y[pool][pick]
         model, _ = adapt_to_labels(sub, lab, prior, random_state=seed)
         n = int(np.isfinite(lab).sum())
