@@ -112,6 +112,47 @@ def _target(ts, target, args, cache):
                        for s, c in res.items()}}
 
 
+def _diagnose(ts, target, args, cache) -> None:
+    """Why a queue can hardly beat random order here: per seed, the test ECE of the zero-shot prior, of 30 random
+    labels (mean and spread over 5 draws on the same split), of every pool label, and of a perfectly calibrated
+    model on this many test runs (labels drawn from its own probabilities: the measure's floor), and how often the
+    refit's inner CV chose each candidate at 30 labels."""
+    from collections import Counter
+
+    from sklearn.model_selection import StratifiedShuffleSplit
+
+    from ..calibration.active import adapt_to_labels, linear_prior
+    from ..calibration.adapt_curve import profile_for
+    from ..calibration.metrics import expected_calibration_error as ece
+    from ..features import extract
+
+    prior = _prior(ts, target, cache)
+    tgt = ts.take(np.flatnonzero(ts.meta["dataset"].astype(str).to_numpy() == target))
+    y, (profile, top_k) = tgt.labels, profile_for(prior, tgt)
+    fm = extract(tgt, profile=profile, top_k=top_k)
+    prior = linear_prior(prior, fm)
+    out, choices, rng = [], Counter(), np.random.default_rng(0)
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        pool, test = next(StratifiedShuffleSplit(n_splits=1, test_size=0.4, random_state=seed).split(fm.values, y))
+        sub, Xt = fm.take(pool), fm.take(test)
+        full, _ = adapt_to_labels(sub, y[pool].astype(float), prior, random_state=seed)
+        p = full.predict_proba(Xt)[:, 1]
+        r30 = []
+        for rep in range(5):
+            lab = np.full(len(pool), np.nan)
+            pick = np.random.default_rng(seed * 100 + rep).permutation(len(pool))[:30]
+            lab[pick] = y[pool][pick]
+            m, adapted = adapt_to_labels(sub, lab, prior, random_state=seed)
+            r30.append(ece(y[test], m.predict_proba(Xt)[:, 1]))
+            choices[str(m.adaptation_.get("choice")) if adapted else "prior (one outcome)"] += 1
+        out.append((ece(y[test], prior.predict_proba(Xt)[:, 1]), np.mean(r30), np.std(r30), ece(y[test], p),
+                    np.mean([ece(rng.random(len(p)) < p, p) for _ in range(300)])))
+    z, r, rs, f, fl = np.mean(out, axis=0)
+    print(f"{target}: {len(test)} test runs; ECE zero-shot {z:.3f}, 30 random labels {r:.3f} (spread over draws on "
+          f"one split {rs:.3f}), all {len(pool)} pool labels {f:.3f}, a calibrated model's floor {fl:.3f}; refit "
+          f"choices at 30: " + ", ".join(f"{k} x{v}" for k, v in choices.most_common()), flush=True)
+
+
 def _print(rows, strategies, sizes) -> None:
     head = "  ".join(f"{n:>6d}" for n in sizes)
     for r in rows:
@@ -137,11 +178,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="calibration,stratified,random")
     ap.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "htc-bench-priors"))
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--diagnose", action="store_true", help="print the headroom and noise of the comparison instead "
+                                                             "(floor, spread of random draws, the refit's choices)")
     args = ap.parse_args(argv)
     args.sizes = sorted(int(s) for s in args.sizes.split(","))
     args.strategies = args.strategies.split(",")
     t0, c0 = time.perf_counter(), time.process_time()
     ts = _data(args)
+    if args.diagnose:
+        for target in args.targets.split(","):
+            _diagnose(ts, target, args, Path(args.cache))
+        return 0
     rows = []
     for target in args.targets.split(","):
         rows.append(_target(ts, target, args, Path(args.cache)))
