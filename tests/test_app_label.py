@@ -211,3 +211,28 @@ def test_label_page_on_a_selection_labeled_by_its_files_offers_no_queue(tmp_path
     go(at, "inspector")
     assert not problems(at), problems(at)
     assert not any("adapted GAC" in c.value for c in at.caption)
+
+
+def test_two_keys_on_one_drawing_label_once_and_the_second_is_refused_visibly(tmp_path, unlabeled_dir, monkeypatch):
+    """Two label keys reach the server in one rerun (the second pressed before the page drew the next run, so its
+    button still named the run just labeled): the first is stored, the second refused with a toast; the run is
+    labeled once, and the next key, on the next run's drawing, goes to the next run."""
+    samples, truth = unlabeled_dir
+    data = tmp_path / "data"
+    at = _app(data, samples, monkeypatch)
+    at.run()
+    go(at, "label")
+    first = _current_id(at)
+    at.button(key="queue_success").click()
+    at.button(key="queue_failure").click()
+    at.run()
+    assert not problems(at), problems(at)
+    h = LabelStore(Store(data)).history()
+    assert list(zip(h["id"], h["value"])) == [(first, "success")]                  # once, the first key
+    assert any("Key not applied" in t.value for t in at.toast)                     # the second: refused, visibly
+    assert any(c.value.replace("\\", "").startswith(f"Last label: {first}") for c in at.caption)
+    second = _current_id(at)
+    assert second != first
+    at.button(key="queue_failure").click().run()
+    h = LabelStore(Store(data)).history()
+    assert list(zip(h["id"], h["value"])) == [(first, "success"), (second, "failure")]
