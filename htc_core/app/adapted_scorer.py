@@ -68,9 +68,9 @@ class AdaptedScorer:
                  f"{c.get('fitted', '?')} (as `htc fit --prior gac`), inner-CV choice: {c.get('adaptation') or '?'}",
                  f"saved in the store as model `{self.model_id}`"]
         if est.get("ece") is not None:
-            lines.append(f"estimate on its labels, out of fold: ECE {est['ece']:.3f} (90% interval "
-                         f"{est.get('ece_low') or float('nan'):.3f} to {est.get('ece_high') or float('nan'):.3f}), "
-                         f"AUROC {est['auroc'] if est.get('auroc') is not None else float('nan'):.3f}")
+            num = lambda k: "–" if est.get(k) is None else f"{est[k]:.3f}"    # noqa: E731 (None: not defined yet)
+            lines.append(f"estimate on its labels, out of fold: ECE {num('ece')} (90% interval {num('ece_low')} to "
+                         f"{num('ece_high')}), AUROC {num('auroc')}")
         return lines
 
 
