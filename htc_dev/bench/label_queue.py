@@ -121,10 +121,10 @@ def _diagnose(ts, target, args, cache) -> None:
 
     from sklearn.model_selection import StratifiedShuffleSplit
 
-    from ..calibration.active import adapt_to_labels, linear_prior
-    from ..calibration.adapt_curve import profile_for
-    from ..calibration.metrics import expected_calibration_error as ece
-    from ..features import extract
+    from htc_core.calibration.active import adapt_to_labels, linear_prior
+    from htc_core.calibration.metrics import expected_calibration_error as ece
+    from htc_core.experiments.adapt_curve import profile_for
+    from htc_core.features import extract
 
     prior = _prior(ts, target, cache)
     tgt = ts.take(np.flatnonzero(ts.meta["dataset"].astype(str).to_numpy() == target))
