@@ -40,7 +40,7 @@ def _labeled_count(page) -> int:
     return int(re.search(r"(\d+) of", text).group(1))
 
 
-def _wait_for(page, pred, timeout=120.0):
+def _wait_for(page, pred, timeout=120.0, what="the expected state"):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
@@ -49,7 +49,8 @@ def _wait_for(page, pred, timeout=120.0):
         except Exception:   # noqa: BLE001 - the element is being redrawn
             pass
         page.wait_for_timeout(250)
-    raise AssertionError("the page did not reach the expected state")
+    page.screenshot(path=str(SHOTS / "label_page_stuck.png"))
+    raise AssertionError(f"the page did not reach {what} within {timeout:.0f} s")
 
 
 def _refusals(page) -> int:
@@ -71,21 +72,22 @@ def test_label_twenty_runs_with_the_keyboard_and_restart(tmp_path, unlabeled, br
         _assert_clean(page, "label page")
         page.locator("h1").first.click()          # focus on the page, not on a widget
         for k in range(20):
-            _wait_for(page, lambda: _shown(page) not in seen)      # the next run's heading: no settling
+            _wait_for(page, lambda: _shown(page) not in seen, what=f"a new run's heading after {k} labels")
             tid = _shown(page)
             seen.append(tid)
             while True:
                 before = _refusals(page)
                 page.keyboard.press("s" if truth[tid] else "f")
                 presses += 1
-                _wait_for(page, lambda: _labeled_count(page) == k + 1 or _refusals(page) > before, timeout=120)
+                _wait_for(page, lambda: _labeled_count(page) == k + 1 or _refusals(page) > before,
+                          what=f"label {k + 1} stored or its key refused (a key lost?)")
                 if _labeled_count(page) == k + 1:
                     break
                 refused += 1                                       # refused visibly: press again
                 assert refused <= 40, "keys kept being refused"
         _settle(page)
         assert _labeled_count(page) == 20
-        _wait_for(page, lambda: page.get_by_text("ECE, adapted").count() > 0, timeout=180)
+        _wait_for(page, lambda: page.get_by_text("ECE, adapted").count() > 0, timeout=180, what="the estimate")
         _assert_clean(page, "label page after 20 labels")
         page.screenshot(path=str(SHOTS / "label_page.png"))
     print(f"{presses} key presses, {refused} refused visibly")
