@@ -158,3 +158,22 @@ def test_one_resample_serves_every_statistic():
     assert iv.low[0] == pytest.approx(1 - iv.high[1]) and iv.high[0] == pytest.approx(1 - iv.low[1])
     assert np.isnan(iv.distribution[2]).any() and np.isfinite([iv.low[2], iv.high[2]]).all()
     assert iv.low[2] > 0
+
+
+def test_a_sample_of_one_run_gets_its_degenerate_interval_not_an_error():
+    """scipy's bootstrap refuses a sample of one; a group of one run (Compare LLMs after an upload of one run of a
+    new model) must still get its metrics, with the interval every resample of one run gives."""
+    import numpy as np
+
+    from htc_core import explain
+    from htc_core.calibration.bootstrap import percentile_intervals
+
+    y = np.array([1.0])
+    iv = percentile_intervals(lambda i: y[i].mean(axis=-1), (1,), n_boot=50)
+    assert iv.value[0] == iv.low[0] == iv.high[0] == 1.0
+    labels = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 1, 0], dtype=float)
+    preds = {"a": np.linspace(0.2, 0.9, 11)}
+    gm = explain.group_metrics(labels, preds, np.array(["big"] * 10 + ["one"]), n_boot=100)
+    one = gm[gm["group"] == "one"].iloc[0]
+    assert one["n"] == 1 and one["ece_low"] == one["ece_high"] == one["ece"]
+    assert np.isnan(one["auroc"]) and np.isnan(one["auroc_low"])

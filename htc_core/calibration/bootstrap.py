@@ -177,6 +177,8 @@ def percentile_intervals(statistic: Callable[..., np.ndarray], sizes: tuple[int,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # metrics undefined on a resample; scipy's degenerate-data warning
         value = stat(*(d[None] for d in data)).reshape(-1)
+        if min(d.size for d in data) < 2:
+            return _single_run_intervals(stat, data, value, n_boot, level, random_state)
         res = bootstrap(data, stat, n_resamples=int(n_boot), confidence_level=float(level), method="percentile",
                         vectorized=True, paired=False, rng=as_generator(random_state))
         dist = np.asarray(res.bootstrap_distribution, dtype=np.float64).reshape(value.size, -1)
@@ -186,4 +188,19 @@ def percentile_intervals(statistic: Callable[..., np.ndarray], sizes: tuple[int,
         if undefined.any():
             alpha = (1.0 - float(level)) / 2.0
             low[undefined], high[undefined] = np.nanquantile(dist[undefined], [alpha, 1.0 - alpha], axis=-1)
+    return BootstrapIntervals(value=value, low=low, high=high, distribution=dist)
+
+
+def _single_run_intervals(stat, data, value, n_boot, level, random_state) -> BootstrapIntervals:
+    """A sample of one run (a group of one on Compare LLMs): scipy's bootstrap refuses it, but every resample of one
+    run is that run, so the resamples are drawn here (the same percentile rule, undefined resamples left out)."""
+    rng = as_generator(random_state)
+    idx = [rng.integers(0, d.size, size=(int(n_boot), d.size)) for d in data]
+    dist = stat(*idx).reshape(value.size, -1)
+    alpha = (1.0 - float(level)) / 2.0
+    defined = np.isfinite(dist).any(axis=-1)
+    low = np.full(value.size, np.nan)
+    high = np.full(value.size, np.nan)
+    if defined.any():
+        low[defined], high[defined] = np.nanquantile(dist[defined], [alpha, 1.0 - alpha], axis=-1)
     return BootstrapIntervals(value=value, low=low, high=high, distribution=dist)
