@@ -139,7 +139,7 @@ def cmd_labels_resolve(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("labels", help="export or import the labels kept in the dashboard's store",
+    p = sub.add_parser("labels", help="export, import or resolve the labels kept in the dashboard's store",
                        description="The dashboard keeps every label (person, rule, file) with its history in its "
                                    "store. 'export' writes the current labels (or the history) as CSV: id, success "
                                    "(1/0, empty for skip), value, source, note, created, run_set; 'import' adds a "
