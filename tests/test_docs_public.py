@@ -1,0 +1,222 @@
+"""Every public object of the library rooms (core, experiments, viz, htmlreport: docs/house.md) has a numpydoc
+docstring with an example that runs.
+
+"Public" is what a module declares in ``__all__`` (PEP 8); a module-level name outside ``__all__`` is
+internal, even without a leading underscore (the architecture test forbids underscore names across modules,
+so helpers two modules share are plain names kept out of ``__all__``). Every library module declares
+``__all__``. The numpydoc checks are the ones the API reference's Sphinx build enforces (docs/api/conf.py):
+a docstring (GL08), a one-line summary (SS01), every parameter documented (PR01) and no unknown one (PR02),
+a Returns section (RT01) and an Examples section (EX01). The examples run as doctests from the repository
+root, as a reader of the docs would run them.
+
+The app (Streamlit, DuckDB) and the cli are not library rooms: the dashboard and ``htc --help`` document them.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "htc_core"
+NOT_LIBRARY = ("app", "cli")                     # rooms with their own documentation (docs/house.md)
+CHECKS = {"GL08", "SS01", "PR01", "PR02", "RT01", "EX01"}   # = numpydoc_validation_checks in docs/api/conf.py
+
+
+def library_modules() -> list[str]:
+    """The dotted names of the library rooms' modules (package front doors and ``__main__`` excepted)."""
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        if rel.parts[1] in NOT_LIBRARY or rel.name in ("__init__", "__main__", "_version"):
+            continue
+        names.append(".".join(rel.parts))
+    return names
+
+
+def public_objects(module_name: str) -> list[str]:
+    """The functions and classes a module declares public in ``__all__`` and defines itself (not re-exports)."""
+    module = importlib.import_module(module_name)
+    out = []
+    for name in getattr(module, "__all__", ()):
+        obj = getattr(module, name)
+        if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module_name:
+            out.append(f"{module_name}.{name}")
+    return out
+
+
+# modules whose public objects still lack numpydoc sections or examples (issue 28, item 5): each line goes when
+# its module is done; the set only shrinks
+PENDING = frozenset({
+    "htc_core.atomic",
+    "htc_core.bidi",
+    "htc_core.calibration.active",
+    "htc_core.calibration.adapt",
+    "htc_core.calibration.baselines",
+    "htc_core.calibration.blas_threads",
+    "htc_core.calibration.bootstrap",
+    "htc_core.calibration.comparison",
+    "htc_core.calibration.crossval",
+    "htc_core.calibration.evaluation",
+    "htc_core.calibration.expected_error",
+    "htc_core.calibration.gam",
+    "htc_core.calibration.general",
+    "htc_core.calibration.inputs",
+    "htc_core.calibration.methods",
+    "htc_core.calibration.metrics",
+    "htc_core.calibration.model_file",
+    "htc_core.calibration.models.files",
+    "htc_core.calibration.pathsolver",
+    "htc_core.calibration.prefixes",
+    "htc_core.calibration.results",
+    "htc_core.calibration.selective",
+    "htc_core.calibration.shift",
+    "htc_core.calibration.solvers",
+    "htc_core.calibration.streaming",
+    "htc_core.calibration.subproblem",
+    "htc_core.calibration.transfer_methods",
+    "htc_core.collect.live",
+    "htc_core.collect.local_server",
+    "htc_core.collect.recorder",
+    "htc_core.confidence",
+    "htc_core.engines.common",
+    "htc_core.engines.dask_engine",
+    "htc_core.engines.driver",
+    "htc_core.engines.local",
+    "htc_core.engines.spark_engine",
+    "htc_core.experiments.ablation",
+    "htc_core.experiments.adapt_curve",
+    "htc_core.experiments.curve_methods",
+    "htc_core.experiments.gac",
+    "htc_core.experiments.gac_entries",
+    "htc_core.experiments.grouping",
+    "htc_core.experiments.learning",
+    "htc_core.experiments.learning_curve",
+    "htc_core.experiments.sequence_models",
+    "htc_core.experiments.transfer",
+    "htc_core.experiments.transfer_eval",
+    "htc_core.explain.drill",
+    "htc_core.explain.examples",
+    "htc_core.explain.export",
+    "htc_core.explain.flags",
+    "htc_core.explain.groups",
+    "htc_core.explain.inputs",
+    "htc_core.explain.measures",
+    "htc_core.explain.reasons",
+    "htc_core.explain.shapes",
+    "htc_core.explain.signals",
+    "htc_core.explain.steps",
+    "htc_core.features.dynamics",
+    "htc_core.features.incremental",
+    "htc_core.features.position",
+    "htc_core.features.reference",
+    "htc_core.features.registry",
+    "htc_core.features.segments",
+    "htc_core.features.stability",
+    "htc_core.features.steps",
+    "htc_core.features.structure",
+    "htc_core.formats.answers",
+    "htc_core.formats.atif",
+    "htc_core.formats.calllog_tools",
+    "htc_core.formats.chunks",
+    "htc_core.formats.common",
+    "htc_core.formats.completions",
+    "htc_core.formats.containers",
+    "htc_core.formats.inputs",
+    "htc_core.formats.jsonio",
+    "htc_core.formats.label_rows",
+    "htc_core.formats.labels",
+    "htc_core.formats.logprobs",
+    "htc_core.formats.native",
+    "htc_core.formats.openai_calllog",
+    "htc_core.formats.openai_chat",
+    "htc_core.formats.otel",
+    "htc_core.formats.otel_spans",
+    "htc_core.formats.otel_traces",
+    "htc_core.formats.otlp_wire",
+    "htc_core.formats.records",
+    "htc_core.formats.responses",
+    "htc_core.formats.shapes",
+    "htc_core.formats.smolagents",
+    "htc_core.formats.stepdetail",
+    "htc_core.formats.typedjson",
+    "htc_core.formats.walk",
+    "htc_core.htmlreport.build",
+    "htc_core.htmlreport.compute",
+    "htc_core.htmlreport.learning",
+    "htc_core.jsonvalues",
+    "htc_core.kernels",
+    "htc_core.label_rules",
+    "htc_core.monitor",
+    "htc_core.numba_cache",
+    "htc_core.report",
+    "htc_core.scoring",
+    "htc_core.scratch",
+    "htc_core.synthetic",
+    "htc_core.tablewriter",
+    "htc_core.traces.builder",
+    "htc_core.traces.prefix",
+    "htc_core.traces.stepfields",
+    "htc_core.traces.traceset",
+    "htc_core.viz.ab_plots",
+    "htc_core.viz.experiment_plots",
+    "htc_core.viz.gam_plots",
+    "htc_core.viz.inspector_plots",
+    "htc_core.viz.plots",
+    "htc_core.viz.prefix_plots",
+    "htc_core.viz.selective_plots",
+    "htc_core.viz.tables",
+})
+
+
+def skip_pending(module_name: str) -> None:
+    if module_name in PENDING:
+        pytest.skip(f"{module_name}: numpydoc docstrings and examples pending (issue 28)")
+
+
+MODULES = library_modules()
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_every_library_module_declares_its_public_names(module_name):
+    skip_pending(module_name)
+    module = importlib.import_module(module_name)
+    assert hasattr(module, "__all__"), f"{module_name} has no __all__"
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert not missing, f"{module_name}.__all__ names what the module does not have: {missing}"
+
+
+@pytest.mark.docs
+@pytest.mark.parametrize("module_name", MODULES)
+def test_every_public_object_has_a_numpydoc_docstring(module_name):
+    skip_pending(module_name)
+    numpydoc_validate = pytest.importorskip("numpydoc.validate", reason="the docs extra: pip install -e '.[docs]'")
+    problems = []
+    for dotted in public_objects(module_name):
+        for code, message in numpydoc_validate.validate(dotted)["errors"]:
+            if code in CHECKS:
+                problems.append(f"{dotted}: {code} {message}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.docs
+@pytest.mark.parametrize("module_name", MODULES)
+def test_every_public_example_runs(module_name, monkeypatch):
+    skip_pending(module_name)
+    monkeypatch.chdir(ROOT)                       # examples read sample_runs/ as a reader of the docs would
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for dotted in public_objects(module_name):
+        module, _, name = dotted.rpartition(".")
+        obj = getattr(importlib.import_module(module), name)
+        finder = doctest.DocTestFinder(recurse=inspect.isclass(obj))
+        tests = [t for t in finder.find(obj, dotted, module=importlib.import_module(module), globs={})
+                 if t.examples]
+        assert tests, f"{dotted} has no example"
+        for test in tests:
+            runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
