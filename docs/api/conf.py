@@ -20,3 +20,15 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 # every documented object must have a docstring, a summary, its parameters, what it returns and an example
 numpydoc_validation_checks = {"GL08", "SS01", "PR01", "PR02", "RT01", "EX01"}
+
+
+def skip_sklearn_request_methods(app, what, name, obj, skip, options):
+    """scikit-learn generates ``set_fit_request`` / ``set_score_request`` on every estimator: its methods,
+    documented by scikit-learn, not ours."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", skip_sklearn_request_methods)
