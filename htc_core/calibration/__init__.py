@@ -30,8 +30,7 @@ or :func:`evaluate`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from htc_core.lazy import lazy_exports
 
 #: public name -> submodule that defines it
 _EXPORTS: dict[str, str] = {
@@ -82,15 +81,5 @@ _EXPORTS: dict[str, str] = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; public names: {', '.join(_EXPORTS)}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
