@@ -28,13 +28,13 @@ CHECKS = {"GL08", "SS01", "PR01", "PR02", "RT01", "EX01"}   # = numpydoc_validat
 
 
 def library_modules() -> list[str]:
-    """The dotted names of the library rooms' modules (package front doors and ``__main__`` excepted)."""
+    """The dotted names of the library rooms' modules and packages (``__main__`` excepted)."""
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(ROOT).with_suffix("")
-        if rel.parts[1] in NOT_LIBRARY or rel.name in ("__init__", "__main__", "_version"):
+        if rel.parts[1] in NOT_LIBRARY or rel.name in ("__main__", "_version"):
             continue
-        names.append(".".join(rel.parts))
+        names.append(".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts))
     return names
 
 
@@ -77,6 +77,7 @@ def public_objects(module_name: str) -> list[str]:
 # modules whose public objects still lack numpydoc sections or examples (issue 28, item 5): each line goes when
 # its module is done; the set only shrinks
 PENDING = frozenset({
+    "htc_core.viz",
     "htc_core.atomic",
     "htc_core.bidi",
     "htc_core.calibration.active",

@@ -38,7 +38,32 @@ N_FEATURES = len(FEATURE_NAMES)
 
 
 def get_feature(name: str) -> FeatureSpec:
-    """The registered feature ``name`` (also accepts codes such as 'F31')."""
+    """The registered feature ``name`` (also accepts codes such as 'F31').
+
+    Parameters
+    ----------
+    name : str
+        A feature name of :data:`FEATURE_NAMES` or its code ``F0`` ... ``F47`` (any case).
+
+    Returns
+    -------
+    FeatureSpec
+        Its index, name, family, group, display name, formula and description.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the valid ones.
+
+    Examples
+    --------
+    >>> from htc_core.features import FEATURE_NAMES, get_feature
+    >>> spec = get_feature("F0")
+    >>> spec.name == FEATURE_NAMES[0], spec.index
+    (True, 0)
+    >>> get_feature(FEATURE_NAMES[47]).index
+    47
+    """
     if isinstance(name, str) and name.upper().startswith("F") and name[1:].isdigit():
         i = int(name[1:])
         if 0 <= i < N_FEATURES:
@@ -49,6 +74,24 @@ def get_feature(name: str) -> FeatureSpec:
 
 
 def family_of(name: str) -> str:
+    """The feature family of a feature: one of the paper's four (Dynamics, Position, Stability, Structure).
+
+    Parameters
+    ----------
+    name : str
+        A feature name or code, as :func:`get_feature` takes it.
+
+    Returns
+    -------
+    str
+        The family's name.
+
+    Examples
+    --------
+    >>> from htc_core.features import FEATURE_NAMES, family_of
+    >>> len({family_of(n) for n in FEATURE_NAMES})
+    4
+    """
     return get_feature(name).family
 
 
@@ -103,17 +146,44 @@ class FeatureMatrix:
 
     @property
     def shape(self) -> tuple[int, int]:
-        """(n_trajectories, n_features), as a 2-D array's."""
+        """(n_trajectories, n_features), as a 2-D array's.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, report = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> fm.shape
+        (250, 48)
+        """
         return self.values.shape
 
     @property
     def ndim(self) -> int:
-        """2, as a 2-D array's."""
+        """2, as a 2-D array's.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, report = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> fm.ndim
+        2
+        """
         return 2
 
     @property
     def dtype(self) -> np.dtype:
-        """The values' dtype (float64)."""
+        """The values' dtype (float64).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, report = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> fm.dtype
+        dtype('float64')
+        """
         return self.values.dtype
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:

@@ -26,16 +26,60 @@ DEFAULT_MONITOR = "gac-prefix"
 
 @dataclass
 class ShippedModel:
+    """A model file that ships with htc: its name, where it is installed and its card.
+
+    Parameters
+    ----------
+    name : str
+        The name ``load_model`` and ``htc score`` accept (``"gac"``, ``"gac-full"``, ``"gac-prefix"``).
+    path : pathlib.Path
+        The JSON model file in this installation.
+    card : dict
+        The model card stored in the file (training data, leave-one-family-out table, expected errors).
+
+    Examples
+    --------
+    >>> from htc_core.calibration.models import shipped_models
+    >>> gac = next(m for m in shipped_models() if m.name == "gac")
+    >>> gac.path.suffix, isinstance(gac.card, dict)
+    ('.json', True)
+    """
+
     name: str
     path: Path
     card: dict
 
     def to_dict(self) -> dict:
+        """The model as plain JSON-ready values (the path as a string), as ``htc models --json`` prints it.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., "path": ..., "card": {...}}``.
+
+        Examples
+        --------
+        >>> from htc_core.calibration.models import shipped_models
+        >>> sorted(shipped_models()[0].to_dict())
+        ['card', 'name', 'path']
+        """
         return {"name": self.name, "path": str(self.path), "card": self.card}
 
 
 def shipped_models() -> list[ShippedModel]:
-    """Every shipped model present in this installation, with its card."""
+    """Every shipped model present in this installation, with its card.
+
+    Returns
+    -------
+    list of ShippedModel
+        In the order of ``SHIPPED``; a model whose file is missing from the installation is left out.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.models import shipped_models
+    >>> [m.name for m in shipped_models()]
+    ['gac', 'gac-full', 'gac-prefix']
+    """
     import json
 
     out = []
