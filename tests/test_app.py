@@ -18,9 +18,9 @@ from htc_core.calibration.evaluation import label_problem
 from htc_core.app.store import Store
 from htc_core.app.workspace import build_workspace
 
+from apptest_kit import APP, first_lines, go, new_app, problems
 from conftest import REPO, make_traj, write_jsonl
 
-APP = str(REPO / "app.py")
 PAGES = ["runs", "calibration", "weights", "feature_space", "examples", "compare", "inspector"]
 HOSTILE_Q = '<script>alert("q")</script> Which <img src=x onerror=alert(1)> city?'
 HOSTILE_TOKENS = ["<script>", "alert(1)", "</script>", "<img src=x onerror=alert(1)>", " [link](http://x)"]
@@ -29,10 +29,8 @@ HOSTILE_TOKENS = ["<script>", "alert(1)", "</script>", "<img src=x onerror=alert
 @pytest.fixture(scope="module")
 def sample_dir(tmp_path_factory) -> Path:
     """50 of the project's own recorded runs (sample_runs/, always in the repo) plus one hostile trace."""
-    d = tmp_path_factory.mktemp("samples")
     shipped = REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
-    lines = shipped.read_text(encoding="utf-8").splitlines(True)[:50]
-    (d / "arithmetic-small.jsonl").write_text("".join(lines), encoding="utf-8")
+    d = first_lines(tmp_path_factory.mktemp("samples"), [shipped], 50, names=["arithmetic-small.jsonl"])
     evil = make_traj("evil-1", [([-0.1, -2.0, -0.3, -0.05, -1.0], None)], success=False, question=HOSTILE_Q,
                      dataset="arithmetic", model="SmolLM2-135M-greedy", answer="<b>Paris</b>", gold="Rome")
     evil["steps"][0]["tokens"] = HOSTILE_TOKENS
@@ -44,22 +42,7 @@ def sample_dir(tmp_path_factory) -> Path:
 @pytest.fixture
 def app(tmp_path, sample_dir, monkeypatch):
     """An AppTest on a fresh data directory that starts from the small sample runs; short alpha grid."""
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[ui.SEEDS] = 1
-    return at
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
-
-
-def go(at, page: str):
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    return at
+    return new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=180)
 
 
 def test_every_page_with_sample_runs(app):

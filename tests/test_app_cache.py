@@ -14,11 +14,11 @@ from htc_core.app.ingest import ingest
 from htc_core.app.store import Store
 from htc_core.app.workspace import build_workspace
 
+from apptest_kit import APP, new_app
 from conftest import REPO
 
 pytestmark = pytest.mark.app
 
-APP = str(REPO / "app.py")
 SHIPPED = REPO / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
 
 
@@ -32,11 +32,7 @@ def sample_dir(tmp_path) -> Path:
 
 
 def fresh_app(tmp_path, sample_dir, monkeypatch) -> AppTest:
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=300)
     return at
 
 

@@ -9,39 +9,28 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
 import htc_core.app.ui as ui
 from htc_core.app import ab_views
 from htc_core.app.store import Store
 from htc_core.app.workspace import build_workspace
 
+from apptest_kit import first_lines, APP, new_app, problems
 from conftest import REPO
 
-APP = str(REPO / "app.py")
 N = 60
 
 
 @pytest.fixture(scope="module")
 def sample_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("ab_samples")
-    for tag in ("greedy", "sampled-t0.7"):
-        src = REPO / "sample_runs" / "arithmetic" / f"arithmetic_SmolLM2-135M-{tag}.jsonl"
-        (d / src.name).write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:N]), encoding="utf-8")
-    return d
+    sources = [REPO / "sample_runs" / "arithmetic" / f"arithmetic_SmolLM2-135M-{tag}.jsonl"
+               for tag in ("greedy", "sampled-t0.7")]
+    return first_lines(tmp_path_factory.mktemp("ab_samples"), sources, N)
 
 
 @pytest.fixture
 def app(tmp_path, sample_dir, monkeypatch):
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=240)
     return at
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
 def _run_set_select(at):

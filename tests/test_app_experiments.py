@@ -5,35 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
-import htc_core.app.ui as ui
 from htc_core.calibration.models import load_model
 from htc_core.formats import load
 from htc_core.formats.native import write
 
+from apptest_kit import go, new_app, problems
 from conftest import REPO
 
-APP = str(REPO / "app.py")
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
-
-
-def go(at, page: str):
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    return at
 
 
 def _start(tmp_path, monkeypatch, runs_dir):
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(runs_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", runs_dir, timeout=240)
     at.run()
     assert not problems(at)
     return at

@@ -8,13 +8,12 @@ import shutil
 
 from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
 import htc_core.app.ui as ui
 from htc_core.app.workspace import build_workspace
 
+from apptest_kit import new_app
 from conftest import REPO
 
-APP = str(REPO / "app.py")
 FOREIGN = REPO / "tests" / "fixtures" / "foreign"
 
 
@@ -23,11 +22,7 @@ def _open(tmp_path, monkeypatch, run_id: str) -> AppTest:
     d.mkdir()
     for name in ("react_calllog.jsonl", "cod_native.jsonl"):
         shutil.copy(FOREIGN / name, d / name)
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
-    monkeypatch.setattr(compute, "ALPHAS", (1.0,))
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", d, timeout=180, alphas=(1.0,))
     at.run()
     store = ui.get_store(at.session_state[ui.DATA_DIR])
     at.session_state[ui.INSPECT] = [k for k in build_workspace(store).keys if k.endswith(f":{run_id}")][0]

@@ -10,13 +10,12 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
 import htc_core.app.ui as ui
 from htc_core.app.workspace import build_workspace
 
+from apptest_kit import APP, new_app
 from conftest import REPO, make_traj, write_jsonl
 
-APP = str(REPO / "app.py")
 PAGES = ["runs", "calibration", "weights", "feature_space", "examples", "compare", "inspector", "label"]
 PAYLOAD = "**bold** _it_ $$x^2$$ $y$ :red[red] :material/home: :smile: <b>html</b> [link](http://x) ~~s~~"
 #: what may not appear in any markdown-rendered string: each construct of the payload, live
@@ -63,11 +62,7 @@ def rendered_strings(at) -> list[tuple[str, str]]:
 
 
 def test_every_page_shows_trace_text_inert(sample_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=240)
     at.run()
     store = ui.get_store(at.session_state[ui.DATA_DIR])
     key = [k for k in build_workspace(store).keys if "evil" in k][0]
@@ -102,11 +97,7 @@ def test_md_neutralises_every_construct():
 
 @pytest.fixture
 def app(sample_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=240)
     return at
 
 

@@ -5,15 +5,12 @@ font (#9)."""
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
-import htc_core.app.ui as ui
 
+from apptest_kit import new_app, problems
 from conftest import REPO, make_traj, write_jsonl
 
 pytestmark = pytest.mark.app
-APP = str(REPO / "app.py")
 
 
 @pytest.fixture(scope="module")
@@ -27,16 +24,8 @@ def sample_dir(tmp_path_factory):
 
 @pytest.fixture
 def app(tmp_path, sample_dir, monkeypatch):
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=180)
     return at
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
 @pytest.mark.parametrize("wanted", ["no-such-run", "x" * 100_000, "../../etc/passwd", "deleted-set:run-1"])
@@ -83,11 +72,7 @@ def huge_app(tmp_path, sample_dir, monkeypatch):
     huge["steps"][1]["tool"] = {"name": "calc", "arguments": mb}
     huge["steps"][1]["observation"] = "O" + mb
     write_jsonl(d / "huge.jsonl", [huge])
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", d, timeout=240)
     return at
 
 

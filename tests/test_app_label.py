@@ -13,10 +13,9 @@ from streamlit.testing.v1 import AppTest
 from htc_core.app import jobs, ui
 from htc_core.app.label_store import LabelStore
 from htc_core.app.store import Store
-from test_app import go, problems  # noqa: F401
+from apptest_kit import APP, go, problems
 
 REPO = Path(__file__).resolve().parents[1]
-APP = str(REPO / "app.py")
 N_RUNS = 80
 pytestmark = pytest.mark.app
 

@@ -14,22 +14,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
 from htc_core import explain
 from htc_core.app import jobs, ui
 from htc_core.app.store import Store
 from htc_core.calibration.calibrators import HTCCalibrator
 
+from apptest_kit import new_app, problems
+
 REPO = Path(__file__).resolve().parents[1]
-APP = str(REPO / "app.py")
 N_RUNS, N_LABELS = 80, 20
 pytestmark = pytest.mark.app
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
 def _wait_for_refit(timeout: float = 240.0) -> None:
@@ -68,11 +63,7 @@ def labeled_in_app(tmp_path_factory):
     empty = tmp / "no-samples"
     empty.mkdir()
     mp = pytest.MonkeyPatch()
-    mp.setenv("HTC_DATA_DIR", str(tmp / "data"))
-    mp.setenv("HTC_SAMPLE_DIR", str(empty))
-    mp.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(mp, tmp / "data", empty, timeout=600)
     at.run()
     at.file_uploader(key="upload_files").set_value([(upload.name, upload.read_bytes(), "application/json")])
     at.button[0].click()

@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
-import htc_core.app.ui as ui
 from htc_core.app.experiments import curve_sizes
 from htc_core.formats import load
 from htc_core.formats.native import write
 
+from apptest_kit import new_app, problems
 from conftest import REPO
 
 pytestmark = pytest.mark.app
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
 def test_curve_sizes_fit_the_outer_training_part():
@@ -33,11 +27,7 @@ def test_learning_curves_on_the_weights_page(tmp_path, monkeypatch):
     d.mkdir()
     ts, _ = load([str(REPO / "sample_runs/arithmetic/arithmetic_SmolLM2-135M-greedy.jsonl")])
     write(ts.take(np.arange(150)), d / "a.jsonl")
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(d))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", d, timeout=300)
     at.run()
     at.switch_page("pages/weights.py")
     at.run()

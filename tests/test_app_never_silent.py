@@ -5,28 +5,23 @@ is evaluated without the question. AppTest on the project's own sample runs (the
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import htc_core.app.compute as compute
 import htc_core.app.confirm as confirm
 import htc_core.app.ui as ui
 from htc_core.app.store import Store
 
-from test_app_url_state import APP, problems, sample_dir  # noqa: F401  (fixture)
+from apptest_kit import new_app, problems
+from test_app_url_state import sample_dir  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.app
 
 
 @pytest.fixture
 def app(tmp_path, sample_dir, monkeypatch):  # noqa: F811
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(sample_dir))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
     monkeypatch.setattr(compute, "PREFETCH_CAP", 100)      # no background start either, as above 5,000
     monkeypatch.setattr(confirm, "CONFIRM_ABOVE", 100)
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
-    return at
+    return new_app(monkeypatch, tmp_path / "data", sample_dir, timeout=240)
 
 
 def _asked(at) -> bool:

@@ -8,12 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
-import htc_core.app.ui as ui
-
+from apptest_kit import new_app
 from conftest import REPO
 
-APP = str(REPO / "app.py")
 HOSTILE_Q = '<script>alert("q")</script> Which <img src=x onerror=alert(1)> city?'
 
 
@@ -32,11 +29,7 @@ def _samples(d: Path, *, labels: bool) -> Path:
 def _app(tmp_path, monkeypatch, *, labels: bool) -> AppTest:
     samples = tmp_path / "samples"
     samples.mkdir()
-    monkeypatch.setenv("HTC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HTC_SAMPLE_DIR", str(_samples(samples, labels=labels)))
-    monkeypatch.setattr(compute, "ALPHAS", (0.1, 1.0, 10.0))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(monkeypatch, tmp_path / "data", _samples(samples, labels=labels), timeout=240)
     at.run()
     return at
 

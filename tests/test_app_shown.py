@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import htc_core.app.compute as compute
 import htc_core.app.ui as ui
 from htc_core import explain
 from htc_core.app import views
@@ -18,15 +17,10 @@ from htc_core.app.workspace import build_workspace
 from htc_core.calibration.calibrators import HTCCalibrator
 from htc_core.calibration.evaluation import evaluate
 
-from conftest import REPO
+from apptest_kit import APP, new_app, problems
 
-APP = str(REPO / "app.py")
 ALPHAS = (0.1, 1.0, 10.0)
 N = 10
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +31,7 @@ def uploaded(tmp_path_factory, uala_run_a):
     empty = tmp / "no-samples"
     empty.mkdir()
     mp = pytest.MonkeyPatch()
-    mp.setenv("HTC_DATA_DIR", str(tmp / "data"))
-    mp.setenv("HTC_SAMPLE_DIR", str(empty))
-    mp.setattr(compute, "ALPHAS", ALPHAS)
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state[ui.SEEDS] = 1
+    at = new_app(mp, tmp / "data", empty, timeout=600)
     at.run()
     at.file_uploader(key="upload_files").set_value([(uala_run_a.name, uala_run_a.read_bytes(),
                                                      "application/json")])

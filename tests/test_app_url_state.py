@@ -16,9 +16,9 @@ import htc_core.app.ui as ui
 from htc_core.app import url_state
 from htc_core.app.url_state import Param
 
+from apptest_kit import first_lines, APP, problems
 from conftest import REPO
 
-APP = str(REPO / "app.py")
 N = 60
 
 pytestmark = pytest.mark.app
@@ -26,11 +26,9 @@ pytestmark = pytest.mark.app
 
 @pytest.fixture(scope="module")
 def sample_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("url_samples")
-    for tag in ("greedy", "sampled-t0.7"):
-        src = REPO / "sample_runs" / "arithmetic" / f"arithmetic_SmolLM2-135M-{tag}.jsonl"
-        (d / src.name).write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:N]), encoding="utf-8")
-    return d
+    sources = [REPO / "sample_runs" / "arithmetic" / f"arithmetic_SmolLM2-135M-{tag}.jsonl"
+               for tag in ("greedy", "sampled-t0.7")]
+    return first_lines(tmp_path_factory.mktemp("url_samples"), sources, N)
 
 
 @pytest.fixture
@@ -47,10 +45,6 @@ def new_app(tmp_path, sample_dir, monkeypatch):
             at.switch_page(f"pages/{page}.py")
         return at.run()
     return make
-
-
-def problems(at) -> list[str]:
-    return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
 def page_params(at) -> dict:
