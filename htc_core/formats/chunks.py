@@ -1,4 +1,4 @@
-"""Reading in chunks: the trajectories of any number of inputs as a sequence of ``TraceSet``s of bounded size.
+"""Reading in chunks: the trajectories of any number of inputs as a sequence of trace sets of bounded size.
 
 ``formats.iter_chunks(inputs, max_trajectories=50_000)`` applies the same rules as ``formats.load`` (format detection per
 file, every problem in one ``LoadReport``, a repeated id inside a file is an error, an id an earlier file used is
@@ -29,17 +29,65 @@ from .inputs import SUFFIXES, Inputs, expand_inputs
 from .jsonio import READ_ERRORS, iter_lines, read_error_reason
 from .records import add_record, guarded
 
-#: default trajectories per chunk: a few hundred MB at most for agent runs of a few thousand tokens
+# default trajectories per chunk: a few hundred MB at most for agent runs of a few thousand tokens
 DEFAULT_CHUNK = 50_000
 
 
 class ChunkReader:
-    """Iterate over ``TraceSet`` chunks of at most ``max_trajectories``; ``report`` holds every problem."""
+    """Iterate over ``TraceSet`` chunks of at most ``max_trajectories``; ``report`` holds every problem.
+
+    What :func:`htc_core.formats.iter_chunks` returns: the chunks, in order, hold exactly what
+    :func:`htc_core.formats.load` returns for the same arguments. A reader is iterated once.
+
+    Parameters
+    ----------
+    inputs : str, path or iterable of them
+        Files and folders (folders are read recursively).
+    readers : dict
+        Format name -> reader module (``htc_core.formats.READERS``).
+    detect : callable
+        ``detect(path) -> (format or None, why)`` (``htc_core.formats.detect``), used when ``format="auto"``.
+    format : str, default="auto"
+        ``"auto"`` or one of ``readers``.
+    defaults : dict, optional
+        Metadata filled in where a record has none.
+    labels : str or path, optional
+        A CSV/JSONL labels file joined by trajectory id to every chunk (see :mod:`htc_core.formats.labels`).
+    group_by : str, optional
+        As :func:`htc_core.formats.load`.
+    max_trajectories : int, default=DEFAULT_CHUNK
+        The most trajectories in one chunk (a positive integer).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+
+    Attributes
+    ----------
+    report : LoadReport
+        Every problem met so far; complete once the iteration has finished.
+    n_trajectories : int
+        The trajectories yielded so far.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``format`` or a ``max_trajectories`` that is not a positive integer.
+
+    Examples
+    --------
+    >>> from htc_core import formats
+    >>> from htc_core.formats.chunks import ChunkReader
+    >>> reader = ChunkReader("sample_runs/units/units_SmolLM2-135M-greedy.jsonl", readers=formats.READERS,
+    ...                      detect=formats.detect, max_trajectories=100)
+    >>> [len(ts) for ts in reader]
+    [100, 100, 50]
+    >>> reader.n_trajectories, reader.report.rejected
+    (250, 0)
+    """
 
     def __init__(self, inputs: Inputs, *, readers: dict, detect: Callable, format: str = "auto",
                  defaults: dict | None = None, labels: str | os.PathLike | None = None, group_by: str | None = None,
                  max_trajectories: int = DEFAULT_CHUNK, report: LoadReport | None = None):
-        """``readers``/``detect``: the package's reader table and format detection (``formats.iter_chunks``)."""
+        """Check the arguments (nothing is read before the iteration)."""
         self._readers, self._detect = readers, detect
         if format not in ("auto", *readers):
             raise ValueError(f"unknown format {format!r}; valid formats: auto, {', '.join(readers)}")

@@ -47,20 +47,78 @@ _TRUE = {"true", "t", "yes", "y", "1", "1.0", "correct", "success", "pass", "pas
 _FALSE = {"false", "f", "no", "n", "0", "0.0", "incorrect", "wrong", "failure", "fail", "failed"}
 _EMPTY = {"", "null", "none", "na", "n/a", "nan"}
 _NOT_A_NUMBER = {"na", "n/a", "nan"}
-#: file suffixes a model name may carry in one source and not in the other (``llama-3-8b.Q4_K_M.gguf``)
+# file suffixes a model name may carry in one source and not in the other (``llama-3-8b.Q4_K_M.gguf``)
 MODEL_SUFFIXES = re.compile(r"\.(gguf|ggml|bin|safetensors|pt|pth|onnx|llamafile)$", re.IGNORECASE)
+
+__all__ = ["join", "read_labels", "LabelJoin", "parse_success", "same_model", "ID_COLUMNS", "SUCCESS_COLUMNS",
+           "TEXT_COLUMNS", "MODEL_SUFFIXES"]
 
 
 def same_model(a: str, b: str) -> bool:
-    """Whether two model names name the same model: equal, or equal once a model-file suffix (``.gguf``,
-    ``.safetensors``, ... :data:`MODEL_SUFFIXES`) and surrounding blanks are dropped."""
+    """Whether two model names name the same model.
+
+    They do when equal, or equal once a model-file suffix (``.gguf``, ``.safetensors``, ...
+    :data:`MODEL_SUFFIXES`) and surrounding blanks are dropped. A join keeps the trace's model name either way,
+    and counts the rows naming another model as conflicts.
+
+    Parameters
+    ----------
+    a, b : str
+        The two names (anything else is converted with ``str``).
+
+    Returns
+    -------
+    bool
+        True when they name the same model.
+
+    Examples
+    --------
+    >>> from htc_core.formats.labels import same_model
+    >>> same_model("llama-3-8b.Q4_K_M.gguf", "llama-3-8b.Q4_K_M"), same_model("llama-3-8b", "llama-3-70b")
+    (True, False)
+    """
     a, b = str(a).strip(), str(b).strip()
     return a == b or MODEL_SUFFIXES.sub("", a) == MODEL_SUFFIXES.sub("", b)
 
 
 @dataclass
 class LabelJoin:
-    """What a join matched."""
+    """What a join matched: the counts and ids behind the warnings of :func:`join`.
+
+    Parameters
+    ----------
+    file : str
+        The labels file.
+    rows : int, default=0
+        Its usable rows.
+    matched : int, default=0
+        Trajectories that found a row.
+    unlabeled_ids : list of str
+        Ids of the trajectories without a row.
+    unmatched_label_ids : list of str
+        Ids of the rows without a trajectory.
+    success_changed : int, default=0
+        Trajectories whose existing success label the file changed.
+    labeled : int, default=0
+        Trajectories that received a success label from the file.
+    trajectories : int, default=0
+        Trajectories the labels were joined to.
+    model_conflicts : list of (str, str, str)
+        ``(id, model in the trace, model in the labels file)`` where the two differ; the trace's name is kept.
+
+    See Also
+    --------
+    join : makes one.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.formats.labels import join
+    >>> ts, _ = htc.load("tests/fixtures/formats/chat_trajectories.jsonl")
+    >>> _, info = join(ts, "tests/fixtures/formats/labels.csv")
+    >>> info.rows, info.matched, info.unlabeled_ids, info.unmatched_label_ids
+    (4, 3, ['q-gold'], ['q-unknown'])
+    """
 
     file: str
     rows: int = 0
@@ -68,13 +126,26 @@ class LabelJoin:
     unlabeled_ids: list[str] = field(default_factory=list)
     unmatched_label_ids: list[str] = field(default_factory=list)
     success_changed: int = 0
-    labeled: int = 0  #: trajectories that received a success label from the file
-    trajectories: int = 0  #: trajectories the labels were joined to
-    #: (id, model in the trace, model in the labels file) where the two differ; the trace's name is kept
+    labeled: int = 0  # trajectories that received a success label from the file
+    trajectories: int = 0  # trajectories the labels were joined to
+    # (id, model in the trace, model in the labels file) where the two differ; the trace's name is kept
     model_conflicts: list[tuple[str, str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line: what the join did (printed once by every command given ``--labels``)."""
+        """One line: what the join did (printed once by every command given ``--labels``).
+
+        Returns
+        -------
+        str
+            The counts of the join in words.
+
+        Examples
+        --------
+        >>> from htc_core.formats.labels import LabelJoin
+        >>> LabelJoin("labels.csv", rows=3, matched=2, trajectories=2, labeled=2,
+        ...           unmatched_label_ids=["q-9"]).summary()
+        'labels labels.csv: 3 rows; 2 of 2 runs matched, 2 got a success label; 0 runs without a row, 1 rows without a run, 0 model-name conflicts'
+        """
         return (f"labels {self.file}: {self.rows} rows; {self.matched} of {self.trajectories} runs matched, "
                 f"{self.labeled} got a success label; {len(self.unlabeled_ids)} runs without a row, "
                 f"{len(self.unmatched_label_ids)} rows without a run, {len(self.model_conflicts)} model-name "
@@ -82,7 +153,26 @@ class LabelJoin:
 
 
 def parse_success(v: Any) -> tuple[bool | None, bool]:
-    """(value, ok). ok is False when the value is not a recognizable label."""
+    """Read one success label: booleans, 1/0, and the words true/false, yes/no, correct/incorrect, pass/fail.
+
+    Parameters
+    ----------
+    v : object
+        The cell of a labels file (str, bool, number or None).
+
+    Returns
+    -------
+    value : bool or None
+        The label; None for an empty cell (``""``, ``null``, ``none``) or an unrecognized value.
+    ok : bool
+        False when ``v`` is not a recognizable label (NaN, ``"maybe"``, 0.5, ...).
+
+    Examples
+    --------
+    >>> from htc_core.formats.labels import parse_success
+    >>> parse_success("Yes"), parse_success(0), parse_success(""), parse_success("maybe")
+    ((True, True), (False, True), (None, True), (None, False))
+    """
     if v is None:
         return None, True
     if isinstance(v, bool):
@@ -105,7 +195,35 @@ def parse_success(v: Any) -> tuple[bool | None, bool]:
 
 
 def read_labels(path: str | os.PathLike, report: LoadReport) -> dict[str, dict]:
-    """id -> {column: parsed value} (only columns present; '_line' holds the line)."""
+    """Read a labels file (CSV with a header row, JSONL or a JSON array of objects) by trajectory id.
+
+    A bad row is reported (file, line, field, value) in ``report`` and skipped; the other rows are kept. A
+    file without an id column, or in which no row has a usable success value, is an error in ``report``.
+
+    Parameters
+    ----------
+    path : str or path
+        The labels file.
+    report : LoadReport
+        Where the problems go.
+
+    Returns
+    -------
+    dict
+        Trajectory id -> ``{column: parsed value}``, only the columns present: ``success`` (bool), the text
+        columns, ``verbalized_confidence`` (float in [0, 1]), ``metadata`` (the other columns) and ``_line`` (the
+        row's line in the file).
+
+    Examples
+    --------
+    >>> from htc_core.formats.labels import read_labels
+    >>> from htc_core.report import LoadReport
+    >>> rows = read_labels("tests/fixtures/formats/labels.csv", LoadReport())
+    >>> list(rows)
+    ['q-paris', 'q-tokyo', 'q-mars', 'q-unknown']
+    >>> rows["q-paris"]
+    {'_line': 2, 'success': True, 'gold': 'Paris', 'verbalized_confidence': 0.8, 'metadata': {'annotator': 'fixture'}}
+    """
     path = Path(path)
     file = str(path)
     out: dict[str, dict] = {}
@@ -192,7 +310,43 @@ def _parse_row(row: dict, id_col: str, tid: str, line: int | None, file: str, re
 
 def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = None,
          max_listed: int = 5) -> tuple[TraceSet, LabelJoin]:
-    """A copy of ``ts`` with the labels file's values joined by id, and what matched."""
+    """A copy of ``ts`` with the labels file's values joined by id, and what matched.
+
+    The rules are the module's (see :mod:`htc_core.formats.labels`): the file's values win except a non-empty
+    model name of the trace; trajectories without a row and rows without a trajectory are warnings in
+    ``report`` listing the first ``max_listed`` ids. ``ts`` itself is not changed.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The trajectories.
+    path : str or path
+        The labels file (CSV, JSONL or JSON).
+    report : LoadReport, optional
+        Where the problems and the join's summary (``report.labels``) go (a new one by default).
+    max_listed : int, default=5
+        The most ids a warning lists.
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories with the labels joined.
+    info : LabelJoin
+        What matched.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.formats.labels import join
+    >>> ts, _ = htc.load("tests/fixtures/formats/chat_trajectories.jsonl")
+    >>> labeled, info = join(ts, "tests/fixtures/formats/labels.csv")
+    >>> labeled.meta[["id", "gold", "verbalized_confidence"]].head(2)
+            id   gold  verbalized_confidence
+    0  q-paris  Paris                    0.8
+    1  q-tokyo  Tokyo                    0.8
+    >>> info.matched, info.trajectories
+    (3, 4)
+    """
     report = report if report is not None else LoadReport()
     file = str(path)
     labels = read_labels(path, report)
@@ -208,9 +362,11 @@ def join(ts: TraceSet, path: str | os.PathLike, *, report: LoadReport | None = N
 
 
 def apply_labels(ts: TraceSet, labels: dict[str, dict], info: LabelJoin, used: set[str]) -> TraceSet:
-    """A copy of ``ts`` with the rows of ``labels`` (``read_labels``) joined by id; counts go to ``info`` and the
-    matched ids to ``used``. Called once per chunk when reading in chunks (``formats.chunks``), then
-    ``finish_join`` reports over all of them."""
+    """A copy of ``ts`` with the rows of ``labels`` (``read_labels``) joined by id (internal: :func:`join`).
+
+    Counts go to ``info`` and the matched ids to ``used``. Called once per chunk when reading in chunks
+    (``formats.chunks``), then ``finish_join`` reports over all of them.
+    """
     meta = ts.meta.copy()
     cols = _Columns.of(meta)
     for i, tid in enumerate(cols.ids):
@@ -256,6 +412,7 @@ class _Columns:
 
     @classmethod
     def of(cls, meta: pd.DataFrame) -> "_Columns":
+        """The columns of a trace set's ``meta`` table, copied."""
         return cls(meta["id"].tolist(), meta["success"].tolist(),
                    meta["verbalized_confidence"].to_numpy(dtype=np.float64, copy=True),
                    {c: meta[c].tolist() for c in TEXT_COLUMNS}, meta["metadata"].tolist())
@@ -284,6 +441,7 @@ class _Columns:
         return changed
 
     def write(self, meta: pd.DataFrame) -> None:
+        """Write the columns back into ``meta`` (with their dtypes)."""
         meta["success"] = pd.array([None if (v is pd.NA or v is None) else bool(v) for v in self.success],
                                    dtype="boolean")
         meta["verbalized_confidence"] = self.vcs
