@@ -26,12 +26,11 @@ from typing import Any
 from .common import text_of
 
 __all__ = ["ANSWER_KEYS", "ANSWER_TOOLS", "answer_from_text", "answer_from_tool", "answer_of_steps",
-           "question_of_messages", "question_of_request", "explicit_answer", "fill_answer_question",
-           "run_ended_without_answer"]
+           "question_of_messages", "question_of_request", "run_ended_without_answer"]
 
-#: record keys that hold a run's final answer (first found wins)
+# record keys that hold a run's final answer (first found wins)
 ANSWER_KEYS = ("answer", "final_answer")
-#: tool names that end a run with their argument as the answer (compared lower-cased, ``-``/space as ``_``)
+# tool names that end a run with their argument as the answer (compared lower-cased, ``-``/space as ``_``)
 ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final", "answer", "finish", "submit", "submit_answer",
                           "return_answer", "respond", "final_response"})
 
@@ -46,6 +45,7 @@ _ACTION = re.compile(r"^[ \t]*Action[ \t]*\d*[ \t]*:[ \t]*(\w[\w.-]*)", re.IGNOR
 
 
 def _clean(value: str) -> str | None:
+    """An answer without surrounding blanks, markdown marks, quotes and a sentence's final period."""
     v = value.strip().strip("*`").strip()
     if len(v) > 1 and v[0] == v[-1] and v[0] in "\"'":
         v = v[1:-1].strip()
@@ -68,8 +68,32 @@ def _boxed(text: str) -> str | None:
 
 
 def answer_from_text(text: Any) -> str | None:
-    """The answer a step's text states: the last ``Final Answer:``/``Answer:`` line, else ReAct's
-    ``Action: Finish[...]``, else the last ``\\boxed{}``, else ``#### x``, else the last "the answer is x"."""
+    """The answer a step's text states, or None.
+
+    In this order: the last ``Final Answer:``/``Answer:`` line, else ReAct's ``Action: Finish[...]``, else the
+    last ``\\boxed{}``, else ``#### x``, else the last "the answer is x". The answer is stripped of blanks,
+    markdown marks, quotes and a sentence's final period.
+
+    Parameters
+    ----------
+    text : str
+        A step's text (anything else gives None).
+
+    Returns
+    -------
+    str or None
+        The answer, or None when the text states none.
+
+    Examples
+    --------
+    >>> from htc_core.formats.answers import answer_from_text
+    >>> answer_from_text("Thought: 6 times 7.\\nFinal Answer: 42.")
+    '42'
+    >>> answer_from_text("Action: Finish[Paris]"), answer_from_text("I think the answer is Paris. It is")
+    ('Paris', 'Paris')
+    >>> print(answer_from_text("Action: search[Paris]"))
+    None
+    """
     if not isinstance(text, str) or not text.strip():
         return None
     low = text.lower()            # each rule runs only where its keyword occurs (most steps state no answer)
@@ -103,11 +127,34 @@ def _tool_parts(tool: Any) -> tuple[str | None, Any]:
 
 
 def is_answer_tool(name: Any) -> bool:
+    """Whether a tool name is a final-answer tool (:data:`ANSWER_TOOLS`, compared lower-cased)."""
     return isinstance(name, str) and re.sub(r"[\s-]+", "_", name.strip().lower()) in ANSWER_TOOLS
 
 
 def answer_from_tool(tool: Any) -> str | None:
-    """The answer a final-answer tool call gives (its single argument, or its ``answer``-like argument)."""
+    """The answer a final-answer tool call gives (its single argument, or its ``answer``-like argument).
+
+    Parameters
+    ----------
+    tool : dict, str or None
+        The step's tool call: ``{"name": ..., "arguments": ...}`` (arguments a dict, JSON text or a value), the
+        same as JSON text (how a trace set stores it), or a bare tool name.
+
+    Returns
+    -------
+    str or None
+        The answer; None when the tool is not a final-answer tool (:data:`ANSWER_TOOLS`) or names no answer.
+
+    Examples
+    --------
+    >>> from htc_core.formats.answers import answer_from_tool
+    >>> answer_from_tool({"name": "final_answer", "arguments": {"answer": 42}})
+    '42'
+    >>> answer_from_tool('{"name": "submit", "arguments": "Paris"}')
+    'Paris'
+    >>> print(answer_from_tool({"name": "search", "arguments": {"q": "Paris"}}))
+    None
+    """
     name, args = _tool_parts(tool)
     if not is_answer_tool(name):
         return None
@@ -130,8 +177,34 @@ def answer_from_tool(tool: Any) -> str | None:
 
 
 def answer_of_steps(texts: list, tools: list | None = None) -> tuple[str | None, str | None]:
-    """(answer, where it came from) from a run's steps: a final-answer tool call (the last one), else the last
-    step's text. ``(None, None)`` when neither states one."""
+    """(answer, where it came from) from a run's steps.
+
+    A final-answer tool call (when the last step that called a tool called one), else the last step's text.
+
+    Parameters
+    ----------
+    texts : list of str
+        The steps' texts, in order.
+    tools : list, optional
+        The steps' tool calls (None where a step called none), as :func:`answer_from_tool` reads them.
+
+    Returns
+    -------
+    answer : str or None
+        The answer.
+    source : str or None
+        ``"final_answer tool call"`` or ``"last step's text"``; ``(None, None)`` when neither states an answer.
+
+    Examples
+    --------
+    >>> from htc_core.formats.answers import answer_of_steps
+    >>> answer_of_steps(["Action: search[Rome]", "Thinking."], [None, {"name": "final_answer", "arguments": "Rome"}])
+    ('Rome', 'final_answer tool call')
+    >>> answer_of_steps(["Action: search[x]", "Final Answer: 7"])
+    ('7', "last step's text")
+    >>> answer_of_steps(["No idea yet."])
+    (None, None)
+    """
     for tool in reversed(tools or []):
         if tool is not None:
             ans = answer_from_tool(tool)
@@ -146,7 +219,7 @@ def answer_of_steps(texts: list, tools: list | None = None) -> tuple[str | None,
 
 
 def explicit_answer(obj: dict) -> str | None:
-    """An explicit answer field of a record (``answer``, else ``final_answer``), as text."""
+    """An explicit answer field of a record (``answer``, else ``final_answer``), as text (internal: readers)."""
     for key in ANSWER_KEYS:
         v = obj.get(key)
         if v is not None and not isinstance(v, (dict, list)):
@@ -155,7 +228,25 @@ def explicit_answer(obj: dict) -> str | None:
 
 
 def question_of_messages(messages: Any) -> str | None:
-    """The text of the first user message of a chat request (OpenAI roles; ``human`` too)."""
+    """The text of the first user message of a chat request (OpenAI roles; ``human`` too).
+
+    Parameters
+    ----------
+    messages : list of dict
+        Chat messages (``role``, ``content``: a string or a list of content parts).
+
+    Returns
+    -------
+    str or None
+        The first non-blank user message, or None.
+
+    Examples
+    --------
+    >>> from htc_core.formats.answers import question_of_messages
+    >>> question_of_messages([{"role": "system", "content": "Be brief."},
+    ...                       {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]}])
+    'What is 2+2?'
+    """
     if not isinstance(messages, list):
         return None
     for m in messages:
@@ -167,7 +258,27 @@ def question_of_messages(messages: Any) -> str | None:
 
 
 def question_of_request(request: Any) -> str | None:
-    """The question of a logged request: its first user message, else its ``prompt`` / ``input`` text."""
+    """The question of a logged request: its first user message, else its ``prompt`` / ``input`` text.
+
+    Parameters
+    ----------
+    request : dict
+        A logged request body: Chat Completions (``messages``), Responses API (``input``: text or items) or
+        legacy completions (``prompt``).
+
+    Returns
+    -------
+    str or None
+        The question, or None.
+
+    Examples
+    --------
+    >>> from htc_core.formats.answers import question_of_request
+    >>> question_of_request({"model": "m", "messages": [{"role": "user", "content": "Capital of France?"}]})
+    'Capital of France?'
+    >>> question_of_request({"prompt": "Q: capital of France?"})
+    'Q: capital of France?'
+    """
     if not isinstance(request, dict):
         return None
     q = question_of_messages(request.get("messages"))
@@ -183,8 +294,11 @@ def question_of_request(request: Any) -> str | None:
 
 
 def fill_answer_question(rec) -> None:
-    """Fill a record's blank ``answer`` from its steps (:func:`answer_of_steps`); its ``question`` is filled by
-    the readers, which see the requests. Records the answer's source in ``metadata['answer_source']``."""
+    """Fill a record's blank ``answer`` from its steps (:func:`answer_of_steps`; internal: readers).
+
+    Its ``question`` is filled by the readers, which see the requests. Records the answer's source in
+    ``metadata['answer_source']``.
+    """
     if rec.answer is not None and str(rec.answer).strip():
         return
     tools = (rec.steps_detail or {}).get("tool")
@@ -196,9 +310,30 @@ def fill_answer_question(rec) -> None:
 
 
 def run_ended_without_answer(last_text: Any, last_tool: Any) -> bool | None:
-    """Whether a run without an answer really ended without one: True when its last step called a tool (not a
-    final-answer tool), wrote an ``Action:`` (not ``Finish``) or generated only whitespace; None (undecidable)
-    when the last step's text states neither an action nor an answer, or there is no text."""
+    """Whether a run without an answer really ended without one.
+
+    Parameters
+    ----------
+    last_text : str or None
+        The last step's text.
+    last_tool : dict, str or None
+        The last step's tool call, as :func:`answer_from_tool` reads it.
+
+    Returns
+    -------
+    bool or None
+        True when the last step called a tool (not a final-answer tool), wrote an ``Action:`` (not ``Finish``)
+        or generated only whitespace; None (undecidable) when the last step's text states neither an action
+        nor an answer, or there is no text.
+
+    Examples
+    --------
+    >>> from htc_core.formats.answers import run_ended_without_answer
+    >>> run_ended_without_answer("Action: search[Paris]", None), run_ended_without_answer("", None)
+    (True, True)
+    >>> print(run_ended_without_answer("Hmm, let me think.", None))
+    None
+    """
     name, _ = _tool_parts(last_tool) if last_tool is not None else (None, None)
     if name is not None and not is_answer_tool(name):
         return True

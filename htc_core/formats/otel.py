@@ -31,9 +31,9 @@ from .records import RecordSink
 NAME = "otel"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
-__all__ = ["read_file", "read", "sniff", "sniff_parquet", "PARQUET_SUFFIXES", "collect_spans"]
+__all__ = ["read", "read_file", "PARQUET_SUFFIXES"]
 
-#: a trace id in the raw bytes of a line that is not valid JSON (OTLP JSON or a Phoenix row)
+# a trace id in the raw bytes of a line that is not valid JSON (OTLP JSON or a Phoenix row)
 _TRACE_ID = re.compile(rb'"(?:traceId|trace_id|context\.trace_id)"\s*:\s*"([0-9A-Za-z+/=_-]{1,100})"')
 
 
@@ -66,11 +66,13 @@ class _Spans:
         self.report.error(self.file, no, why, field=e.field, value=e.value, trajectory_id=tid)
 
     def error(self, e: SpanError, line: int | None, where: str = "") -> None:
+        """A span that could not be read: reported, and skipped."""
         self.bad += 1
         self.report.error(self.file, line, f"{where + ': ' if where else ''}{e.reason}; span skipped", field=e.field,
                           value=e.value, has_value=e.value is not None, rejects=False)
 
     def add_value(self, obj: Any, line: int | None) -> None:
+        """Keep the spans of one JSON value (an OTLP request, a Phoenix row or a list of them)."""
         if is_otlp(obj):
             for sp in spans_of_otlp(obj, lambda e, where: self.error(e, line, where)):
                 self._keep(sp, line)
@@ -93,6 +95,7 @@ class _Spans:
 
 
 def _parquet_rows(path: Path):
+    """(row number from 1, row as a dict) of a Parquet file."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
@@ -101,7 +104,7 @@ def _parquet_rows(path: Path):
 
 
 def collect_spans(path: Path, report: LoadReport) -> _Spans:
-    """Every readable span of one file (problems reported)."""
+    """Every readable span of one file (problems reported; internal: :func:`read_file`)."""
     file = str(path)
     out = _Spans(file, report)
     if str(path).lower().endswith(PARQUET_SUFFIXES):
@@ -126,7 +129,45 @@ def collect_spans(path: Path, report: LoadReport) -> _Spans:
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None,
               group_by: str | None = None, **_: Any) -> SpanStats:
-    """Read one OTLP JSON / Phoenix spans file into ``builder``; returns what its spans held."""
+    """Read one OTLP JSON / Phoenix spans file into ``builder``; returns what its spans held.
+
+    The reader protocol of every format (``htc_core.formats.READERS``): the trajectories go to ``builder``,
+    every problem to ``report``. A trace with an unreadable line is rejected whole; a bad span is reported and
+    skipped; LLM spans without logprobs are counted in a warning that says how to request them.
+
+    Parameters
+    ----------
+    path : str or path
+        An OTLP JSON file (JSONL or one document), or a Phoenix spans export (``.parquet`` or JSONL).
+    builder : TraceSetBuilder
+        Where the trajectories go (one per trace).
+    report : LoadReport
+        Where the problems go.
+    defaults : dict, optional
+        Metadata filled in where a trace has none.
+    group_by : str, optional
+        ``"session"``: one trajectory per ``session.id`` instead of one per trace.
+    **_
+        Other readers' options (ignored).
+
+    Returns
+    -------
+    SpanStats
+        How many spans, LLM spans, tool spans and traces the file held, and how many had no logprobs or could
+        not be read.
+
+    Examples
+    --------
+    >>> from htc_core.formats import otel
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> stats = otel.read_file("tests/fixtures/foreign/otel_phoenix.parquet", builder=builder, report=report)
+    >>> stats.traces, stats.llm_spans, stats.without_logprobs
+    (3, 5, 1)
+    >>> builder.build().steps_per_trajectory.tolist()
+    [2, 1, 1]
+    """
     path = Path(path)
     file = str(path)
     spans = collect_spans(path, report)
@@ -143,6 +184,7 @@ def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: d
 
 
 def sniff(sample) -> str | None:
+    """None when the sampled values of a JSON/JSONL file are OTLP requests or Phoenix span rows, else why not."""
     if not sample.objs:
         return sample.why_empty or "no JSON value"
     for obj in sample.objs:
@@ -154,7 +196,7 @@ def sniff(sample) -> str | None:
 
 
 def sniff_parquet(path: Path) -> str | None:
-    """None when a Parquet file's columns are a Phoenix spans export, else why not."""
+    """None when a Parquet file's columns are a Phoenix spans export, else why not (internal: ``detect``)."""
     try:
         import pyarrow.parquet as pq
 
@@ -168,5 +210,38 @@ def sniff_parquet(path: Path) -> str | None:
 
 def read(paths: Inputs, *, defaults: dict | None = None, report: LoadReport | None = None,
          group_by: str | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read OTLP JSON / Phoenix spans files or directories; returns (trace set, load report)."""
+    """Read OTLP JSON / Phoenix spans files or directories; returns (trace set, load report).
+
+    One trajectory per trace (see :mod:`htc_core.formats.otel_traces` for how spans become steps). Bad lines
+    and spans are reported (file, line, field, reason) and the other traces are still read.
+
+    Parameters
+    ----------
+    paths : str, path or iterable of them
+        Files and folders (folders are read recursively).
+    defaults : dict, optional
+        Metadata filled in where a trace has none (e.g. ``{"dataset": "mine"}``).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+    group_by : str, optional
+        ``"session"``: one trajectory per ``session.id`` instead of one per trace.
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories.
+    report : LoadReport
+        Counts and problems.
+
+    Examples
+    --------
+    >>> from htc_core.formats import otel
+    >>> ts, report = otel.read("tests/fixtures/foreign/otel_otlp.jsonl")
+    >>> len(ts), ts.steps_per_trajectory.tolist(), ts.meta.loc[0, "question"]
+    (3, [2, 1, 1], 'What is 14 times 8?')
+    >>> [p.line for p in report.errors]
+    [8, 9]
+    >>> report.errors[0].reason
+    'resourceSpans[0].scopeSpans[0].spans[0]: the span has no traceId; span skipped'
+    """
     return read_with(read_file, paths, defaults=defaults, report=report, group_by=group_by)
