@@ -39,8 +39,11 @@ from .records import RecordSink, TrajAcc, fail, find_id, guarded, stem, take_met
 from .shapes import find_response, is_any_response, is_chunk_list, parse_response, response_model
 from .walk import walk_values
 
-#: keys under which a trajectory object holds its list of responses
+# keys under which a trajectory object holds its list of responses
 LIST_KEYS = ("responses", "calls", "completions", "steps", "turns")
+
+# internal machinery of the openai_chat / responses / completions readers (their read functions are public)
+__all__: list[str] = []
 
 
 def responses_of(obj: Any) -> list | None:
@@ -56,6 +59,7 @@ def responses_of(obj: Any) -> list | None:
 
 
 def _list_key(obj: dict) -> str:
+    """The key of ``LIST_KEYS`` under which a trajectory object holds its responses."""
     return next((k for k in LIST_KEYS if isinstance(obj.get(k), list)), "responses")
 
 
@@ -133,6 +137,7 @@ def add_call(acc: TrajAcc, el: Any, *, report: LoadReport, file: str, line: int 
 
 def trajectory_from_obj(obj: Any, *, default_id: str, report: LoadReport, file: str, line: int | None
                         ) -> TrajAcc | None:
+    """One trajectory of a container (a list of responses or an object with one), or None (reported)."""
     lst = responses_of(obj)
     if lst is None:
         if find_response(obj) is not None:
@@ -209,6 +214,7 @@ def _read_object(path: Path, sink: RecordSink) -> None:
 
 
 def _read_doc(doc: Any, sink: RecordSink) -> None:
+    """A decoded JSON document: a single response (one step) or one trajectory object."""
     report, file = sink.report, sink.file
     if is_any_response(doc) or is_chunk_list(doc):
         acc = TrajAcc(stem(file), file, 1)
@@ -235,6 +241,7 @@ class ContainerReader:
     (``is_resp``) in the containers above; ``what`` names that shape in detection messages."""
 
     def __init__(self, name: str, is_resp: Callable[[Any], bool], what: str):
+        """The format's name, its response test and the shape's name for detection messages."""
         self.name = name
         self.is_resp = is_resp
         self.what = what

@@ -30,6 +30,8 @@ from .walk import iter_values
 NAME = "native"
 FORMAT_VERSION = 1
 
+__all__ = ["read", "read_bytes", "read_file", "write", "FORMAT_VERSION"]
+
 
 def parse_trajectory(obj: Any, *, file: str, line: int | None, report: LoadReport,
                      defaults: dict | None = None, no_bools: bool = False) -> TrajectoryRecord | None:
@@ -296,7 +298,40 @@ def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: Trace
 
 def read_file(path: str | os.PathLike, *, builder: TraceSetBuilder, report: LoadReport,
               defaults: dict | None = None, **_: Any) -> None:
-    """Read one htc-trace JSONL file into ``builder`` (an empty file is reported)."""
+    """Read one htc-trace JSONL file into ``builder`` (an empty file is reported).
+
+    The reader protocol of every format (``htc_core.formats.READERS``): the trajectories go to ``builder``,
+    every problem to ``report``. The file is streamed line by line; a bad line is reported (file, line, field,
+    value) and the other lines are kept.
+
+    Parameters
+    ----------
+    path : str or path
+        The file (``.jsonl``, or ``.jsonl.gz`` decompressed on the fly).
+    builder : TraceSetBuilder
+        Where the trajectories go.
+    report : LoadReport
+        Where the problems go.
+    defaults : dict, optional
+        Metadata filled in where a line has none.
+    **_
+        Other readers' options (ignored).
+
+    Returns
+    -------
+    None
+        The trajectories are in ``builder``.
+
+    Examples
+    --------
+    >>> from htc_core.formats import native
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> native.read_file("sample_runs/units/units_SmolLM2-135M-greedy.jsonl", builder=builder, report=report)
+    >>> len(builder), report.lines_read
+    (250, 250)
+    """
     file = str(path)
     before = report.lines_read
     read_stream(iter_lines(Path(path)), file=file, builder=builder, report=report, defaults=defaults)
@@ -306,7 +341,37 @@ def read_file(path: str | os.PathLike, *, builder: TraceSetBuilder, report: Load
 
 def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: dict | None = None,
          report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read htc-trace JSONL files or directories of them; returns (trace set, load report)."""
+    """Read htc-trace JSONL files or directories of them; returns (trace set, load report).
+
+    The native format (DESIGN.md section 2): one trajectory per line, ``id`` and ``steps[].logprobs``
+    required. Files are streamed (memory is bounded by the output arrays); every bad line is reported (file,
+    line, field, value, reason) and every good line is kept.
+
+    Parameters
+    ----------
+    paths : str, path or iterable of them
+        Files and folders (folders are read recursively for ``.jsonl`` / ``.jsonl.gz``).
+    defaults : dict, optional
+        Metadata filled in where a line has none (e.g. ``{"dataset": "mine"}``).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories.
+    report : LoadReport
+        Counts and problems.
+
+    Examples
+    --------
+    >>> from htc_core.formats import native
+    >>> ts, report = native.read("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> len(ts), ts.n_steps, ts.n_tokens, ts.k, report.rejected
+    (250, 547, 11808, 5, 0)
+    >>> ts.meta.loc[0, ["question", "answer", "gold"]].tolist()
+    ['How many meters are in 16.5 feet?', '5.03', '5.03']
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     report = report or LoadReport()
@@ -329,7 +394,37 @@ def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: di
 
 def read_bytes(data: bytes, *, name: str = "<upload>", defaults: dict | None = None,
                report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read htc-trace JSONL held in memory (an upload)."""
+    """Read htc-trace JSONL held in memory (an upload).
+
+    Parameters
+    ----------
+    data : bytes
+        The lines (not compressed).
+    name : str, default="<upload>"
+        The name shown in the report and recorded as each trajectory's ``source``.
+    defaults : dict, optional
+        Metadata filled in where a line has none.
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories.
+    report : LoadReport
+        Counts and problems.
+
+    Examples
+    --------
+    >>> from htc_core.formats import native
+    >>> data = (b'{"id": "r1", "success": true, "steps": [{"name": "cot", "logprobs": [-0.1, -0.5]}]}\\n'
+    ...         b'{"id": "r2", "steps": []}\\n')
+    >>> ts, report = native.read_bytes(data, name="mine.jsonl")
+    >>> ts.ids.tolist(), ts.labels.tolist()
+    (['r1'], [1.0])
+    >>> [(p.line, p.reason) for p in report.errors]
+    [(2, 'trajectory has no steps')]
+    """
     report = report or LoadReport()
     report.files.append(name)
     builder = TraceSetBuilder()
@@ -344,6 +439,31 @@ def write(ts: TraceSet, path_or_file: str | os.PathLike | IO[str]) -> int:
     """Write a trace set as htc-trace JSONL v1; returns the number of trajectories written.
 
     A path is written atomically (``htc_core.atomic``): a failure half-way leaves the previous file intact.
+    Reading the file back with :func:`read` gives the same trajectories.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The trajectories.
+    path_or_file : str, path or text file
+        Where to write: a path (replaced atomically) or an open text file (written to, not closed).
+
+    Returns
+    -------
+    int
+        The number of trajectories written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.formats import native
+    >>> ts, _ = native.read_bytes(b'{"id": "r1", "success": false, "steps": [{"logprobs": [-0.1, -0.5]}]}')
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+    >>> native.write(ts, path)
+    1
+    >>> back, _ = native.read(path)
+    >>> back.trajectory(0)["steps"], back.labels.tolist()
+    ([{'name': '', 'logprobs': [-0.1, -0.5]}], [0.0])
     """
     if hasattr(path_or_file, "write"):
         _write_lines(ts, path_or_file)
@@ -356,12 +476,14 @@ def write(ts: TraceSet, path_or_file: str | os.PathLike | IO[str]) -> int:
 
 
 def _write_lines(ts: TraceSet, fh: IO[str]) -> None:
+    """One JSON line per trajectory."""
     for i in range(ts.n_trajectories):
         fh.write(json.dumps(ts.trajectory(i), ensure_ascii=False, default=_json_default))
         fh.write("\n")
 
 
 def _json_default(o: Any) -> Any:
+    """numpy scalars as Python numbers (``json.dumps``'s ``default``)."""
     if isinstance(o, np.generic):
         return o.item()
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
