@@ -33,8 +33,11 @@ from .walk import walk_values
 
 NAME = "atif"
 
+__all__ = ["read", "read_file"]
+
 
 def is_atif(obj: Any) -> bool:
+    """Whether a value is an ATIF trajectory (``schema_version`` 'ATIF-...', or steps with step_id and source)."""
     if not isinstance(obj, dict):
         return False
     sv = obj.get("schema_version")
@@ -47,6 +50,7 @@ def is_atif(obj: Any) -> bool:
 
 def parse_trajectory(obj: Any, *, default_id: str, report: LoadReport, file: str, line: int | None
                      ) -> TrajAcc | None:
+    """One ATIF trajectory object as a trajectory, or None (reported) when it is not one."""
     if not is_atif(obj):
         report.error(file, line, "not an ATIF trajectory (needs schema_version 'ATIF-...' or steps with "
                                  "step_id and source)", value=obj)
@@ -141,6 +145,48 @@ def _detail(acc: TrajAcc, st: dict) -> dict:
 
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
+    """Read one ATIF file into ``builder``.
+
+    The reader protocol of every format (``htc_core.formats.READERS``): the trajectories go to ``builder``,
+    every problem to ``report``; an agent step without logprobs is dropped with a warning.
+
+    Parameters
+    ----------
+    path : str or path
+        The file (``.json``: one trajectory or an array of them; ``.jsonl``: one per line).
+    builder : TraceSetBuilder
+        Where the trajectories go.
+    report : LoadReport
+        Where the problems go.
+    defaults : dict, optional
+        Metadata filled in where a run has none.
+    **_
+        Other readers' options (ignored).
+
+    Returns
+    -------
+    None
+        The trajectories are in ``builder``.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from htc_core.formats import atif
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> run = {"schema_version": "ATIF-v1.4", "session_id": "s-1", "agent": {"name": "mine", "model_name": "m"},
+    ...        "steps": [{"step_id": 1, "source": "user", "message": "2 + 2?"},
+    ...                  {"step_id": 2, "source": "agent", "message": "4",
+    ...                   "metrics": {"completion_tokens": 1, "logprobs": [-0.05]}}]}
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
+    >>> with open(path, "w") as fh:
+    ...     json.dump(run, fh)
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> atif.read_file(path, builder=builder, report=report)
+    >>> ts = builder.build()
+    >>> ts.ids.tolist(), ts.meta.loc[0, ["framework", "question"]].tolist(), ts.k
+    (['s-1'], ['mine', '2 + 2?'], 0)
+    """
     path = Path(path)
     file = str(path)
     name = stem(file)
@@ -168,6 +214,7 @@ def _read_array(path: Path, sink: RecordSink, name: str) -> None:
 
 
 def sniff(sample) -> str | None:
+    """None when the first sampled value of a file is an ATIF trajectory, else why not."""
     if not sample.objs:
         return sample.why_empty or "no JSON value could be read"
     if is_atif(sample.objs[0]):
@@ -177,5 +224,33 @@ def sniff(sample) -> str | None:
 
 def read(paths: Inputs, *, defaults: dict | None = None,
          report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read ATIF files or directories of them; returns (trace set, load report)."""
+    """Read ATIF files or directories of them; returns (trace set, load report).
+
+    Each agent step with ``metrics.logprobs`` becomes one step (chosen-token logprobs only: k = 0).
+
+    Parameters
+    ----------
+    paths : str, path or iterable of them
+        Files and folders (folders are read recursively for ``.json``, ``.jsonl`` and their ``.gz``).
+    defaults : dict, optional
+        Metadata filled in where a run has none (e.g. ``{"dataset": "mine"}``).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories.
+    report : LoadReport
+        Counts and problems.
+
+    Examples
+    --------
+    >>> from htc_core.formats import atif
+    >>> ts, report = atif.read("tests/fixtures/formats/atif.json")
+    >>> ts.ids.tolist(), ts.steps_per_trajectory.tolist(), ts.n_tokens, ts.k
+    (['q-paris'], [2], 19, 0)
+    >>> ts.meta.loc[0, ["framework", "model", "question"]].tolist()
+    ['tiny-react', 'SmolLM2-135M-Instruct', 'What is the capital of France?']
+    """
     return read_with(read_file, paths, defaults=defaults, report=report)

@@ -59,8 +59,12 @@ NAME = "openai-calllog"
 ORDER_KEYS = ("step", "created", "timestamp")
 DEFAULT_GROUP_KEYS = ID_KEYS
 
+__all__ = ["read", "read_file", "ORDER_KEYS", "DEFAULT_GROUP_KEYS"]
+
 
 class _Step:
+    """One logged call of a trajectory: its position, order keys, parsed parts and step details."""
+
     __slots__ = ("seq", "line", "name", "order", "parts", "missing", "new_msgs", "all_msgs", "detail")
 
     def __init__(self, seq: int, line: int, name: str, order: tuple):
@@ -116,10 +120,11 @@ def _step_details(steps: list[_Step]) -> list[dict]:
 
 
 class _Group(TrajAcc):
-    pass
+    """The trajectory of one id being grouped."""
 
 
 def _get_path(obj: dict, path: str) -> Any:
+    """The value at a dotted path (``metadata.session``) of nested objects, or None."""
     cur: Any = obj
     for part in path.split("."):
         if not isinstance(cur, dict):
@@ -129,6 +134,7 @@ def _get_path(obj: dict, path: str) -> Any:
 
 
 def _scalar_id(v: Any) -> str | None:
+    """A scalar id as text (None for a missing, blank, boolean or nested value)."""
     if v is None or isinstance(v, (dict, list, bool)):
         return None
     s = str(v)
@@ -136,6 +142,7 @@ def _scalar_id(v: Any) -> str | None:
 
 
 def group_id(obj: dict, group_by: str | None) -> str | None:
+    """The trajectory id of a line: its ``group_by`` value, else the first of ``DEFAULT_GROUP_KEYS``."""
     if group_by:
         return _scalar_id(_get_path(obj, group_by) if "." in group_by else obj.get(group_by))
     for k in DEFAULT_GROUP_KEYS:
@@ -152,6 +159,7 @@ def group_id(obj: dict, group_by: str | None) -> str | None:
 
 
 def _order_of(obj: dict, resp: Any) -> tuple:
+    """The values of ``ORDER_KEYS`` of a call (on the line, else in the response; None where absent)."""
     out = []
     first = resp[0] if isinstance(resp, list) and resp else resp
     for k in ORDER_KEYS:
@@ -163,12 +171,14 @@ def _order_of(obj: dict, resp: Any) -> tuple:
 
 
 def _id_regex(group_by: str | None) -> re.Pattern:
+    """A regex finding the trajectory id in the raw bytes of a line that is not valid JSON."""
     keys = [group_by.split(".")[-1]] if group_by else list(DEFAULT_GROUP_KEYS)
     alt = "|".join(re.escape(k) for k in keys)
     return re.compile(rb'"(?:' + alt.encode() + rb')"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 def _sort_steps(steps: list[_Step]) -> list[_Step]:
+    """Steps in the order of the first ``ORDER_KEYS`` key every step has (file order breaks ties)."""
     for i in range(len(ORDER_KEYS)):
         vals = [s.order[i] for s in steps]
         if any(v is None for v in vals):
@@ -180,7 +190,54 @@ def _sort_steps(steps: list[_Step]) -> list[_Step]:
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None,
               group_by: str | None = None, **_: Any) -> None:
-    """Read one call-log JSONL file into ``builder``."""
+    """Read one call-log JSONL file into ``builder``.
+
+    The reader protocol of every format (``htc_core.formats.READERS``): the trajectories go to ``builder``,
+    every problem to ``report``. The calls are grouped by trajectory id within the file and ordered by
+    ``step``, ``created`` or ``timestamp`` (``ORDER_KEYS``).
+
+    Parameters
+    ----------
+    path : str or path
+        The JSONL file (or ``.jsonl.gz``).
+    builder : TraceSetBuilder
+        Where the trajectories go.
+    report : LoadReport
+        Where the problems go.
+    defaults : dict, optional
+        Metadata filled in where a trajectory has none.
+    group_by : str, optional
+        The key (a dotted path such as ``metadata.session`` allowed) holding the trajectory id; by default the
+        first of ``DEFAULT_GROUP_KEYS`` on the line or in its ``metadata``.
+    **_
+        Other readers' options (ignored).
+
+    Returns
+    -------
+    None
+        The trajectories are in ``builder``.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from htc_core.formats import openai_calllog
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> def call(text, logprob):
+    ...     return {"object": "chat.completion", "choices": [{"message": {"content": text}, "logprobs": {
+    ...         "content": [{"token": text, "logprob": logprob, "top_logprobs": []}]}}]}
+    >>> lines = [{"metadata": {"session": "s1"}, "step": 1, "response": call("Paris", -0.2)},
+    ...          {"metadata": {"session": "s1"}, "step": 0, "response": call("Thinking", -0.1)},
+    ...          {"metadata": {"session": "s2"}, "response": call("42", -1.5)}]
+    >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+    >>> with open(path, "w") as fh:
+    ...     fh.writelines(json.dumps(line) + "\\n" for line in lines)
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> openai_calllog.read_file(path, builder=builder, report=report, group_by="metadata.session")
+    >>> ts = builder.build()
+    >>> ts.ids.tolist(), ts.steps_per_trajectory.tolist(), ts.step_text.tolist()
+    (['s1', 's2'], [2, 1], ['Thinking', 'Paris', '42'])
+    """
     path = Path(path)
     file = str(path)
     log = _CallLog(file, report, group_by)
@@ -212,6 +269,7 @@ class _CallLog:
         self.tools: dict[str, list[ToolEvent]] = {}   # tool lines per trajectory id
 
     def group(self, gid: str, line: int) -> _Group:
+        """The trajectory of id ``gid`` (created at its first line)."""
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = _Group(gid, self.file, line)
@@ -225,6 +283,7 @@ class _CallLog:
                  "the file is cut short after this trajectory's last call read; the trajectory is rejected")
 
     def read_line(self, no: int, raw: bytes) -> None:
+        """One line: an LLM call (a step), a tool line, a line of trajectory fields, or an event (skipped)."""
         report, file = self.report, self.file
         try:
             obj = loads(raw)
@@ -351,6 +410,7 @@ class _CallLog:
 
 
 def sniff(sample) -> str | None:
+    """None when the sampled lines of a file hold one LLM call each, else why not."""
     if sample.kind != "jsonl":
         return f"not JSONL (a {sample.kind} document)"
     if not sample.objs:
@@ -365,5 +425,37 @@ def sniff(sample) -> str | None:
 
 def read(paths: Inputs, *, defaults: dict | None = None, report: LoadReport | None = None,
          group_by: str | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read call-log JSONL files or directories; returns (trace set, load report)."""
+    """Read call-log JSONL files or directories; returns (trace set, load report).
+
+    One line is one logged LLM call; calls are grouped into trajectories by id, tool lines become the tool
+    call and observation of the call they follow (see the module's description). A broken line rejects the
+    trajectory it belongs to and nothing else.
+
+    Parameters
+    ----------
+    paths : str, path or iterable of them
+        Files and folders (folders are read recursively for ``.jsonl`` and ``.jsonl.gz``).
+    defaults : dict, optional
+        Metadata filled in where a trajectory has none (e.g. ``{"dataset": "mine"}``).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+    group_by : str, optional
+        The key holding the trajectory id (see :func:`read_file`).
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories.
+    report : LoadReport
+        Counts and problems.
+
+    Examples
+    --------
+    >>> from htc_core.formats import openai_calllog
+    >>> ts, report = openai_calllog.read("tests/fixtures/foreign/react_calllog.jsonl")
+    >>> ts.ids.tolist(), ts.steps_per_trajectory.tolist(), report.tool_lines
+    (['r1', 'r2', 'r3'], [2, 2, 2], 4)
+    >>> ts.meta.loc[0, ["question", "answer"]].tolist(), ts.step_fields["tool"][0]
+    (['What is 14 times 8?', '112'], '{"name":"calculator","arguments":"14*8"}')
+    """
     return read_with(read_file, paths, defaults=defaults, report=report, group_by=group_by)

@@ -40,13 +40,17 @@ NAME = "smolagents"
 FRAMEWORK = "smolagents"
 RUN_KEYS = ("steps", "full_steps", "memory")
 
+__all__ = ["read", "read_file"]
+
 
 def is_step(obj: Any) -> bool:
+    """Whether a value is a smolagents memory step (task, planning or action step)."""
     return isinstance(obj, dict) and ("task" in obj or "model_output_message" in obj
                                       or ("step_number" in obj and "timing" in obj))
 
 
 def steps_of(obj: Any) -> list | None:
+    """The memory steps of a run (a list of steps, or an object holding one under ``RUN_KEYS``), or None."""
     if isinstance(obj, list) and obj and is_step(obj[0]):
         return obj
     if isinstance(obj, dict):
@@ -67,6 +71,7 @@ class _Run:
         self.i = 0
 
     def step(self, st: Any, line: int | None) -> None:
+        """Take one memory step: the task gives the question, a planning/action step with logprobs a step."""
         acc, report, file, i = self.acc, self.report, self.file, self.i
         self.i += 1
         f = f"steps[{i}]"
@@ -182,6 +187,7 @@ def _detail(st: dict, *, first: bool) -> dict:
 
 
 def _answer_text(v: Any) -> str | None:
+    """A final answer's text (a string as is, anything else as JSON)."""
     if v is None:
         return None
     if isinstance(v, str):
@@ -193,6 +199,7 @@ def _answer_text(v: Any) -> str | None:
 
 
 def _run_from_obj(obj: Any, default_id: str, report: LoadReport, file: str, line: int | None) -> TrajAcc | None:
+    """One run (a list of steps or an object holding one), or None (reported)."""
     steps = steps_of(obj)
     if steps is None:
         report.error(file, line, "not a smolagents run (a list of memory steps, the first being {'task': ...})",
@@ -209,6 +216,39 @@ def _run_from_obj(obj: Any, default_id: str, report: LoadReport, file: str, line
 
 
 def read_file(path, *, builder: TraceSetBuilder, report: LoadReport, defaults: dict | None = None, **_: Any) -> None:
+    """Read one smolagents file into ``builder``.
+
+    The reader protocol of every format (``htc_core.formats.READERS``): the runs go to ``builder`` (framework
+    ``smolagents``), every problem to ``report``; a step without logprobs is dropped with a warning naming it.
+
+    Parameters
+    ----------
+    path : str or path
+        The file (``.json``: one run, or an array of runs; ``.jsonl``: one run per line).
+    builder : TraceSetBuilder
+        Where the trajectories go.
+    report : LoadReport
+        Where the problems go.
+    defaults : dict, optional
+        Metadata filled in where a run has none.
+    **_
+        Other readers' options (ignored).
+
+    Returns
+    -------
+    None
+        The trajectories are in ``builder``.
+
+    Examples
+    --------
+    >>> from htc_core.formats import smolagents
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> smolagents.read_file("tests/fixtures/formats/smolagents_run.json", builder=builder, report=report)
+    >>> len(builder), len(report.warnings)
+    (1, 3)
+    """
     path = Path(path)
     sink = RecordSink(builder, report, defaults, str(path), FRAMEWORK)
     kind = container_kind(path)
@@ -256,6 +296,7 @@ def _read_array(path: Path, sink: RecordSink) -> None:
 
 
 def sniff(sample) -> str | None:
+    """None when the sampled values of a file are smolagents runs or memory steps, else why not."""
     if not sample.objs:
         return sample.why_empty or "no JSON value could be read"
     first = sample.objs[0]
@@ -270,5 +311,34 @@ def sniff(sample) -> str | None:
 
 def read(paths: Inputs, *, defaults: dict | None = None,
          report: LoadReport | None = None) -> tuple[TraceSet, LoadReport]:
-    """Read smolagents run files or directories of them; returns (trace set, load report)."""
+    """Read smolagents run files or directories of them; returns (trace set, load report).
+
+    A run is the JSON of ``agent.memory.get_full_steps()`` (see the module's description); its planning and
+    action steps with logprobs become the steps, its task the question, its final answer the answer.
+
+    Parameters
+    ----------
+    paths : str, path or iterable of them
+        Files and folders (folders are read recursively for ``.json``, ``.jsonl`` and their ``.gz``).
+    defaults : dict, optional
+        Metadata filled in where a run has none (e.g. ``{"dataset": "mine"}``).
+    report : LoadReport, optional
+        A report to add to (a new one by default).
+
+    Returns
+    -------
+    ts : TraceSet
+        The trajectories.
+    report : LoadReport
+        Counts and problems.
+
+    Examples
+    --------
+    >>> from htc_core.formats import smolagents
+    >>> ts, report = smolagents.read("tests/fixtures/formats/smolagents_run.json")
+    >>> ts.ids.tolist(), ts.step_name.tolist(), ts.meta.loc[0, "question"]
+    (['smolagents_run'], ['action', 'action'], 'What is 2 + 3? Give just the number.')
+    >>> report.warnings[0].reason
+    'planning step keeps no raw response, so no logprobs; step dropped'
+    """
     return read_with(read_file, paths, defaults=defaults, report=report)
