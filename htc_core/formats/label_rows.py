@@ -21,13 +21,43 @@ from .jsonio import ParseError, container_kind, iter_json_array, iter_lines, loa
 
 __all__ = ["label_rows", "DELIMITERS"]
 
-#: the separators a delimited labels file may use, in order of preference on a tie
+# the separators a delimited labels file may use, in order of preference on a tie
 DELIMITERS = (",", ";", "\t", "|")
 _BOMS = ((b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"), (b"\xef\xbb\xbf", "utf-8-sig"))
 
 
 def label_rows(path: Path, report: LoadReport) -> Iterator[tuple[int | None, Any]]:
-    """Yield (line, row) from a labels file; problems go to ``report`` (a bad row never stops the others)."""
+    """Yield (line, row) from a labels file; problems go to ``report`` (a bad row never stops the others).
+
+    The file's kind is told from its suffix and first bytes (see the module's description); a delimited file's
+    separator from its header line. Rows are not interpreted here (:func:`htc_core.formats.labels.read_labels`
+    does that).
+
+    Parameters
+    ----------
+    path : str or path
+        The labels file (CSV/TSV/TXT, JSONL or JSON; gzip-compressed or not).
+    report : LoadReport
+        Where the problems go (an unreadable file, a malformed row, undecodable bytes).
+
+    Yields
+    ------
+    line : int or None
+        The row's 1-based line (None inside a JSON document).
+    row : object
+        The row: a dict of the columns for delimited files, the decoded JSON value otherwise.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.formats.label_rows import label_rows
+    >>> from htc_core.report import LoadReport
+    >>> path = os.path.join(tempfile.mkdtemp(), "labels.txt")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("id;success\\nr1;yes\\nr2;no\\n")
+    >>> list(label_rows(path, LoadReport()))
+    [(2, {'id': 'r1', 'success': 'yes'}), (3, {'id': 'r2', 'success': 'no'})]
+    """
     head = _head(path)
     if head is None:
         report.error(str(path), None, "cannot read labels file", rejects=False)
@@ -47,6 +77,7 @@ def label_rows(path: Path, report: LoadReport) -> Iterator[tuple[int | None, Any
 
 
 def _head(path: Path) -> bytes | None:
+    """The first 4096 bytes of a file (decompressed), or None when it cannot be read."""
     try:
         opener = gzip.open if str(path).lower().endswith(".gz") else open
         with opener(path, "rb") as fh:
@@ -62,6 +93,7 @@ def sniff_delimiter(header: str) -> str:
 
 
 def _csv_rows(path: Path, encoding: str, report: LoadReport) -> Iterator[tuple[int, dict]]:
+    """The rows of a delimited file, its separator sniffed from the header line."""
     file = str(path)
     opener = gzip.open if file.lower().endswith(".gz") else open
     try:
@@ -81,6 +113,7 @@ def _csv_rows(path: Path, encoding: str, report: LoadReport) -> Iterator[tuple[i
 
 
 def _chain(first: str, rest) -> Iterator[str]:
+    """``first`` then the lines of ``rest``."""
     yield first
     yield from rest
 
@@ -130,6 +163,7 @@ def _json_rows(path: Path, kind: str, report: LoadReport) -> Iterator[tuple[int 
 
 
 def _jsonl_rows(path: Path, report: LoadReport) -> Iterator[tuple[int, Any]]:
+    """The rows of a JSONL file (blank lines skipped, a malformed line reported)."""
     file = str(path)
     try:
         for no, raw in iter_lines(path):

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-__all__ = ["Span", "SpanError", "hex_id", "spans_of_otlp", "span_of_row", "is_otlp", "is_span_row",
-           "input_messages", "STATUS_ERROR"]
+__all__ = ["Span", "SpanError", "spans_of_otlp", "span_of_row", "STATUS_ERROR"]
 
 STATUS_ERROR = "ERROR"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -36,13 +35,74 @@ _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET", "STATU
 
 
 class SpanError(ValueError):
+    """A span that cannot be read: the field, its value and the reason (the caller reports it).
+
+    Parameters
+    ----------
+    field : str
+        The field at fault (``traceId``, ``context.trace_id``, ``start_time``, ...).
+    value : object
+        Its value (None when missing).
+    reason : str
+        Why the span cannot be read.
+
+    Examples
+    --------
+    >>> from htc_core.formats.otel_spans import SpanError, span_of_row
+    >>> try:
+    ...     span_of_row({"context.span_id": "eee19b7ec3c1b174"})
+    ... except SpanError as e:
+    ...     print(e.field, "|", e.reason)
+    context.trace_id | the span has no context.trace_id
+    """
+
     def __init__(self, field: str, value: Any, reason: str):
+        """Keep the field, the value and the reason (the reason is the message)."""
         super().__init__(reason)
         self.field, self.value, self.reason = field, value, reason
 
 
 @dataclass
 class Span:
+    """One OpenTelemetry span in plain form (ids as lower-case hex, times in ns, attributes flat).
+
+    Parameters
+    ----------
+    trace_id : str
+        The trace's id (hex).
+    span_id : str
+        The span's id (hex).
+    parent_id : str or None
+        The parent span's id; None for a root span.
+    name : str
+        The span's name.
+    kind : str
+        The OpenInference span kind, upper case (``LLM``, ``TOOL``, ``CHAIN``, ``AGENT``, ...; ``""`` when none).
+    start_ns, end_ns : int or None
+        Start and end times, nanoseconds since the epoch.
+    status : str
+        ``"OK"``, ``"ERROR"`` or ``"UNSET"``.
+    status_message : str or None
+        The status message (an error's text).
+    attributes : dict
+        The attributes under their dotted names (``llm.model_name``, ``output.value``, ...).
+    resource : dict
+        The resource attributes (``service.name``, ...).
+
+    See Also
+    --------
+    spans_of_otlp, span_of_row : make them.
+
+    Examples
+    --------
+    >>> from htc_core.formats.otel_spans import Span
+    >>> sp = Span("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", None, "chat", "LLM",
+    ...           start_ns=1_700_000_000_000_000_000, end_ns=1_700_000_000_250_000_000, status="OK",
+    ...           status_message=None, attributes={"llm.model_name": "gpt-4o-mini"})
+    >>> sp.latency_s, sp.attr("llm.model_name")
+    (0.25, 'gpt-4o-mini')
+    """
+
     trace_id: str
     span_id: str
     parent_id: str | None
@@ -57,16 +117,49 @@ class Span:
 
     @property
     def latency_s(self) -> float | None:
+        """The span's duration in seconds (None when a time is missing or the end precedes the start).
+
+        Returns
+        -------
+        float or None
+            ``(end_ns - start_ns) / 1e9``.
+
+        Examples
+        --------
+        >>> from htc_core.formats.otel_spans import Span
+        >>> Span("t", "s", None, "tool", "TOOL", 0, 1_500_000_000, "OK", None).latency_s
+        1.5
+        """
         if self.start_ns is None or self.end_ns is None or self.end_ns < self.start_ns:
             return None
         return (self.end_ns - self.start_ns) / 1e9
 
     def attr(self, key: str) -> Any:
+        """One attribute's value, or None.
+
+        Parameters
+        ----------
+        key : str
+            The attribute's dotted name.
+
+        Returns
+        -------
+        object
+            Its value (None when the span has no such attribute).
+
+        Examples
+        --------
+        >>> from htc_core.formats.otel_spans import Span
+        >>> sp = Span("t", "s", None, "chat", "LLM", None, None, "UNSET", None, {"llm.model_name": "m"})
+        >>> sp.attr("llm.model_name"), sp.attr("output.value")
+        ('m', None)
+        """
         return self.attributes.get(key)
 
 
 # ------------------------------------------------------------------------------------------- OTLP JSON
 def is_otlp(obj: Any) -> bool:
+    """Whether a value is an OTLP JSON request (a ``resourceSpans`` list)."""
     return isinstance(obj, dict) and isinstance(obj.get("resourceSpans", obj.get("resource_spans")), list)
 
 
@@ -98,6 +191,7 @@ def _any_value(v: Any) -> Any:
 
 
 def _attributes(items: Any) -> dict:
+    """OTLP ``[{key, value}]`` attributes as a dict of Python values."""
     if isinstance(items, dict):            # already a mapping (some exporters)
         return dict(items)
     if not isinstance(items, list):
@@ -163,12 +257,14 @@ def _nanos(v: Any, fld: str, *, ns: bool = False) -> int | None:
 
 
 def _status(code: Any) -> str:
+    """A status code (0/1/2, ``STATUS_CODE_*`` or a name) as ``OK``, ``ERROR`` or ``UNSET``."""
     if isinstance(code, str) and code.upper() in ("OK", "ERROR", "UNSET"):
         return code.upper()
     return _STATUS.get(code, "UNSET")
 
 
 def _otlp_span(sp: Any, resource: dict) -> Span:
+    """One OTLP JSON span object as a :class:`Span` (:class:`SpanError` when it cannot be read)."""
     if not isinstance(sp, dict):
         raise SpanError("span", sp, f"a span must be an object, got {type(sp).__name__}")
     attrs = _attributes(sp.get("attributes") or [])
@@ -187,7 +283,37 @@ def _otlp_span(sp: Any, resource: dict) -> Span:
 
 
 def spans_of_otlp(doc: dict, on_error) -> list[Span]:
-    """Every readable span of an OTLP JSON document; ``on_error(SpanError, where)`` for each one that is not."""
+    """Every readable span of an OTLP JSON document; ``on_error(SpanError, where)`` for each one that is not.
+
+    Parameters
+    ----------
+    doc : dict
+        An OTLP JSON request: ``{"resourceSpans": [{"resource": ..., "scopeSpans": [{"spans": [...]}]}]}``
+        (camelCase or snake_case keys).
+    on_error : callable
+        Called as ``on_error(error, where)`` for each span that cannot be read, ``where`` its path in ``doc``
+        (``resourceSpans[0].scopeSpans[0].spans[1]``); the other spans are still read.
+
+    Returns
+    -------
+    list of Span
+        The readable spans, in document order.
+
+    Examples
+    --------
+    >>> from htc_core.formats.otel_spans import spans_of_otlp
+    >>> doc = {"resourceSpans": [{"resource": {"attributes": [
+    ...     {"key": "service.name", "value": {"stringValue": "agent"}}]}, "scopeSpans": [{"spans": [
+    ...     {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "name": "chat",
+    ...      "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000250000000",
+    ...      "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}}]},
+    ...     {"spanId": "eee19b7ec3c1b175", "name": "no trace id"}]}]}]}
+    >>> spans = spans_of_otlp(doc, lambda e, where: print(where, "->", e.reason))
+    resourceSpans[0].scopeSpans[0].spans[1] -> the span has no traceId
+    >>> sp = spans[0]
+    >>> sp.kind, sp.latency_s, sp.resource
+    ('LLM', 0.25, {'service.name': 'agent'})
+    """
     out = []
     for i, rs in enumerate(doc.get("resourceSpans", doc.get("resource_spans")) or []):
         if not isinstance(rs, dict):
@@ -210,7 +336,7 @@ def spans_of_otlp(doc: dict, on_error) -> list[Span]:
 
 # ---------------------------------------------------------------------------------- Phoenix span rows
 def is_span_row(obj: Any) -> bool:
-    """A Phoenix/OpenInference span row: flat ``context.trace_id`` or a nested ``context`` with ``trace_id``."""
+    """Whether a value is a Phoenix span row: flat ``context.trace_id`` or a nested ``context`` with ``trace_id``."""
     if not isinstance(obj, dict):
         return False
     ctx = obj.get("context")
@@ -218,6 +344,7 @@ def is_span_row(obj: Any) -> bool:
 
 
 def _flatten(prefix: str, value: Any, out: dict) -> None:
+    """Nested objects (and lists of objects) into ``out`` under dotted keys."""
     if isinstance(value, dict):
         for k, v in value.items():
             _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
@@ -242,7 +369,36 @@ def _plain(v: Any) -> Any:
 
 
 def span_of_row(row: dict) -> Span:
-    """One Phoenix span row (a JSONL object or a Parquet row as a dict) as a :class:`Span`."""
+    """One Phoenix span row (a JSONL object or a Parquet row as a dict) as a :class:`Span`.
+
+    Parameters
+    ----------
+    row : dict
+        The row of ``px.Client().get_spans_dataframe()``: ``context.trace_id``, ``context.span_id``,
+        ``parent_id``, ``name``, ``span_kind``, ``start_time``, ``end_time``, ``status_code``, ``status_message``
+        and ``attributes.*`` (flat, or one nested ``attributes`` object).
+
+    Returns
+    -------
+    Span
+        The span.
+
+    Raises
+    ------
+    SpanError
+        A missing id or a value that is not a time.
+
+    Examples
+    --------
+    >>> from htc_core.formats.otel_spans import span_of_row
+    >>> sp = span_of_row({"context.trace_id": "5b8efff798038103d269b633813fc60c",
+    ...                   "context.span_id": "eee19b7ec3c1b174", "parent_id": None, "name": "ChatCompletion",
+    ...                   "span_kind": "LLM", "start_time": "2024-05-01T12:00:00+00:00",
+    ...                   "end_time": "2024-05-01T12:00:01.500000+00:00", "status_code": "OK",
+    ...                   "attributes.llm.model_name": "gpt-4o-mini"})
+    >>> sp.kind, sp.latency_s, sp.attributes
+    ('LLM', 1.5, {'llm.model_name': 'gpt-4o-mini'})
+    """
     row = {k: _plain(v) for k, v in row.items()}
     ctx = row.get("context") if isinstance(row.get("context"), dict) else {}
     attrs: dict = {}
@@ -264,8 +420,11 @@ def span_of_row(row: dict) -> Span:
 
 # --------------------------------------------------------------------------------- message attributes
 def input_messages(attrs: dict, prefix: str = "llm.input_messages") -> list[dict]:
-    """The chat messages of an LLM span (``llm.input_messages.<i>.message.role/content``, content parts
-    ``message.contents.<j>.message_content.text``) as OpenAI-style ``{"role", "content"}`` dicts, in order."""
+    """The chat messages of an LLM span as OpenAI-style ``{"role", "content"}`` dicts, in order.
+
+    From ``llm.input_messages.<i>.message.role/content`` (content parts:
+    ``message.contents.<j>.message_content.text``).
+    """
     rows: dict[int, dict] = {}
     head = prefix + "."
     for key, v in attrs.items():

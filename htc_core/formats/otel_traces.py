@@ -42,7 +42,37 @@ _ROOT_ANSWER_KINDS = ("AGENT", "CHAIN")
 
 @dataclass
 class SpanStats:
-    """What a batch of spans held (for the load report and the receiver's answer)."""
+    """What a batch of spans held (for the load report and the receiver's answer).
+
+    Parameters
+    ----------
+    spans : int, default=0
+        Spans read.
+    llm_spans : int, default=0
+        LLM spans among them (the candidate steps).
+    tool_spans : int, default=0
+        TOOL spans (attached to the LLM step before them).
+    without_logprobs : int, default=0
+        LLM spans whose response carries no logprobs (steps dropped, reported with :data:`NO_LOGPROBS_FIX`).
+    unreadable : int, default=0
+        Spans or lines that could not be read.
+    traces : int, default=0
+        Traces (or sessions) seen: one trajectory each, unless rejected.
+    other_spans : int, default=0
+        Spans of traces without any LLM span (such a trace is rejected).
+
+    See Also
+    --------
+    add_traces : counts them.
+
+    Examples
+    --------
+    >>> from htc_core.formats import otel
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> otel.read_file("tests/fixtures/foreign/otel_phoenix.parquet", builder=TraceSetBuilder(), report=LoadReport())
+    SpanStats(spans=7, llm_spans=5, tool_spans=1, without_logprobs=1, unreadable=1, traces=3, other_spans=0)
+    """
 
     spans: int = 0
     llm_spans: int = 0
@@ -54,13 +84,62 @@ class SpanStats:
 
 
 def is_llm_span(sp: Span) -> bool:
+    """Whether a span is an LLM call (a step).
+
+    It is when its kind is ``LLM``, or when it has no kind and an ``llm.model_name``, ``llm.provider`` or
+    ``gen_ai.system`` attribute.
+
+    Parameters
+    ----------
+    sp : Span
+        The span.
+
+    Returns
+    -------
+    bool
+        True for an LLM span.
+
+    Examples
+    --------
+    >>> from htc_core.formats.otel_spans import Span
+    >>> from htc_core.formats.otel_traces import is_llm_span
+    >>> untyped = Span("t", "s1", None, "chat", "", None, None, "OK", None, {"gen_ai.system": "openai"})
+    >>> tool = Span("t", "s2", None, "search", "TOOL", None, None, "OK", None)
+    >>> is_llm_span(untyped), is_llm_span(tool)
+    (True, False)
+    """
     if sp.kind == "LLM":
         return True
     return sp.kind == "" and any(k in sp.attributes for k in ("llm.model_name", "llm.provider", "gen_ai.system"))
 
 
 def group_spans(spans: list[Span], group_by: str | None = None) -> dict[str, list[Span]]:
-    """Spans by trajectory: trace id, or the trace's ``session.id`` with ``group_by='session'``."""
+    """Spans by trajectory: trace id, or the trace's ``session.id`` with ``group_by='session'``.
+
+    Parameters
+    ----------
+    spans : list of Span
+        The spans, any order.
+    group_by : str, optional
+        ``"session"`` (or ``"session.id"``, ``"session_id"``): the traces sharing a ``session.id`` attribute form
+        one trajectory (a trace without one stays on its own); otherwise one trajectory per trace.
+
+    Returns
+    -------
+    dict
+        Trajectory id (trace id or session id) -> its spans, in first-seen order.
+
+    Examples
+    --------
+    >>> from htc_core.formats.otel_spans import Span
+    >>> from htc_core.formats.otel_traces import group_spans
+    >>> spans = [Span(t, s, None, "chat", "LLM", None, None, "OK", None, {"session.id": "chat-7"})
+    ...          for t, s in (("t1", "a"), ("t1", "b"), ("t2", "c"))]
+    >>> {k: len(v) for k, v in group_spans(spans).items()}
+    {'t1': 2, 't2': 1}
+    >>> {k: len(v) for k, v in group_spans(spans, group_by="session").items()}
+    {'chat-7': 3}
+    """
     by_trace: dict[str, list[Span]] = {}
     for sp in spans:
         by_trace.setdefault(sp.trace_id, []).append(sp)
@@ -74,6 +153,7 @@ def group_spans(spans: list[Span], group_by: str | None = None) -> dict[str, lis
 
 
 def _start(sp: Span) -> int:
+    """The span's start time for sorting (0 when missing)."""
     return sp.start_ns if sp.start_ns is not None else 0
 
 
@@ -113,6 +193,7 @@ def _llm_step(sp: Span, acc: TrajAcc, report: LoadReport, file: str, line: int |
 
 
 def _tool_detail(sp: Span) -> dict:
+    """A TOOL span as step details: its tool call, observation and error."""
     name = sp.attr("tool.name") or sp.name or "tool"
     args = sp.attr("tool.parameters")
     if args is None:
@@ -129,6 +210,7 @@ def _tool_detail(sp: Span) -> dict:
 
 
 def _merge_tool(detail: dict, tool: dict) -> None:
+    """Add a TOOL span's details to the LLM step before it (the step's own tool call wins)."""
     if tool.get("tool") and "tool" not in detail:
         detail["tool"] = tool["tool"]
     for key in ("observation", "error"):
@@ -137,6 +219,7 @@ def _merge_tool(detail: dict, tool: dict) -> None:
 
 
 def _trace_meta(acc: TrajAcc, spans: list[Span], llm: list[Span]) -> None:
+    """The trajectory's question, answer, model, service and root error from its spans."""
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
     root = min(roots, key=_start) if roots else None
@@ -161,6 +244,7 @@ def _trace_meta(acc: TrajAcc, spans: list[Span], llm: list[Span]) -> None:
 
 
 def _new_input(sp: Span, first: bool) -> str | None:
+    """What an LLM span's request added since the previous call (the whole input for the ``first``)."""
     msgs = input_messages(sp.attributes)
     if msgs:
         return messages_text(msgs if first else new_messages(msgs))
@@ -210,8 +294,49 @@ def trace_to_acc(tid: str, spans: list[Span], report: LoadReport, file: str, lin
 
 def add_traces(spans: list[Span], sink: RecordSink, *, lines: dict | None = None, group_by: str | None = None,
                rename=None) -> SpanStats:
-    """Every trajectory of ``spans`` into ``sink`` (built, checked and counted there). ``rename(id) -> id``: the
-    trajectory id to use for a trace (or session) id (the receiver's ``id@2`` for one it stored before)."""
+    """Every trajectory of ``spans`` into ``sink`` (built, checked and counted there).
+
+    Shared by the ``otel`` file reader and the ``htc serve`` OTLP receiver. A trace whose LLM spans all lack
+    logprobs, or that has no LLM span, is rejected with the reason (and the fix); one trace that fails never
+    costs the others.
+
+    Parameters
+    ----------
+    spans : list of Span
+        The spans, any order.
+    sink : RecordSink
+        Where the trajectories go (``htc_core.formats.records.RecordSink``: a builder, a report, defaults and
+        the file name used in the report).
+    lines : dict, optional
+        Span id -> the line (or row) it came from, for the report.
+    group_by : str, optional
+        As :func:`group_spans`.
+    rename : callable, optional
+        ``rename(id) -> id``: the trajectory id to use for a trace (or session) id (the receiver's ``id@2``
+        for one it stored before).
+
+    Returns
+    -------
+    SpanStats
+        What the spans held.
+
+    Examples
+    --------
+    >>> import json
+    >>> from htc_core.formats.otel_spans import span_of_row
+    >>> with open("tests/fixtures/foreign/otel_phoenix.jsonl") as fh:
+    ...     spans = [span_of_row(json.loads(line)) for line in fh.readlines()[:7]]
+    >>> from htc_core.formats.otel_traces import add_traces
+    >>> from htc_core.formats.records import RecordSink
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> stats = add_traces(spans, RecordSink(builder, report, None, "spans.jsonl"))
+    >>> stats.traces, stats.llm_spans, stats.tool_spans, stats.without_logprobs
+    (3, 5, 1, 1)
+    >>> builder.build().steps_per_trajectory.tolist()
+    [2, 1, 1]
+    """
     stats = SpanStats(spans=len(spans))
     for tid, group in group_spans(spans, group_by).items():
         stats.traces += 1

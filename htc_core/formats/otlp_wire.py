@@ -24,10 +24,21 @@ PROTO_MISSING = ("protobuf OTLP needs the opentelemetry-proto package: pip insta
 
 
 class PayloadError(ValueError):
-    """A request body that holds no readable OTLP traces request."""
+    """A request body that holds no readable OTLP traces request (the message says why).
+
+    Examples
+    --------
+    >>> from htc_core.formats.otlp_wire import PayloadError, decode_traces
+    >>> try:
+    ...     decode_traces(b"{}", "application/json")
+    ... except PayloadError as e:
+    ...     print(e)
+    the JSON body has no resourceSpans list (not an OTLP traces request)
+    """
 
 
 def _inflate(body: bytes, encoding: str | None) -> bytes:
+    """The body decompressed as its ``Content-Encoding`` says (gzip, deflate or none)."""
     enc = (encoding or "").strip().lower()
     if enc in ("", "identity"):
         return body
@@ -42,6 +53,7 @@ def _inflate(body: bytes, encoding: str | None) -> bytes:
 
 
 def _from_protobuf(body: bytes) -> dict:
+    """A protobuf ``ExportTraceServiceRequest`` as its OTLP JSON mapping."""
     try:
         from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError
@@ -58,7 +70,42 @@ def _from_protobuf(body: bytes) -> dict:
 
 def decode_traces(body: bytes, content_type: str | None, content_encoding: str | None = None
                   ) -> tuple[list[Span], list[tuple[str, SpanError]]]:
-    """(spans, [(where, problem)]) of one request body; :class:`PayloadError` when none can be read."""
+    """(spans, [(where, problem)]) of one request body; :class:`PayloadError` when none can be read.
+
+    Parameters
+    ----------
+    body : bytes
+        The HTTP request body of an OTLP/HTTP ``/v1/traces`` export.
+    content_type : str or None
+        Its ``Content-Type``: :data:`PROTOBUF` (needs ``opentelemetry-proto``) or :data:`JSON` (also assumed
+        when missing); parameters such as ``; charset=utf-8`` are ignored.
+    content_encoding : str, optional
+        Its ``Content-Encoding``: ``gzip``, ``deflate`` or none.
+
+    Returns
+    -------
+    spans : list of Span
+        The readable spans.
+    problems : list of (str, SpanError)
+        Where each unreadable span was in the request, and why.
+
+    Raises
+    ------
+    PayloadError
+        A body that cannot be decompressed or decoded, an unsupported content type, or JSON that is not an OTLP
+        traces request.
+
+    Examples
+    --------
+    >>> import gzip, json
+    >>> from htc_core.formats.otlp_wire import decode_traces
+    >>> body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+    ...     {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "name": "chat"},
+    ...     {"name": "broken"}]}]}]}).encode()
+    >>> spans, problems = decode_traces(gzip.compress(body), "application/json", "gzip")
+    >>> [sp.name for sp in spans], [(where, e.reason) for where, e in problems]
+    (['chat'], [('resourceSpans[0].scopeSpans[0].spans[1]', 'the span has no traceId')])
+    """
     body = _inflate(body, content_encoding)
     ctype = (content_type or "").split(";")[0].strip().lower()
     if ctype in (PROTOBUF, "application/protobuf"):
