@@ -22,7 +22,8 @@ from typing import Any
 from ..traces import tool_json
 from .stepdetail import as_text, latency
 
-__all__ = ["ToolEvent", "tool_event", "attach_tools", "TOOL_KEYS", "INPUT_KEYS", "OBSERVATION_KEYS"]
+# the keys a tool line is recognised by; ToolEvent / tool_event / attach_tools are the call-log reader's machinery
+__all__ = ["TOOL_KEYS", "INPUT_KEYS", "OBSERVATION_KEYS"]
 
 TOOL_KEYS = ("tool", "tool_name", "action", "function")
 INPUT_KEYS = ("input", "tool_input", "arguments", "args", "action_input")
@@ -33,6 +34,8 @@ TOOL_TYPES = frozenset({"tool", "tool_call", "tool_result", "observation", "func
 
 @dataclass
 class ToolEvent:
+    """What one tool line records, and where it sits among the LLM calls of its trajectory."""
+
     seq: int              # LLM calls read before this line (file order)
     step: Any             # the line's ``step`` value (None without one)
     tool: str | None      # stored tool JSON
@@ -42,6 +45,7 @@ class ToolEvent:
 
 
 def _first(obj: dict, keys: tuple) -> tuple[str | None, Any]:
+    """(key, value) of the first of ``keys`` with a non-null value, else (None, None)."""
     for k in keys:
         if obj.get(k) is not None:
             return k, obj[k]
@@ -49,11 +53,13 @@ def _first(obj: dict, keys: tuple) -> tuple[str | None, Any]:
 
 
 def _is_tool_type(obj: dict) -> bool:
+    """Whether a line's ``type``/``kind``/``event`` marks it as a tool call (``TOOL_TYPES``)."""
     t = obj.get("type") or obj.get("kind") or obj.get("event")
     return isinstance(t, str) and t.lower() in TOOL_TYPES
 
 
 def _tool(obj: dict) -> str | None:
+    """The stored tool JSON of a tool line (name and arguments), or None without a tool name."""
     _, name = _first(obj, TOOL_KEYS + (("name",) if _is_tool_type(obj) else ()))
     _, args = _first(obj, INPUT_KEYS)
     if isinstance(name, dict):                       # {"tool": {"name": ..., "arguments": ...}}

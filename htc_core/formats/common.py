@@ -41,6 +41,7 @@ def type_name(v: Any) -> str:
 
 
 def token_strings(values: Any, n: int, field: str) -> list[str] | None:
+    """A step's token strings (one per logprob; None stays None), or :class:`FieldError`."""
     if values is None:
         return None
     if not isinstance(values, list):
@@ -51,6 +52,7 @@ def token_strings(values: Any, n: int, field: str) -> list[str] | None:
 
 
 def success_label(value: Any, field: str = "success") -> bool | None:
+    """A trace file's success label: true, false or null (anything else is a :class:`FieldError`)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -84,6 +86,7 @@ def verbalized(value: Any, field: str = "verbalized_confidence") -> tuple[float 
 
 
 def optional_text(value: Any) -> str | None:
+    """A text field: None stays None, any other value becomes its ``str``."""
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
@@ -108,5 +111,5 @@ def text_of(value: Any) -> str | None:
     return str(value)
 
 
-__all__ = ["POSITIVE_TOLERANCE", "VLLM_NEG_INF", "FieldError", "MissingLogprobs", "is_number", "type_name",
-           "token_strings", "success_label", "verbalized", "optional_text", "text_of"]
+# internal: the readers' shared checks (the readers' read functions are the public surface)
+__all__: list[str] = []

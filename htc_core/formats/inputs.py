@@ -17,8 +17,11 @@ from .jsonio import READ_ERRORS, ParseError, container_kind, iter_json_array, it
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 JSON_SUFFIXES = (".json", ".json.gz")
-#: file names searched for inside directories
+# file names searched for inside directories
 SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz", ".parquet")
+
+# SUFFIXES is what ``htc_core.formats`` re-exports; the rest is the readers' shared file loop
+__all__ = ["SUFFIXES"]
 
 Inputs = str | os.PathLike | Iterable[str | os.PathLike]
 #: reads one file into the builder: ``read_one(path, builder, report)``
@@ -97,6 +100,7 @@ class Sample:
     count: int = 0
 
     def add(self, obj: Any, line: int) -> None:
+        """Count one decoded value, and keep it (or hand it to ``visit``)."""
         self.count += 1
         if self.visit is not None:
             self.visit(obj, line)
@@ -124,6 +128,7 @@ def take_sample(path: Path, *, max_values: int = 200, max_bytes: int = 8 << 20,
 
 
 def _sample_array(path: Path, s: Sample) -> None:
+    """The first usable element of a JSON array."""
     it = iter_json_array(path, on_bad=lambda e: None)  # detection looks at the first usable element
     try:
         for line, el in it:
@@ -136,6 +141,7 @@ def _sample_array(path: Path, s: Sample) -> None:
 
 
 def _sample_document(path: Path, s: Sample) -> None:
+    """The whole JSON document."""
     try:
         s.add(read_document(path), 1)
     except ParseError as e:
@@ -143,6 +149,7 @@ def _sample_document(path: Path, s: Sample) -> None:
 
 
 def _sample_lines(path: Path, s: Sample, max_values: int, max_bytes: int) -> None:
+    """The first JSONL values, up to ``max_values`` values or ``max_bytes`` bytes."""
     seen = 0
     first_err = None
     try:

@@ -25,8 +25,13 @@ from ..report import LoadReport
 from ..jsonvalues import DECODE_HOOKS, first_bad_value, max_bracket_depth, may_nest_too_deep, suspect
 
 
+# internal: the readers' shared file and JSON reading (every reader's read function is the public surface)
+__all__: list[str] = []
+
+
 # -------------------------------------------------------------------- files
 def open_binary(path: Path) -> IO[bytes]:
+    """A file opened for reading bytes (gzip-decompressed when its name ends in ``.gz``)."""
     if str(path).endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb", buffering=1 << 20)
@@ -59,10 +64,12 @@ def iter_lines_of(fh: Iterable[bytes], *, at_start: bool = True) -> Iterator[tup
 
 
 def decode_line(raw: bytes) -> str:
+    """A raw line as text (UTF-8; an error raises ``UnicodeDecodeError``)."""
     return raw.decode("utf-8")
 
 
 def head_bytes(path: Path, n: int = 65536) -> bytes:
+    """The first ``n`` bytes of a file (decompressed)."""
     with open_binary(path) as fh:
         return fh.read(n)
 
@@ -73,6 +80,7 @@ READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def read_error_reason(e: BaseException) -> str:
+    """The report's reason for an error of ``READ_ERRORS`` (a cut-short or corrupt file, an OS error)."""
     if isinstance(e, EOFError):
         return f"compressed file is cut short ({e}); what was read before is kept, the last trajectory may be incomplete"
     if isinstance(e, zlib.error):
@@ -161,6 +169,7 @@ JSON_DOC = (".json", ".json.gz")
 
 
 def _first_char(head: bytes) -> str:
+    """The first character after a BOM and blanks (``""`` for an empty head)."""
     s = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     return chr(s[0]) if s else ""
 
@@ -253,6 +262,7 @@ class _Buf:
         self.pending: ParseError | None = None
 
     def more(self, n: int | None = None) -> None:
+        """Read and decode the next chunk of the file into the window (a decoding error met earlier is raised now)."""
         if self.pending is not None:
             raise self.pending
         data = self.fh.read(n or self.chunk)
@@ -274,6 +284,7 @@ class _Buf:
         self.pos = 0
 
     def line(self, pos: int | None = None) -> int:
+        """The 1-based line of a position in the window (default: the current one)."""
         return self.base_line + self.buf.count("\n", 0, self.pos if pos is None else pos)
 
     def peek(self) -> str:
@@ -290,6 +301,7 @@ class _Buf:
             self.more()
 
     def value(self) -> Any:
+        """Decode the next complete JSON value of the window (reading more of the file as needed)."""
         want = self.chunk
         while True:
             try:

@@ -21,6 +21,9 @@ import orjson
 
 from .common import POSITIVE_TOLERANCE, VLLM_NEG_INF, FieldError, is_number, type_name
 
+# StepPart is what a reader hands to ``records.TrajAcc.add``; the rest is the readers' shared logprob checks
+__all__ = ["StepPart"]
+
 
 # ------------------------------------------------------------ native form
 def chosen_logprobs(values: Any, field: str) -> tuple[np.ndarray, int]:
@@ -107,7 +110,29 @@ def alternatives(values: Any, n: int, field: str) -> tuple[np.ndarray | None, in
 # ------------------------------------------------------------ OpenAI-shaped token lists
 @dataclass
 class StepPart:
-    """The validated arrays of one LLM call (or one streamed chunk of it)."""
+    """The validated arrays of one LLM call (or one streamed chunk of it).
+
+    Parameters
+    ----------
+    lp : numpy.ndarray
+        The chosen tokens' logprobs, float64 ``[n_tokens]``, finite and <= 0.
+    top : numpy.ndarray or None
+        The top-k alternatives' logprobs ``[n_tokens, k]``, sorted descending, NaN-padded; None without any.
+    tokens : list of str or None
+        The token strings, when the source has them.
+    text : str, optional
+        The call's output text.
+    clipped : int, default=0
+        Tiny positive values clipped to 0 (counted in the load report).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.formats.logprobs import StepPart
+    >>> part = StepPart(np.array([-0.1, -0.7]), np.array([[-0.1, -2.5], [-0.7, -0.9]]), ["Hel", "lo"], "Hello")
+    >>> part.lp.size, part.top.shape
+    (2, (2, 2))
+    """
 
     lp: np.ndarray
     top: np.ndarray | None
@@ -117,6 +142,7 @@ class StepPart:
 
 
 def empty_part(text: str | None = None) -> StepPart:
+    """A part with no tokens (a call whose logprobs are all in other parts, or none)."""
     return StepPart(np.zeros(0), None, [], text, 0)
 
 
@@ -189,6 +215,7 @@ def finish_top(out: np.ndarray, fmt: str) -> tuple[np.ndarray | None, int]:
 
 
 def _dedup_row(row: list, value_key: str, token_key: str) -> list[float]:
+    """The values of one row of alternatives, each token string once (vLLM's k+1 lists repeat one)."""
     seen: set = set()
     vals: list[float] = []
     for j, a in enumerate(row):
@@ -311,6 +338,7 @@ def _dedup_tied_rows(out: np.ndarray, tops: list, lens: list[int], value_key: st
 
 
 def _explain_alternatives(tops: list, fmt: str, value_key: str) -> None:
+    """Raise the :class:`FieldError` naming the first malformed alternative of ``tops``."""
     for i, row in enumerate(tops):
         if not row:
             continue

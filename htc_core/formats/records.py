@@ -1,4 +1,4 @@
-"""Record assembly: validated steps and trajectory-level fields collected into ``TrajectoryRecord``s.
+"""Record assembly: validated steps and trajectory-level fields collected into ``TrajectoryRecord`` objects.
 
 ``TrajAcc`` accumulates a trajectory while a reader walks its source; ``build_record`` turns it into a
 record (or reports why it is rejected: no LLM call with logprobs, only empty steps); ``add_record`` adds
@@ -20,23 +20,64 @@ from .common import FieldError, optional_text, success_label, verbalized
 from .logprobs import StepPart
 from .stepdetail import detail_lists
 
-#: keys under which a trajectory id is looked for (in this order)
+# keys under which a trajectory id is looked for (in this order)
 ID_KEYS = ("trajectory_id", "trace_id", "run_id", "session_id", "conversation_id")
-#: trajectory-level fields a reader copies when a record carries them
+# trajectory-level fields a reader copies when a record carries them
 META_KEYS = ("dataset", "model", "framework", "question", "answer", "gold")
+
+# what a reader (ours, or the OTLP receiver's ``otel_traces.add_traces``) fills and hands over; the rest is the
+# readers' shared machinery
+__all__ = ["TrajAcc", "RecordSink", "ID_KEYS", "META_KEYS"]
 
 
 @dataclass
 class TrajAcc:
-    """A trajectory under construction: validated steps plus metadata."""
+    """A trajectory under construction: validated steps plus metadata.
+
+    Parameters
+    ----------
+    id : str
+        The trajectory id.
+    file : str
+        The file it is read from (for the report).
+    line : int or None
+        Its line in the file (for the report).
+    steps : list of (str, StepPart)
+        The steps so far: (step name, validated arrays of the LLM call).
+    details : list of dict or None
+        The diagnosis fields of each step in ``steps`` (``input``, ``tool``, ``observation``, ``error``,
+        ``latency_s``), None where it has none.
+    pending_input : list of str
+        Texts that came in since the last step, for formats that log them as records of their own (ATIF).
+    meta : dict
+        Trajectory-level fields: ``dataset``, ``model``, ``framework``, ``question``, ``answer``, ``gold``,
+        ``success``, ``verbalized_confidence``.
+    metadata : dict
+        Free-form metadata.
+    failed : bool, default=False
+        True once an error rejected the trajectory (later errors are listed, not counted again).
+    missing : int, default=0
+        LLM calls without logprobs (dropped steps).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.formats.logprobs import StepPart
+    >>> from htc_core.formats.records import RecordSink, TrajAcc
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> acc = TrajAcc("t1", "run.jsonl", 1)
+    >>> acc.add("llm_call", StepPart(np.array([-0.1, -0.3]), None, ["Hi", "!"], "Hi!"), {"latency_s": 0.4})
+    >>> acc.meta["question"] = "Say hi"
+    >>> len(acc.steps), acc.details
+    (1, [{'latency_s': 0.4}])
+    """
 
     id: str
     file: str
     line: int | None
     steps: list[tuple[str, StepPart]] = field(default_factory=list)
-    #: the diagnosis fields of each step in ``steps`` (``formats.stepdetail``), None where it has none
     details: list[dict | None] = field(default_factory=list)
-    #: texts that came in since the last step, for formats that log them as records of their own (ATIF)
     pending_input: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
@@ -44,6 +85,34 @@ class TrajAcc:
     missing: int = 0
 
     def add(self, name: str, part: StepPart, detail: dict | None = None) -> None:
+        """Append one step.
+
+        Parameters
+        ----------
+        name : str
+            The step's name (``llm_call``, ``action``, ...).
+        part : StepPart
+            The validated arrays of its LLM call (``htc_core.formats.logprobs.StepPart``).
+        detail : dict, optional
+            Its diagnosis fields (an empty dict is stored as None).
+
+        Returns
+        -------
+        None
+            The step is in ``steps`` and ``details``.
+
+        Examples
+        --------
+    >>> import numpy as np
+    >>> from htc_core.formats.logprobs import StepPart
+    >>> from htc_core.formats.records import RecordSink, TrajAcc
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+        >>> acc = TrajAcc("t1", "run.jsonl", 1)
+        >>> acc.add("llm_call", StepPart(np.array([-0.2]), None, ["ok"]))
+        >>> [(name, part.lp.tolist()) for name, part in acc.steps], acc.details
+        ([('llm_call', [-0.2])], [None])
+        """
         self.steps.append((name, part))
         self.details.append(detail or None)
 
@@ -144,6 +213,7 @@ def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framew
 
 
 def _why_no_steps(acc: TrajAcc) -> str:
+    """Why a trajectory has no usable step (for the rejection message)."""
     if not acc.steps and acc.missing:
         return f"none of its {acc.missing} LLM call(s) has logprobs"
     if not acc.steps:
@@ -175,8 +245,41 @@ def add_record(builder: TraceSetBuilder, rec: TrajectoryRecord, report: LoadRepo
 
 @dataclass
 class RecordSink:
-    """Where a reader's finished trajectories go: built into records (or reported) and added to ``builder``,
-    with the id rules of ``add_record`` within ``file``."""
+    """Where a reader's finished trajectories go: built into records (or reported) and added to ``builder``.
+
+    The id rules of every format apply within ``file``: a repeated id is an error (the first is kept), an id an
+    earlier file used is kept as ``id@file-stem``; a blank answer is taken from the steps.
+
+    Parameters
+    ----------
+    builder : TraceSetBuilder
+        Where the records go.
+    report : LoadReport
+        Where the problems go.
+    defaults : dict or None
+        Metadata filled in where a trajectory has none.
+    file : str
+        The file being read (for the report and the id rules).
+    framework : str, optional
+        The framework recorded where a trajectory names none (``smolagents``).
+    seen : set of str
+        The ids already read from ``file``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.formats.logprobs import StepPart
+    >>> from htc_core.formats.records import RecordSink, TrajAcc
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+    >>> builder, report = TraceSetBuilder(), LoadReport()
+    >>> sink = RecordSink(builder, report, {"dataset": "mine"}, "run.jsonl")
+    >>> acc = TrajAcc("t1", "run.jsonl", 1)
+    >>> acc.add("llm_call", StepPart(np.array([-0.1, -0.3]), None, ["Hi", "!"], "Hi!"))
+    >>> sink.finish(acc, 1)
+    >>> builder.build().meta.loc[0, ["id", "dataset"]].tolist()
+    ['t1', 'mine']
+    """
 
     builder: TraceSetBuilder
     report: LoadReport
@@ -186,6 +289,32 @@ class RecordSink:
     seen: set[str] = field(default_factory=set)
 
     def finish(self, acc: TrajAcc | None, line: int | None) -> None:
+        """Build ``acc`` into a record and add it, or report why it is rejected (no step with tokens).
+
+        Parameters
+        ----------
+        acc : TrajAcc or None
+            The finished trajectory (None: nothing to do, its problem was already reported).
+        line : int or None
+            Its line, for the report.
+
+        Returns
+        -------
+        None
+            The trajectory is in ``builder``, or its rejection in ``report``.
+
+        Examples
+        --------
+    >>> import numpy as np
+    >>> from htc_core.formats.logprobs import StepPart
+    >>> from htc_core.formats.records import RecordSink, TrajAcc
+    >>> from htc_core.report import LoadReport
+    >>> from htc_core.traces import TraceSetBuilder
+        >>> builder, report = TraceSetBuilder(), LoadReport()
+        >>> RecordSink(builder, report, None, "run.jsonl").finish(TrajAcc("t2", "run.jsonl", 2), 2)
+        >>> len(builder), [(p.line, p.reason) for p in report.errors]
+        (0, [(2, 'trajectory rejected: no LLM calls with logprobs')])
+        """
         if acc is None:
             return
         rec = build_record(acc, self.report, self.defaults, self.framework)
@@ -194,6 +323,7 @@ class RecordSink:
 
 
 def find_id(obj: dict, keys: tuple[str, ...] = ("id",) + ID_KEYS) -> str | None:
+    """The first of ``keys`` holding a usable scalar id, as text, or None."""
     for k in keys:
         v = obj.get(k)
         if v is not None and not isinstance(v, (dict, list, bool)) and str(v).strip():
@@ -212,4 +342,5 @@ def unique_id(builder: TraceSetBuilder, tid: str, file: str) -> str:
 
 
 def stem(file: str) -> str:
+    """A file's name without its directory and suffixes (``runs.jsonl.gz`` -> ``runs``)."""
     return Path(file).name.split(".")[0]

@@ -22,11 +22,15 @@ from .jsonio import ParseError, loads
 from .logprobs import StepPart, check_chosen, concat_parts, empty_part, finish_top, numbers, token_list
 
 # ------------------------------------------------------------ any shape
-#: keys under which a wrapper (call-log line, list element) may hold the raw response
+# internal: the readers' shared response parsers (each format's read function is the public surface)
+__all__: list[str] = []
+
+# keys under which a wrapper (call-log line, list element) may hold the raw response
 RESPONSE_KEYS = ("response", "raw_response", "completion", "output", "result", "body", "raw", "llm_output", "data")
 
 
 def is_any_response(obj: Any) -> bool:
+    """Whether a value is a Chat Completions, Responses API or legacy completions response."""
     return is_chat(obj) or is_responses_api(obj) or is_completion(obj)
 
 
@@ -71,6 +75,7 @@ def parse_response(resp: Any, prefix: str = "") -> StepPart:
 
 
 def response_model(resp: Any) -> str | None:
+    """The ``model`` a response (or the first chunk of a streamed one) names, or None."""
     if isinstance(resp, list) and resp:
         resp = resp[0]
     if isinstance(resp, dict):
@@ -82,6 +87,7 @@ def response_model(resp: Any) -> str | None:
 
 # ------------------------------------------------------------ Chat Completions
 def is_chat(obj: Any) -> bool:
+    """Whether a value is a Chat Completions response (or one streamed chunk of it)."""
     if not isinstance(obj, dict):
         return False
     if obj.get("object") in ("chat.completion", "chat.completion.chunk"):
@@ -97,6 +103,7 @@ def is_chat(obj: Any) -> bool:
 
 
 def is_chunk(obj: Any) -> bool:
+    """Whether a value is one ``chat.completion.chunk`` of a streamed call."""
     if not isinstance(obj, dict):
         return False
     if obj.get("object") == "chat.completion.chunk":
@@ -106,10 +113,12 @@ def is_chunk(obj: Any) -> bool:
 
 
 def is_chunk_list(obj: Any) -> bool:
+    """Whether a value is a list of streamed chunks (one call)."""
     return isinstance(obj, list) and bool(obj) and all(isinstance(c, dict) for c in obj[:4]) and is_chunk(obj[0])
 
 
 def _message_text(msg: Any) -> str | None:
+    """The text of a response message: its content, else its tool calls as ``name(arguments)``; or None."""
     if not isinstance(msg, dict):
         return None
     text = text_of(msg.get("content"))
@@ -127,6 +136,7 @@ def _message_text(msg: Any) -> str | None:
 
 
 def parse_chat(resp: dict, prefix: str = "") -> StepPart:
+    """The step part of a Chat Completions response (its first choice's ``logprobs.content``)."""
     choices = resp.get("choices")
     if not isinstance(choices, list) or not choices:
         raise FieldError(f"{prefix}choices", choices, "must be a non-empty list")

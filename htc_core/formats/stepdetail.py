@@ -18,8 +18,8 @@ from ..report import LoadReport
 from ..traces import STEP_FIELDS, tool_json
 from .common import text_of
 
-__all__ = ["native_detail", "as_text", "new_messages", "messages_text", "tool_of_message", "tool_value", "latency",
-           "detail_lists"]
+# internal: the readers' shared helpers (the diagnosis fields are read by every reader's read function)
+__all__: list[str] = []
 
 _FIELD_SET = frozenset(STEP_FIELDS)
 
@@ -121,6 +121,7 @@ def new_messages(messages: list) -> list:
 
 
 def _message_text(m: dict) -> str:
+    """A message's content as text (``""`` when it has none)."""
     return text_of(m.get("content")) or ""
 
 

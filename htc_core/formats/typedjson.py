@@ -35,12 +35,13 @@ import simdjson
 
 from ..jsonvalues import MAX_DEPTH
 
-__all__ = ["decode_steps", "NUMERIC_KEYS", "MAX_LINE"]
+# internal: the htc-trace reader's fast path (``native.read`` is the public surface)
+__all__: list[str] = []
 
-#: longer lines take the general path: a simdjson parser keeps the buffers of the longest line it parsed for as
-#: long as its thread lives
+# longer lines take the general path: a simdjson parser keeps the buffers of the longest line it parsed for as
+# long as its thread lives
 MAX_LINE = 16 << 20
-#: the step fields decoded to arrays; every other field becomes Python objects
+# the step fields decoded to arrays; every other field becomes Python objects
 NUMERIC_KEYS = ("logprobs", "top_logprobs")
 _SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
 _WS = b" \t\r\n"
@@ -51,6 +52,7 @@ _SCALARS = frozenset(_PLAIN)
 
 
 def _parser() -> simdjson.Parser:
+    """This thread's simdjson parser (made at first use)."""
     p = getattr(_LOCAL, "parser", None)
     if p is None:
         p = _LOCAL.parser = simdjson.Parser()
@@ -82,6 +84,7 @@ def decode_steps(raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[
 
 
 def _split(doc: Any, raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[int]] | None:
+    """``decode_steps`` on a parsed document: the fields as Python objects, the step numbers as arrays."""
     if not isinstance(doc, simdjson.Object):
         return None
     keys = list(doc.keys())

@@ -65,6 +65,7 @@ def walk_values(path: Path, report: LoadReport, file: str, each: Callable[[int, 
     Examples
     --------
     >>> import tempfile, pathlib
+    >>> from htc_core.formats.walk import walk_values
     >>> from htc_core.report import LoadReport
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.json"
     >>> _ = p.write_text('[{"a": 1},\\n {"a": 1e999},\\n {"a": 3}')
@@ -99,11 +100,44 @@ def iter_values(lines: Iterable[tuple[int, bytes]], report: LoadReport, file: st
                 on_error: Callable[[ParseError, bool], None] | None = None) -> Iterator[tuple[int, Any]]:
     """(line, value) for each non-blank line of ``lines`` (pairs of line number and raw bytes) that decodes.
 
-    ``decode(line, raw)`` (default: ``jsonio.loads(raw)``) runs inside ``records.guarded``; its ParseError goes
-    to ``on_error(error, False)`` (default: ``report.error``) with the line, and the walk goes on. Each line
-    counts in ``report.lines_read`` unless ``counted`` (the lines come from ``iter_reported_lines``, which
-    counts them). The JSONL half of ``walk_values``, and the line loop of the htc-trace reader
-    (``native.iter_records``, whose ``decode`` takes the typed way first)."""
+    The JSONL half of :func:`walk_values`, and the line loop of the htc-trace reader (``native.iter_records``,
+    whose ``decode`` takes the typed way first).
+
+    Parameters
+    ----------
+    lines : iterable of (int, bytes)
+        Line numbers and raw lines (a file, a byte range of one, an upload).
+    report : LoadReport
+        Counts every line in ``lines_read`` (unless ``counted``) and gets the problems.
+    file : str
+        The file's name in the report.
+    decode : callable, optional
+        ``decode(line, raw) -> value`` (default: ``jsonio.loads(raw)``); runs inside ``records.guarded``, so an
+        exception becomes an error of that line and the walk goes on.
+    counted : bool, default=False
+        The lines are counted already (they come from ``jsonio.iter_reported_lines``).
+    on_error : callable, optional
+        ``on_error(error, False)`` for a line whose decoding raises ``ParseError`` (default: ``report.error``
+        with the line, reason, field and value).
+
+    Yields
+    ------
+    line : int
+        The line number.
+    value : object
+        What ``decode`` returned for it.
+
+    Examples
+    --------
+    >>> from htc_core.formats.walk import iter_values
+    >>> from htc_core.report import LoadReport
+    >>> report = LoadReport()
+    >>> lines = [(1, b'{"a": 1}\\n'), (2, b'\\n'), (3, b'{broken\\n'), (4, b'[2, 3]\\n')]
+    >>> list(iter_values(lines, report, "x.jsonl")), report.lines_read
+    ([(1, {'a': 1}), (4, [2, 3])], 4)
+    >>> [(p.line, p.reason[:15]) for p in report.problems]
+    [(3, 'malformed JSON:')]
+    """
     for no, raw in lines:
         if not counted:
             report.lines_read += 1
@@ -125,6 +159,7 @@ def iter_values(lines: Iterable[tuple[int, bytes]], report: LoadReport, file: st
 
 def _walk_array(path: Path, report: LoadReport, file: str, each: Callable[[int, int, Any], None],
                 on_error: Callable[[ParseError, bool], None], acc: Callable[[], Any]) -> int:
+    """The array half of :func:`walk_values`."""
     def on_bad(e: ParseError) -> None:
         report.lines_read += 1
         on_error(e, False)
