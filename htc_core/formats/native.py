@@ -350,7 +350,7 @@ def read(paths: str | os.PathLike | Iterable[str | os.PathLike], *, defaults: di
     Parameters
     ----------
     paths : str, path or iterable of them
-        Files and folders (folders are read recursively for ``.jsonl`` / ``.jsonl.gz``).
+        Files and folders (a folder is searched recursively for ``.jsonl``, ``.jsonl.gz`` and ``.ndjson`` files).
     defaults : dict, optional
         Metadata filled in where a line has none (e.g. ``{"dataset": "mine"}``).
     report : LoadReport, optional

@@ -218,7 +218,7 @@ def read(paths: Inputs, *, defaults: dict | None = None, report: LoadReport | No
     Parameters
     ----------
     paths : str, path or iterable of them
-        Files and folders (folders are read recursively).
+        Files and folders (a folder is searched recursively for files named like ``formats.SUFFIXES``).
     defaults : dict, optional
         Metadata filled in where a trace has none (e.g. ``{"dataset": "mine"}``).
     report : LoadReport, optional

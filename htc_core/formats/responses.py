@@ -39,7 +39,7 @@ def read(paths: Inputs, *, defaults: dict | None = None,
     Parameters
     ----------
     paths : str, path or iterable of them
-        Files and folders (folders are read recursively for ``.json``, ``.jsonl`` and their ``.gz``).
+        Files and folders (a folder is searched recursively for files named like ``formats.SUFFIXES``).
     defaults : dict, optional
         Metadata filled in where a trajectory has none (e.g. ``{"dataset": "mine"}``).
     report : LoadReport, optional
