@@ -202,7 +202,9 @@ def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto",
     Returns
     -------
     ts : TraceSet
+        The runs read from the bytes, as :func:`load` returns them.
     report : LoadReport
+        What was read, skipped and why, under the file name ``name``.
 
     Examples
     --------
