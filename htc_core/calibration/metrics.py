@@ -38,7 +38,18 @@ INTERVALS = ("wilson", "bootstrap", None)
 
 
 class UndefinedMetricWarning(UserWarning):
-    """A metric is undefined for the given input (e.g. AUROC with one class); NaN is returned."""
+    """A metric is undefined for the given input (e.g. AUROC with one class); NaN is returned.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from htc_core.calibration.metrics import UndefinedMetricWarning, auroc
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     value = auroc([1, 1, 1], [0.2, 0.5, 0.9])
+    >>> value, caught[0].category is UndefinedMetricWarning
+    (nan, True)
+    """
 
 
 # ----------------------------------------------------------------- validation
@@ -95,7 +106,32 @@ def check_strategy(strategy) -> str:
 # ------------------------------------------------------------------- binning
 @dataclass(frozen=True)
 class BinnedStats:
-    """Per-bin sums of one binning (the single source of every binned metric)."""
+    """Per-bin sums of one binning (the single source of every binned metric).
+
+    Made by :func:`bin_predictions`; the expected calibration error and the reliability curve are read off
+    these sums, so they can never disagree.
+
+    Parameters
+    ----------
+    edges : ndarray of shape (n_bins + 1,)
+        The bin edges; bin ``b`` holds the predictions in ``(edges[b], edges[b + 1]]`` (the first bin also
+        holds ``edges[0]``).
+    bin_ids : ndarray of int, shape (n,)
+        The bin of every prediction.
+    count : ndarray of int, shape (n_bins,)
+        Predictions per bin.
+    sum_prob : ndarray of shape (n_bins,)
+        Sum of the predicted probabilities per bin.
+    sum_true : ndarray of shape (n_bins,)
+        Sum of the 0/1 outcomes per bin (the successes).
+
+    Examples
+    --------
+    >>> from htc_core.calibration.metrics import bin_predictions
+    >>> b = bin_predictions([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5)
+    >>> b.count.tolist(), b.sum_true.tolist()
+    ([1, 0, 1, 1, 1], [0.0, 0.0, 1.0, 1.0, 1.0])
+    """
 
     edges: np.ndarray        # [n_bins + 1]
     bin_ids: np.ndarray      # [n] bin of every prediction
@@ -105,19 +141,57 @@ class BinnedStats:
 
     @property
     def n(self) -> int:
+        """Number of predictions binned.
+
+        Examples
+        --------
+        >>> from htc_core.calibration.metrics import bin_predictions
+        >>> bin_predictions([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).n
+        4
+        """
         return int(self.count.sum())
 
     @property
     def mean_confidence(self) -> np.ndarray:
+        """Mean predicted probability per bin (NaN for an empty bin).
+
+        Examples
+        --------
+        >>> from htc_core.calibration.metrics import bin_predictions
+        >>> bin_predictions([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).mean_confidence.round(2).tolist()
+        [0.2, nan, 0.6, 0.8, 0.9]
+        """
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.count > 0, self.sum_prob / np.maximum(self.count, 1), np.nan)
 
     @property
     def accuracy(self) -> np.ndarray:
+        """Observed success rate per bin (NaN for an empty bin).
+
+        Examples
+        --------
+        >>> from htc_core.calibration.metrics import bin_predictions
+        >>> bin_predictions([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).accuracy.tolist()
+        [0.0, nan, 1.0, 1.0, 1.0]
+        """
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.count > 0, self.sum_true / np.maximum(self.count, 1), np.nan)
 
     def ece(self) -> float:
+        """Expected calibration error of this binning (what :func:`expected_calibration_error` returns).
+
+        Returns
+        -------
+        float
+            ``sum over bins |sum_true - sum_prob| / n``, the count-weighted gap between accuracy and
+            confidence.
+
+        Examples
+        --------
+        >>> from htc_core.calibration.metrics import bin_predictions
+        >>> round(bin_predictions([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).ece(), 4)
+        0.225
+        """
         # sum_m |B_m|/N * |acc_m - conf_m| == sum_m |sum_true_m - sum_prob_m| / N
         return float(np.abs(self.sum_true - self.sum_prob).sum() / self.n)
 
@@ -129,7 +203,40 @@ def _edges(p: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
 
 
 def bin_predictions(y_true, y_prob, *, n_bins: int = 10, strategy: str = "uniform") -> BinnedStats:
-    """Assign predictions to bins; the one binning routine behind ECE and the reliability curve."""
+    """Assign predictions to bins; the one binning routine behind ECE and the reliability curve.
+
+    Bins follow scikit-learn's ``calibration_curve``: a bin is the right-closed interval ``(lo, hi]``, the
+    first one also holding its lower edge.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 outcomes.
+    y_prob : array-like of shape (n,)
+        Confidences in [0, 1].
+    n_bins : int, default=10
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width bins on [0, 1] or equal-mass bins (edges at the quantiles of ``y_prob``).
+
+    Returns
+    -------
+    BinnedStats
+        The edges, the bin of every prediction and the per-bin count, sum of probabilities and of outcomes.
+
+    Raises
+    ------
+    ValueError
+        If a label is not 0/1, a probability lies outside [0, 1], the lengths differ, ``n_bins`` is not a
+        positive integer or ``strategy`` is unknown.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.metrics import bin_predictions
+    >>> b = bin_predictions([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5)
+    >>> b.bin_ids.tolist(), b.count.tolist()
+    ([4, 0, 2, 3], [1, 0, 1, 1, 1])
+    """
     y, p = check_metric_inputs(y_true, y_prob)
     n_bins = check_n_bins(n_bins)
     strategy = check_strategy(strategy)
@@ -275,7 +382,38 @@ def wilson_interval(successes, n, *, z: float = 1.959963984540054) -> tuple[np.n
 
 @dataclass(frozen=True)
 class ReliabilityCurve:
-    """Reliability diagram data; empty bins have count 0 and NaN statistics."""
+    """Reliability diagram data; empty bins have count 0 and NaN statistics.
+
+    Made by :func:`reliability_curve`.
+
+    Parameters
+    ----------
+    edges : ndarray of shape (n_bins + 1,)
+        The bin edges (bins ``(edges[b], edges[b + 1]]``, the first one closed).
+    mean_confidence : ndarray of shape (n_bins,)
+        Mean predicted probability per bin.
+    accuracy : ndarray of shape (n_bins,)
+        Observed success rate per bin.
+    count : ndarray of int, shape (n_bins,)
+        Predictions per bin.
+    lower, upper : ndarray of shape (n_bins,)
+        The interval of each bin's accuracy (NaN where there is none).
+    strategy : {"uniform", "quantile"}, default="uniform"
+        The binning that made the edges.
+    interval : {"wilson", "bootstrap"} or None, default="wilson"
+        How ``lower`` and ``upper`` were computed.
+    confidence_level : float, default=0.95
+        The level of the interval.
+    meta : dict, optional
+        Free-form information about the curve (empty by default).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> curve = htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5)
+    >>> curve.accuracy.tolist(), curve.lower.round(3).tolist()
+    ([0.0, nan, 1.0, 1.0, 1.0], [0.0, nan, 0.207, 0.207, 0.207])
+    """
 
     edges: np.ndarray             # [n_bins + 1]
     mean_confidence: np.ndarray   # [n_bins]
@@ -290,34 +428,108 @@ class ReliabilityCurve:
 
     @property
     def n_bins(self) -> int:
+        """Number of bins (empty ones included).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).n_bins
+        5
+        """
         return len(self.count)
 
     @property
     def n(self) -> int:
+        """Number of predictions in the curve.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).n
+        4
+        """
         return int(self.count.sum())
 
     @property
     def centers(self) -> np.ndarray:
+        """Midpoint of every bin.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).centers.round(2).tolist()
+        [0.1, 0.3, 0.5, 0.7, 0.9]
+        """
         return (self.edges[:-1] + self.edges[1:]) / 2
 
     @property
     def gap(self) -> np.ndarray:
+        """``accuracy - mean_confidence`` per bin: positive where the model is under-confident.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).gap.round(2).tolist()
+        [-0.2, nan, 0.4, 0.2, 0.1]
+        """
         return self.accuracy - self.mean_confidence
 
     @property
     def ece(self) -> float:
-        """Count-weighted |accuracy - confidence| over the bins (equals expected_calibration_error)."""
+        """Count-weighted ``|accuracy - confidence|`` over the bins (equals :func:`expected_calibration_error`).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
+        >>> round(htc.reliability_curve(y, p, n_bins=5).ece, 4), round(htc.expected_calibration_error(y, p, n_bins=5), 4)
+        (0.225, 0.225)
+        """
         nz = self.count > 0
         return float(np.sum(self.count[nz] * np.abs(self.gap[nz])) / self.n)
 
     def bin_of(self, y_prob) -> np.ndarray:
-        """The bin of each prediction under this curve's edges, by the rule that filled ``count`` (a bin is
-        ``(edge_b, edge_b+1]``, the first one closed); -1 for a prediction that is not finite."""
+        """The bin of each prediction under this curve's edges, by the rule that filled ``count``.
+
+        A bin is ``(edge_b, edge_b+1]``, the first one closed; a prediction that is not finite gets -1.
+
+        Parameters
+        ----------
+        y_prob : array-like
+            Predicted probabilities (flattened).
+
+        Returns
+        -------
+        ndarray of int
+            The bin index of each prediction, -1 where it is not finite.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> curve = htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5)
+        >>> curve.bin_of([0.1, 0.5, float("nan")]).tolist()
+        [0, 2, -1]
+        """
         p = np.asarray(y_prob, dtype=np.float64).reshape(-1)
         ids = np.searchsorted(self.edges[1:-1], p)
         return np.where(np.isfinite(p), ids, -1)
 
     def to_dict(self) -> dict:
+        """The curve as plain JSON values (NaN becomes None); ``meta`` is left out.
+
+        Returns
+        -------
+        dict
+            ``edges``, ``mean_confidence``, ``accuracy``, ``count``, ``lower``, ``upper`` as lists, and
+            ``strategy``, ``interval``, ``confidence_level``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> d = htc.reliability_curve([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=5).to_dict()
+        >>> d["count"], d["accuracy"]
+        ([1, 0, 1, 1, 1], [0.0, None, 1.0, 1.0, 1.0])
+        """
         def lst(a):
             return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float)]
         return {
@@ -339,15 +551,18 @@ def reliability_curve(y_true, y_prob, *, n_bins: int = 10, strategy: str = "unif
     y_prob : array-like of shape (n,)
         Confidences in [0, 1].
     n_bins : int, default=10
+        Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         The binning (as :func:`expected_calibration_error`).
     interval : {"wilson", "bootstrap"} or None, default="wilson"
         Wilson score interval per bin; percentile intervals of ``n_bootstrap`` resamples (bins kept
         fixed); or NaN bounds.
     confidence_level : float, default=0.95
+        The level of the intervals, in (0, 1).
     n_bootstrap : int, default=1000
+        Resamples of the bootstrap interval (ignored otherwise).
     random_state : int or None, default=42
-        The intervals' settings.
+        Seed of the bootstrap resamples (ignored otherwise).
 
     Returns
     -------
