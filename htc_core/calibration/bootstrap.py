@@ -37,7 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["BootstrapIntervals", "check_resampling", "as_generator", "renamed_seed", "percentile_intervals"]
+# renamed_seed is the deprecation shim the callers share, not an entry point of its own
+__all__ = ["BootstrapIntervals", "check_resampling", "as_generator", "percentile_intervals"]
 
 
 def check_resampling(n_boot, level, *, minimum: int = 10, name: str = "n_boot") -> tuple[int, float]:
@@ -50,12 +51,21 @@ def check_resampling(n_boot, level, *, minimum: int = 10, name: str = "n_boot") 
     level : float
         The interval's level, in (0, 1).
     minimum : int, default=10
+        The fewest resamples accepted.
     name : str, default="n_boot"
         The argument's name in the message.
 
     Returns
     -------
-    n_boot, level : int, float
+    n_boot : int
+        The resamples, as an int.
+    level : float
+        The level, as a float.
+
+    Raises
+    ------
+    ValueError
+        If ``n_boot`` is not an integer of at least ``minimum`` or ``level`` is not in (0, 1).
 
     Examples
     --------
@@ -82,6 +92,12 @@ def as_generator(random_state) -> np.random.Generator:
     Returns
     -------
     numpy.random.Generator
+        The generator to draw the resamples from.
+
+    Raises
+    ------
+    ValueError
+        For any other kind of ``random_state``.
 
     Examples
     --------
@@ -99,14 +115,7 @@ def as_generator(random_state) -> np.random.Generator:
 
 
 def renamed_seed(seed, random_state):
-    """``random_state``, or ``seed`` (its deprecated old name, with a FutureWarning) when that is given.
-
-    Examples
-    --------
-    >>> from htc_core.calibration.bootstrap import renamed_seed
-    >>> renamed_seed(None, 3)
-    3
-    """
+    """``random_state``, or ``seed`` (its deprecated old name, with a FutureWarning) when that is given."""
     if seed is None:
         return random_state
     warnings.warn("seed= is deprecated for the bootstrap intervals; use random_state= (scikit-learn's name)",
@@ -116,10 +125,26 @@ def renamed_seed(seed, random_state):
 
 @dataclass(frozen=True)
 class BootstrapIntervals:
-    """Statistics on all runs with their percentile intervals.
+    """Statistics on all runs with their percentile intervals (what :func:`percentile_intervals` returns).
 
-    ``value``, ``low``, ``high`` have one entry per statistic; ``distribution`` is [statistics, n_boot] (NaN
-    where a resample left a statistic undefined)."""
+    Parameters
+    ----------
+    value : ndarray of shape (k,)
+        Every statistic on the runs themselves.
+    low, high : ndarray of shape (k,)
+        The bounds of every statistic's percentile interval (NaN when no resample defines it).
+    distribution : ndarray of shape (k, n_boot)
+        Every statistic on every resample (NaN where a resample left a statistic undefined).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.bootstrap import percentile_intervals
+    >>> y = np.array([1, 0, 1, 1] * 25)
+    >>> iv = percentile_intervals(lambda i: y[i].mean(axis=-1), (y.size,), n_boot=200)
+    >>> iv.value.tolist(), iv.low.round(2).tolist(), iv.high.round(2).tolist(), iv.distribution.shape
+    ([0.75], [0.68], [0.84], (1, 200))
+    """
 
     value: np.ndarray
     low: np.ndarray
@@ -127,7 +152,27 @@ class BootstrapIntervals:
     distribution: np.ndarray
 
     def triple(self, k: int) -> tuple[float, float, float]:
-        """(value, low, high) of statistic ``k``."""
+        """(value, low, high) of statistic ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The statistic's position.
+
+        Returns
+        -------
+        tuple of float
+            Its value on the runs and its interval's bounds.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.bootstrap import percentile_intervals
+        >>> y = np.array([1, 0, 1, 1] * 25)
+        >>> iv = percentile_intervals(lambda i: y[i].mean(axis=-1), (y.size,), n_boot=200)
+        >>> [round(v, 2) for v in iv.triple(0)]
+        [0.75, 0.68, 0.84]
+        """
         return float(self.value[k]), float(self.low[k]), float(self.high[k])
 
 
@@ -148,21 +193,40 @@ def percentile_intervals(statistic: Callable[..., np.ndarray], sizes: tuple[int,
     n_boot : int, default=1000
         Resamples (validated by the caller with :func:`check_resampling`).
     level : float, default=0.95
+        The intervals' level, in (0, 1).
     random_state : int, Generator, RandomState or None, default=0
         See :func:`as_generator`.
 
     Returns
     -------
     BootstrapIntervals
+        The statistics on the runs, their bounds and their bootstrap distribution.
+
+    Raises
+    ------
+    ValueError
+        If a sample is empty.
 
     Examples
     --------
+    One set of runs, one statistic (the success rate):
+
     >>> import numpy as np
     >>> from htc_core.calibration.bootstrap import percentile_intervals
     >>> y = np.array([1, 0, 1, 1] * 25)
     >>> iv = percentile_intervals(lambda i: y[i].mean(axis=-1), (y.size,), n_boot=200)
     >>> bool(iv.low[0] <= iv.value[0] <= iv.high[0])
     True
+
+    Two independent sets, each resampled on its own; both rates and their difference come from the same
+    resamples:
+
+    >>> a, b = np.array([1, 0, 1, 1] * 25), np.array([1, 0, 0, 0] * 25)
+    >>> def rates(i, j):
+    ...     return np.stack([a[i].mean(-1), b[j].mean(-1), a[i].mean(-1) - b[j].mean(-1)])
+    >>> iv = percentile_intervals(rates, (a.size, b.size), n_boot=200)
+    >>> iv.value.tolist(), iv.low.round(2).tolist(), iv.high.round(2).tolist()
+    ([0.75, 0.25, 0.5], [0.68, 0.16, 0.37], [0.84, 0.34, 0.62])
     """
     from scipy.stats import bootstrap
 

@@ -22,7 +22,46 @@ __all__ = ["MetricState"]
 
 @dataclass
 class MetricState:
-    """Mergeable sufficient statistics of (outcome, confidence) pairs; see the module docstring."""
+    """Mergeable sufficient statistics of (outcome, confidence) pairs; see the module docstring.
+
+    Start empty (``MetricState(n_bins)``), feed chunks with :meth:`update`, combine the states of disjoint
+    chunks with :meth:`merge`, then read the metrics. The other parameters are the statistics themselves
+    (left out, they start at zero).
+
+    Parameters
+    ----------
+    n_bins : int, default=10
+        Equal-width bins of the ECE (as :func:`~htc_core.calibration.metrics.expected_calibration_error`).
+    count : ndarray of shape (n_bins,), optional
+        Predictions per bin.
+    sum_p : ndarray of shape (n_bins,), optional
+        Sum of the confidences per bin.
+    sum_y : ndarray of shape (n_bins,), optional
+        Sum of the outcomes per bin.
+    sq_error : float, default=0.0
+        Sum of the squared errors (the Brier score's numerator).
+    scores : ndarray, optional
+        The distinct confidences seen, ascending.
+    pos : ndarray, optional
+        Successes at each distinct confidence.
+    neg : ndarray, optional
+        Failures at each distinct confidence.
+
+    Examples
+    --------
+    Two chunks (on two workers, say), merged: the metrics equal the one-shot ones on all five rows.
+
+    >>> import htc_core as htc
+    >>> from htc_core.calibration import MetricState
+    >>> a = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6])
+    >>> b = MetricState().update([1, 0], [0.8, 0.6])
+    >>> merged = a.merge(b)
+    >>> y, p = [1, 0, 1, 1, 0], [0.9, 0.2, 0.6, 0.8, 0.6]
+    >>> round(merged.expected_calibration_error(), 6) == round(htc.expected_calibration_error(y, p), 6)
+    True
+    >>> round(merged.auroc(), 4), round(htc.auroc(y, p), 4)
+    (0.9167, 0.9167)
+    """
 
     n_bins: int = 10
     count: np.ndarray = field(default=None, repr=False)
@@ -43,10 +82,44 @@ class MetricState:
 
     @property
     def n(self) -> int:
+        """Number of predictions fed so far.
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> state = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6]).update([1, 0], [0.8, 0.6])
+        >>> state.n
+        5
+        """
         return int(self.count.sum())
 
     def update(self, y_true, y_prob) -> "MetricState":
-        """Add a chunk of outcomes (0/1) and confidences ([0, 1]); returns self."""
+        """Add a chunk of outcomes (0/1) and confidences ([0, 1]); returns self.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n,)
+            0/1 outcomes.
+        y_prob : array-like of shape (n,)
+            Confidences in [0, 1].
+
+        Returns
+        -------
+        MetricState
+            This state, updated in place (so calls chain).
+
+        Raises
+        ------
+        ValueError
+            If the chunk is not valid outcomes and probabilities of the same length (as the metrics).
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> state = MetricState(n_bins=5)
+        >>> state.update([1, 0, 1], [0.9, 0.2, 0.6]).count.tolist()
+        [1.0, 0.0, 1.0, 0.0, 1.0]
+        """
         y, p = check_metric_inputs(y_true, y_prob)
         b = np.searchsorted(np.linspace(0.0, 1.0, self.n_bins + 1)[1:-1], p)   # the metrics' uniform bins
         self.count += np.bincount(b, minlength=self.n_bins)
@@ -65,7 +138,31 @@ class MetricState:
         self.scores = uniq
 
     def merge(self, other: "MetricState") -> "MetricState":
-        """A new state holding both (states of disjoint chunks)."""
+        """A new state holding both (states of disjoint chunks).
+
+        Parameters
+        ----------
+        other : MetricState
+            The state of another chunk, with the same ``n_bins``.
+
+        Returns
+        -------
+        MetricState
+            A new state; neither input is changed.
+
+        Raises
+        ------
+        ValueError
+            If ``other`` is not a MetricState with the same ``n_bins``.
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> a = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6])
+        >>> b = MetricState().update([1, 0], [0.8, 0.6])
+        >>> a.merge(b).n, a.n, b.n
+        (5, 3, 2)
+        """
         if not isinstance(other, MetricState) or other.n_bins != self.n_bins:
             raise ValueError(f"can only merge a MetricState with n_bins={self.n_bins}, got {other!r}")
         out = MetricState(self.n_bins, self.count + other.count, self.sum_p + other.sum_p,
@@ -80,14 +177,72 @@ class MetricState:
         return self.n
 
     def expected_calibration_error(self) -> float:
+        """Equal-width ECE of all predictions fed.
+
+        Returns
+        -------
+        float
+            As :func:`~htc_core.calibration.metrics.expected_calibration_error` with ``n_bins`` uniform bins.
+
+        Raises
+        ------
+        ValueError
+            If the state holds no predictions.
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> state = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6]).update([1, 0], [0.8, 0.6])
+        >>> round(state.expected_calibration_error(), 4)
+        0.14
+        """
         n = self._need_rows()
         return float(np.sum(np.abs(self.sum_p - self.sum_y)) / n)
 
     def brier_score(self) -> float:
+        """Brier score of all predictions fed.
+
+        Returns
+        -------
+        float
+            Mean squared difference between confidence and outcome.
+
+        Raises
+        ------
+        ValueError
+            If the state holds no predictions.
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> state = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6]).update([1, 0], [0.8, 0.6])
+        >>> round(state.brier_score(), 4)
+        0.122
+        """
         return self.sq_error / self._need_rows()
 
     def auroc(self) -> float:
-        """Probability that a success outranks a failure (ties one half); NaN when one class is missing."""
+        """Probability that a success outranks a failure (ties one half); NaN when one class is missing.
+
+        Unlike :func:`~htc_core.calibration.metrics.auroc`, no warning is issued for a single class.
+
+        Returns
+        -------
+        float
+            The exact AUROC of all predictions fed.
+
+        Raises
+        ------
+        ValueError
+            If the state holds no predictions.
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> state = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6]).update([1, 0], [0.8, 0.6])
+        >>> round(state.auroc(), 4)
+        0.9167
+        """
         self._need_rows()
         n_pos, n_neg = self.pos.sum(), self.neg.sum()
         if n_pos == 0 or n_neg == 0:
@@ -96,5 +251,24 @@ class MetricState:
         return float(np.sum(self.pos * (neg_below + 0.5 * self.neg)) / (n_pos * n_neg))
 
     def to_dict(self) -> dict:
+        """The number of predictions and the three metrics, as plain values.
+
+        Returns
+        -------
+        dict
+            ``n``, ``ece``, ``brier``, ``auroc``.
+
+        Raises
+        ------
+        ValueError
+            If the state holds no predictions.
+
+        Examples
+        --------
+        >>> from htc_core.calibration import MetricState
+        >>> state = MetricState().update([1, 0, 1], [0.9, 0.2, 0.6]).update([1, 0], [0.8, 0.6])
+        >>> {k: round(v, 4) for k, v in state.to_dict().items()}
+        {'n': 5, 'ece': 0.14, 'brier': 0.122, 'auroc': 0.9167}
+        """
         return {"n": self.n, "ece": self.expected_calibration_error(), "brier": self.brier_score(),
                 "auroc": self.auroc()}
