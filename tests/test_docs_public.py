@@ -93,8 +93,6 @@ PENDING = frozenset({
     "htc_core.calibration.inputs",
     "htc_core.calibration.lowest_sums",
     "htc_core.calibration.methods",
-    "htc_core.calibration.model_file",
-    "htc_core.calibration.models.files",
     "htc_core.calibration.pathsolver",
     "htc_core.calibration.prefixes",
     "htc_core.calibration.results",

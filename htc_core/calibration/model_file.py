@@ -28,14 +28,14 @@ __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DEFAULT_PROFILE", "DEFAULT_T
 
 MODEL_FORMAT = "htc-calibrator"
 MODEL_FORMAT_VERSION = 1
-#: the profile and top-k of files that do not record them (the only ones that existed then)
+# the profile and top-k of files that do not record them (the only ones that existed then)
 DEFAULT_PROFILE = "paper"
 DEFAULT_TOP_K = 5
 REQUIRED = ("variant", "alpha", "feature_names", "coef", "intercept", "scaler")
-#: a model file is a few KB; anything above this is refused before it is read
+# a model file is a few KB; anything above this is refused before it is read
 MAX_FILE_BYTES = 16 << 20
-#: sane ranges: beyond them a score overflows to inf or NaN on ordinary features (the fitted values of
-#: real models are many orders of magnitude inside them)
+# sane ranges: beyond them a score overflows to inf or NaN on ordinary features (the fitted values of
+# real models are many orders of magnitude inside them)
 MAX_ABS_WEIGHT = 1e6        # coef, intercept: weights of standardized features
 MAX_ABS_MEAN = 1e12         # scaler.mean
 SCALE_RANGE = (1e-12, 1e12)  # scaler.scale
@@ -48,7 +48,31 @@ class InvalidModelField(ValueError):
 
 
 def model_to_dict(model) -> dict:
-    """The JSON object of a fitted model (plain lists and numbers; floats round-trip exactly)."""
+    """The JSON object of a fitted model (plain lists and numbers; floats round-trip exactly).
+
+    :meth:`HTCCalibrator.save <htc_core.calibration.calibrators.HTCCalibrator.save>` writes it (after checking
+    that the labels the model was fitted on can be saved); the fields are listed in the module docstring.
+
+    Parameters
+    ----------
+    model : HTCCalibrator
+        A fitted calibrator.
+
+    Returns
+    -------
+    dict
+        The model file's JSON object.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.model_file import model_to_dict
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+    >>> d = model_to_dict(model)
+    >>> d["format"], d["variant"], d["penalty"], len(d["coef"]), d["profile"]
+    ('htc-calibrator', 'reduced', 'l1', 48, 'paper')
+    """
     from .._version import __version__
 
     return {
@@ -79,8 +103,43 @@ def model_to_dict(model) -> dict:
 
 
 def read_model_file(path: str | Path) -> Any:
-    """The JSON object in ``path``; a missing, unreadable, oversized or non-JSON file, nesting deeper than
-    ``MAX_DEPTH``, a number that does not fit a float64 or a lone surrogate raises a ValueError saying why."""
+    """The JSON object in ``path``, read with the checks of a model file (not yet validated as a model).
+
+    A missing, unreadable, oversized (over ``MAX_FILE_BYTES``) or non-JSON file, nesting deeper than
+    ``htc_core.jsonvalues.MAX_DEPTH``, a number that does not fit a float64 or a lone surrogate raises a
+    ValueError saying why.
+
+    Parameters
+    ----------
+    path : str or path
+        The model file.
+
+    Returns
+    -------
+    object
+        The parsed JSON (pass it to :func:`parse_model_dict`).
+
+    Raises
+    ------
+    ValueError
+        ``<path> is not a valid HTC model file: <why>`` (or ``model file <path> does not exist``).
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from htc_core.calibration.model_file import read_model_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.json")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"format": "htc-calibrator", "coef": [0.5, NaN]}')
+    >>> read_model_file(path)["coef"]
+    [0.5, nan]
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"format": ')
+    >>> read_model_file(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...model.json is not a valid HTC model file: not JSON (Expecting value at line 1)
+    """
     path = Path(path)
     bad = f"{path} is not a valid HTC model file"
     try:
@@ -98,7 +157,35 @@ def read_model_file(path: str | Path) -> Any:
 
 
 def parse_model_text(text: str | bytes, *, source: str = "model") -> Any:
-    """The JSON object of a model file's text or bytes (see ``read_model_file`` for what is refused)."""
+    """The JSON object of a model file's text or bytes (see :func:`read_model_file` for what is refused).
+
+    Parameters
+    ----------
+    text : str or bytes
+        The file's content (bytes must be UTF-8), e.g. an upload.
+    source : str, default="model"
+        The name the error messages give the input.
+
+    Returns
+    -------
+    object
+        The parsed JSON (pass it to :func:`parse_model_dict`).
+
+    Raises
+    ------
+    ValueError
+        ``<source> is not a valid HTC model file: <why>``.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.model_file import parse_model_text
+    >>> parse_model_text(b'{"format": "htc-calibrator", "alpha": 1.0}')
+    {'format': 'htc-calibrator', 'alpha': 1.0}
+    >>> parse_model_text('[[[', source="upload.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: upload.json is not a valid HTC model file: not JSON (Expecting value at line 1)
+    """
     from ..jsonvalues import DECODE_HOOKS, MAX_DEPTH, first_bad_value, may_nest_too_deep
 
     bad = f"{source} is not a valid HTC model file"
@@ -125,7 +212,46 @@ def parse_model_text(text: str | bytes, *, source: str = "model") -> Any:
 
 
 def parse_model_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
-    """Validate a model file's JSON object; return (constructor parameters, learned attributes)."""
+    """Validate a model file's JSON object; return (constructor parameters, learned attributes).
+
+    Every field is checked (header, feature names in the paper's order, vector lengths, finite numbers in sane
+    ranges, the token-confidence profile); optional fields absent from older files take their defaults.
+
+    Parameters
+    ----------
+    obj : object
+        The parsed JSON (:func:`read_model_file`, :func:`parse_model_text`).
+    source : str, default="model"
+        The name the error messages give the input.
+
+    Returns
+    -------
+    params : dict
+        The :class:`~htc_core.calibration.calibrators.HTCCalibrator` constructor parameters.
+    state : dict
+        The learned attributes (``coef_``, ``intercept_``, ``mean_``, ``scale_``, ``feature_names_in_``, ...).
+
+    Raises
+    ------
+    ValueError
+        ``<source> is not a valid HTC model file: <why>``, naming the field and the value.
+
+    Examples
+    --------
+    A one-feature model written by hand:
+
+    >>> from htc_core.calibration.model_file import parse_model_dict
+    >>> obj = {"format": "htc-calibrator", "format_version": 1, "variant": "reduced", "alpha": 1.0,
+    ...        "feature_names": ["top1_gradient_mean"], "coef": [0.5], "intercept": -0.2,
+    ...        "scaler": {"mean": [0.0], "scale": [1.0]}}
+    >>> params, state = parse_model_dict(obj)
+    >>> params["variant"], state["coef_"].tolist(), state["profile_"]
+    ('reduced', [[0.5]], 'paper')
+    >>> parse_model_dict(dict(obj, coef=[0.5, 1.0]), source="mine.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: mine.json is not a valid HTC model file: coef must have 1 entries (one per name in feature_names), got 2
+    """
     try:
         return _parse(obj)
     except InvalidModelField as e:

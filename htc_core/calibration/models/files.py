@@ -8,7 +8,7 @@ from pathlib import Path
 
 __all__ = ["SHIPPED", "model_path"]
 
-#: shipped name -> file name inside this package
+# shipped name -> file name inside this package
 SHIPPED = {"gac": "gac.json", "gac-full": "gac-full.json", "gac-prefix": "gac-prefix.json"}
 
 
@@ -18,7 +18,34 @@ def shipped_path(name: str) -> Path:
 
 
 def model_path(model: str | Path) -> Path:
-    """A shipped model's file for its name, else ``model`` as a path (a missing file raises ValueError)."""
+    """A shipped model's file for its name, else ``model`` as a path (a missing file raises ValueError).
+
+    Parameters
+    ----------
+    model : str or path
+        A shipped name (``gac``, ``gac-full``, ``gac-prefix``) or the path of a model file.
+
+    Returns
+    -------
+    Path
+        The model file (it exists; its content is not checked here).
+
+    Raises
+    ------
+    ValueError
+        If a shipped model is missing from the installation, or ``model`` is neither a shipped name nor an
+        existing file.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.models.files import model_path
+    >>> model_path("gac").name
+    'gac.json'
+    >>> model_path("no-such-model.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: model 'no-such-model.json' is neither a shipped model (gac, gac-full, gac-prefix) nor an existing file
+    """
     if isinstance(model, str) and model in SHIPPED:
         path = shipped_path(model)
         if not path.is_file():
