@@ -99,7 +99,6 @@ PENDING = frozenset({
     "htc_core.calibration.shift",
     "htc_core.calibration.solvers",
     "htc_core.calibration.subproblem",
-    "htc_core.calibration.transfer_methods",
     "htc_core.collect.live",
     "htc_core.collect.local_server",
     "htc_core.collect.recorder",

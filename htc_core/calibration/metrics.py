@@ -482,7 +482,8 @@ class ReliabilityCurve:
         --------
         >>> import htc_core as htc
         >>> y, p = [1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]
-        >>> round(htc.reliability_curve(y, p, n_bins=5).ece, 4), round(htc.expected_calibration_error(y, p, n_bins=5), 4)
+        >>> curve = htc.reliability_curve(y, p, n_bins=5)
+        >>> round(curve.ece, 4), round(htc.expected_calibration_error(y, p, n_bins=5), 4)
         (0.225, 0.225)
         """
         nz = self.count > 0
