@@ -45,7 +45,26 @@ def _exit() -> None:
 
 @contextlib.contextmanager
 def one_blas_thread():
-    """BLAS on one thread inside the block (see the module doc)."""
+    """BLAS on one thread inside the block (see the module doc).
+
+    Returns
+    -------
+    contextmanager
+        Enter it with ``with``; the previous limits are back when the last of the nested blocks is left.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from threadpoolctl import threadpool_info
+    >>> from htc_core.calibration.blas_threads import one_blas_thread
+    >>> def blas_threads():
+    ...     return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+    >>> before = blas_threads()
+    >>> with one_blas_thread():
+    ...     inside = blas_threads()
+    >>> inside, blas_threads() == before
+    ([1], True)
+    """
     _enter()
     try:
         yield

@@ -9,6 +9,9 @@ import pandas as pd
 
 from ..features import FeatureMatrix
 
+# the check_* / validate_* / align_* helpers are the calibrators' shared validation, not entry points
+__all__ = ["TraceSetMixin", "expected_failed_checks"]
+
 
 def check_X(X, name: str = "X") -> np.ndarray:
     """``X`` as a finite float 2-D array, else a ValueError naming ``name``."""
@@ -108,6 +111,7 @@ def validate_labels(y, *, one_class: bool = False) -> tuple[np.ndarray, np.ndarr
 
 
 def _reject_unlabeled(y) -> None:
+    """A ValueError naming the first NaN label (an unlabeled run) of ``y``."""
     arr = np.asarray(y)
     if arr.dtype.kind == "f" and np.isnan(arr).any():
         i = int(np.flatnonzero(np.isnan(arr.reshape(-1)))[0])
@@ -163,7 +167,18 @@ def unpack_features(X) -> tuple[Any, list[str] | None, tuple[str, int] | None]:
 class TraceSetMixin:
     """The TraceSet-taking helpers beside a calibrator's ``fit(X, y)`` / ``predict_proba(X)``: the features
     are extracted with the calibrator's token-confidence profile and top-k (``profile`` / ``top_k``
-    parameters before the fit, ``profile_`` / ``top_k_`` after it)."""
+    parameters before the fit, ``profile_`` / ``top_k_`` after it).
+
+    :class:`~htc_core.calibration.calibrators.HTCCalibrator`, :class:`~htc_core.calibration.gam.HTCGAM` and
+    :class:`~htc_core.calibration.general.GeneralCalibrator` inherit these methods.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.inputs import TraceSetMixin
+    >>> issubclass(htc.HTCCalibrator, TraceSetMixin)
+    True
+    """
 
     def fit_traces(self, ts):
         """``fit`` on the features and labels of every labeled run of a TraceSet.
@@ -182,10 +197,10 @@ class TraceSetMixin:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit_traces(ts)
-        >>> model.n_features_in_
-        48
+        >>> model.n_features_in_, model.profile_
+        (48, 'paper')
         """
         from ..features import extract
 
@@ -207,12 +222,17 @@ class TraceSetMixin:
         ndarray of shape (n_runs, 2)
             Probability of failure, probability of success.
 
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the calibrator is not fitted.
+
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> htc.HTCCalibrator(alphas=(1.0,)).fit_traces(ts).predict_proba_traces(ts).shape
-        (500, 2)
+        (250, 2)
         """
         from ..features import extract
 

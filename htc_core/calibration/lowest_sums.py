@@ -40,7 +40,36 @@ def _sift_down(h, j, n):
 @njit(cache=True)
 def lowest_sums(r, off, k):
     """``out[i]``: the sum, in ascending order, of the ``min(k[i], len)`` lowest values of ``r[off[i]:off[i+1]]``
-    (0 for an empty segment). r float64, off and k int64, all C-contiguous."""
+    (0 for an empty segment). r float64, off and k int64, all C-contiguous.
+
+    Compiled with numba (cached on disk after the first call); the result equals
+    ``np.sort(r[off[i]:off[i+1]])[:k[i]].sum()`` summed in ascending order, to the last bit.
+
+    Parameters
+    ----------
+    r : ndarray of float64, shape (n,)
+        The values of all segments, one after the other.
+    off : ndarray of int64, shape (m + 1,)
+        Segment ``i`` is ``r[off[i]:off[i+1]]`` (non-decreasing, ``off[0] = 0``, ``off[-1] = n``).
+    k : ndarray of int64, shape (m,)
+        How many of the lowest values to sum per segment (0 or less: the sum is 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (m,)
+        The sums (NaN sorts last, as in ``np.sort``, so it enters a sum only when fewer than ``k`` values
+        are not NaN).
+
+    Examples
+    --------
+    Three segments (the token probabilities of three runs; the last one empty):
+
+    >>> import numpy as np
+    >>> from htc_core.calibration.lowest_sums import lowest_sums
+    >>> r = np.array([0.9, 0.5, 0.8, 0.2, 0.4, 0.6])
+    >>> lowest_sums(r, np.array([0, 3, 6, 6]), np.array([2, 1, 3])).round(2).tolist()
+    [1.3, 0.2, 0.0]
+    """
     out = np.zeros(len(off) - 1)
     for i in range(len(off) - 1):
         a, b = off[i], off[i + 1]

@@ -39,9 +39,13 @@ from ..numba_cache import njit
 
 from .subproblem import l1_direction
 
+# the solver behind htc_core.calibration.solvers.fit_path (the entry point): nothing here is called by a user
+__all__: list[str] = []
+
 
 @njit(cache=True)
 def _loss(z, s):
+    """The logistic loss ``sum_i log(1 + exp(-s_i z_i))``, computed without overflow."""
     tot = 0.0
     for i in range(z.shape[0]):
         m = -s[i] * z[i]
@@ -54,6 +58,7 @@ def _loss(z, s):
 
 @njit(cache=True)
 def _penalty(w, alpha, l1):
+    """The penalty ``alpha |w|_1`` (L1) or ``alpha |w|^2 / 2`` (L2)."""
     tot = 0.0
     if l1:
         for j in range(w.shape[0]):
@@ -66,6 +71,7 @@ def _penalty(w, alpha, l1):
 
 @njit(cache=True)
 def _violation(g, w, alpha, l1):
+    """The largest entry of the minimum-norm subgradient (L1) or of the gradient (L2): 0 at the optimum."""
     worst = 0.0
     for j in range(w.shape[0]):
         if l1:

@@ -33,6 +33,9 @@ from __future__ import annotations
 import numpy as np
 from ..numba_cache import njit
 
+# kernels of the path solver (htc_core.calibration.pathsolver): nothing here is called by a user
+__all__: list[str] = []
+
 
 @njit(cache=True)
 def _l1_setup(H, alpha):
