@@ -18,9 +18,9 @@ from .files import SHIPPED, shipped_path, model_path  # noqa: F401 (re-exported)
 
 __all__ = ["SHIPPED", "DEFAULT_GAC", "DEFAULT_MONITOR", "ShippedModel", "shipped_models", "model_path", "load_model"]
 
-#: the model the dashboard scores unlabeled runs with
+# the model the dashboard scores unlabeled runs with
 DEFAULT_GAC = "gac"
-#: the model a live Monitor uses when none is given (trained on every prefix of every run)
+# the model a live Monitor uses when none is given (trained on every prefix of every run)
 DEFAULT_MONITOR = "gac-prefix"
 
 
