@@ -130,6 +130,22 @@ def test_training_free_signals_by_hand():
     assert isinstance(s, pd.DataFrame) and list(s.columns) == ["seq_prob", "min_prob", "neg_entropy"]
 
 
+def test_training_free_signals_of_runs_without_tokens_are_nan():
+    """A run without tokens (an empty step; a TraceSet built by hand or cut short) gets NaN signals wherever it
+    lies, the last position included (which raised IndexError), and the other runs keep their values."""
+    lp = [np.log([0.5, 0.25]), np.log([0.8, 0.2])]
+    top = [np.log([[0.5, 0.5], [0.25, 0.25]]), np.log([[0.8, 0.2], [0.5, 0.5]])]
+    alone = training_free_signals(_traceset(lp, top, [1, 1]))
+    for order in ([0, None, 1], [0, 1, None], [None, 0, 1]):
+        steps_lp = [lp[i] if i is not None else np.zeros(0) for i in order]
+        steps_top = [top[i] if i is not None else np.zeros((0, 2)) for i in order]
+        s = training_free_signals(_traceset(steps_lp, steps_top, [1, 1, 1]))
+        empty = order.index(None)
+        assert s.iloc[empty].isna().all()
+        kept = [j for j in range(3) if j != empty]
+        np.testing.assert_array_equal(s.iloc[kept].to_numpy(), alone.to_numpy())
+
+
 def test_importance_weighted_platt_is_the_platt_a_labeled_target_would_give():
     """Covariate shift with a known answer: p(y|x) is the same in source and target, but the model's logit z = x
     is misspecified (true logit x + 0.4 x^2), so the best Platt step differs where the runs lie. Weighted by the

@@ -7,7 +7,7 @@ diagram and the number can never disagree). Bins follow scikit-learn's
 closed intervals ``(lo, hi]`` except the first, which also holds 0.
 
 Public functions validate their inputs and raise ``ValueError`` naming the
-argument and the value received. The ``_fast_*`` helpers skip validation and
+argument and the value received. The ``fast_*`` helpers skip validation and
 work on 2-D stacks of predictions (one row per candidate model); the nested
 cross-validation uses them in its inner loop.
 """

@@ -85,8 +85,8 @@ def fit_path(Xs: np.ndarray, y: np.ndarray, alphas: Sequence[float], penalty: st
     """Fit liblinear's logistic-regression objective (C = 1/alpha) on standardized ``Xs`` for every alpha.
 
     The objective is the module's (the intercept penalized like a weight). With ``solver="path"`` the alphas
-    are solved largest first, each fit warm-started from the previous one; for L1, constant and duplicate
-    columns are left out of the fit and get weight 0. BLAS runs on one thread meanwhile.
+    are solved largest first, each fit warm-started from the previous one, and an L1 fit leaves constant and
+    duplicate columns out (they get weight 0). BLAS runs on one thread meanwhile.
 
     Parameters
     ----------

@@ -84,7 +84,7 @@ def training_free_signals(ts) -> pd.DataFrame:
     0      0.67       0.5         -0.5
     1      0.20       0.2          NaN
     """
-    from ..features.segments import seg_mean, seg_min
+    from ..features.segments import seg_mean, seg_min, seg_sum
 
     off = ts.step_offsets[ts.traj_offsets]
     lens = np.diff(off)
@@ -99,10 +99,10 @@ def training_free_signals(ts) -> pd.DataFrame:
         qn = q / np.where(has, z, 1.0)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             h = -np.where(qn > 0, qn * np.log(qn), 0.0).sum(axis=1)
-        tok_has = has.astype(np.float64)
-        n_has = np.add.reduceat(tok_has, off[:-1]) if len(tok_has) else np.zeros(len(lens))
-        s_h = np.add.reduceat(np.where(has, h, 0.0), off[:-1]) if len(tok_has) else np.zeros(len(lens))
-        n_has = np.where(lens > 0, n_has, 0.0)
+        # per-run sums over the runs' own tokens (0 for a run without tokens: np.add.reduceat on every start
+        # read the next run's first token there, and raised IndexError for a last run without tokens)
+        n_has = seg_sum(has.astype(np.float64), off)
+        s_h = seg_sum(np.where(has, h, 0.0), off)
         ent = np.where(n_has > 0, -s_h / np.maximum(n_has, 1), np.nan)
     else:
         ent = np.full(len(lens), np.nan)
