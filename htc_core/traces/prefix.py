@@ -16,7 +16,32 @@ __all__ = ["prefixes", "prefix_pairs", "prefix_lengths"]
 
 
 def prefix_lengths(ts: TraceSet, steps=None, *, fraction: float | None = None) -> np.ndarray:
-    """Number of steps each trajectory keeps: min(steps, S) or ceil(fraction * S), at least 1."""
+    """Number of steps each trajectory keeps: min(steps, S) or ceil(fraction * S), at least 1.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (S = each one's number of steps).
+    steps : int or array-like of int of shape (n_trajectories,), optional
+        The number of steps to keep (>= 1), one for all or one per trajectory. Give exactly one of ``steps``
+        and ``fraction``.
+    fraction : float in (0, 1], optional
+        The share of each run's steps to keep, rounded up.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_trajectories,)
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.traces.prefix import prefix_lengths
+    >>> ts, _ = htc.load("sample_runs/gemma3/strings_Gemma3-270M-sampled-t0.7.jsonl")
+    >>> ts.steps_per_trajectory[:3].tolist()
+    [4, 2, 2]
+    >>> prefix_lengths(ts, 3)[:3].tolist(), prefix_lengths(ts, fraction=0.5)[:3].tolist()
+    ([3, 2, 2], [2, 1, 1])
+    """
     S = ts.steps_per_trajectory
     if (steps is None) == (fraction is None):
         raise ValueError("give exactly one of steps and fraction")
@@ -38,7 +63,39 @@ def prefix_lengths(ts: TraceSet, steps=None, *, fraction: float | None = None) -
 
 
 def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> TraceSet:
-    """The trace set of the prefixes (see the module docstring); trajectories keep their order."""
+    """The trace set of the prefixes: the first steps of every run, which keeps its id, metadata and label.
+
+    ``prefixes(ts, 3)`` cuts every trajectory after its third step (a run with fewer steps stays whole: it had
+    already finished by then); ``prefixes(ts, fraction=0.5)`` keeps ceil(0.5 * S) steps of a run of S steps
+    (at least one); an array gives each trajectory its own number of steps.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs.
+    steps : int or array-like of int of shape (n_trajectories,), optional
+        The number of steps to keep (>= 1). Give exactly one of ``steps`` and ``fraction``.
+    fraction : float in (0, 1], optional
+        The share of each run's steps to keep, rounded up.
+
+    Returns
+    -------
+    TraceSet
+        One prefix per trajectory, in the same order.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.traces.prefix import prefixes
+    >>> ts, _ = htc.load("sample_runs/gemma3/strings_Gemma3-270M-sampled-t0.7.jsonl")
+    >>> early = prefixes(ts, 1)
+    >>> early
+    TraceSet(trajectories=8, steps=8, tokens=171, k=5)
+    >>> bool((early.ids == ts.ids).all()), bool((early.labels == ts.labels).all())
+    (True, True)
+    >>> prefixes(ts, fraction=0.5).steps_per_trajectory[:3].tolist()
+    [2, 1, 1]
+    """
     if not isinstance(ts, TraceSet):
         raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
     keep = prefix_lengths(ts, steps, fraction=fraction)
@@ -46,9 +103,35 @@ def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> Trac
 
 
 def prefix_pairs(ts: TraceSet, runs, lengths) -> TraceSet:
-    """The prefix of ``lengths[j]`` steps of trajectory ``runs[j]`` for each j, in that order (a run may come
-    several times, with several lengths). Gathered straight from ``ts``: the cost is the size of the prefixes
-    written, not of the runs they come from (``ts.take`` first would copy a long run once per prefix)."""
+    """The prefix of ``lengths[j]`` steps of trajectory ``runs[j]`` for each j, in that order.
+
+    A run may come several times, with several lengths. Gathered straight from ``ts``: the cost is the size of
+    the prefixes written, not of the runs they come from (``ts.take`` first would copy a long run once per
+    prefix).
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs.
+    runs : array-like of int
+        Trajectory positions.
+    lengths : array-like of int
+        Steps to keep (>= 1; capped at the run's length), one per entry of ``runs``.
+
+    Returns
+    -------
+    TraceSet
+        One prefix per pair, with the metadata and label of its run.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.traces.prefix import prefix_pairs
+    >>> ts, _ = htc.load("sample_runs/gemma3/strings_Gemma3-270M-sampled-t0.7.jsonl")
+    >>> growing = prefix_pairs(ts, runs=[0, 0, 0, 0], lengths=[1, 2, 3, 4])
+    >>> growing.steps_per_trajectory.tolist(), len(set(growing.ids))
+    ([1, 2, 3, 4], 1)
+    """
     runs = np.asarray(runs, dtype=np.int64).reshape(-1)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if runs.shape != lengths.shape:

@@ -16,8 +16,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import orjson
 
-__all__ = ["STEP_FIELDS", "TEXT_FIELDS", "normalize", "take", "concat", "step_dict", "tool_json", "tool_of",
-           "Columns"]
+# normalize, take, concat, step_dict and Columns are the trace set's and the builder's helpers (not public)
+__all__ = ["STEP_FIELDS", "TEXT_FIELDS", "tool_json", "tool_of"]
 
 STEP_FIELDS = ("input", "tool", "observation", "error", "latency_s")
 TEXT_FIELDS = ("input", "tool", "observation", "error")
@@ -41,6 +41,7 @@ class Columns:
         self.n += n_steps
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """The columns of the fields some step carries (text fields object arrays, ``latency_s`` float64)."""
         out: dict[str, np.ndarray] = {}
         for name in STEP_FIELDS:
             col = self._cols.get(name)
@@ -97,6 +98,7 @@ def _objects(values: Iterable[Any]) -> np.ndarray:
 
 
 def take(fields: dict[str, np.ndarray], step_idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns of the steps at ``step_idx``, in that order."""
     return {k: v[step_idx] for k, v in fields.items()}
 
 
@@ -131,7 +133,28 @@ def step_dict(fields: dict[str, np.ndarray], s: int) -> dict[str, Any]:
 
 
 def tool_json(name: Any, arguments: Any = None) -> str | None:
-    """The stored form of a tool call: compact JSON ``{"name": ..., "arguments": ...}`` (None without a name)."""
+    """The stored form of a tool call: compact JSON ``{"name": ..., "arguments": ...}``.
+
+    Parameters
+    ----------
+    name : object
+        The tool's name (converted to str); None or a blank text means no tool call.
+    arguments : object, optional
+        The call's arguments (any JSON value; others are stored as their text); left out when None.
+
+    Returns
+    -------
+    str or None
+        The JSON text, or None without a name.
+
+    Examples
+    --------
+    >>> from htc_core.traces import tool_json
+    >>> tool_json("search", {"query": "capital of France"})
+    '{"name":"search","arguments":{"query":"capital of France"}}'
+    >>> tool_json("  ") is None
+    True
+    """
     if name is None or (isinstance(name, str) and not name.strip()):
         return None
     obj: dict[str, Any] = {"name": str(name)}
@@ -144,7 +167,26 @@ def tool_json(name: Any, arguments: Any = None) -> str | None:
 
 
 def tool_of(stored: str | None) -> dict | None:
-    """The tool call object back from its stored JSON text (a text that is not JSON becomes the name)."""
+    """The tool call object back from its stored JSON text.
+
+    Parameters
+    ----------
+    stored : str or None
+        The stored form (:func:`tool_json`); a text that is not a JSON object becomes the name.
+
+    Returns
+    -------
+    dict or None
+        ``{"name": ..., "arguments": ...}`` (``arguments`` only when stored), or None for None.
+
+    Examples
+    --------
+    >>> from htc_core.traces import tool_json, tool_of
+    >>> tool_of(tool_json("convert", "3 km to m"))
+    {'name': 'convert', 'arguments': '3 km to m'}
+    >>> tool_of("ls -la")
+    {'name': 'ls -la'}
+    """
     if stored is None:
         return None
     try:

@@ -16,6 +16,8 @@ import pandas as pd
 
 from . import stepfields as _sf
 
+__all__ = ["TraceSet", "concat", "META_COLUMNS"]
+
 META_COLUMNS = (
     "id",
     "dataset",
@@ -158,6 +160,19 @@ class TraceSet:
     # ------------------------------------------------------------ properties
     @property
     def n_trajectories(self) -> int:
+        """The number of trajectories (runs); ``len(ts)`` is the same.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.n_trajectories, len(ts)
+        (8, 8)
+        """
         return len(self.traj_offsets) - 1
 
     def __len__(self) -> int:
@@ -165,50 +180,213 @@ class TraceSet:
 
     @property
     def n_steps(self) -> int:
+        """The number of steps of all trajectories together.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.n_steps
+        16
+        """
         return len(self.step_offsets) - 1
 
     @property
     def n_tokens(self) -> int:
+        """The number of generated tokens of all steps together.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.n_tokens
+        281
+        """
         return len(self.logprob)
 
     @property
     def k(self) -> int:
+        """The number of alternatives kept per token (columns of ``top_logprobs``; 0 when none).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.k
+        5
+        """
         return self.top_logprobs.shape[1]
 
     @property
     def ids(self) -> np.ndarray:
+        """The trajectory ids, in order.
+
+        Returns
+        -------
+        ndarray of object of shape (n_trajectories,)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.ids[:2].tolist()
+        ['units-0000-Gemma3-270M-greedy', 'units-0001-Gemma3-270M-greedy']
+        """
         return self.meta["id"].to_numpy(dtype=object)
 
     @property
     def steps_per_trajectory(self) -> np.ndarray:
+        """The number of steps of each trajectory.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_trajectories,)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.steps_per_trajectory.tolist()
+        [2, 2, 2, 2, 2, 2, 2, 2]
+        """
         return np.diff(self.traj_offsets)
 
     @property
     def tokens_per_step(self) -> np.ndarray:
+        """The number of tokens of each step.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_steps,)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.tokens_per_step[:4].tolist()
+        [26, 11, 26, 12]
+        """
         return np.diff(self.step_offsets)
 
     @property
     def tokens_per_trajectory(self) -> np.ndarray:
+        """The number of tokens of each trajectory (all its steps together).
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_trajectories,)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> int(ts.tokens_per_trajectory.sum()) == ts.n_tokens
+        True
+        """
         return np.diff(self.step_offsets[self.traj_offsets])
 
     @property
     def labels(self) -> np.ndarray:
-        """Success labels as float (1.0 / 0.0, NaN when unlabeled)."""
+        """Success labels as float (1.0 / 0.0, NaN when unlabeled).
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_trajectories,)
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.labels.tolist()
+        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+        """
         s = self.meta["success"]
         return s.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
 
     @property
     def has_labels(self) -> bool:
+        """Whether every trajectory carries a success label (False for an empty set).
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.has_labels, htc.TraceSet.empty().has_labels
+        (True, False)
+        """
         return bool(self.n_trajectories) and not self.meta["success"].isna().any()
 
     def step_trajectory_index(self) -> np.ndarray:
-        """Trajectory index of every step."""
+        """Trajectory index of every step.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_steps,)
+            The position of the trajectory each step belongs to.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.step_trajectory_index()[:6].tolist()
+        [0, 0, 1, 1, 2, 2]
+        """
         return np.repeat(np.arange(self.n_trajectories), self.steps_per_trajectory)
 
     def token_step_index(self) -> np.ndarray:
+        """Step index of every token.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_tokens,)
+            The position of the step each token belongs to.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> idx = ts.token_step_index()
+        >>> len(idx) == ts.n_tokens, int(idx[25]), int(idx[26])
+        (True, 0, 1)
+        """
         return np.repeat(np.arange(self.n_steps), self.tokens_per_step)
 
     def metadata_of(self, i: int) -> dict:
+        """The free-form metadata of one trajectory, decoded from its JSON string.
+
+        Parameters
+        ----------
+        i : int
+            Trajectory position.
+
+        Returns
+        -------
+        dict
+            The metadata; empty when the trajectory has none or its JSON does not decode.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.metadata_of(0)["stop_reason"]
+        'final_answer'
+        """
         raw = self.meta["metadata"].iat[i]
         try:
             return json.loads(raw) if raw else {}
@@ -216,6 +394,21 @@ class TraceSet:
             return {}
 
     def memory_bytes(self) -> int:
+        """The bytes held by the numeric token and offset arrays (the bulk of a large set).
+
+        Returns
+        -------
+        int
+            Bytes of ``logprob``, ``top_logprobs``, ``step_offsets`` and ``traj_offsets``; texts and the metadata
+            table are not counted.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.memory_bytes() == 8 * (ts.n_tokens * (1 + ts.k) + ts.n_steps + 1 + ts.n_trajectories + 1)
+        True
+        """
         n = self.logprob.nbytes + self.top_logprobs.nbytes + self.step_offsets.nbytes + self.traj_offsets.nbytes
         return int(n)
 
@@ -265,7 +458,28 @@ class TraceSet:
         )
 
     def step_field(self, name: str) -> np.ndarray:
-        """One diagnosis field of every step (None / NaN where absent); ``name`` one of ``STEP_FIELDS``."""
+        """One diagnosis field of every step (None / NaN where absent).
+
+        Parameters
+        ----------
+        name : str
+            One of ``STEP_FIELDS``: ``input``, ``tool``, ``observation``, ``error`` (text, the tool call as a
+            JSON string) or ``latency_s`` (float seconds).
+
+        Returns
+        -------
+        ndarray of shape (n_steps,)
+            Objects (str or None) for the text fields, float64 (NaN where absent) for ``latency_s``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.step_field("tool")[:2].tolist()
+        ['{"name":"convert","arguments":"16.5 ft to m"}', None]
+        >>> ts.step_field("error")[:2].tolist()
+        [None, None]
+        """
         if name not in _sf.STEP_FIELDS:
             raise ValueError(f"name must be one of {', '.join(_sf.STEP_FIELDS)}, got {name!r}")
         arr = self.step_fields.get(name)
@@ -307,6 +521,7 @@ class TraceSet:
         Parameters
         ----------
         mask : ndarray of bool of shape (n_trajectories,)
+            True for the trajectories to keep.
 
         Returns
         -------
@@ -342,7 +557,32 @@ class TraceSet:
 
     # ------------------------------------------------------------ iteration
     def trajectory(self, i: int) -> dict:
-        """One trajectory as a plain dict (htc-trace JSONL v1 shape)."""
+        """One trajectory as a plain dict (htc-trace JSONL v1 shape).
+
+        Parameters
+        ----------
+        i : int
+            Trajectory position.
+
+        Returns
+        -------
+        dict
+            ``id``, ``dataset``, ``model``, ``framework``, ``question``, ``answer``, ``gold``, ``success``,
+            ``verbalized_confidence``, ``metadata`` (a dict) and ``steps``: one dict per step with ``name``,
+            ``logprobs`` and, where known, ``text``, the diagnosis fields, ``tokens``, ``top_logprobs`` and
+            ``top_tokens``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> run = ts.trajectory(0)
+        >>> run["question"], run["answer"], run["success"]
+        ('How many meters are in 16.5 feet?', '5.03', True)
+        >>> step = run["steps"][1]
+        >>> step["text"], len(step["logprobs"]), len(step["top_logprobs"][0])
+        ('Final Answer: 5.03', 11, 5)
+        """
         row = self.meta.iloc[i]
         steps = []
         for s in range(self.traj_offsets[i], self.traj_offsets[i + 1]):
@@ -387,6 +627,23 @@ class TraceSet:
     # -------------------------------------------------------------- builders
     @classmethod
     def empty(cls, k: int = 0) -> "TraceSet":
+        """A trace set with no trajectory.
+
+        Parameters
+        ----------
+        k : int, default 0
+            Number of alternatives per token its (empty) ``top_logprobs`` has.
+
+        Returns
+        -------
+        TraceSet
+
+        Examples
+        --------
+        >>> from htc_core.traces import TraceSet
+        >>> TraceSet.empty(k=5)
+        TraceSet(trajectories=0, steps=0, tokens=0, k=5)
+        """
         return cls(
             logprob=np.zeros(0),
             top_logprobs=np.zeros((0, k)),
