@@ -12,18 +12,60 @@ from typing import Callable
 
 import numpy as np
 
+__all__ = ["TokenConfidence", "Profile", "PROFILES", "get_profile", "token_confidence"]
+
 _CHUNK = 1 << 20  # tokens per chunk when touching the [n, k] alternatives (bounds temporary memory)
 
 
 @dataclass(frozen=True)
 class TokenConfidence:
-    r: np.ndarray       # feeds entropy, concentration, spread, skewness, token gradients
-    top1: np.ndarray    # Top1Conf per token
-    topk: np.ndarray    # TopkConf per token
+    """The per-token confidences a profile derives from the log-probabilities (made by :func:`token_confidence`).
+
+    Parameters
+    ----------
+    r : ndarray of shape (n_tokens,)
+        The value that feeds entropy, concentration, spread, skewness and the token gradients.
+    top1 : ndarray of shape (n_tokens,)
+        Top1Conf per token.
+    topk : ndarray of shape (n_tokens,)
+        TopkConf per token.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.confidence import token_confidence
+    >>> tc = token_confidence(np.log([0.9]), np.log([[0.9, 0.05]]))
+    >>> tc.r.round(3).tolist(), tc.top1.round(3).tolist(), tc.topk.round(3).tolist()
+    ([0.9], [0.9], [0.475])
+    """
+
+    r: np.ndarray
+    top1: np.ndarray
+    topk: np.ndarray
 
 
 @dataclass(frozen=True)
 class Profile:
+    """A token-confidence profile: its name, its definition in words and the function that computes it.
+
+    Parameters
+    ----------
+    name : str
+        The name recorded in model files (``paper``, ``deepconf``, ``chosen``).
+    description : str
+        The definitions of r, Top1Conf and TopkConf in words.
+    compute : callable
+        ``compute(logprob, top_logprobs, top_k) -> TokenConfidence``.
+
+    Examples
+    --------
+    >>> from htc_core.confidence import PROFILES
+    >>> sorted(PROFILES)
+    ['chosen', 'deepconf', 'paper']
+    >>> PROFILES["paper"].description
+    'r = exp(chosen logprob); Top1Conf = exp(max alternative logprob); TopkConf = ...'
+    """
+
     name: str
     description: str
     compute: Callable[[np.ndarray, np.ndarray, int], TokenConfidence]
@@ -120,6 +162,23 @@ PROFILES: dict[str, Profile] = {
 
 
 def get_profile(name: str) -> Profile:
+    """The profile of a name (``ValueError`` naming the valid ones otherwise).
+
+    Parameters
+    ----------
+    name : str
+        ``paper``, ``deepconf`` or ``chosen``.
+
+    Returns
+    -------
+    Profile
+
+    Examples
+    --------
+    >>> from htc_core.confidence import get_profile
+    >>> get_profile("chosen").name
+    'chosen'
+    """
     if name not in PROFILES:
         raise ValueError(f"unknown confidence profile {name!r}; valid profiles: {sorted(PROFILES)}")
     return PROFILES[name]
@@ -127,6 +186,36 @@ def get_profile(name: str) -> Profile:
 
 def token_confidence(logprob: np.ndarray, top_logprobs: np.ndarray, *, profile: str = "paper",
                      top_k: int = 5) -> TokenConfidence:
+    """The per-token r, Top1Conf and TopkConf of some tokens under a profile.
+
+    Parameters
+    ----------
+    logprob : ndarray of shape (n_tokens,)
+        The chosen tokens' log-probabilities.
+    top_logprobs : ndarray of shape (n_tokens, k)
+        Their alternatives' log-probabilities, sorted descending, NaN-padded (k may be 0).
+    profile : str, default "paper"
+        ``paper``: r = exp(chosen logprob), Top1Conf = exp(best alternative), TopkConf = mean of the top-k
+        alternatives' probabilities; ``deepconf``: TopkConf = -mean(top-k logprobs); ``chosen``: all three =
+        r (alternatives ignored). Without alternatives Top1/Topk fall back to r (``deepconf``: -logprob).
+    top_k : int, default 5
+        How many alternatives TopkConf averages (>= 0).
+
+    Returns
+    -------
+    TokenConfidence
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.confidence import token_confidence
+    >>> lp = np.log([0.9, 0.5])
+    >>> top = np.log([[0.9, 0.05, 0.02], [0.5, 0.3, np.nan]])
+    >>> token_confidence(lp, top, top_k=2).topk.round(3).tolist()
+    [0.475, 0.4]
+    >>> token_confidence(lp, top, profile="deepconf", top_k=2).topk.round(3).tolist()
+    [1.551, 0.949]
+    """
     if not isinstance(top_k, (int, np.integer)) or isinstance(top_k, bool) or top_k < 0:
         raise ValueError(f"top_k must be a non-negative integer, got {top_k!r}")
     return get_profile(profile).compute(np.asarray(logprob, dtype=np.float64),

@@ -48,7 +48,23 @@ _FALSE = {"false", "f", "no", "n", "0", "0.0", "fail", "failed", "failure", "inc
 
 
 def normalize_text(s: str) -> str:
-    """Lower case, no punctuation, no articles, single blanks."""
+    """Lower case, no punctuation, no articles, single blanks (the usual open-QA normalization).
+
+    Parameters
+    ----------
+    s : str
+        The text (any value is converted with ``str``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from htc_core.label_rules import normalize_text
+    >>> normalize_text("  The Eiffel   Tower! ")
+    'eiffel tower'
+    """
     s = str(s).lower().translate(_PUNCT)
     return " ".join(_ARTICLES.sub(" ", s).split())
 
@@ -71,7 +87,35 @@ def _letter(s: str) -> str | None:
 
 @dataclass(frozen=True)
 class AnswerRule:
-    """Compare each run's answer with its gold (module docstring)."""
+    """Compare each run's answer with its gold.
+
+    Each kind needs a non-empty ``gold`` and an ``answer`` (not null); a run without them gets no label.
+
+    Parameters
+    ----------
+    kind : {"exact", "normalized", "numeric", "contains", "regex", "choice"}, default "normalized"
+        ``exact``: equal (surrounding blanks ignored); ``normalized``: equal after :func:`normalize_text`;
+        ``numeric``: the answer's first number within ``abs_tol + rel_tol * |gold|`` of the gold's (a gold
+        without a number: no label, an answer without one: failure); ``contains``: the normalized gold occurs
+        in the normalized answer; ``regex``: the gold (or ``pattern``) is searched in the answer as a regular
+        expression; ``choice``: the multiple-choice letters (``B``, ``(b)``, ``answer: B``) are equal.
+    abs_tol : float, default 0.0
+        Absolute tolerance of ``numeric`` (>= 0).
+    rel_tol : float, default 0.0
+        Relative tolerance of ``numeric`` (>= 0).
+    pattern : str, optional
+        For ``regex``: the expression searched instead of the gold, with ``{gold}`` replaced by the escaped
+        gold.
+
+    Examples
+    --------
+    >>> from htc_core.label_rules import AnswerRule
+    >>> rule = AnswerRule("numeric", rel_tol=0.01)
+    >>> rule.judge("about 5.02 meters", "5.03")
+    (1.0, None)
+    >>> rule.judge("5.03", "")
+    (nan, 'no gold')
+    """
 
     kind: str = "normalized"
     abs_tol: float = 0.0
@@ -93,15 +137,62 @@ class AnswerRule:
 
     @property
     def needs(self) -> tuple[str, ...]:
+        """The run fields the rule reads.
+
+        Returns
+        -------
+        tuple of str
+
+        Examples
+        --------
+        >>> from htc_core.label_rules import AnswerRule
+        >>> AnswerRule().needs
+        ('answer', 'gold')
+        """
         return ("answer", "gold")
 
     def describe(self) -> str:
+        """The rule in words (shown in the dashboard and stored with the labels it writes).
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> from htc_core.label_rules import AnswerRule
+        >>> AnswerRule("numeric", abs_tol=0.5).describe()
+        'answer vs gold: numeric (within 0.5 + 0 x |gold|)'
+        """
         extra = {"numeric": f" (within {self.abs_tol:g} + {self.rel_tol:g} x |gold|)",
                  "regex": f" ({self.pattern!r})" if self.pattern else " (the gold as a regular expression)"}
         return f"answer vs gold: {self.kind}{extra.get(self.kind, '')}"
 
     def judge(self, answer, gold) -> tuple[float, str | None]:
-        """(1.0/0.0, None) or (NaN, why no label) for one run."""
+        """The label of one run.
+
+        Parameters
+        ----------
+        answer : str or None
+            The run's final answer.
+        gold : str or None
+            The expected answer.
+
+        Returns
+        -------
+        label : float
+            1.0 (success), 0.0 (failure) or NaN (no label).
+        reason : str or None
+            Why there is no label; None when there is one.
+
+        Examples
+        --------
+        >>> from htc_core.label_rules import AnswerRule
+        >>> AnswerRule("choice").judge("The answer is (b).", "B")
+        (1.0, None)
+        >>> AnswerRule("normalized").judge(None, "Paris")
+        (nan, 'no answer')
+        """
         if answer is None or (isinstance(answer, float) and math.isnan(answer)):
             return math.nan, "no answer"
         if gold is None or (isinstance(gold, float) and math.isnan(gold)) or not str(gold).strip():
@@ -162,7 +253,27 @@ def _parse_number(v) -> float | None:
 
 @dataclass(frozen=True)
 class FieldRule:
-    """Label from one metadata field (module docstring)."""
+    """Label from one metadata field (``reward``, ``passed``, ``score``, ...).
+
+    A run without the field, or whose value is not a number (not a boolean for ``truthy``), gets no label.
+
+    Parameters
+    ----------
+    field : str
+        The metadata key.
+    op : {"truthy", ">=", ">", "<=", "<", "=="}, default "truthy"
+        ``truthy``: true/false, 1/0, yes/no, pass/fail; the others compare the value with ``threshold``.
+    threshold : float, default 0.0
+        The value compared with.
+
+    Examples
+    --------
+    >>> from htc_core.label_rules import FieldRule
+    >>> FieldRule("reward", ">=", 0.5).judge({"reward": "0.75"})
+    (1.0, None)
+    >>> FieldRule("passed").judge({"passed": "maybe"})
+    (nan, 'passed is not true/false')
+    """
 
     field: str
     op: str = "truthy"
@@ -179,12 +290,58 @@ class FieldRule:
 
     @property
     def needs(self) -> tuple[str, ...]:
+        """The run fields the rule reads (``metadata.<field>``).
+
+        Returns
+        -------
+        tuple of str
+
+        Examples
+        --------
+        >>> from htc_core.label_rules import FieldRule
+        >>> FieldRule("passed").needs
+        ('metadata.passed',)
+        """
         return ("metadata." + self.field,)
 
     def describe(self) -> str:
+        """The rule in words (shown in the dashboard and stored with the labels it writes).
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> from htc_core.label_rules import FieldRule
+        >>> FieldRule("score", ">", 0.8).describe()
+        'metadata score > 0.8'
+        """
         return f"metadata {self.field}" + ("" if self.op == "truthy" else f" {self.op} {self.threshold:g}")
 
     def judge(self, md: dict) -> tuple[float, str | None]:
+        """The label of one run from its metadata.
+
+        Parameters
+        ----------
+        md : dict
+            The run's metadata.
+
+        Returns
+        -------
+        label : float
+            1.0 (success), 0.0 (failure) or NaN (no label).
+        reason : str or None
+            Why there is no label; None when there is one.
+
+        Examples
+        --------
+        >>> from htc_core.label_rules import FieldRule
+        >>> FieldRule("passed").judge({"passed": "yes"})
+        (1.0, None)
+        >>> FieldRule("passed").judge({})
+        (nan, 'no passed')
+        """
         if self.field not in md or md[self.field] is None:
             return math.nan, f"no {self.field}"
         v = md[self.field]
@@ -227,13 +384,54 @@ def judge_all(rule, meta: pd.DataFrame) -> tuple[np.ndarray, list]:
 
 
 def apply_rule(rule, meta: pd.DataFrame) -> np.ndarray:
-    """1.0 (success), 0.0 (failure) or NaN (the run lacks what the rule needs) per row of ``meta``."""
+    """1.0 (success), 0.0 (failure) or NaN (the run lacks what the rule needs) per row of ``meta``.
+
+    Parameters
+    ----------
+    rule : AnswerRule or FieldRule
+        The rule.
+    meta : DataFrame
+        The runs' metadata table (``TraceSet.meta``: ``answer``, ``gold``, ``metadata`` as JSON text or dict).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_runs,)
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.label_rules import AnswerRule, apply_rule
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> apply_rule(AnswerRule("numeric", rel_tol=0.01), ts.meta).tolist()
+    [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    """
     return judge_all(rule, meta)[0]
 
 
 @dataclass
 class RulePreview:
-    """What a rule would write, before anything is written."""
+    """What a rule would write, before anything is written (made by :func:`preview`).
+
+    Parameters
+    ----------
+    rule : str
+        The rule in words.
+    labels : ndarray of float64
+        The label of every run (1.0, 0.0, NaN).
+    n_success, n_failure : int
+        Runs labeled success and failure.
+    unlabeled : dict, optional
+        Reason -> number of runs left unlabeled for it.
+    success_examples, failure_examples : DataFrame, optional
+        A random sample of each outcome (id, answer, gold).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.label_rules import RulePreview
+    >>> RulePreview("metadata passed", np.array([1.0, np.nan]), 1, 0, {"no passed": 1}).unlabeled
+    {'no passed': 1}
+    """
 
     rule: str
     labels: np.ndarray
@@ -245,8 +443,35 @@ class RulePreview:
 
 
 def preview(rule, meta: pd.DataFrame, *, n_examples: int = 5, seed: int = 42) -> RulePreview:
-    """Counts of both outcomes, the unlabeled runs by reason, and a random sample of each outcome (id, answer,
-    gold and the rule's label)."""
+    """Counts of both outcomes, the unlabeled runs by reason, and a random sample of each outcome.
+
+    Parameters
+    ----------
+    rule : AnswerRule or FieldRule
+        The rule.
+    meta : DataFrame
+        The runs' metadata table (``TraceSet.meta``).
+    n_examples : int, default 5
+        Runs shown per outcome.
+    seed : int, default 42
+        Seed of the sample.
+
+    Returns
+    -------
+    RulePreview
+        The examples hold the runs' id, answer and gold.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.label_rules import AnswerRule, preview
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> p = preview(AnswerRule("exact"), ts.meta, n_examples=2)
+    >>> p.rule, p.n_success, p.n_failure, p.unlabeled
+    ('answer vs gold: exact', 4, 4, {})
+    >>> list(p.failure_examples.columns), len(p.failure_examples)
+    (['id', 'answer', 'gold'], 2)
+    """
     y, why = judge_all(rule, meta)
     rng = np.random.default_rng(seed)
     cols = [c for c in ("id", "answer", "gold") if c in meta.columns]

@@ -71,20 +71,72 @@ _ERRORS = {
 
 @dataclass(frozen=True)
 class Alert:
-    """The confidence fell below the threshold after ``step`` steps (1-based)."""
+    """The confidence fell below the threshold after ``step`` steps (1-based).
+
+    Parameters
+    ----------
+    step : int
+        The number of steps of the run when the confidence fell below the threshold.
+    confidence : float
+        The confidence after that step.
+    threshold : float
+        The monitor's threshold.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> mon = htc.Monitor(threshold=0.5)
+    >>> for step in ([-0.1, -0.2, -0.05], [-2.3, -1.9, -3.0, -0.7]):
+    ...     conf = mon.add_step(step)
+    >>> mon.alerts
+    [Alert(step=2, confidence=0.214..., threshold=0.5)]
+    """
 
     step: int
     confidence: float
     threshold: float
 
     def to_dict(self) -> dict:
+        """The alert as a plain dict (for JSON).
+
+        Returns
+        -------
+        dict
+            ``step``, ``confidence`` and ``threshold``.
+
+        Examples
+        --------
+        >>> from htc_core.monitor import Alert
+        >>> Alert(step=3, confidence=0.25, threshold=0.3).to_dict()
+        {'step': 3, 'confidence': 0.25, 'threshold': 0.3}
+        """
         return asdict(self)
 
 
 def fitted_on_prefixes(model: Any) -> bool:
-    """Whether ``model`` was fitted on prefixes of runs, as a live monitor needs: the shipped ``gac-prefix``, a
-    GAC whose sub-models all were, or a model whose training summary says ``fitted_on: prefixes`` (recorded by
-    ``fit`` when every training id is ``RUN@k``, as ``htc prefixes`` and ``htc fit --prefixes`` write them)."""
+    """Whether ``model`` was fitted on prefixes of runs, as a live monitor needs.
+
+    True for the shipped ``gac-prefix``, a GAC whose sub-models all were, or a model whose training summary
+    says ``fitted_on: prefixes`` (recorded by ``fit`` when every training id is ``RUN@k``, as ``htc prefixes``
+    and ``htc fit --prefixes`` write them). A model fitted on whole runs only has seen no early step: its
+    confidence on a running trajectory is off.
+
+    Parameters
+    ----------
+    model : object
+        A fitted calibrator (``HTCCalibrator``, ``GeneralCalibrator`` or any estimator).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from htc_core.calibration.models import load_model
+    >>> from htc_core.monitor import fitted_on_prefixes
+    >>> fitted_on_prefixes(load_model("gac-prefix")), fitted_on_prefixes(load_model("gac"))
+    (True, False)
+    """
     if isinstance(subs := getattr(model, "models", None), dict):
         parts = [m for m in subs.values() if m is not None]
         return str(getattr(model, "name", "")).startswith("gac-prefix") or all(map(fitted_on_prefixes, parts or [0]))
@@ -115,6 +167,9 @@ def _as_model(model: Any):
 class Monitor:
     """The calibrated confidence of a running trajectory, updated one step at a time.
 
+    The properties ``n_steps``, ``alerted`` and ``features`` give the number of steps so far, whether an alert
+    was raised and the 48 features so far.
+
     Parameters
     ----------
     model : HTCCalibrator, GeneralCalibrator, str, path or classifier, default="gac-prefix"
@@ -133,11 +188,8 @@ class Monitor:
         The latest confidence (NaN before the first step).
     history : list of float
         The confidence after each step.
-    n_steps : int
     alerts : list of Alert
-    alerted : bool
-    features : FeatureMatrix
-        The 48 features so far.
+        The alerts raised so far.
 
     Examples
     --------
@@ -146,6 +198,10 @@ class Monitor:
     >>> conf = mon.add_step([-0.1, -0.2, -0.05])       # the chosen tokens' logprobs of one LLM call
     >>> 0 < conf < 1, mon.n_steps
     (True, 1)
+    >>> round(mon.add_step([-2.3, -1.9, -3.0, -0.7]), 3), mon.alerted   # an unsure second call
+    (0.214, True)
+    >>> mon
+    Monitor(steps=2, confidence=0.2145, threshold=0.3, alerts=1)
     """
 
     def __init__(self, model: Any = "gac-prefix", threshold: float | None = None,
@@ -197,7 +253,21 @@ class Monitor:
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
-        """Forget the run: the next step is the first of a new trajectory."""
+        """Forget the run: the next step is the first of a new trajectory.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor()
+        >>> conf = mon.add_step([-0.1, -0.2])
+        >>> mon.reset()
+        >>> mon.n_steps, mon.confidence
+        (0, nan)
+        """
         if self._parts is not None:
             for part in self._parts:
                 part.reset()
@@ -213,15 +283,62 @@ class Monitor:
 
     @property
     def n_steps(self) -> int:
+        """The number of steps added since the start (or the last ``reset``).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor()
+        >>> conf = mon.add_step([-0.1, -0.2])
+        >>> conf = mon.add_step([])                 # an empty step is skipped
+        >>> mon.n_steps
+        1
+        """
         return len(self.history)
 
     @property
     def alerted(self) -> bool:
+        """Whether an alert was raised during this run.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor(threshold=0.3)
+        >>> conf = mon.add_step([-0.1, -0.2, -0.05])
+        >>> mon.alerted
+        False
+        """
         return bool(self.alerts)
 
     @property
     def features(self) -> FeatureMatrix:
-        """The 48 features of the steps so far (one row), as ``extract`` gives them for this prefix."""
+        """The 48 features of the steps so far (one row), as ``extract`` gives them for this prefix.
+
+        Returns
+        -------
+        FeatureMatrix
+            One row (id ``monitor``); ``ValueError`` before the first step.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor()
+        >>> conf = mon.add_step([-0.1, -0.2, -0.05])
+        >>> conf = mon.add_step([-2.3, -1.9, -3.0, -0.7])
+        >>> fm = mon.features
+        >>> fm.values.shape
+        (1, 48)
+        >>> round(float(fm.column("top1_gradient_mean")[0]), 3)
+        -0.693
+        """
         if not self.history:
             raise ValueError("no step yet: the features of an empty trajectory are undefined")
         if self._parts is not None:
@@ -254,6 +371,12 @@ class Monitor:
         >>> second = mon.add_step([-0.3, -0.01])
         >>> mon.n_steps, len(mon.history)
         (2, 2)
+
+        With the alternatives (the ``top_logprobs`` of each token, as an API returns them):
+
+        >>> conf = mon.add_step([-0.2, -0.1], [[-0.2, -1.8, -2.5], [-0.1, -2.4, -3.9]])
+        >>> mon.n_steps
+        3
         """
         if self._parts is not None:
             return self._add_routed(logprobs, top_logprobs)
@@ -326,8 +449,31 @@ class Monitor:
         return float(sigmoid(z)[0])
 
     def add_response(self, response: Any) -> float:
-        """Add the step of one raw LLM response (OpenAI chat completion, streamed chunk list, Responses API,
-        completions; a dict or an SDK object). A response without logprobs raises ``ValueError``."""
+        """Add the step of one raw LLM response and return the confidence so far.
+
+        Parameters
+        ----------
+        response : dict, list or SDK object
+            An OpenAI chat completion, a streamed chunk list, a Responses API or a completions response, as a
+            dict or an SDK object (pydantic ``model_dump`` is used). A response without logprobs raises
+            ``ValueError``.
+
+        Returns
+        -------
+        float
+            The calibrated confidence after this step.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor()
+        >>> token = {"token": "Paris", "logprob": -0.02,
+        ...          "top_logprobs": [{"token": "Paris", "logprob": -0.02}, {"token": "Lyon", "logprob": -4.1}]}
+        >>> response = {"choices": [{"message": {"role": "assistant", "content": "Paris"},
+        ...                          "logprobs": {"content": [token]}}]}
+        >>> 0 < mon.add_response(response) < 1, mon.n_steps
+        (True, 1)
+        """
         from .formats.common import FieldError, MissingLogprobs
         from .formats.shapes import find_response, parse_response
 
@@ -341,7 +487,20 @@ class Monitor:
         return self.add_step(part.lp, part.top)
 
     def fresh(self) -> "Monitor":
-        """A new monitor with this one's model, threshold and on_alert, and no steps."""
+        """A new monitor with this one's model, threshold and on_alert, and no steps (one per concurrent run).
+
+        Returns
+        -------
+        Monitor
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> mon = htc.Monitor(threshold=0.3)
+        >>> conf = mon.add_step([-0.1, -0.2])
+        >>> mon.fresh()
+        Monitor(steps=0, confidence=nan, threshold=0.3, alerts=0)
+        """
         return Monitor(self.model, self.threshold, self.on_alert)
 
     def _check_alert(self, p: float) -> None:

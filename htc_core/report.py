@@ -6,6 +6,9 @@ import reprlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# shorten is the readers' helper (not public)
+__all__ = ["LoadReport", "Problem"]
+
 # A bounded repr: a hostile value (an array nested 50,000 deep, a 10 MB string, a 5,000-digit integer) is
 # shortened without walking or printing all of it.
 _REPR = reprlib.Repr()  # keyword arguments need Python 3.12
@@ -24,7 +27,37 @@ def shorten(value: Any, limit: int = 60) -> str:
 
 @dataclass
 class Problem:
-    """One problem found in an input: where it is, what is wrong, with which value."""
+    """One problem found in an input: where it is, what is wrong, with which value.
+
+    Parameters
+    ----------
+    file : str
+        The file (or upload name).
+    line : int or None
+        The line (1-based), None when the problem is not on one line.
+    field : str or None
+        The field, as a path (``steps[0].logprobs[1]``).
+    value : str or None
+        The offending value, shortened for display.
+    reason : str
+        What is wrong.
+    trajectory_id : str, optional
+        The trajectory's id, when known.
+    severity : {"error", "warning"}, default "error"
+        ``error``: the trajectory was rejected; ``warning``: kept, with a change.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> data = (b'{"id": "a", "success": true, "steps": [{"name": "s", "logprobs": [-0.1, -0.2]}]}\\n'
+    ...         b'{"id": "b", "steps": [{"name": "s", "logprobs": [-0.1, 0.5]}]}\\n')
+    >>> ts, report = htc.load_bytes(data, name="runs.jsonl")
+    >>> problem = report.problems[0]
+    >>> problem.line, problem.field, problem.value, problem.severity
+    (2, 'steps[0].logprobs[1]', '0.5', 'error')
+    >>> print(problem)
+    runs.jsonl:2 id='b' field steps[0].logprobs[1] value 0.5: must be <= 0 (a log-probability)
+    """
 
     file: str
     line: int | None
@@ -32,7 +65,7 @@ class Problem:
     value: str | None
     reason: str
     trajectory_id: str | None = None
-    severity: str = "error"  # "error": the trajectory was rejected; "warning": kept, with a change
+    severity: str = "error"
 
     def __str__(self) -> str:
         where = self.file
@@ -92,27 +125,88 @@ class LoadReport:
     empty_steps_dropped: int = 0
     clipped_values: int = 0
     skipped_lines: int = 0
-    #: lines or spans read as a step's tool call / observation (call-log tool lines, OpenTelemetry TOOL spans)
+    # lines or spans read as a step's tool call / observation (call-log tool lines, OpenTelemetry TOOL spans)
     tool_lines: int = 0
     problems: list[Problem] = field(default_factory=list)
     max_problems: int = 1000
     problems_truncated: int = 0
-    #: file -> the format it was read as (detected with format="auto", else the one asked for)
+    # file -> the format it was read as (detected with format="auto", else the one asked for)
     formats: dict = field(default_factory=dict)
-    #: the labels join, when a labels file was given: file, rows, matched (trajectories that got a row),
-    #: unlabeled (trajectories without a row), unmatched_rows (rows that matched no trajectory), model_conflicts
+    # the labels join, when a labels file was given: file, rows, matched (trajectories that got a row),
+    # unlabeled (trajectories without a row), unmatched_rows (rows that matched no trajectory), model_conflicts
     labels: dict | None = None
 
     def error(self, file: str, line: int | None, reason: str, *, field: str | None = None,
               value: Any = None, trajectory_id: str | None = None, has_value: bool = False,
               rejects: bool = True) -> None:
-        """An error; ``rejects=False`` for one that costs no trajectory (a bad line of a labels file)."""
+        """Record an error (what a reader calls when it rejects a record).
+
+        Parameters
+        ----------
+        file : str
+            The file.
+        line : int or None
+            The line (1-based).
+        reason : str
+            What is wrong.
+        field : str, optional
+            The field's path.
+        value : object, optional
+            The offending value (shortened for display).
+        trajectory_id : str, optional
+            The trajectory's id.
+        has_value : bool, default False
+            Show ``value`` even when it is None (a null where a value was needed).
+        rejects : bool, default True
+            Count a rejected trajectory; False for an error that costs none (a bad line of a labels file).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from htc_core.report import LoadReport
+        >>> report = LoadReport()
+        >>> report.error("runs.jsonl", 7, "must be a list", field="steps", value=None, has_value=True)
+        >>> report.rejected, str(report.errors[0])
+        (1, 'runs.jsonl:7 field steps value None: must be a list')
+        """
         self.rejected += bool(rejects)
         self._add(Problem(file, line, field, shorten(value) if (value is not None or has_value) else None,
                           reason, trajectory_id, "error"))
 
     def warn(self, file: str, line: int | None, reason: str, *, field: str | None = None,
              value: Any = None, trajectory_id: str | None = None) -> None:
+        """Record a warning: the record was kept, with a change (a value clipped, a step dropped).
+
+        Parameters
+        ----------
+        file : str
+            The file.
+        line : int or None
+            The line (1-based).
+        reason : str
+            What was changed.
+        field : str, optional
+            The field's path.
+        value : object, optional
+            The value concerned (shortened for display).
+        trajectory_id : str, optional
+            The trajectory's id.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from htc_core.report import LoadReport
+        >>> report = LoadReport()
+        >>> report.warn("runs.jsonl", 3, "1 empty step(s) dropped", field="steps", trajectory_id="a")
+        >>> report.rejected, [str(p) for p in report.warnings]
+        (0, ["runs.jsonl:3 id='a' field steps: 1 empty step(s) dropped"])
+        """
         self._add(Problem(file, line, field, shorten(value) if value is not None else None,
                           reason, trajectory_id, "warning"))
 
@@ -124,17 +218,79 @@ class LoadReport:
 
     @property
     def errors(self) -> list[Problem]:
+        """The problems of severity ``error`` (among those kept).
+
+        Returns
+        -------
+        list of Problem
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> data = (b'{"id": "a", "success": true, "steps": [{"name": "s", "logprobs": [-0.1, -0.2]}]}\\n'
+        ...         b'{"id": "b", "steps": [{"name": "s", "logprobs": [-0.1, 0.5]}]}\\n')
+        >>> ts, report = htc.load_bytes(data, name="runs.jsonl")
+        >>> [p.trajectory_id for p in report.errors]
+        ['b']
+        """
         return [p for p in self.problems if p.severity == "error"]
 
     @property
     def warnings(self) -> list[Problem]:
+        """The problems of severity ``warning``: records kept with a change.
+
+        Returns
+        -------
+        list of Problem
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> data = b'{"id": "a", "steps": [{"name": "s", "logprobs": [-0.1, 1e-7]}]}\\n'
+        >>> ts, report = htc.load_bytes(data, name="runs.jsonl")
+        >>> [p.reason for p in report.warnings], report.clipped_values
+        (['1 tiny positive logprob(s) clipped to 0'], 1)
+        """
         return [p for p in self.problems if p.severity == "warning"]
 
     @property
     def ok(self) -> bool:
+        """Whether at least one trajectory was read.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> from htc_core.report import LoadReport
+        >>> LoadReport().ok, LoadReport(trajectories_read=3).ok
+        (False, True)
+        """
         return self.trajectories_read > 0
 
     def merge(self, other: "LoadReport") -> "LoadReport":
+        """Add another load's counts, files, formats and problems to this report (in place).
+
+        Parameters
+        ----------
+        other : LoadReport
+            The other load (its labels join, when it has one, replaces this one's).
+
+        Returns
+        -------
+        LoadReport
+            This report.
+
+        Examples
+        --------
+        >>> from htc_core.report import LoadReport
+        >>> total = LoadReport(files=["a.jsonl"], trajectories_read=2)
+        >>> total.merge(LoadReport(files=["b.jsonl"], trajectories_read=3, rejected=1)) is total
+        True
+        >>> total.files, total.trajectories_read, total.rejected
+        (['a.jsonl', 'b.jsonl'], 5, 1)
+        """
         self.files.extend(other.files)
         self.lines_read += other.lines_read
         self.trajectories_read += other.trajectories_read
@@ -152,6 +308,22 @@ class LoadReport:
         return self
 
     def to_dict(self) -> dict:
+        """The report as plain values (for JSON), problems as dicts; ``max_problems`` left out.
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> data = (b'{"id": "a", "success": true, "steps": [{"name": "s", "logprobs": [-0.1, -0.2]}]}\\n'
+        ...         b'{"id": "b", "steps": [{"name": "s", "logprobs": [-0.1, 0.5]}]}\\n')
+        >>> ts, report = htc.load_bytes(data, name="runs.jsonl")
+        >>> d = report.to_dict()
+        >>> d["trajectories_read"], d["rejected"], d["problems"][0]["field"]
+        (1, 1, 'steps[0].logprobs[1]')
+        """
         d = asdict(self)
         d.pop("max_problems")
         return d

@@ -8,10 +8,41 @@ from __future__ import annotations
 
 
 def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bool = False):
-    """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk). ``verbalized_column``:
-    None writes the Verbalized column when some trajectory has it, True/False always/never. A shipped General
-    Agent Calibrator scores each run with the sub-model of its kind (column gac_model). ``explain`` adds the
-    structural flags, the three strongest reasons and the features (:func:`explained_columns`)."""
+    """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk): what ``htc score`` writes.
+
+    A General Agent Calibrator scores each run with the sub-model of its kind (column ``gac_model``); any other
+    model scores the 48 features extracted in its own token-confidence profile and top-k.
+
+    Parameters
+    ----------
+    model : HTCCalibrator, HTCGAM or GeneralCalibrator
+        A fitted model (for example from :func:`htc_core.load_model`).
+    ts : TraceSet
+        The runs to score.
+    verbalized_column : bool, optional
+        None writes the ``verbalized`` column when some trajectory has a stated confidence, True always,
+        False never.
+    explain : bool, default False
+        Add the columns of :func:`explained_columns` (structural flags, the three strongest reasons, the
+        features).
+
+    Returns
+    -------
+    DataFrame
+        One row per trajectory: ``id``, ``confidence``, (``gac_model``), then one column per baseline
+        (``last_step_tp``, ``global_trace_tp``, ``bottom10``, ``lowest_group``, ``tail``, ``verbalized``).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.scoring import score_frame
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> table = score_frame(htc.load_model("gac"), ts)
+    >>> list(table.columns)
+    ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
+    >>> table.loc[0, "id"], round(float(table.loc[0, "confidence"]), 3), table.loc[0, "gac_model"]
+    ('units-0000-Gemma3-270M-greedy', 0.511, 'with_alternatives')
+    """
     import numpy as np
     import pandas as pd
 
@@ -56,10 +87,37 @@ def _scorer_names(model, ts):
 
 
 def out_of_fold(model, ts):
-    """The out-of-fold confidence of every labeled run of ``ts`` under a model of ``model``'s kind (HTC-Full or
-    HTC-Reduced, one cross-validated repeat on these runs' labels: the honest number when the runs are the ones
-    a model would be fitted on), NaN for unlabeled runs; None when the runs cannot be evaluated or the model is
-    not an HTC-Full / -Reduced calibrator."""
+    """The out-of-fold confidence of every labeled run of ``ts`` under a model of ``model``'s kind.
+
+    HTC-Full or HTC-Reduced, one cross-validated repeat on these runs' labels: the honest number when the runs
+    are the ones a model would be fitted on (a model scoring its own training runs is optimistic).
+
+    Parameters
+    ----------
+    model : HTCCalibrator
+        A fitted HTC-Full or HTC-Reduced calibrator (its variant, profile and top-k are used, not its weights).
+    ts : TraceSet
+        The runs.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_trajectories,) or None
+        The out-of-fold confidences, NaN for unlabeled runs; None when the labels cannot be evaluated (for
+        example one class only) or the model is not an ``HTCCalibrator``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.scoring import out_of_fold
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> model = htc.HTCCalibrator(variant="reduced").fit_traces(ts)
+    >>> oof = out_of_fold(model, ts)
+    >>> oof.shape, bool(np.isfinite(oof).all())
+    ((250,), True)
+    >>> out_of_fold(htc.load_model("gac"), ts) is None      # a GAC is not refitted
+    True
+    """
     import numpy as np
 
     from .calibration.calibrators import HTCCalibrator
@@ -78,10 +136,40 @@ def out_of_fold(model, ts):
 
 
 def explained_columns(model, ts, *, n_reasons: int = 3):
-    """What the dashboard's export carries, for ``htc score --explain``: scorer (the model in use), success,
-    question, final answer, gold, the out-of-fold confidence of the labeled runs (:func:`out_of_fold`), the
-    structural flags, the ``n_reasons`` strongest reasons of each run's own scorer (a GAC's sub-model per run)
-    and the 48 features in the model's profile."""
+    """What the dashboard's export carries, for ``htc score --explain``.
+
+    Parameters
+    ----------
+    model : HTCCalibrator, HTCGAM or GeneralCalibrator
+        The fitted model that scores the runs.
+    ts : TraceSet
+        The runs.
+    n_reasons : int, default 3
+        How many of the strongest reasons to give per run.
+
+    Returns
+    -------
+    DataFrame
+        One row per trajectory: ``scorer`` (the model in use), ``success``, ``question``, ``final_answer``,
+        ``gold``, ``confidence (out-of-fold)`` for an HTC-Full / -Reduced model (:func:`out_of_fold`),
+        ``flags`` (the structural flags), ``reason_1`` ... (the strongest reasons of each run's own scorer: a
+        GAC's sub-model per run) and the 48 features in the model's profile.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.scoring import explained_columns
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> table = explained_columns(htc.load_model("gac"), ts, n_reasons=2)
+    >>> table.shape
+    (8, 56)
+    >>> list(table.columns[:8])
+    ['scorer', 'success', 'question', 'final_answer', 'gold', 'flags', 'reason_1', 'reason_2']
+    >>> table.loc[0, "scorer"]
+    'GAC (with alternatives model, zero-shot)'
+    >>> table.loc[0, "reason_1"]
+    'First step: skew of its token probabilities is -2.66, lower than in the typical run ...'
+    """
     import numpy as np
     import pandas as pd
 

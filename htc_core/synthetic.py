@@ -14,9 +14,42 @@ import pandas as pd
 
 from .traces import TraceSet, empty_meta
 
+__all__ = ["synthetic_trace_set", "make_call", "write_calllog"]
+
 def synthetic_trace_set(n_traj: int = 10_000, n_steps: int = 10, n_tokens: int = 50, k: int = 5,
                         seed: int = 0) -> TraceSet:
-    """Random trace set of n_traj x n_steps x n_tokens tokens with k sorted alternatives (vectorized)."""
+    """Random trace set of n_traj x n_steps x n_tokens tokens with k sorted alternatives (vectorized).
+
+    For benchmarks and tests at any size: chosen-token probabilities drawn from Beta(4, 1), alternatives below
+    the best one by exponential gaps, labels a fair coin. Not agent data: its labels are unrelated to its
+    logprobs.
+
+    Parameters
+    ----------
+    n_traj : int, default 10000
+        Number of trajectories (ids ``syn-0``, ``syn-1``, ...).
+    n_steps : int, default 10
+        Steps per trajectory.
+    n_tokens : int, default 50
+        Tokens per step.
+    k : int, default 5
+        Alternatives per token.
+    seed : int, default 0
+        Seed of the random generator.
+
+    Returns
+    -------
+    TraceSet
+
+    Examples
+    --------
+    >>> from htc_core.synthetic import synthetic_trace_set
+    >>> ts = synthetic_trace_set(4, n_steps=3, n_tokens=5, seed=0)
+    >>> ts
+    TraceSet(trajectories=4, steps=12, tokens=60, k=5)
+    >>> ts.ids.tolist(), ts.labels.tolist()
+    (['syn-0', 'syn-1', 'syn-2', 'syn-3'], [0.0, 1.0, 1.0, 1.0])
+    """
     rng = np.random.default_rng(seed)
     n = n_traj * n_steps * n_tokens
     logprob = np.log(rng.beta(4.0, 1.0, n) + 1e-12)
@@ -46,7 +79,37 @@ def _token(rng: random.Random, t: str, lp: float) -> dict:
 
 
 def make_call(rng: random.Random, traj: str, step: int, n_tokens: int, k: int = 5) -> dict:
-    """One logged call in the recorder's shape, with a real-looking Chat Completions response."""
+    """One logged call in the recorder's shape, with a real-looking Chat Completions response.
+
+    Parameters
+    ----------
+    rng : random.Random
+        The random source (random words and logprobs).
+    traj : str
+        The trajectory id the call belongs to.
+    step : int
+        The step number.
+    n_tokens : int
+        Tokens of the response.
+    k : int, default 5
+        Alternatives per token (``top_logprobs``).
+
+    Returns
+    -------
+    dict
+        ``trajectory_id``, ``step``, ``created``, ``request`` and ``response`` (a ``chat.completion``).
+
+    Examples
+    --------
+    >>> import random
+    >>> from htc_core.synthetic import make_call
+    >>> call = make_call(random.Random(0), "run-1", 0, n_tokens=3, k=2)
+    >>> sorted(call)
+    ['created', 'request', 'response', 'step', 'trajectory_id']
+    >>> content = call["response"]["choices"][0]["logprobs"]["content"]
+    >>> len(content), len(content[0]["top_logprobs"])
+    (3, 2)
+    """
     content = []
     text = []
     for _ in range(n_tokens):
@@ -72,7 +135,40 @@ def make_call(rng: random.Random, traj: str, step: int, n_tokens: int, k: int = 
 
 def write_calllog(path: str | os.PathLike, size_mb: float, *, seed: int = 0, tokens_per_call: int = 60,
                   steps: int = 5, tool_lines: bool = True) -> dict:
-    """Write a synthetic call log of about ``size_mb`` MB; returns counts."""
+    """Write a synthetic call log of about ``size_mb`` MB (whole runs: at least one).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file written (overwritten).
+    size_mb : float
+        Target size in MB (1e6 bytes).
+    seed : int, default 0
+        Seed of the random source.
+    tokens_per_call : int, default 60
+        Mean tokens per call (Gaussian, sd a quarter of the mean, at least 1).
+    steps : int, default 5
+        Calls per trajectory.
+    tool_lines : bool, default True
+        Write a tool-result line after each call too (as an agent's recorder would).
+
+    Returns
+    -------
+    dict
+        ``bytes``, ``trajectories``, ``calls`` and ``tokens`` written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import htc_core as htc
+    >>> from htc_core.synthetic import write_calllog
+    >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+    >>> write_calllog(path, 0.01, seed=0)
+    {'bytes': 116386, 'trajectories': 1, 'calls': 5, 'tokens': 293}
+    >>> ts, report = htc.load(path)
+    >>> ts, report.formats[path]
+    (TraceSet(trajectories=1, steps=5, tokens=293, k=5), 'openai-calllog')
+    """
     rng = random.Random(seed)
     target = int(size_mb * 1e6)
     written = 0
