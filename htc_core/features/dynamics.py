@@ -7,6 +7,8 @@ import numpy as np
 from .segments import seg_max, seg_mean_std, seg_min, within_diffs
 from .steps import EPS, FeatureContext
 
+__all__ = ["FAMILY", "SPECS", "compute"]
+
 FAMILY = "Dynamics"
 
 # (name, group, display name, formula, description)
@@ -71,6 +73,37 @@ def _gradient_block(values: np.ndarray, traj_offsets: np.ndarray, prefix: str) -
 
 
 def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
+    """The 19 Dynamics features of every trajectory.
+
+    How confidence evolves across steps: the cross-step gradients of the mean top-1 and top-k confidence, the
+    within-step token gradients, the progression of entropy, concentration and spread, and the change from the first
+    to the last step.
+
+    ``SPECS`` lists them (name, group, display name, formula, description) in the paper's order;
+    :func:`htc_core.features.extract` calls every family's ``compute`` and places the columns.
+
+    Parameters
+    ----------
+    ctx : FeatureContext
+        The token confidences and step summaries of the runs (:func:`htc_core.features.build_context`).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trajectories,)
+        Feature name -> its values, for the 19 features of ``SPECS``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.features import build_context
+    >>> from htc_core.features.dynamics import SPECS, compute
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> values = compute(build_context(ts))
+    >>> len(values) == len(SPECS) == 19
+    True
+    >>> values["top1_gradient_mean"][:3].round(3).tolist()
+    [0.046, 0.016, 0.024]
+    """
     ts, st = ctx.ts, ctx.steps
     out: dict[str, np.ndarray] = {}
     out.update(_gradient_block(st.top1, ts.traj_offsets, "top1"))

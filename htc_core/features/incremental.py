@@ -26,8 +26,8 @@ from ..numba_cache import njit
 
 from .steps import EPS
 
-#: the order in which :func:`_features` writes the 48 values (checked against FEATURE_NAMES by the tests
-#: and at import by :mod:`htc_core.monitor`)
+# the order in which :func:`features` writes the 48 values (checked against FEATURE_NAMES by the tests
+# and at import by :mod:`htc_core.monitor`)
 FEATURE_ORDER = (
     "top1_gradient_mean", "top1_gradient_std", "top1_gradient_max", "top1_gradient_min", "top1_gradient_trend",
     "topk_gradient_mean", "topk_gradient_std", "topk_gradient_max", "topk_gradient_min", "topk_gradient_trend",
@@ -67,6 +67,19 @@ ERR_NOT_FINITE, ERR_SENTINEL, ERR_POSITIVE, ERR_TOP_POSINF, ERR_TOP_POSITIVE = 1
 
 
 def new_state() -> np.ndarray:
+    """The state of a trajectory with no step yet.
+
+    Returns
+    -------
+    ndarray of float64 of shape (STATE_SIZE,)
+        Zeros; :func:`add_step` folds steps into it in place.
+
+    Examples
+    --------
+    >>> from htc_core.features import incremental as inc
+    >>> inc.new_state().shape == (inc.STATE_SIZE,)
+    True
+    """
     return np.zeros(STATE_SIZE)
 
 
@@ -237,8 +250,48 @@ def _token_diffs(state, r):
 
 @njit(cache=True)
 def add_step(state, lp, top, k, deepconf, summary, buf):
-    """Validate one step and fold it into ``state``; returns (code, i, j) as :func:`_check` (state unchanged
-    unless code is 0). ``summary``: a 9-vector receiving the step summary; ``buf``: scratch of top's width."""
+    """Validate one step and fold it into ``state`` (compiled with numba).
+
+    Parameters
+    ----------
+    state : ndarray of float64 of shape (STATE_SIZE,)
+        The trajectory's state (:func:`new_state`), updated in place.
+    lp : ndarray of float64 of shape (n_tokens,)
+        The step's chosen-token log-probabilities.
+    top : ndarray of float64 of shape (n_tokens, w)
+        Their alternatives (NaN, -inf and -9999 mean none); shape (0, 0) when there are none.
+    k : int
+        The alternatives averaged into TopkConf.
+    deepconf : bool
+        The ``deepconf`` profile's TopkConf instead of the ``paper`` one.
+    summary : ndarray of float64 of shape (9,)
+        Receives the step summary (n, mu, sigma, H, kappa, rho, skew, x, y).
+    buf : ndarray of float64 of shape (>= w,)
+        Scratch space.
+
+    Returns
+    -------
+    code : int
+        0 when the step was added; else the first invalid value's error code (``ERR_*``), and the state is
+        unchanged.
+    i : int
+        The token of the invalid value (-1 when valid).
+    j : int
+        Its alternative's column (-1 for a chosen-token value).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.features import incremental as inc
+    >>> state = inc.new_state()
+    >>> summary, buf = np.zeros(9), np.zeros(5)
+    >>> inc.add_step(state, np.array([-0.1, -0.2]), np.zeros((0, 0)), 5, False, summary, buf)
+    (0, -1, -1)
+    >>> float(summary[0])                            # the step's tokens
+    2.0
+    >>> inc.add_step(state, np.array([-0.1, 0.5]), np.zeros((0, 0)), 5, False, summary, buf)
+    (3, 1, -1)
+    """
     code, i, j = _check(lp, top)
     if code != 0:
         return code, i, j
@@ -279,7 +332,36 @@ def _grad_block(state, at, n_diffs, out, o):
 
 @njit(cache=True)
 def features(state, out):
-    """The 48 features of the trajectory so far, in FEATURE_ORDER (the registry's order)."""
+    """The 48 features of the trajectory so far, in FEATURE_ORDER (the registry's order; compiled with numba).
+
+    Equal, to rounding, to :func:`htc_core.features.extract` on the steps added so far.
+
+    Parameters
+    ----------
+    state : ndarray of float64 of shape (STATE_SIZE,)
+        The trajectory's state.
+    out : ndarray of float64 of shape (48,)
+        Receives the features.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.features import incremental as inc
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> state, summary, buf = inc.new_state(), np.zeros(9), np.zeros(5)
+    >>> for step in ts.trajectory(0)["steps"]:
+    ...     code = inc.add_step(state, np.array(step["logprobs"]), np.array(step["top_logprobs"]), 5, False,
+    ...                         summary, buf)
+    >>> out = np.zeros(48)
+    >>> inc.features(state, out)
+    >>> bool(np.allclose(out, htc.extract(ts).values[0], rtol=1e-9, atol=1e-12))
+    True
+    """
     s = state[S]
     _grad_block(state, GX, s - 1.0, out, 0)
     _grad_block(state, GY, s - 1.0, out, 5)
@@ -319,7 +401,38 @@ def features(state, out):
 
 @njit(cache=True)
 def add_step_and_score(state, lp, top, k, deepconf, summary, buf, feats, w, b):
-    """:func:`add_step`, then the features and the logit ``feats . w + b``; returns (code, i, j, logit)."""
+    """:func:`add_step`, then the features and the logit ``feats . w + b`` (compiled with numba).
+
+    Parameters
+    ----------
+    state, lp, top, k, deepconf, summary, buf
+        As :func:`add_step`.
+    feats : ndarray of float64 of shape (48,)
+        Receives the features.
+    w : ndarray of float64 of shape (48,)
+        The linear model's weights on the raw features.
+    b : float
+        Its intercept.
+
+    Returns
+    -------
+    code, i, j : int
+        As :func:`add_step` (the features are not computed unless code is 0).
+    logit : float
+        ``feats . w + b``; 0.0 when the step was invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.features import incremental as inc
+    >>> state = inc.new_state()
+    >>> summary, buf = np.zeros(9), np.zeros(5)
+    >>> feats = np.zeros(48)
+    >>> code, i, j, z = inc.add_step_and_score(state, np.array([-0.1, -0.2]), np.zeros((0, 0)), 5, False,
+    ...                                        summary, buf, feats, np.full(48, 0.1), -1.0)
+    >>> code, round(z, 4), feats[43:46].tolist()      # step count / 10, first and last step tokens
+    (0, 0.4814, [0.1, 2.0, 2.0])
+    """
     code, i, j = add_step(state, lp, top, k, deepconf, summary, buf)
     if code != 0:
         return code, i, j, 0.0

@@ -6,6 +6,8 @@ import numpy as np
 
 from .steps import FeatureContext
 
+__all__ = ["FAMILY", "SPECS", "compute"]
+
 FAMILY = "Position"
 
 _STEP_FEATURES = [
@@ -28,6 +30,36 @@ for _where, _idx, _grp in (("first", "1", "2.1: First Step Specific"), ("last", 
 
 
 def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
+    """The 14 Position features of every trajectory.
+
+    What the first and the last step reveal: their entropy, concentration, spread, volatility, skewness and mean
+    top-1 / top-k confidence.
+
+    ``SPECS`` lists them (name, group, display name, formula, description) in the paper's order;
+    :func:`htc_core.features.extract` calls every family's ``compute`` and places the columns.
+
+    Parameters
+    ----------
+    ctx : FeatureContext
+        The token confidences and step summaries of the runs (:func:`htc_core.features.build_context`).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trajectories,)
+        Feature name -> its values, for the 14 features of ``SPECS``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.features import build_context
+    >>> from htc_core.features.position import SPECS, compute
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> values = compute(build_context(ts))
+    >>> len(values) == len(SPECS) == 14
+    True
+    >>> values["first_top1_avg"][:3].round(3).tolist()
+    [0.922, 0.937, 0.932]
+    """
     st = ctx.steps
     out: dict[str, np.ndarray] = {}
     for where, idx in (("first", ctx.first_step), ("last", ctx.last_step)):

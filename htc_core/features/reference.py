@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 
+# token_conf and step_summary are the oracle's own steps (not public)
+__all__ = ["features", "features_of_trajectory_dict"]
+
 EPS = 1e-8
 
 
@@ -42,6 +45,7 @@ def token_conf(lp, top, k, profile="paper"):
 
 
 def step_summary(r, top1, topk):
+    """The step's n, H, kappa, rho, skew, x and y (a dict) from its tokens' r, Top1Conf and TopkConf."""
     n = len(r)
     mu = _mean(r)
     sigma = _std(r)
@@ -63,7 +67,30 @@ def _grad(vals):
 
 
 def features(steps, k=5, profile="paper"):
-    """steps: list of (logprobs list, top_logprobs list-of-lists or None). Returns 48 floats in paper order."""
+    """The 48 features of one trajectory, in the paper's order, in plain Python (the oracle of the tests).
+
+    Parameters
+    ----------
+    steps : list of tuple
+        One ``(logprobs, top_logprobs)`` per step: a list of floats and a list of per-token lists of
+        alternatives' log-probabilities, or None.
+    k : int, default 5
+        The alternatives averaged into TopkConf.
+    profile : {"paper", "deepconf", "chosen"}, default "paper"
+        The token-confidence profile.
+
+    Returns
+    -------
+    list of float
+        48 values, the order of ``htc_core.features.FEATURE_NAMES``.
+
+    Examples
+    --------
+    >>> from htc_core.features.reference import features
+    >>> values = features([([-0.1, -0.2], [[-0.1, -2.5], [-0.2, -1.9]]), ([-0.05], None)])
+    >>> len(values), [round(v, 4) for v in values[:3]]
+    (48, [0.0894, 0.0, 0.0894])
+    """
     summ = []
     token_diffs = []
     for lps, tops in steps:
@@ -97,7 +124,32 @@ def features(steps, k=5, profile="paper"):
 
 
 def features_of_trajectory_dict(traj, k=5, profile="paper"):
-    """Oracle on an htc-trace JSONL v1 dict (empty steps skipped, as the reader does)."""
+    """The oracle's 48 features of an htc-trace JSONL v1 dict (empty steps skipped, as the reader does).
+
+    Parameters
+    ----------
+    traj : dict
+        One trajectory (:meth:`htc_core.TraceSet.trajectory` gives this shape).
+    k : int, default 5
+        The alternatives averaged into TopkConf.
+    profile : {"paper", "deepconf", "chosen"}, default "paper"
+        The token-confidence profile.
+
+    Returns
+    -------
+    list of float
+        48 values, the order of ``htc_core.features.FEATURE_NAMES``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.features.reference import features_of_trajectory_dict
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> oracle = features_of_trajectory_dict(ts.trajectory(0))
+    >>> bool(np.allclose(oracle, htc.extract(ts).values[0], rtol=1e-9, atol=1e-12))
+    True
+    """
     steps = []
     for st in traj["steps"]:
         if not st["logprobs"]:

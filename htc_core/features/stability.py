@@ -7,6 +7,8 @@ import numpy as np
 from .segments import seg_mean_std
 from .steps import FeatureContext
 
+__all__ = ["FAMILY", "SPECS", "compute"]
+
 FAMILY = "Stability"
 
 SPECS = [
@@ -34,6 +36,36 @@ SPECS = [
 
 
 def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
+    """The 10 Stability features of every trajectory.
+
+    Whether the step signals converge consistently: the mean and standard deviation over steps of the entropy,
+    concentration, spread, volatility and skewness.
+
+    ``SPECS`` lists them (name, group, display name, formula, description) in the paper's order;
+    :func:`htc_core.features.extract` calls every family's ``compute`` and places the columns.
+
+    Parameters
+    ----------
+    ctx : FeatureContext
+        The token confidences and step summaries of the runs (:func:`htc_core.features.build_context`).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trajectories,)
+        Feature name -> its values, for the 10 features of ``SPECS``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.features import build_context
+    >>> from htc_core.features.stability import SPECS, compute
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> values = compute(build_context(ts))
+    >>> len(values) == len(SPECS) == 10
+    True
+    >>> values["attention_entropy_mean"][:3].round(3).tolist()
+    [2.82, 2.865, 2.802]
+    """
     st, off = ctx.steps, ctx.ts.traj_offsets
     out: dict[str, np.ndarray] = {}
     for name, arr in (("attention_entropy", st.entropy), ("attention_concentration", st.concentration),

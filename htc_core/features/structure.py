@@ -7,6 +7,8 @@ import numpy as np
 from .segments import seg_mean_std
 from .steps import FeatureContext
 
+__all__ = ["FAMILY", "SPECS", "compute"]
+
 FAMILY = "Structure"
 
 SPECS = [
@@ -21,6 +23,35 @@ SPECS = [
 
 
 def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
+    """The 5 Structure features of every trajectory.
+
+    The form factor of a trajectory: its length and token counts.
+
+    ``SPECS`` lists them (name, group, display name, formula, description) in the paper's order;
+    :func:`htc_core.features.extract` calls every family's ``compute`` and places the columns.
+
+    Parameters
+    ----------
+    ctx : FeatureContext
+        The token confidences and step summaries of the runs (:func:`htc_core.features.build_context`).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trajectories,)
+        Feature name -> its values, for the 5 features of ``SPECS``.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.features import build_context
+    >>> from htc_core.features.structure import SPECS, compute
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> values = compute(build_context(ts))
+    >>> len(values) == len(SPECS) == 5
+    True
+    >>> values["first_token_count"][:3].tolist()
+    [26.0, 26.0, 25.0]
+    """
     ts, st = ctx.ts, ctx.steps
     m, s = seg_mean_std(st.n, ts.traj_offsets)
     return {
