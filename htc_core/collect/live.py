@@ -28,7 +28,21 @@ __all__ = ["LiveMonitors", "LowConfidence", "smolagents_step_callback"]
 
 
 class LowConfidence(RuntimeError):
-    """Raised to stop a run whose calibrated confidence fell below the threshold."""
+    """Raised to stop a run whose calibrated confidence fell below the threshold.
+
+    Parameters
+    ----------
+    alert : Alert
+        The monitor's alert (kept as ``alert``).
+
+    Examples
+    --------
+    >>> from htc_core.collect.live import LowConfidence
+    >>> from htc_core.monitor import Alert
+    >>> err = LowConfidence(Alert(step=2, confidence=0.21, threshold=0.3))
+    >>> str(err), err.alert.step
+    ('calibrated confidence 0.210 fell below 0.300 after step 2', 2)
+    """
 
     def __init__(self, alert: Alert):
         super().__init__(f"calibrated confidence {alert.confidence:.3f} fell below {alert.threshold:.3f} "
@@ -37,7 +51,27 @@ class LowConfidence(RuntimeError):
 
 
 class LiveMonitors:
-    """One :class:`Monitor` per trajectory id, copied from a template."""
+    """One :class:`Monitor` per trajectory id, copied from a template (what ``Recorder(monitor=...)`` keeps).
+
+    Parameters
+    ----------
+    template : Monitor
+        Each trajectory gets its own ``template.fresh()``, so agents running in parallel do not mix steps.
+
+    Examples
+    --------
+    >>> import random
+    >>> import htc_core as htc
+    >>> from htc_core.synthetic import make_call
+    >>> response = make_call(random.Random(0), "run-1", 0, n_tokens=4, k=2)["response"]   # a chat completion
+    >>> from htc_core.collect.live import LiveMonitors
+    >>> live = LiveMonitors(htc.Monitor(threshold=0.5))
+    >>> entry, raised = live.update("run-1", response)
+    >>> entry["step"], round(entry["confidence"], 3), entry["alert"], raised
+    (1, 0.263, True, None)
+    >>> live.get("run-2")                       # another trajectory: its own monitor
+    Monitor(steps=0, confidence=nan, threshold=0.5, alerts=0)
+    """
 
     def __init__(self, template: Monitor):
         if not isinstance(template, Monitor):
@@ -47,6 +81,25 @@ class LiveMonitors:
         self._lock = threading.Lock()
 
     def get(self, trajectory_id: str) -> Monitor:
+        """The monitor of a trajectory (a fresh copy of the template on first use; thread-safe).
+
+        Parameters
+        ----------
+        trajectory_id : str
+            The trajectory's id.
+
+        Returns
+        -------
+        Monitor
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.collect.live import LiveMonitors
+        >>> live = LiveMonitors(htc.Monitor())
+        >>> live.get("a") is live.get("a"), live.get("a") is live.get("b")
+        (True, False)
+        """
         with self._lock:
             mon = self._by_id.get(trajectory_id)
             if mon is None:
@@ -54,8 +107,37 @@ class LiveMonitors:
             return mon
 
     def update(self, trajectory_id: str, response: Any) -> tuple[dict, BaseException | None]:
-        """Feed one call's response; returns the call log's ``monitor`` entry and the exception raised by
-        ``on_alert`` (None when there was none), which the caller re-raises after writing the line."""
+        """Feed one call's response to its trajectory's monitor.
+
+        Parameters
+        ----------
+        trajectory_id : str
+            The trajectory's id.
+        response : object
+            The call's response (as :meth:`htc_core.monitor.Monitor.add_response` takes it).
+
+        Returns
+        -------
+        entry : dict
+            The call log's ``monitor`` entry: ``{"step", "confidence", "alert"}``, or ``{"skipped": reason}``
+            for a response without usable logprobs.
+        raised : BaseException or None
+            The exception raised by the monitor's ``on_alert`` (None when there was none), which the caller
+            re-raises after writing the line.
+
+        Examples
+        --------
+        >>> import random
+        >>> import htc_core as htc
+        >>> from htc_core.synthetic import make_call
+        >>> response = make_call(random.Random(0), "run-1", 0, n_tokens=4, k=2)["response"]   # a chat completion
+        >>> from htc_core.collect.live import LiveMonitors
+        >>> live = LiveMonitors(htc.Monitor())
+        >>> live.update("run-1", {"choices": []})
+        ({'skipped': 'response is not an LLM response with logprobs (no choices[] or output[])'}, None)
+        >>> live.update("run-1", response)[0]["step"]
+        1
+        """
         mon = self.get(trajectory_id)
         before = mon.n_steps
         try:
@@ -94,10 +176,43 @@ def smolagents_step_callback(monitor: Monitor, *, stop: bool = True,
                              on_step: Callable[[Any, float], Any] | None = None) -> Callable:
     """A smolagents step callback updating ``monitor`` with each step's raw model response.
 
-    ``stop``: when the confidence falls below ``monitor.threshold``, interrupt the agent (``agent.interrupt()``;
-    without an agent, raise :class:`LowConfidence`). ``on_step(memory_step, confidence)`` is called after each
-    monitored step (e.g. to log or flag it). Works with smolagents' ``callback(step, agent=agent)`` calls and
-    with the older ``callback(step)``.
+    The raw response is the memory step's ``model_output_message.raw`` (ask the model for ``logprobs=True``);
+    steps without one (smolagents' planning steps) are skipped, as the ``smolagents`` reader skips them.
+    Works with smolagents' ``callback(step, agent=agent)`` calls and with the older ``callback(step)``.
+
+    Parameters
+    ----------
+    monitor : Monitor
+        The monitor of this run (its ``threshold`` decides when to stop).
+    stop : bool, default True
+        When the confidence falls below ``monitor.threshold``, interrupt the agent (``agent.interrupt()``;
+        without an agent, raise :class:`LowConfidence`).
+    on_step : callable, optional
+        ``on_step(memory_step, confidence)``, called after each monitored step (e.g. to log or flag it).
+
+    Returns
+    -------
+    callable
+        The callback, for ``CodeAgent(..., step_callbacks=[callback])``.
+
+    Examples
+    --------
+    >>> import random
+    >>> import htc_core as htc
+    >>> from htc_core.synthetic import make_call
+    >>> response = make_call(random.Random(0), "run-1", 0, n_tokens=4, k=2)["response"]   # a chat completion
+    >>> from htc_core.collect.live import LowConfidence, smolagents_step_callback
+    >>> seen = []
+    >>> callback = smolagents_step_callback(htc.Monitor(threshold=0.5),
+    ...                                     on_step=lambda step, conf: seen.append(round(conf, 3)))
+    >>> callback({"step_number": 1})               # a step without a raw response: skipped
+    >>> try:
+    ...     callback({"step_number": 2, "model_output_message": {"raw": response}})
+    ... except LowConfidence as stopped:
+    ...     print(stopped)
+    calibrated confidence 0.263 fell below 0.500 after step 1
+    >>> seen
+    [0.263]
     """
     if not isinstance(monitor, Monitor):
         raise ValueError(f"monitor must be a htc_core.Monitor, got {type(monitor).__name__}")

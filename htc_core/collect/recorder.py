@@ -16,14 +16,35 @@ from typing import Any, Iterator
 
 import orjson
 
-#: request keys copied into the log (the messages/prompt and the sampling settings)
+__all__ = ["Recorder", "HTTPClient", "save_smolagents_run", "to_jsonable"]
+
+# request keys copied into the log (the messages/prompt and the sampling settings)
 _REQUEST_KEYS = ("model", "messages", "prompt", "input", "instructions", "temperature", "top_p", "max_tokens",
                  "max_completion_tokens", "max_output_tokens", "stop", "seed", "n", "logprobs", "top_logprobs",
                  "tools", "tool_choice", "response_format", "include", "stream")
 
 
 def to_jsonable(obj: Any) -> Any:
-    """A plain JSON value from an SDK response (pydantic model, dict, dataclass, numpy values)."""
+    """A plain JSON value from an SDK response (pydantic model, dict, dataclass, numpy values).
+
+    Parameters
+    ----------
+    obj : object
+        The value: pydantic models are dumped, numpy scalars and arrays converted, bytes replaced by their
+        length, other objects by their public attributes or their text.
+
+    Returns
+    -------
+    object
+        None, str, bool, int, float, list or dict.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.collect import to_jsonable
+    >>> to_jsonable({"p": np.float32(0.5), "ids": (1, 2), "raw": b"xyz"})
+    {'p': 0.5, 'ids': [1, 2], 'raw': '<3 bytes>'}
+    """
     if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj
     dump = getattr(obj, "model_dump", None)
@@ -100,6 +121,16 @@ class Recorder:
     >>> rec.close()
     >>> [json.loads(line)["trajectory_id"] for line in open(path)]
     ['run-1', 'run-1']
+
+    With a model server, every call of the wrapped client is recorded (the call needs the server running,
+    hence skipped here):
+
+    >>> from htc_core.collect import HTTPClient
+    >>> with htc.Recorder(path) as rec:
+    ...     client = rec.wrap(HTTPClient("http://127.0.0.1:8080/v1"))
+    ...     with rec.trajectory("run-2"):
+    ...         reply = client.chat.completions.create(
+    ...             model="m", messages=[{"role": "user", "content": "Hi"}])  # doctest: +SKIP
     """
 
     def __init__(self, path: str | os.PathLike, *, top_logprobs: int = 5, trajectory_id: str | None = None,
@@ -131,14 +162,52 @@ class Recorder:
     # ----------------------------------------------------------- trajectories
     @property
     def trajectory_id(self) -> str:
+        """The current trajectory's id: the innermost ``trajectory()`` block's, else the default one.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import htc_core as htc
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"))
+        >>> with rec.trajectory("run-7"):
+        ...     print(rec.trajectory_id)
+        run-7
+        >>> rec.trajectory_id == rec.default_trajectory_id
+        True
+        """
         return self._current.get() or self.default_trajectory_id
 
     @contextlib.contextmanager
     def trajectory(self, trajectory_id: str | None = None, **labels: Any) -> Iterator[str]:
-        """Calls made inside belong to ``trajectory_id`` (new uuid when None).
+        """A context manager: the calls made inside belong to one trajectory.
 
-        Keyword labels (question, dataset, gold, ...) are written at once as a
-        non-LLM line the reader joins to the trajectory.
+        The current trajectory is a context variable, so threads and asyncio tasks each keep their own.
+
+        Parameters
+        ----------
+        trajectory_id : str, optional
+            The trajectory's id (a new uuid when None).
+        **labels
+            Labels (question, dataset, gold, ...) written at once as a non-LLM line the reader joins to the
+            trajectory.
+
+        Yields
+        ------
+        str
+            The trajectory's id.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import htc_core as htc
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"))
+        >>> with rec.trajectory("run-1", question="How many meters are in 3 km?") as tid:
+        ...     tid
+        'run-1'
         """
         tid = str(trajectory_id) if trajectory_id is not None else uuid.uuid4().hex
         token = self._current.set(tid)
@@ -151,22 +220,96 @@ class Recorder:
 
     @property
     def monitor(self):
-        """The current trajectory's Monitor (None without ``monitor=``)."""
+        """The current trajectory's Monitor (None without ``monitor=``).
+
+        Returns
+        -------
+        Monitor or None
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import htc_core as htc
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"), monitor=htc.Monitor(threshold=0.3))
+        >>> with rec.trajectory("run-1"):
+        ...     rec.monitor
+        Monitor(steps=0, confidence=nan, threshold=0.3, alerts=0)
+        """
         return None if self._live is None else self._live.get(self.trajectory_id)
 
     @property
     def confidence(self) -> float | None:
-        """The current trajectory's calibrated confidence so far (NaN before its first call; None without
-        ``monitor=``)."""
+        """The current trajectory's calibrated confidence so far.
+
+        Returns
+        -------
+        float or None
+            NaN before the trajectory's first call; None without ``monitor=``.
+
+        Examples
+        --------
+        >>> import os, random, time, tempfile
+        >>> import htc_core as htc
+        >>> from htc_core.synthetic import make_call
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"), monitor=True)
+        >>> response = make_call(random.Random(0), "run-1", 0, n_tokens=4, k=2)["response"]
+        >>> with rec.trajectory("run-1"):
+        ...     before = rec.confidence
+        ...     rec.record(kind="chat", request={}, response=response, started=time.time())
+        ...     after = rec.confidence
+        >>> before, round(after, 3)
+        (nan, 0.263)
+        """
         mon = self.monitor
         return None if mon is None else mon.confidence
 
     def outcome(self, *, trajectory_id: str | None = None, **labels: Any) -> None:
-        """Write labels (success, answer, gold, question, verbalized_confidence, ...) of a trajectory."""
+        """Write labels (success, answer, gold, question, verbalized_confidence, ...) of a trajectory.
+
+        Parameters
+        ----------
+        trajectory_id : str, optional
+            The trajectory (default: the current one).
+        **labels
+            The labels, written as one ``{"type": "labels"}`` line the reader joins to the trajectory.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import json, os, tempfile
+        >>> import htc_core as htc
+        >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+        >>> with htc.Recorder(path) as rec:
+        ...     rec.outcome(trajectory_id="run-3", success=False, answer="5", gold="4")
+        >>> json.loads(open(path).read())
+        {'trajectory_id': 'run-3', 'type': 'labels', 'success': False, 'answer': '5', 'gold': '4'}
+        """
         rec = {"trajectory_id": trajectory_id or self.trajectory_id, "type": "labels", **labels}
         self._write(rec)
 
     def next_step(self, tid: str) -> int:
+        """The next step number of a trajectory (0, 1, 2, ...; thread-safe).
+
+        Parameters
+        ----------
+        tid : str
+            The trajectory's id.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import htc_core as htc
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"))
+        >>> rec.next_step("run-1"), rec.next_step("run-1"), rec.next_step("run-2")
+        (0, 1, 0)
+        """
         with self._lock:
             n = self._steps.get(tid, 0)
             self._steps[tid] = n + 1
@@ -181,6 +324,49 @@ class Recorder:
 
     def record(self, *, kind: str, request: dict, response: Any, started: float, trajectory_id: str | None = None,
                step: int | None = None, error: str | None = None) -> None:
+        """Write one call's line (what the wrapped client does; call it for a response obtained otherwise).
+
+        Parameters
+        ----------
+        kind : {"chat", "completions", "responses"}
+            The endpoint.
+        request : dict
+            The request's arguments (only the messages / prompt and the sampling settings are kept: never
+            an API key).
+        response : object
+            The response (SDK object, dict, or a stream's list of chunks); None for a failed call.
+        started : float
+            When the call started (``time.time()``); the latency is measured from it.
+        trajectory_id : str, optional
+            The trajectory (default: the current one).
+        step : int, optional
+            The step number (default: the trajectory's next).
+        error : str, optional
+            The error of a failed call.
+
+        Returns
+        -------
+        None
+            With a monitor whose ``on_alert`` raised, that exception is raised after the line is written.
+
+        Examples
+        --------
+        >>> import json, os, random, time, tempfile
+        >>> import htc_core as htc
+        >>> from htc_core.synthetic import make_call
+        >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+        >>> response = make_call(random.Random(0), "run-1", 0, n_tokens=4, k=2)["response"]
+        >>> with htc.Recorder(path) as rec, rec.trajectory("run-1"):
+        ...     rec.record(kind="chat", request={"model": "SmolLM2", "api_key": "sk-..."}, response=response,
+        ...                started=time.time())
+        ...     rec.outcome(success=True)
+        >>> line = json.loads(open(path).readline())
+        >>> line["step"], line["endpoint"], line["request"]
+        (0, 'chat', {'model': 'SmolLM2'})
+        >>> ts, report = htc.load(path)
+        >>> ts, ts.labels.tolist()
+        (TraceSet(trajectories=1, steps=1, tokens=4, k=2), [1.0])
+        """
         tid = trajectory_id or self.trajectory_id
         rec: dict[str, Any] = {
             "trajectory_id": tid,
@@ -204,6 +390,20 @@ class Recorder:
             raise pending  # on_alert stopped the run; the call is logged
 
     def close(self) -> None:
+        """Close the file (also done when a ``with Recorder(...)`` block ends).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import htc_core as htc
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"))
+        >>> rec.close()
+        >>> rec.close()                     # closing twice is harmless
+        """
         with self._lock:
             if not self._fh.closed:
                 self._fh.close()
@@ -261,8 +461,38 @@ class Recorder:
             self.record(kind=kind, request=kw, response=chunks, started=started, trajectory_id=tid)
 
     def wrap(self, client: Any) -> Any:
-        """A client whose ``chat.completions.create`` (and ``completions.create``/``responses.create``
-        when present) record each call; every other attribute is the wrapped client's."""
+        """A client whose completion calls are recorded, with logprobs requested.
+
+        ``chat.completions.create`` (and ``completions.create`` / ``responses.create`` when present) add
+        ``logprobs=True, top_logprobs=k`` (unless the caller set them, or always with ``force``) and record
+        each call; every other attribute is the wrapped client's.
+
+        Parameters
+        ----------
+        client : object
+            An OpenAI-compatible client: ``openai.OpenAI``, :class:`HTTPClient`, or any object with
+            ``.chat.completions.create`` (``TypeError`` otherwise).
+
+        Returns
+        -------
+        object
+            The wrapped client (its ``recorder`` attribute is this recorder).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import htc_core as htc
+        >>> rec = htc.Recorder(os.path.join(tempfile.mkdtemp(), "calls.jsonl"))
+        >>> from htc_core.collect import HTTPClient
+        >>> client = rec.wrap(HTTPClient("http://127.0.0.1:8080/v1"))
+        >>> client.recorder is rec, client.base_url
+        (True, 'http://127.0.0.1:8080/v1')
+
+        A call needs the model server running (skipped here):
+
+        >>> reply = client.chat.completions.create(
+        ...     model="m", messages=[{"role": "user", "content": "Hi"}])  # doctest: +SKIP
+        """
         if not hasattr(client, "chat") or not hasattr(getattr(client, "chat"), "completions"):
             raise TypeError(f"expected an OpenAI-compatible client with .chat.completions.create, got "
                             f"{type(client).__name__}")
@@ -311,7 +541,29 @@ class _Wrapped:
 class HTTPClient:
     """A minimal OpenAI-compatible client (no dependencies) returning plain dicts.
 
-    ``HTTPClient("http://127.0.0.1:8000/v1").chat.completions.create(model=..., messages=[...])``
+    ``HTTPClient("http://127.0.0.1:8000/v1").chat.completions.create(model=..., messages=[...])`` posts to
+    ``/chat/completions``; ``.completions.create`` to ``/completions``. No streaming.
+
+    Parameters
+    ----------
+    base_url : str
+        The server's API root (``http://host:port/v1``).
+    api_key : str, optional
+        Sent as a bearer token; default ``$OPENAI_API_KEY``, else ``none`` (local servers ignore it).
+    timeout : float, default 600.0
+        Seconds per request.
+
+    Examples
+    --------
+    >>> from htc_core.collect import HTTPClient
+    >>> client = HTTPClient("http://127.0.0.1:8080/v1/", api_key="local", timeout=30)
+    >>> client.base_url, client.timeout
+    ('http://127.0.0.1:8080/v1', 30)
+
+    A call needs the server running (skipped here):
+
+    >>> client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}],
+    ...                                logprobs=True, top_logprobs=5)  # doctest: +SKIP
     """
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0):
@@ -322,6 +574,33 @@ class HTTPClient:
         self.completions = _HTTPEndpoint(self, "/completions")
 
     def post(self, route: str, body: dict) -> dict:
+        """POST a JSON body to a route of the server and return the decoded JSON reply.
+
+        Parameters
+        ----------
+        route : str
+            The route under ``base_url`` (``/chat/completions``).
+        body : dict
+            The request (``stream=True`` raises ``NotImplementedError``).
+
+        Returns
+        -------
+        dict
+            The reply; an HTTP error raises ``RuntimeError`` with the status and the start of the body.
+
+        Examples
+        --------
+        >>> from htc_core.collect import HTTPClient
+        >>> client = HTTPClient("http://127.0.0.1:8080/v1")
+        >>> client.post("/chat/completions", {"model": "m", "stream": True})
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: HTTPClient does not stream; use the openai package for stream=True
+
+        A real request needs the server running (skipped here):
+
+        >>> client.post("/completions", {"model": "m", "prompt": "2+2=", "logprobs": 5})  # doctest: +SKIP
+        """
         if body.get("stream"):
             raise NotImplementedError("HTTPClient does not stream; use the openai package for stream=True")
         data = json.dumps(body).encode()
@@ -357,8 +636,43 @@ def save_smolagents_run(agent_or_steps: Any, path: str | os.PathLike, *, run_id:
                         metadata: dict | None = None) -> str:
     """Append one smolagents run to a JSONL file (the ``smolagents`` format); returns its id.
 
-    ``agent_or_steps`` is a smolagents agent (its ``memory.get_full_steps()``
-    is saved, with each model call's raw response) or that list of steps.
+    Parameters
+    ----------
+    agent_or_steps : object or list of dict
+        A smolagents agent (its ``memory.get_full_steps()`` is saved, with each model call's raw response)
+        or that list of steps.
+    path : str or path-like
+        The JSONL file (appended to; parent folders are created).
+    run_id : str, optional
+        The run's id (default: a new uuid).
+    success : bool, optional
+        The outcome label.
+    question, gold, dataset, model : str, optional
+        The run's metadata columns.
+    answer : object, optional
+        The final answer (a non-text answer is stored as JSON text).
+    metadata : dict, optional
+        Free-form metadata.
+
+    Returns
+    -------
+    str
+        The run's id.
+
+    Examples
+    --------
+    >>> import os, random, tempfile
+    >>> import htc_core as htc
+    >>> from htc_core.collect import save_smolagents_run
+    >>> from htc_core.synthetic import make_call
+    >>> raw = make_call(random.Random(0), "r", 0, n_tokens=5, k=3)["response"]
+    >>> steps = [{"step_number": 1, "model_output_message": {"role": "assistant", "content": "4", "raw": raw}}]
+    >>> path = os.path.join(tempfile.mkdtemp(), "smolagents.jsonl")
+    >>> save_smolagents_run(steps, path, run_id="run-1", success=True, question="2+2?", answer=4)
+    'run-1'
+    >>> ts, report = htc.load(path)
+    >>> report.formats[path], ts, ts.meta.loc[0, "answer"]
+    ('smolagents', TraceSet(trajectories=1, steps=1, tokens=5, k=3), '4')
     """
     if hasattr(agent_or_steps, "memory"):
         steps = agent_or_steps.memory.get_full_steps()
