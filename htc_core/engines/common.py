@@ -11,7 +11,7 @@ line count and metric state as JSON. The same function runs in-process (``engine
 ``engines.driver.Collector`` is the driver: it takes each piece's batches in input order, applies the id rules of
 ``formats.load`` across pieces (a repeated id inside one file is an error and the first is kept; an id used
 by an earlier file is kept as ``id@file-stem``), turns piece-relative line numbers into file line numbers,
-writes the rows with ``TableWriter`` (incrementally) and merges the load reports and the ``MetricState``s.
+writes the rows with ``TableWriter`` (incrementally) and merges the load reports and the metric states (``MetricState``).
 """
 
 from __future__ import annotations
@@ -30,16 +30,36 @@ import orjson
 from ..calibration.streaming import MetricState
 from ..report import LoadReport
 
-#: bytes of htc-trace JSONL per piece at most (a piece is held in memory by the worker that reads it)
+# bytes of htc-trace JSONL per piece at most (a piece is held in memory by the worker that reads it)
 DEFAULT_PIECE_BYTES = 32 << 20
-#: the smallest piece the automatic size picks (below it, the per-task overhead of a cluster dominates)
+# the smallest piece the automatic size picks (below it, the per-task overhead of a cluster dominates)
 MIN_PIECE_BYTES = 1 << 20
 
 
 def sized_piece_bytes(inputs, workers: int) -> int:
-    """Piece size for ``workers`` sized to the data: about 4 pieces per worker (so that uneven pieces balance),
-    between MIN_PIECE_BYTES and DEFAULT_PIECE_BYTES. A 20 MB input on 2 workers: 2.5 MB pieces (8 tasks)
-    where a fixed 32 MB made one task and left a worker idle."""
+    """Piece size for ``workers`` sized to the data: about 4 pieces per worker (so that uneven pieces balance).
+
+    Between MIN_PIECE_BYTES and DEFAULT_PIECE_BYTES. A 20 MB input on 2 workers: 2.5 MB pieces (8 tasks)
+    where a fixed 32 MB made one task and left a worker idle.
+
+    Parameters
+    ----------
+    inputs : str, path-like or list of them
+        Files or folders (as :func:`split_inputs` takes them).
+    workers : int
+        The number of workers.
+
+    Returns
+    -------
+    int
+        Bytes per piece.
+
+    Examples
+    --------
+    >>> from htc_core.engines.common import MIN_PIECE_BYTES, sized_piece_bytes
+    >>> sized_piece_bytes(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], workers=2) == MIN_PIECE_BYTES    # a small input
+    True
+    """
     from ..formats.inputs import SUFFIXES, expand_inputs
 
     files, _ = expand_inputs([inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs), SUFFIXES)
@@ -56,9 +76,33 @@ META = ("_piece", "_line", "_y", "_meta")
 
 @dataclass(frozen=True)
 class Task:
-    """What to compute per trajectory: ``features`` (``profile``, ``top_k``) or ``score`` with the JSON model
-    ``model_text`` (shipped to the workers as text; never pickled). ``defaults``: dataset/model names set on
-    trajectories that have none, as ``(key, value)`` pairs."""
+    """What to compute per trajectory: the 48 features, or the scores of a JSON model.
+
+    Parameters
+    ----------
+    kind : {"features", "score"}, default "features"
+        ``features``: the table ``htc features`` writes; ``score``: the table ``htc score`` writes.
+    profile : str, default "paper"
+        The token-confidence profile of the features.
+    top_k : int, default 5
+        The alternatives averaged into TopkConf.
+    model_text : str, optional
+        For ``score``: the JSON text of the model file (shipped to the workers as text; never pickled).
+    model_source : str, default "model"
+        Where the model came from (for messages).
+    defaults : tuple of (str, str) pairs, default ()
+        Dataset / model names set on trajectories that have none.
+
+    Examples
+    --------
+    >>> from htc_core.engines import Task
+    >>> Task("features", top_k=3)
+    Task(kind='features', profile='paper', top_k=3, model_text=None, model_source='model', defaults=())
+    >>> Task("score")
+    Traceback (most recent call last):
+    ...
+    ValueError: kind='score' needs model_text (the JSON text of a model file)
+    """
 
     kind: str = "features"
     profile: str = "paper"
@@ -77,7 +121,26 @@ class Task:
 
     @classmethod
     def for_model(cls, model: str | os.PathLike, defaults: dict | None = None) -> "Task":
-        """A scoring task for a model file written by ``htc fit`` or a shipped model name (``gac``)."""
+        """A scoring task for a model file written by ``htc fit`` or a shipped model name (``gac``).
+
+        Parameters
+        ----------
+        model : str or path-like
+            The model file or a shipped model's name.
+        defaults : dict, optional
+            Dataset / model names set on trajectories that have none.
+
+        Returns
+        -------
+        Task
+
+        Examples
+        --------
+        >>> from htc_core.engines import Task
+        >>> task = Task.for_model("gac", defaults={"dataset": "units"})
+        >>> task.kind, task.model_source.endswith("gac.json"), task.defaults
+        ('score', True, (('dataset', 'units'),))
+        """
         from ..calibration.models import model_path
 
         path = model_path(model)
@@ -87,8 +150,27 @@ class Task:
 
 @dataclass(frozen=True)
 class Piece:
-    """``path`` bytes ``start``..``end`` (htc-trace JSONL cut at line boundaries), or the whole file in
-    ``format`` when ``end`` is -1."""
+    """A unit of work: bytes ``start``..``end`` of a file (htc-trace JSONL cut at line boundaries), or a whole file.
+
+    Parameters
+    ----------
+    index : int
+        Its position among the pieces (input order).
+    path : str
+        The file.
+    start : int
+        First byte.
+    end : int
+        Byte after the last; -1 for the whole file.
+    format : str
+        The reader's format (``native``, ``openai-calllog``, ...).
+
+    Examples
+    --------
+    >>> from htc_core.engines import split_inputs
+    >>> split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)[1]
+    Piece(index=1, path='sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl', start=25822, end=50826, format='native')
+    """
 
     index: int
     path: str
@@ -101,6 +183,18 @@ PIECE_FIELDS = ("index", "path", "start", "end", "format")
 
 
 def piece_schema():
+    """The Arrow schema of the pieces' record batches (``PIECE_FIELDS``), the input of :func:`map_batches`.
+
+    Returns
+    -------
+    pyarrow.Schema
+
+    Examples
+    --------
+    >>> from htc_core.engines.common import piece_schema
+    >>> piece_schema().names
+    ['index', 'path', 'start', 'end', 'format']
+    """
     import pyarrow as pa
 
     return pa.schema([("index", pa.int64()), ("path", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
@@ -108,7 +202,25 @@ def piece_schema():
 
 
 def pieces_batch(pieces: list[Piece]):
-    """The pieces as one Arrow record batch (``piece_schema``), the input of ``map_batches``."""
+    """The pieces as one Arrow record batch (``piece_schema``), the input of ``map_batches``.
+
+    Parameters
+    ----------
+    pieces : list of Piece
+        The pieces (:func:`split_inputs`).
+
+    Returns
+    -------
+    pyarrow.RecordBatch
+        One row per piece.
+
+    Examples
+    --------
+    >>> from htc_core.engines.common import pieces_batch, split_inputs
+    >>> batch = pieces_batch(split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000))
+    >>> batch.num_rows, batch.column("end").to_pylist()
+    (2, [25822, 50826])
+    """
     import pyarrow as pa
 
     cols = {f: [getattr(p, f) for p in pieces] for f in PIECE_FIELDS}
@@ -117,9 +229,38 @@ def pieces_batch(pieces: list[Piece]):
 
 def split_inputs(inputs, *, format: str = "auto", piece_bytes: int = DEFAULT_PIECE_BYTES,
                  report: LoadReport | None = None) -> list[Piece]:
-    """The pieces of ``inputs`` (files or folders) in input order; unreadable or undetectable inputs go to
-    ``report`` as errors. Plain htc-trace JSONL is cut every ``piece_bytes`` at the next line end (the
-    file is scanned only around each cut); gzip files and other formats are one piece each."""
+    """The pieces of ``inputs`` (files or folders) in input order.
+
+    Plain htc-trace JSONL is cut every ``piece_bytes`` at the next line end (the file is scanned only around
+    each cut); gzip files and other formats are one piece each.
+
+    Parameters
+    ----------
+    inputs : str, path-like or list of them
+        Files or folders.
+    format : str, default "auto"
+        A reader's format, or ``auto`` to detect each file's.
+    piece_bytes : int, default DEFAULT_PIECE_BYTES
+        Bytes per piece of htc-trace JSONL at most (32 MiB).
+    report : LoadReport, optional
+        Receives the unreadable or undetectable inputs as errors.
+
+    Returns
+    -------
+    list of Piece
+
+    Examples
+    --------
+    >>> from htc_core.engines import split_inputs
+    >>> from htc_core.report import LoadReport
+    >>> [(p.start, p.end) for p in split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)]
+    [(0, 25822), (25822, 50826)]
+    >>> split_inputs(["sample_runs/_calllog/"])[0].format            # a call log: one piece
+    'openai-calllog'
+    >>> report = LoadReport()
+    >>> split_inputs(["missing.jsonl"], report=report), str(report.errors[0])
+    ([], 'missing.jsonl: no such file or directory')
+    """
     from ..formats import READERS, detect
     from ..formats.inputs import SUFFIXES, expand_inputs
 
@@ -193,9 +334,29 @@ def _frame(ts, task: Task):
 
 @lru_cache(maxsize=8)
 def output_schema(task: Task):
-    """The Arrow schema of ``map_batches``'s output: the table of ``task`` (found by running it on one
-    synthetic trajectory) and the meta columns ``_piece``, ``_line`` (in the piece), ``_y`` (the label, for
-    the driver's metrics) and ``_meta``."""
+    """The Arrow schema of ``map_batches``'s output.
+
+    The table of ``task`` (found by running it on one synthetic trajectory) and the meta columns ``_piece``,
+    ``_line`` (in the piece), ``_y`` (the label, for the driver's metrics) and ``_meta``.
+
+    Parameters
+    ----------
+    task : Task
+        What is computed.
+
+    Returns
+    -------
+    pyarrow.Schema
+
+    Examples
+    --------
+    >>> from htc_core.engines import Task, output_schema
+    >>> schema = output_schema(Task("features"))
+    >>> len(schema), schema.names[:5], schema.names[-4:]
+    (56, ['id', 'dataset', 'model', 'success', 'top1_gradient_mean'], ['_piece', '_line', '_y', '_meta'])
+    >>> output_schema(Task.for_model("gac")).names[:3]
+    ['id', 'confidence', 'gac_model']
+    """
     import pyarrow as pa
 
     from ..synthetic import synthetic_trace_set
@@ -269,8 +430,35 @@ def run_piece(piece: Piece, task: Task) -> list:
 
 
 def map_batches(batches: Iterable, task: Task) -> Iterator:
-    """Arrow record batches of pieces in (``piece_schema``), Arrow record batches of results out
-    (``output_schema(task)``); see the module docstring. Spark's ``mapInArrow`` calls it as is."""
+    """Arrow record batches of pieces in (``piece_schema``), Arrow record batches of results out.
+
+    Per piece: the batch of its trajectories' rows, then one meta row (its load report, line count and metric
+    state as JSON in ``_meta``); the schema is ``output_schema(task)``. Spark's ``mapInArrow`` calls it as is;
+    another scheduler can too.
+
+    Parameters
+    ----------
+    batches : iterable of pyarrow.RecordBatch
+        Batches of pieces (:func:`pieces_batch`).
+    task : Task
+        What to compute.
+
+    Yields
+    ------
+    pyarrow.RecordBatch
+
+    Examples
+    --------
+    >>> import json
+    >>> from htc_core.engines import Task, map_batches, split_inputs
+    >>> from htc_core.engines.common import pieces_batch
+    >>> pieces = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
+    >>> out = list(map_batches([pieces_batch(pieces[:1])], Task("features")))
+    >>> [batch.num_rows for batch in out]                  # 4 trajectories, then the meta row
+    [4, 1]
+    >>> json.loads(out[-1].column("_meta")[0].as_py())["report"]["trajectories_read"]
+    4
+    """
     for batch in batches:
         for row in batch.to_pylist():
             yield from run_piece(Piece(**{k: row[k] for k in PIECE_FIELDS}), task)
@@ -287,5 +475,6 @@ def _state_dict(state: MetricState | None) -> dict | None:
     return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in dataclasses.asdict(state).items()}
 
 
-__all__ = ["Task", "Piece", "split_inputs", "pieces_batch", "piece_schema", "map_batches", "run_piece",
-           "read_piece", "output_schema", "DEFAULT_PIECE_BYTES", "MIN_PIECE_BYTES", "sized_piece_bytes", "META", "PIECE_FIELDS"]
+# run_piece, read_piece and META are map_batches' and the driver's helpers (not public)
+__all__ = ["Task", "Piece", "split_inputs", "pieces_batch", "piece_schema", "map_batches", "output_schema",
+           "DEFAULT_PIECE_BYTES", "MIN_PIECE_BYTES", "sized_piece_bytes", "PIECE_FIELDS"]

@@ -52,7 +52,47 @@ def _ordered(client, pieces, task: Task, window: int):
 
 def run_dask(inputs, task: Task, out, *, scheduler: str | None = None, workers: int = 2, format: str = "auto",
              piece_bytes: int = 32 << 20):
-    """See ``engines.run`` and the module docstring."""
+    """The pieces as Dask tasks on a ``dask.distributed`` cluster, one task per piece (``engine="dask"``).
+
+    At most ``2 * workers + 2`` pieces are in flight and the results are written in input order as they come.
+    Needs the ``cluster`` extra (``pip install -e ".[cluster]"``).
+
+    Parameters
+    ----------
+    inputs : str, path-like or list of them
+        Files or folders (the workers must see them at the same paths).
+    task : Task
+        What to compute.
+    out : str or path-like
+        The table (``.csv``, ``.parquet`` or ``.jsonl``), written incrementally and atomically.
+    scheduler : str, optional
+        The scheduler's address (``tcp://host:8786``); without it a ``LocalCluster`` of ``workers`` processes
+        is started and closed afterwards.
+    workers : int, default 2
+        Processes of the local cluster.
+    format : str, default "auto"
+        A reader's format, or ``auto``.
+    piece_bytes : int, default 32 MiB
+        Bytes of htc-trace JSONL per piece.
+
+    Returns
+    -------
+    EngineResult
+
+    Examples
+    --------
+    An in-process Dask cluster (threads of this process: no worker processes to start):
+
+    >>> import os, tempfile
+    >>> from distributed import LocalCluster
+    >>> from htc_core.engines import Task
+    >>> from htc_core.engines.dask_engine import run_dask
+    >>> out = os.path.join(tempfile.mkdtemp(), "features.csv")
+    >>> with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
+    ...     result = run_dask(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task(), out, scheduler=cluster.scheduler_address)
+    >>> result.engine, result.workers, result.rows
+    ('dask', 1, 8)
+    """
     report = LoadReport()
     pieces = split_inputs(inputs, format=format, piece_bytes=piece_bytes, report=report)
     client, cluster = _client(scheduler, workers)

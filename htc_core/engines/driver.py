@@ -3,7 +3,7 @@
 ``Collector`` applies the id rules of ``formats.load`` across pieces (a repeated id inside one file is an error
 and the first is kept; an id used by an earlier file is kept as ``id@file-stem``), turns piece-relative line
 numbers into file line numbers, writes the rows with ``TableWriter`` as they come and merges the load reports
-and the per-piece ``MetricState``s (exact: sufficient statistics add up).
+and the per-piece metric states (``MetricState``) (exact: sufficient statistics add up).
 """
 
 from __future__ import annotations
@@ -33,8 +33,34 @@ def _state_from(d: dict | None) -> MetricState | None:
 
 @dataclass
 class EngineResult:
-    """What a run over pieces produced: rows written, the merged load report and (scoring labeled runs)
-    the merged metrics."""
+    """What a run over pieces produced: rows written, the merged load report and the merged metrics.
+
+    Parameters
+    ----------
+    engine : str
+        The engine that ran (``local``, ``dask``, ``spark``).
+    out : str
+        The table written.
+    rows : int
+        Rows written.
+    pieces : int
+        Pieces computed.
+    workers : int
+        Workers used.
+    report : LoadReport
+        The merged load report of all pieces.
+    metrics : MetricState, optional
+        Scoring labeled runs: the merged streaming metrics (ECE, Brier, AUROC); None otherwise.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.engines import Task, run
+    >>> out = os.path.join(tempfile.mkdtemp(), "features.parquet")
+    >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task("features"), out)
+    >>> result.engine, result.rows, result.report.trajectories_read, result.metrics
+    ('local', 8, 8, None)
+    """
 
     engine: str
     out: str
@@ -45,6 +71,22 @@ class EngineResult:
     metrics: MetricState | None = None
 
     def to_dict(self) -> dict:
+        """The result as plain values: counts, and ``metric_*`` entries when labeled runs were scored.
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from htc_core.engines import Task, run
+        >>> out = os.path.join(tempfile.mkdtemp(), "scores.csv")
+        >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
+        >>> d = result.to_dict()
+        >>> d["rows"], d["metric_n"], round(d["metric_auroc"], 3)
+        (8, 8, 0.875)
+        """
         d = {"engine": self.engine, "out": self.out, "rows": self.rows, "pieces": self.pieces,
              "workers": self.workers, "trajectories_read": self.report.trajectories_read,
              "rejected": self.report.rejected}
@@ -53,6 +95,21 @@ class EngineResult:
         return d
 
     def to_frame(self):
+        """The result as a one-row DataFrame (the columns of :meth:`to_dict`).
+
+        Returns
+        -------
+        DataFrame
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from htc_core.engines import Task, run
+        >>> out = os.path.join(tempfile.mkdtemp(), "scores.csv")
+        >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
+        >>> list(result.to_frame().columns[:4])
+        ['engine', 'out', 'rows', 'pieces']
+        """
         import pandas as pd
 
         return pd.DataFrame([self.to_dict()])
@@ -60,7 +117,40 @@ class EngineResult:
 
 @dataclass
 class Collector:
-    """The driver side: feed each piece's batches in input order (``add``), then ``finish``."""
+    """The driver side: feed each piece's batches in input order (``add``); the writer gets the rows.
+
+    Applies the id rules of ``htc_core.load`` across pieces (a repeated id inside one file is an error and the
+    first is kept; an id used by an earlier file is kept as ``id@file-stem``), turns piece-relative line
+    numbers into file line numbers, and merges the load reports and metric states.
+
+    Parameters
+    ----------
+    writer : TableWriter
+        Receives the rows (an open ``with`` block).
+    kind : {"features", "score"}, default "features"
+        The task's kind.
+    report : LoadReport, optional
+        Receives the pieces' merged reports (a new one by default).
+    metrics : MetricState, optional
+        The metrics so far (merged with the pieces').
+    _ids, _file_ids, _offsets : set, dict, dict, optional
+        The collector's own state (ids seen, ids seen per file, lines read per file); leave them out.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.engines import Task, map_batches, split_inputs
+    >>> from htc_core.engines.common import pieces_batch
+    >>> from htc_core.engines.driver import Collector
+    >>> from htc_core.tablewriter import TableWriter
+    >>> pieces = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
+    >>> with TableWriter(os.path.join(tempfile.mkdtemp(), "features.csv")) as writer:
+    ...     collector = Collector(writer)
+    ...     for piece in pieces:
+    ...         collector.add(piece, list(map_batches([pieces_batch([piece])], Task())))
+    >>> writer.rows, collector.report.trajectories_read
+    (8, 8)
+    """
 
     writer: object
     kind: str = "features"
@@ -71,6 +161,32 @@ class Collector:
     _offsets: dict = field(default_factory=dict)
 
     def add(self, piece: Piece, batches: list) -> None:
+        """Write one piece's rows and merge its report and metrics (pieces in input order).
+
+        Parameters
+        ----------
+        piece : Piece
+            The piece.
+        batches : list of pyarrow.RecordBatch
+            Its result batches from :func:`htc_core.engines.map_batches` (its rows, then its meta row).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from htc_core.engines import Task, map_batches, split_inputs
+        >>> from htc_core.engines.common import pieces_batch
+        >>> from htc_core.engines.driver import Collector
+        >>> from htc_core.tablewriter import TableWriter
+        >>> piece = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"])[0]
+        >>> with TableWriter(os.path.join(tempfile.mkdtemp(), "features.csv")) as writer:
+        ...     Collector(writer).add(piece, list(map_batches([pieces_batch([piece])], Task())))
+        >>> writer.rows
+        8
+        """
         import pandas as pd
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -135,8 +251,47 @@ class Collector:
 
 def collect(pieces: list[Piece], results: Iterable[list], out, task: Task, *, engine: str, workers: int,
             report: LoadReport) -> EngineResult:
-    """Write the result batches of ``pieces`` (``results``: one list of batches per piece, in piece order) to
-    ``out`` incrementally and merge reports and metrics. The previous ``out`` is kept when nothing was read."""
+    """Write the result batches of ``pieces`` to ``out`` incrementally and merge reports and metrics.
+
+    What every engine calls once its pieces are scheduled. ``out`` is written atomically; the previous file
+    is kept when nothing was read (:class:`NothingRead`).
+
+    Parameters
+    ----------
+    pieces : list of Piece
+        The pieces, in input order.
+    results : iterable of list of pyarrow.RecordBatch
+        One list of batches per piece, in piece order (consumed as they come).
+    out : str or path-like
+        The table (``.csv``, ``.parquet`` or ``.jsonl``).
+    task : Task
+        What was computed.
+    engine : str
+        The engine's name (recorded in the result).
+    workers : int
+        Workers used (recorded in the result).
+    report : LoadReport
+        The report of splitting the inputs; the pieces' reports are merged into it.
+
+    Returns
+    -------
+    EngineResult
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.engines import Task, map_batches, split_inputs
+    >>> from htc_core.engines.common import pieces_batch
+    >>> from htc_core.engines.driver import collect
+    >>> from htc_core.report import LoadReport
+    >>> task = Task("features")
+    >>> pieces = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
+    >>> results = (list(map_batches([pieces_batch([p])], task)) for p in pieces)
+    >>> out = os.path.join(tempfile.mkdtemp(), "features.jsonl")
+    >>> result = collect(pieces, results, out, task, engine="my-scheduler", workers=1, report=LoadReport())
+    >>> result.engine, result.rows, result.pieces
+    ('my-scheduler', 8, 2)
+    """
     from ..tablewriter import TableWriter
 
     with TableWriter(out) as w:
@@ -149,7 +304,27 @@ def collect(pieces: list[Piece], results: Iterable[list], out, task: Task, *, en
 
 
 class NothingRead(ValueError):
-    """No valid trajectory in the inputs (``report`` says why); the output file was left as it was."""
+    """No valid trajectory in the inputs (``report`` says why); the output file was left as it was.
+
+    Parameters
+    ----------
+    report : LoadReport
+        The load report (kept as ``report``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.engines import Task, run
+    >>> from htc_core.engines.driver import NothingRead
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "runs.jsonl"), "w") as fh:
+    ...     _ = fh.write('{"id": "r1"}\\n')
+    >>> try:
+    ...     run([folder], Task(), os.path.join(folder, "features.csv"))
+    ... except NothingRead as err:
+    ...     print(err, "/", err.report.rejected)
+    no valid trajectories were read / 1
+    """
 
     def __init__(self, report: LoadReport):
         super().__init__("no valid trajectories were read")

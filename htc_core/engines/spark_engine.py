@@ -51,7 +51,43 @@ def _to_spark_schema(schema):
 
 def run_spark(inputs, task: Task, out, *, scheduler: str | None = None, workers: int = 2, format: str = "auto",
               piece_bytes: int = 32 << 20):
-    """See ``engines.run`` and the module docstring."""
+    """The pieces as partitions of a Spark DataFrame through ``mapInArrow``, one piece per partition.
+
+    Needs ``pyspark`` and Java 17+ (``pip install -e ".[spark]"``); an active session (``spark-submit``, a
+    notebook) is used as it is and left running.
+
+    Parameters
+    ----------
+    inputs : str, path-like or list of them
+        Files or folders (the executors must see them at the same paths).
+    task : Task
+        What to compute.
+    out : str or path-like
+        The table (``.csv``, ``.parquet`` or ``.jsonl``), written on the driver incrementally and atomically.
+    scheduler : str, optional
+        A Spark master URL (``spark://host:7077``, ``yarn``, ``local[4]``); default ``local[workers]``.
+    workers : int, default 2
+        Cores of the default local master.
+    format : str, default "auto"
+        A reader's format, or ``auto``.
+    piece_bytes : int, default 32 MiB
+        Bytes of htc-trace JSONL per piece.
+
+    Returns
+    -------
+    EngineResult
+
+    Examples
+    --------
+    Spark is not installed in CI (pyspark is about 490 MB and needs Java), hence the run is skipped here:
+
+    >>> import os, tempfile
+    >>> from htc_core.engines import Task
+    >>> from htc_core.engines.spark_engine import run_spark
+    >>> out = os.path.join(tempfile.mkdtemp(), "features.csv")
+    >>> run_spark(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task(), out, scheduler="local[2]").rows  # doctest: +SKIP
+    8
+    """
     report = LoadReport()
     pieces = split_inputs(inputs, format=format, piece_bytes=piece_bytes, report=report)
     spark, owned = _session(scheduler, workers)
