@@ -18,13 +18,29 @@ __all__ = ["isolate", "needs_isolation"]
 FSI, PDI, PDF = "\u2068", "\u2069", "\u202c"
 _EMBEDDINGS = frozenset("\u202a\u202b\u202d\u202e")     # LRE RLE LRO RLO, closed by PDF
 _ISOLATES = frozenset("\u2066\u2067\u2068")             # LRI RLI FSI, closed by PDI
-#: bidi controls (ALM, LRM, RLM, the embeddings, overrides and isolates) and right-to-left scripts
+# bidi controls (ALM, LRM, RLM, the embeddings, overrides and isolates) and right-to-left scripts
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
                    "\U00010800-\U00010fff\U0001e800-\U0001efff]")
 
 
 def needs_isolation(text: str) -> bool:
-    """Whether ``text`` holds a bidi control or a right-to-left letter."""
+    """Whether ``text`` holds a bidi control or a right-to-left letter.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from htc_core.bidi import needs_isolation
+    >>> needs_isolation("units"), needs_isolation("\\u05e9\\u05dc\\u05d5\\u05dd"), needs_isolation("a\\u202eb")
+    (False, True, True)
+    """
     return _BIDI.search(text) is not None
 
 
@@ -49,7 +65,27 @@ def _balanced(text: str) -> str:
 
 
 def isolate(text) -> str:
-    """``text`` (str() of it) made direction-neutral for what surrounds it; unchanged when it needs nothing."""
+    """``text`` (str() of it) made direction-neutral for what surrounds it; unchanged when it needs nothing.
+
+    Parameters
+    ----------
+    text : object
+        The untrusted text (None gives ``""``).
+
+    Returns
+    -------
+    str
+        The text wrapped in FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE, with what it left open closed
+        and a stray POP DIRECTIONAL ISOLATE dropped.
+
+    Examples
+    --------
+    >>> from htc_core.bidi import isolate
+    >>> isolate("units")
+    'units'
+    >>> isolate("\\u202eevil")                       # an unclosed RIGHT-TO-LEFT OVERRIDE, closed and isolated
+    '\\u2068\\u202eevil\\u202c\\u2069'
+    """
     s = "" if text is None else str(text)
     if not needs_isolation(s):
         return s

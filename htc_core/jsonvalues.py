@@ -26,15 +26,31 @@ from typing import Any
 
 import numpy as np
 
-#: deepest nesting of arrays/objects accepted in one record (a trace needs fewer than 20 levels)
+# deepest nesting of arrays/objects accepted in one record (a trace needs fewer than 20 levels)
 MAX_DEPTH = 200
-#: an integer literal longer than this cannot fit a float64 (1.8e308 has 309 digits); it is never converted
+# an integer literal longer than this cannot fit a float64 (1.8e308 has 309 digits); it is never converted
 MAX_INT_DIGITS = 330
 FLOAT_MAX = sys.float_info.max
 
 
 class BadNumber:
-    """A JSON number that does not fit a float64, kept as a marker (its first digits and length)."""
+    """A JSON number that does not fit a float64, kept as a marker (its first digits and length).
+
+    What ``json.loads(text, **DECODE_HOOKS)`` returns for ``1e400`` or a 400-digit integer, instead of
+    overflowing.
+
+    Parameters
+    ----------
+    text : str
+        The number's text (its first 24 characters are kept as ``text``, its length as ``digits``).
+
+    Examples
+    --------
+    >>> from htc_core.jsonvalues import BadNumber
+    >>> big = BadNumber("9" * 400)
+    >>> big.digits, big
+    (400, 999999999999999999999999... (400 characters))
+    """
 
     __slots__ = ("text", "digits")
 
@@ -59,16 +75,32 @@ def _parse_float(s: str) -> Any:
     return BadNumber(s) if math.isinf(v) else v
 
 
-#: keyword arguments for ``json.loads`` / ``json.JSONDecoder``
+# keyword arguments for ``json.loads`` / ``json.JSONDecoder``
 DECODE_HOOKS = {"parse_int": _parse_int, "parse_float": _parse_float}
 
-#: text that may hold a value ``first_bad_value`` reports: a surrogate escape, a long digit run, a big exponent
+# text that may hold a value ``first_bad_value`` reports: a surrogate escape, a long digit run, a big exponent
 _SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{300}|[eE][+]?0*\d{3}")
 _CHUNK = 1 << 22
 
 
 def max_bracket_depth(raw: bytes | str) -> int:
-    """Deepest bracket nesting of a JSON text, counting brackets inside strings too (an over-estimate)."""
+    """Deepest bracket nesting of a JSON text, counting brackets inside strings too (an over-estimate).
+
+    Parameters
+    ----------
+    raw : bytes or str
+        The JSON text (scanned with numpy in 4 MiB chunks).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from htc_core.jsonvalues import max_bracket_depth
+    >>> max_bracket_depth('{"a": [[1], {"b": []}]}')
+    4
+    """
     b = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
     a = np.frombuffer(b, dtype=np.uint8)
     best = level = 0
@@ -85,7 +117,23 @@ def max_bracket_depth(raw: bytes | str) -> int:
 
 
 def may_nest_too_deep(raw: bytes | str) -> bool:
-    """True when ``raw`` may nest deeper than MAX_DEPTH (numpy passes over the bytes: no Python per bracket)."""
+    """True when ``raw`` may nest deeper than MAX_DEPTH (numpy passes over the bytes: no Python per bracket).
+
+    Parameters
+    ----------
+    raw : bytes or str
+        The JSON text.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from htc_core.jsonvalues import MAX_DEPTH, may_nest_too_deep
+    >>> may_nest_too_deep("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)), may_nest_too_deep("[[1, 2]]")
+    (True, False)
+    """
     if len(raw) < 2 * MAX_DEPTH:
         return False
     if len(raw) < 1 << 16:  # short text: counting is cheaper than the numpy passes
@@ -96,7 +144,26 @@ def may_nest_too_deep(raw: bytes | str) -> bool:
 
 
 def suspect(text: str) -> bool:
-    """True when a JSON text decoded with ``DECODE_HOOKS`` may hold a value ``first_bad_value`` reports."""
+    """True when a JSON text decoded with ``DECODE_HOOKS`` may hold a value ``first_bad_value`` reports.
+
+    A cheap look at the text (a surrogate escape, a long digit run, a three-digit exponent, deep nesting), so
+    that the walk runs only where it can find something.
+
+    Parameters
+    ----------
+    text : str
+        The JSON text.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from htc_core.jsonvalues import suspect
+    >>> suspect('{"logprob": -1e400}'), suspect('{"logprob": -0.25}')
+    (True, False)
+    """
     return _SUSPECT.search(text) is not None or may_nest_too_deep(text)
 
 
@@ -131,7 +198,33 @@ def _scalar_problem(v: Any) -> str | None:
 def first_bad_value(obj: Any, max_depth: int = MAX_DEPTH) -> tuple[str, Any, str] | None:
     """The first (field path, value, reason) of a value in ``obj`` that cannot be used, or None.
 
-    Walks with an explicit stack (no recursion), so any nesting is safe to check.
+    A number beyond float64 (a ``BadNumber``), a lone surrogate in a text or a key, or nesting deeper than
+    ``max_depth``. Walks with an explicit stack (no recursion), so any nesting is safe to check.
+
+    Parameters
+    ----------
+    obj : object
+        A decoded JSON value (decode with ``DECODE_HOOKS`` so that big numbers arrive as ``BadNumber``).
+    max_depth : int, default MAX_DEPTH
+        The deepest nesting accepted (200).
+
+    Returns
+    -------
+    tuple of (str, object, str) or None
+        The field's path (``steps[0].logprobs[1]``), the value (None for too deep a nesting; texts cut to 40
+        characters) and why it cannot be used; None when every value is fine.
+
+    Examples
+    --------
+    >>> import json
+    >>> from htc_core.jsonvalues import DECODE_HOOKS, first_bad_value
+    >>> record = json.loads('{"steps": [{"logprobs": [-0.1, 1e400]}]}', **DECODE_HOOKS)
+    >>> first_bad_value(record)
+    ('steps[0].logprobs[1]', 1e400, 'number with 5 characters does not fit a float64')
+    >>> first_bad_value({"a": [[[1]]]}, max_depth=2)
+    ('a', None, 'nested more than 2 levels deep')
+    >>> first_bad_value({"id": "run-1", "steps": []}) is None
+    True
     """
     stack: list[tuple[Any, tuple, int]] = [(obj, (), 0)]
     while stack:

@@ -54,13 +54,13 @@ def _monitor() -> None:
     m.add_step(lp, np.sort(np.log(np.linspace(0.01, 0.9, 40))).reshape(8, 5)[:, ::-1].copy())
 
 
-#: kernel family -> what compiles it (every kernel of htc_core that a command or page calls)
+# kernel family -> what compiles it (every kernel of htc_core that a command or page calls)
 FAMILIES: dict[str, Callable[[], None]] = {
     "path solver (fit, evaluate, Calibration)": _path_solver,
     "Bottom-10% baseline": _lowest_sums,
     "live monitoring (Monitor)": _monitor,
 }
-#: CPU seconds of each family's first compile, measured on the 2-core machine (docs/benchmarks-coldstart.md)
+# CPU seconds of each family's first compile, measured on the 2-core machine (docs/benchmarks-coldstart.md)
 FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 6.0, "Bottom-10% baseline": 1.0,
                    "live monitoring (Monitor)": 3.0}
 
@@ -70,16 +70,51 @@ _STATE: dict = {"current": None, "since": 0.0, "done": {}, "error": None, "threa
 
 
 def cache_is_warm() -> bool:
-    """Whether the kernel cache already holds the path solver's largest kernel (a cheap look at file names)."""
+    """Whether the kernel cache already holds the path solver's largest kernel (a cheap look at file names).
+
+    Returns
+    -------
+    bool
+        False on a fresh install, and also when ``NUMBA_CACHE_DIR`` sends numba's cache elsewhere (this looks
+        in :func:`htc_core.numba_cache.cache_dir` only).
+
+    Examples
+    --------
+    >>> import os
+    >>> from htc_core.kernels import cache_is_warm, warm
+    >>> _ = warm()
+    >>> cache_is_warm() or "NUMBA_CACHE_DIR" in os.environ
+    True
+    """
     from .numba_cache import cache_dir
 
     return any((cache_dir() / "htc_core.calibration").glob("*_feature_sign-*.nbi"))
 
 
 def warm(report: Callable[[str, float, float], None] | None = None) -> dict[str, float]:
-    """Compile (or load) every kernel family; returns the wall seconds each took in this call. ``report(family,
-    wall seconds, CPU seconds of this thread)`` is called after each. Concurrent callers run one after the other
-    (the second finds the kernels ready)."""
+    """Compile (or load) every kernel family (``htc warmup``).
+
+    Concurrent callers run one after the other (the second finds the kernels ready). With an empty cache the
+    first call compiles for about 10 s of CPU; later calls, in this or another process, take about a second.
+
+    Parameters
+    ----------
+    report : callable, optional
+        ``report(family, wall seconds, CPU seconds of this thread)``, called after each family.
+
+    Returns
+    -------
+    dict of str to float
+        Family (``FAMILIES``) -> the wall seconds it took in this call.
+
+    Examples
+    --------
+    >>> from htc_core.kernels import FAMILIES, warm
+    >>> done = []
+    >>> seconds = warm(report=lambda family, wall, cpu: done.append(family))
+    >>> list(seconds) == done == list(FAMILIES)
+    True
+    """
     out: dict[str, float] = {}
     with _RUN:
         if _STATE["first"] is None:
@@ -105,7 +140,23 @@ def _background() -> None:
 
 
 def start_background() -> bool:
-    """Start :func:`warm` in a daemon thread, once per process; True when this call started it."""
+    """Start :func:`warm` in a daemon thread, once per process (what the dashboard does at start).
+
+    Returns
+    -------
+    bool
+        True when this call started it; False when it was started before in this process.
+
+    Examples
+    --------
+    >>> from htc_core.kernels import FAMILIES, start_background, wait_background
+    >>> _ = start_background()
+    >>> start_background()                  # once per process
+    False
+    >>> done, error = wait_background()
+    >>> sorted(done) == sorted(FAMILIES) and error is None
+    True
+    """
     with _START:
         if _STATE["thread"] is not None:
             return False
@@ -115,7 +166,28 @@ def start_background() -> bool:
 
 
 def wait_background(timeout: float | None = None) -> tuple[dict[str, float], str | None]:
-    """Wait for the background warm-up (if started); (seconds per family done so far, the error or None)."""
+    """Wait for the background warm-up (if started).
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds to wait at most (default: until it ends).
+
+    Returns
+    -------
+    done : dict of str to float
+        Seconds per family done so far.
+    error : str or None
+        Why the warm-up failed, or None.
+
+    Examples
+    --------
+    >>> from htc_core.kernels import start_background, wait_background
+    >>> _ = start_background()
+    >>> done, error = wait_background(timeout=120)
+    >>> error is None
+    True
+    """
     thread = _STATE["thread"]
     if thread is not None:
         thread.join(timeout)
@@ -123,7 +195,21 @@ def wait_background(timeout: float | None = None) -> tuple[dict[str, float], str
 
 
 def status_text() -> str | None:
-    """What the background warm-up does now, for a person (None when it is not compiling anything)."""
+    """What the background warm-up does now, for a person (the dashboard's sidebar shows it).
+
+    Returns
+    -------
+    str or None
+        For example ``"Loading the compiled kernels: path solver ..."``; None when it is not compiling
+        anything.
+
+    Examples
+    --------
+    >>> from htc_core.kernels import status_text, wait_background
+    >>> _ = wait_background()
+    >>> status_text() is None                # nothing runs now
+    True
+    """
     name = _STATE["current"]
     if name is None:
         return None

@@ -30,13 +30,33 @@ from pathlib import Path
 from numba import njit
 from numba.core import caching, config
 
-__all__ = ["njit", "cache_dir", "install", "kernel_files", "folder_stamp", "PackageCacheLocator"]
+# njit (numba's, for our kernel modules), install, kernel_files, folder_stamp and PackageCacheLocator are the
+# caching mechanism itself: the package's own helpers (not public)
+__all__ = ["cache_dir"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 
 
 def cache_dir() -> Path:
-    """The folder of htc_core's compiled kernels (see the module doc)."""
+    """The folder of htc_core's compiled kernels (see the module doc).
+
+    ``$HTC_CACHE_DIR/numba``, else the platform's user cache folder + ``htc/numba`` (``~/.cache/htc/numba`` on
+    Linux, ``~/Library/Caches/htc/numba`` on macOS, ``%LOCALAPPDATA%/htc/Cache/numba`` on Windows). Removing
+    it makes the next process compile the kernels again.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> from htc_core.numba_cache import cache_dir
+    >>> with mock.patch.dict(os.environ, {"HTC_CACHE_DIR": "/srv/htc-cache"}):
+    ...     cache_dir().as_posix()
+    '/srv/htc-cache/numba'
+    """
     env = os.environ.get("HTC_CACHE_DIR")
     if env:
         return Path(env).expanduser() / "numba"

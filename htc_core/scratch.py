@@ -21,7 +21,7 @@ from typing import Iterator
 __all__ = ["PREFIX", "scratch_dir", "clean_stale"]
 
 PREFIX = "htc-upload-"
-#: a folder without a pid in its name is stale once this old (seconds)
+# a folder without a pid in its name is stale once this old (seconds)
 LEGACY_MAX_AGE = 3600
 
 
@@ -43,7 +43,30 @@ def _owner(name: str) -> int | None:
 
 
 def clean_stale(root: str | os.PathLike | None = None) -> list[Path]:
-    """Remove the scratch folders left by processes that are gone; returns the folders removed."""
+    """Remove the scratch folders left by processes that are gone.
+
+    Folders of processes still running are left alone; folders of the older naming (no pid) are removed once
+    an hour old.
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        The folder holding the scratch folders (default: the system's temporary folder).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders removed.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.scratch import PREFIX, clean_stale
+    >>> root = tempfile.mkdtemp()
+    >>> os.mkdir(os.path.join(root, PREFIX + "999999999-abc"))    # no process has this pid
+    >>> [p.name for p in clean_stale(root)]
+    ['htc-upload-999999999-abc']
+    """
     base = Path(root if root is not None else tempfile.gettempdir())
     removed = []
     try:
@@ -67,7 +90,30 @@ def clean_stale(root: str | os.PathLike | None = None) -> list[Path]:
 
 @contextmanager
 def scratch_dir(root: str | os.PathLike | None = None) -> Iterator[Path]:
-    """A private folder (mode 0700) for one upload, removed when the block ends however it ends."""
+    """A context manager: a private folder (mode 0700) for one upload, removed when the block ends however it ends.
+
+    Stale folders of dead processes are removed first (:func:`clean_stale`).
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        Where to create it (default: the system's temporary folder).
+
+    Yields
+    ------
+    pathlib.Path
+        The folder, ``htc-upload-<pid>-<random>``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from htc_core.scratch import scratch_dir
+    >>> with scratch_dir(tempfile.mkdtemp()) as folder:
+    ...     oct(folder.stat().st_mode & 0o777), folder.name.startswith(f"htc-upload-{os.getpid()}-")
+    ('0o700', True)
+    >>> folder.exists()
+    False
+    """
     clean_stale(root)
     d = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root))
     try:

@@ -20,11 +20,42 @@ SUFFIXES = (".csv", ".parquet", ".jsonl")
 
 
 class TableWriter:
-    """Append DataFrames to one output file; see the module docstring."""
+    """Append DataFrames to one output file (``.csv``, ``.parquet`` or ``.jsonl``), atomically.
+
+    Use it in a ``with`` block: each ``write`` appends a chunk to a temporary file next to ``path``, renamed
+    onto ``path`` only when the block succeeds, so memory holds one chunk and a failure half-way leaves the
+    previous file intact. The columns are those of the first chunk; a later chunk with other columns is
+    refused (``ValueError``).
+
+    Parameters
+    ----------
+    path : str, path-like or None
+        The output file; its suffix picks the format.
+    stream : binary file object, optional
+        With ``path=None``: receives CSV as it is written (``sys.stdout.buffer``; no atomic rename, a pipe has
+        no previous content to keep).
+
+    Attributes
+    ----------
+    rows : int
+        Rows written so far.
+    columns : list of str or None
+        The columns (those of the first chunk).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> from htc_core.tablewriter import TableWriter
+    >>> out = os.path.join(tempfile.mkdtemp(), "scores.parquet")
+    >>> with TableWriter(out) as writer:
+    ...     writer.write(pd.DataFrame({"id": ["a", "b"], "confidence": [0.9, 0.2]}))
+    ...     writer.write(pd.DataFrame({"id": ["c"], "confidence": [0.6]}))
+    >>> writer.rows, pd.read_parquet(out)["id"].tolist()
+    (3, ['a', 'b', 'c'])
+    """
 
     def __init__(self, path: str | os.PathLike | None, *, stream: Any = None):
-        """``path``: the output file; or None and ``stream``, a binary file object (``sys.stdout.buffer``) that
-        gets CSV as it is written (no atomic rename: a pipe has no previous content to keep)."""
         self.stream = stream
         if path is None:
             if stream is None:
@@ -73,6 +104,29 @@ class TableWriter:
         return self._stack.__exit__(*exc)
 
     def write(self, df: pd.DataFrame) -> None:
+        """Append one chunk (inside the ``with`` block).
+
+        Parameters
+        ----------
+        df : DataFrame
+            The rows; the same columns as the first chunk (``ValueError`` otherwise). Floats are written
+            exactly (the shortest text that reads back to the same float64).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> import pandas as pd
+        >>> from htc_core.tablewriter import TableWriter
+        >>> buffer = io.BytesIO()
+        >>> with TableWriter(None, stream=buffer) as writer:
+        ...     writer.write(pd.DataFrame({"id": ["a"], "p": [1 / 3]}))
+        >>> buffer.getvalue().decode().splitlines()
+        ['id,p', '"a",0.3333333333333333']
+        """
         if self._tmp is None:
             raise RuntimeError("use TableWriter in a with block")
         cols = [str(c) for c in df.columns]
@@ -94,9 +148,9 @@ class TableWriter:
         self.rows += len(df)
 
     def _write_csv(self, df: pd.DataFrame) -> None:
-        """The text pandas writes (minimal quoting, True/False, empty for missing), with numbers formatted by
-        Arrow's C++ writer: the shortest text that reads back to the same float64 (pandas formats each value
-        in Python, ten times slower)."""
+        """CSV that reads back as pandas' own (text quoted, True/False, empty for missing), with numbers
+        formatted by Arrow's C++ writer: the shortest text that reads back to the same float64 (pandas formats
+        each value in Python, ten times slower)."""
         if self.stream is not None:
             self._csv_rows(df, self.stream)
             self.stream.flush()
