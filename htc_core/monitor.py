@@ -1,11 +1,15 @@
 """Live monitoring: the calibrated confidence of an agent run after every step, while it runs.
 
->>> import htc_core as htc
->>> monitor = htc.Monitor(htc.HTCCalibrator.load("model.json"), threshold=0.3,
-...                       on_alert=lambda alert: print("low confidence:", alert))
->>> for step in run:                                  # each LLM call of the agent, as it happens
-...     conf = monitor.add_step(step.logprobs, step.top_logprobs)
->>> monitor.reset()                                   # next run
+.. code-block:: python
+
+    import htc_core as htc
+    monitor = htc.Monitor(htc.HTCCalibrator.load("model.json"), threshold=0.3,
+                          on_alert=lambda alert: print("low confidence:", alert))
+    for step in run:                                  # each LLM call of the agent, as it happens
+        conf = monitor.add_step(step.logprobs, step.top_logprobs)
+    monitor.reset()                                   # next run
+
+(:class:`Monitor` has examples that run.)
 
 After step k, ``add_step`` returns exactly what ``model.predict_proba`` gives on the batch features
 (:func:`htc_core.features.extract`) of the run's first k steps (to rounding; tested to 1e-9). The update
