@@ -96,19 +96,23 @@ class PackageCacheLocator(caching._CacheLocator):
         self._cache_path = str(cache_dir() / ".".join(rel.parts))
 
     def get_cache_path(self):
+        """The cache folder of this module's folder (numba's locator interface)."""
         return self._cache_path
 
     def get_source_stamp(self):
+        """The folder stamp: a hash of every kernel module of the folder (numba's locator interface)."""
         folder = self._py_file.parent
         files = kernel_files(folder)
         stats = tuple((st.st_mtime_ns, st.st_size) for st in ((folder / f).stat() for f in files))
         return folder_stamp(str(folder), files, stats)
 
     def get_disambiguator(self):
+        """The kernel's first line, telling apart kernels of one module (numba's locator interface)."""
         return str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func, py_file):
+        """A locator for a kernel of htc_core; None for other functions, under NUMBA_CACHE_DIR or when unwritable."""
         if config.CACHE_DIR:
             return None                              # the user's NUMBA_CACHE_DIR wins
         try:
