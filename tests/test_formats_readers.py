@@ -289,5 +289,6 @@ def test_load_bytes_for_uploads():
 
     ts, rep = load_bytes((FIX / "chat_run.json").read_bytes(), name="my run.json")
     assert list(ts.ids) == ["my_run"] and ts.meta["source"][0] == "my run.json"
+    assert rep.formats == {"my run.json": "openai-chat"}     # the upload's name, not the temporary copy's path
     ts, rep = load_bytes(b'{"broken": ', name="x.jsonl")
     assert ts.n_trajectories == 0 and rep.errors[0].file == "x.jsonl" and rep.files == ["x.jsonl"]

@@ -228,6 +228,7 @@ def load_bytes(data: bytes, *, name: str = "upload.jsonl", format: str = "auto",
         if p.file == tmp_name:
             p.file = name
     sub.files = [name if f == tmp_name else f for f in sub.files]
+    sub.formats = {name if f == tmp_name else f: fmt for f, fmt in sub.formats.items()}
     if report is not None:
         report.merge(sub)
         return ts, report
