@@ -52,7 +52,8 @@ from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_
 from .solvers import (DEFAULT_ALPHAS, PENALTIES, SOLVERS, VARIANTS, fit_path, sigmoid,  # noqa: F401 (re-exported)
                       soft_cap, standardize_params)
 
-__all__ = ["HTCCalibrator", "DEFAULT_ALPHAS", "MODEL_FORMAT", "fit_path", "standardize_params"]
+# fit_path and standardize_params stay importable from here; they are documented where they are defined (solvers)
+__all__ = ["HTCCalibrator", "DEFAULT_ALPHAS", "MODEL_FORMAT"]
 
 
 # ------------------------------------------------------------------ model
@@ -126,14 +127,14 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     --------
     >>> import htc_core as htc
     >>> from sklearn.model_selection import cross_val_score
-    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> fm, y = htc.extract(ts), ts.labels
     >>> scores = cross_val_score(htc.HTCCalibrator(alphas=(0.1, 1.0)), fm, y, cv=3, scoring="roc_auc")
     >>> bool(scores.min() > 0.5)
     True
     >>> model = htc.HTCCalibrator(alphas=(0.1, 1.0)).fit(fm, y)
     >>> model.predict_proba(fm).shape
-    (500, 2)
+    (250, 2)
     """
 
     def __init__(self, variant: str = "reduced", alphas: Sequence[float] = DEFAULT_ALPHAS, inner_folds: int = 5,
@@ -235,7 +236,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(0.1, 1.0)).fit(htc.extract(ts), ts.labels, meta=ts.meta)
         >>> model.alpha_ in (0.1, 1.0), model.training_summary_["datasets"]
         (True, ['units'])
@@ -353,14 +354,66 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return check_predict_data(self, values)
 
     def decision_function(self, X) -> np.ndarray:
-        """Logit of the calibrated confidence, [n]: :meth:`linear_score`, softly bounded by ``max_logit``
-        (``max_logit * tanh(score / max_logit)``; the score itself when unbounded). The bound in use is
-        ``logit_bound_`` (set by ``fit``; an adapted model keeps its prior's; a loaded one the file's)."""
+        """Logit of the calibrated confidence: the linear score, softly bounded by ``max_logit``.
+
+        The logit is ``max_logit * tanh(score / max_logit)`` of :meth:`linear_score` (the score itself when
+        unbounded). The bound in use is ``logit_bound_`` (set by ``fit``; an adapted model keeps its prior's; a
+        loaded one the file's).
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k (columns found by name when X has names).
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            The logit; ``sigmoid`` of it is ``predict_proba(X)[:, 1]``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> z = model.decision_function(fm)
+        >>> bool(abs(z).max() < model.logit_bound_)
+        True
+        >>> import numpy as np
+        >>> bool(np.allclose(1 / (1 + np.exp(-z)), model.predict_proba(fm)[:, 1]))
+        True
+        """
         return soft_cap(self.linear_score(X), getattr(self, "logit_bound_", None))
 
     def cap_factor(self, X) -> np.ndarray:
-        """Per row, logit / linear score (1 where the score is 0 or there is no bound): scaling the intercept and
-        every contribution by it gives terms that add up to the logit itself."""
+        """Per row, the ratio of the logit to the linear score.
+
+        Scaling the intercept and every contribution by it gives terms that add up to the logit itself. It is 1
+        where the score is 0 or the model has no bound (``max_logit=None``), and below 1 elsewhere.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            ``decision_function(X) / linear_score(X)``, in (0, 1].
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> k = model.cap_factor(fm)
+        >>> bool(((k > 0) & (k <= 1)).all())
+        True
+        >>> import numpy as np
+        >>> bool(np.allclose(k * model.linear_score(fm), model.decision_function(fm)))
+        True
+        """
         s = self.linear_score(X)
         cap = getattr(self, "logit_bound_", None)
         if cap is None:
@@ -370,9 +423,31 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.where(s == 0, 1.0, k)
 
     def linear_score(self, X) -> np.ndarray:
-        """The linear score ``w . (x - mean) / scale + b``, [n]: the logit before the soft bound.
+        """The linear score ``w . (x - mean) / scale + b``: the logit before the soft bound.
 
-        The scaler is folded into the weights (one matrix-vector product, no standardized copy of X).
+        The scaler is folded into the weights (one matrix-vector product, no standardized copy of X). A row
+        whose score is not a number (features far outside what the model can score) raises ``ValueError``.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            The linear score of each run.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> import numpy as np
+        >>> s = model.linear_score(fm)
+        >>> bool(np.allclose(s, model.contributions(fm).sum(axis=1) + model.intercept_[0]))
+        True
         """
         X = self._checked(X)
         w = self.coef_[0] / self.scale_
@@ -400,7 +475,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> fm = htc.extract(ts)
         >>> p = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels).predict_proba(fm)
         >>> bool(((p >= 0) & (p <= 1)).all() and abs(p.sum(axis=1) - 1).max() < 1e-12)
@@ -410,32 +485,125 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """The success class (``classes_[1]``, 1 for 0/1 labels) where the calibrated confidence exceeds 0.5,
-        else the failure class."""
+        """The predicted outcome: the success class where the calibrated confidence exceeds 0.5.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            ``classes_[1]`` (1 for 0/1 labels) where the confidence exceeds 0.5, else ``classes_[0]``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> model.predict(fm)[:5]
+        array([...])
+        >>> bool(0.5 < (model.predict(fm) == ts.labels).mean() <= 1)
+        True
+        """
         z = self.decision_function(X)   # checks that the model is fitted
         return self.classes_[(z > 0).astype(int)]
 
     def contributions(self, X) -> np.ndarray:
-        """Per-feature contribution to the linear score, weight x standardized value, [n, d].
+        """Per-feature contribution to the linear score: weight times standardized value.
 
         ``contributions(X).sum(1) + intercept_[0] == linear_score(X)``; times :meth:`cap_factor` they add up to
-        ``decision_function(X)`` (identical when unbounded).
+        ``decision_function(X)`` (identical when unbounded). Features the L1 fit left out contribute 0.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs, n_features)
+            One column per feature of ``feature_names_in_``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> c = model.contributions(fm)
+        >>> c.shape
+        (250, 48)
+        >>> int((c != 0).any(axis=0).sum()) == model.n_selected_
+        True
         """
         return self._standardized(X) * self.coef_[0]
 
     @property
     def selected_features_(self) -> list[str]:
+        """The names of the features with a non-zero weight (all of them for HTC-Full, a subset for HTC-Reduced).
+
+        Returns
+        -------
+        list of str
+            In the order of ``feature_names_in_``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> len(model.selected_features_) == model.n_selected_ <= 48
+        True
+        >>> model.selected_features_[0]
+        '...'
+        """
         self._check_fitted()
         return [str(n) for n, w in zip(self.feature_names_in_, self.coef_[0]) if w != 0]
 
     @property
     def n_selected_(self) -> int:
+        """The number of features with a non-zero weight.
+
+        Returns
+        -------
+        int
+            ``len(selected_features_)``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> 0 < model.n_selected_ <= 48
+        True
+        """
         self._check_fitted()
         return int(np.count_nonzero(self.coef_[0]))
 
     # ----------------------------------------------------------- save/load
     def to_dict(self) -> dict:
-        """The model file's JSON object (see :mod:`htc_core.calibration.model_file`)."""
+        """The model file's JSON object (see :mod:`htc_core.calibration.model_file`).
+
+        Returns
+        -------
+        dict
+            What :meth:`save` writes and :meth:`from_dict` reads back (JSON types only).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> d = model.to_dict()
+        >>> d["format"], d["variant"]
+        ('htc-calibrator', 'reduced')
+        """
         self._check_fitted()
         check_saveable_labels(self)
         return model_to_dict(self)
@@ -457,7 +625,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import tempfile, os
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
         >>> path = model.save(os.path.join(tempfile.mkdtemp(), "model.json"))
         >>> bool((htc.HTCCalibrator.load(path).coef_ == model.coef_).all())
@@ -470,7 +638,34 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "HTCCalibrator":
-        """A fitted model from a model file's JSON object; anything invalid raises a ValueError saying why."""
+        """A fitted model from a model file's JSON object.
+
+        Parameters
+        ----------
+        obj : dict
+            The object of a model file (:meth:`to_dict`).
+        source : str, default="model"
+            What ``obj`` came from, named in the error messages.
+
+        Returns
+        -------
+        HTCCalibrator
+            The fitted model; anything invalid raises a ValueError saying why.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> again = htc.HTCCalibrator.from_dict(model.to_dict())
+        >>> bool((again.predict_proba(fm) == model.predict_proba(fm)).all())
+        True
+        >>> htc.HTCCalibrator.from_dict({"format": "other"}, source="upload.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: upload.json ...
+        """
         params, state = parse_model_dict(obj, source=source)
         model = cls(**params)
         for name, value in state.items():
@@ -479,7 +674,35 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_json(cls, data: str | bytes, *, source: str = "model") -> "HTCCalibrator":
-        """A fitted model from a model file's text or bytes (an upload), checked as :meth:`load` checks a file."""
+        """A fitted model from a model file's text or bytes (an upload), checked as :meth:`load` checks a file.
+
+        Parameters
+        ----------
+        data : str or bytes
+            The model file's content.
+        source : str, default="model"
+            What ``data`` came from, named in the error messages.
+
+        Returns
+        -------
+        HTCCalibrator
+            The fitted model; anything invalid raises a ValueError saying why.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+        >>> import json
+        >>> again = htc.HTCCalibrator.from_json(json.dumps(model.to_dict()).encode())
+        >>> again.alpha_, again.n_selected_ == model.n_selected_
+        (1.0, True)
+        >>> htc.HTCCalibrator.from_json(b"{not json", source="upload.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: upload.json ...
+        """
         return cls.from_dict(parse_model_text(data, source=source), source=source)
 
     @classmethod

@@ -49,13 +49,14 @@ from .model_file import (ALPHA_RANGE, MAX_ABS_MEAN, MAX_ABS_WEIGHT, InvalidModel
                          checked_number, checked_profile, checked_vector, parse_model_dict)
 from .solvers import DEFAULT_ALPHAS, sigmoid
 
-__all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "dedup_columns", "DEGREE", "SELECT", "make_knots", "basis",
-           "Design", "newton_path", "GAM_FORMAT", "GAM_FORMAT_VERSION", "gam_to_dict", "parse_gam_dict"]
+# the pieces (dedup_columns, make_knots, basis, Design, newton_path) and the file's reader and writer
+# (gam_to_dict, parse_gam_dict) are the estimator's own: a user calls HTCGAM (fit, shape, save, load)
+__all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "DEGREE", "SELECT", "GAM_FORMAT", "GAM_FORMAT_VERSION"]
 
 
 # ================================================================ the pieces
 DEGREE = 3
-#: HTCGAM(select=...): GAM vs HTC-Reduced by inner CV, always the GAM, always HTC-Reduced
+# HTCGAM(select=...): GAM vs HTC-Reduced by inner CV, always the GAM, always HTC-Reduced
 SELECT = ("cv", "gam", "linear")
 
 
@@ -126,6 +127,7 @@ class Design:
         self.P = P
 
     def apply(self, X: np.ndarray) -> np.ndarray:
+        """The centred basis of the kept columns of any rows ``X`` (clipped to the training range)."""
         return np.hstack([basis(X[:, j], t) - mu for j, t, mu in zip(self.cols, self.knots, self.means)])
 
 
@@ -178,25 +180,131 @@ def _newton_path(B, y, P, alphas, max_iter, tol):
 
 
 class ShapeFunction:
-    """One feature's fitted shape function: ``value(x)`` is its contribution to the logit."""
+    """One feature's fitted shape function: ``value(x)`` is its contribution to the logit.
+
+    A cubic B-spline, flat beyond the training range and centred on the training rows (mean value 0 there).
+    :meth:`HTCGAM.shape` returns it.
+
+    Parameters
+    ----------
+    name : str
+        The feature.
+    knots : ndarray of shape (m + 4,)
+        The full knot vector of the cubic basis (strictly increasing).
+    coef : ndarray of shape (m,)
+        The spline coefficients.
+    offset : float
+        Subtracted from the spline so that the mean value on the training rows is 0.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.gam import HTCGAM
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
+    >>> f = gam.shape("top1_gradient_mean")
+    >>> f.name, len(f.coef) == len(f.knots) - 4
+    ('top1_gradient_mean', True)
+    """
 
     def __init__(self, name: str, knots: np.ndarray, coef: np.ndarray, offset: float):
         self.name, self.knots, self.coef, self.offset = name, knots, coef, float(offset)
 
     @property
     def range(self) -> tuple[float, float]:
+        """The training range of the feature: the function is flat beyond it.
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
+        >>> f = gam.shape("top1_gradient_mean")
+        >>> lo, hi = f.range
+        >>> bool(lo < hi), bool(f.value([lo - 1.0])[0] == f.value([lo])[0])
+        (True, True)
+        """
         return float(self.knots[DEGREE]), float(self.knots[-DEGREE - 1])
 
     def value(self, x) -> np.ndarray:
+        """The function's value, the contribution to the logit, at feature values ``x``.
+
+        Parameters
+        ----------
+        x : float or array-like
+            Values of the feature (clipped to :attr:`range`).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            One value per entry of ``x`` (flattened).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
+        >>> f = gam.shape("top1_gradient_mean")
+        >>> f.value([0.0, 0.1]).shape
+        (2,)
+        """
         return basis(np.asarray(x, dtype=np.float64).reshape(-1), self.knots) @ self.coef - self.offset
 
     def curve(self, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
-        """(grid over the training range, shape value on it), for plotting."""
+        """The function on an even grid over the training range, for plotting.
+
+        Parameters
+        ----------
+        n : int, default=100
+            Points of the grid.
+
+        Returns
+        -------
+        grid : ndarray of shape (n,)
+            From ``range[0]`` to ``range[1]``.
+        values : ndarray of shape (n,)
+            :meth:`value` on the grid.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
+        >>> f = gam.shape("top1_gradient_mean")
+        >>> grid, values = f.curve(5)
+        >>> grid.shape, values.shape, bool(grid[0] == f.range[0])
+        ((5,), (5,), True)
+        """
         lo, hi = self.range
         grid = np.linspace(lo, hi, n)
         return grid, self.value(grid)
 
     def to_dict(self) -> dict:
+        """The function as the GAM model file holds it (one entry of ``shapes``).
+
+        Returns
+        -------
+        dict
+            ``name``, ``knots``, ``coef`` and ``offset`` (plain floats).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
+        >>> f = gam.shape("top1_gradient_mean")
+        >>> sorted(f.to_dict())
+        ['coef', 'knots', 'name', 'offset']
+        """
         return {"name": self.name, "knots": [float(v) for v in self.knots], "coef": [float(v) for v in self.coef],
                 "offset": self.offset}
 
@@ -220,6 +328,7 @@ REQUIRED = ("kind", "feature_names", "alpha", "intercept", "profile", "top_k")
 
 
 def gam_to_dict(model) -> dict:
+    """The ``"htc-gam"`` model file's JSON object of a fitted :class:`HTCGAM` (fields above)."""
     from .._version import __version__
 
     return {
@@ -351,7 +460,7 @@ def _shape(sh: Any, i: int, names: set, seen: set, degree: int, ShapeFunction):
 
 
 # ================================================================ the estimator
-#: the GAM's penalty strengths (sum-of-logloss scale, like HTC's alphas)
+# the GAM's penalty strengths (sum-of-logloss scale, like HTC's alphas)
 GAM_ALPHAS = (2.0, 16.0, 128.0)
 
 
@@ -393,10 +502,10 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
     --------
     >>> import htc_core as htc
     >>> from htc_core.calibration.gam import HTCGAM
-    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
     >>> gam.kind_, gam.predict_proba(htc.extract(ts)).shape
-    ('gam', (500, 2))
+    ('gam', (250, 2))
     """
 
     variant = "gam"
@@ -479,7 +588,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.gam import HTCGAM
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="linear").fit(htc.extract(ts), ts.labels).kind_
         'linear'
         """
@@ -581,8 +690,33 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return check_predict_data(self, align_columns(values, names, [str(n) for n in self.feature_names_in_]))
 
     def contributions(self, X) -> np.ndarray:
-        """[n, d]: each feature's contribution to the logit (its shape function's value; 0 for features
-        without one). ``contributions(X).sum(1) + intercept_ == decision_function(X)``."""
+        """Each feature's contribution to the logit: its shape function's value (0 for features without one).
+
+        ``contributions(X).sum(1) + intercept_ == decision_function(X)``. When HTC-Reduced won the inner CV
+        (``kind_ == "linear"``) these are its :meth:`HTCCalibrator.contributions`.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs, n_features)
+            One column per feature of ``feature_names_in_``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> import numpy as np
+        >>> c = gam.contributions(fm)
+        >>> c.shape, bool(np.allclose(c.sum(axis=1) + gam.intercept_, gam.decision_function(fm)))
+        ((250, 48), True)
+        """
         self._check_fitted()
         if self.kind_ == "linear":
             return self.linear_.contributions(X)
@@ -595,15 +729,60 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return out
 
     def cap_factor(self, X) -> np.ndarray:
-        """Per row, what the intercept and the contributions are scaled by to add up to the logit: the linear
-        fallback's soft logit bound (:meth:`HTCCalibrator.cap_factor`), 1 for the shape functions."""
+        """Per row, what the intercept and the contributions are scaled by to add up to the logit.
+
+        The linear fallback's soft logit bound (:meth:`HTCCalibrator.cap_factor`); 1 for the shape functions.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            The factor, in (0, 1].
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> bool((gam.cap_factor(fm) == 1).all())
+        True
+        """
         self._check_fitted()
         if self.kind_ == "linear":
             return self.linear_.cap_factor(X)
         return np.ones(len(self._columns(X)))
 
     def decision_function(self, X) -> np.ndarray:
-        """Logit of the calibrated confidence, [n]."""
+        """Logit of the calibrated confidence: the intercept plus every shape function's value.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            The logit; ``sigmoid`` of it is ``predict_proba(X)[:, 1]``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> import numpy as np
+        >>> z = gam.decision_function(fm)
+        >>> bool(np.allclose(1 / (1 + np.exp(-z)), gam.predict_proba(fm)[:, 1]))
+        True
+        """
         self._check_fitted()
         if self.kind_ == "linear":
             return self.linear_.decision_function(X)
@@ -625,7 +804,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.gam import HTCGAM
-        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> fm = htc.extract(ts)
         >>> HTCGAM(alphas=(16.0,), linear_alphas=(1.0,)).fit(fm, ts.labels).predict_proba(fm[:3]).shape
         (3, 2)
@@ -634,13 +813,57 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """The success class (``classes_[1]``) where the calibrated confidence exceeds 0.5, else the failure
-        class."""
+        """The predicted outcome: the success class where the calibrated confidence exceeds 0.5.
+
+        Parameters
+        ----------
+        X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+            Features of the model's profile and top-k.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            ``classes_[1]`` where the confidence exceeds 0.5, else ``classes_[0]``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> bool(0.5 < (gam.predict(fm) == ts.labels).mean() <= 1)
+        True
+        """
         z = self.decision_function(X)   # checks that the model is fitted
         return self.classes_[(z > 0).astype(int)]
 
     def shape(self, name: str) -> ShapeFunction:
-        """The shape function of feature ``name`` (a linear model's is the straight line w * z)."""
+        """The shape function of one feature.
+
+        Parameters
+        ----------
+        name : str
+            A feature with a shape function (constant and duplicate columns have none; a model whose
+            ``kind_`` is ``"linear"`` has none at all): anything else raises ``ValueError`` naming those
+            that have one.
+
+        Returns
+        -------
+        ShapeFunction
+            Its ``value(x)`` is the feature's contribution to the logit.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> f = gam.shape("top1_gradient_mean")
+        >>> f.name, f.curve(3)[0].shape
+        ('top1_gradient_mean', (3,))
+        """
         self._check_fitted()
         for s in self.shapes_:
             if s.name == name:
@@ -650,6 +873,23 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @property
     def selected_features_(self) -> list[str]:
+        """The features whose shape function is not zero (a linear model's: those with a non-zero weight).
+
+        Returns
+        -------
+        list of str
+            In the order of ``feature_names_in_``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> gam.selected_features_[:2]
+        ['top1_gradient_mean', 'top1_gradient_std']
+        """
         self._check_fitted()
         if self.kind_ == "linear":
             return self.linear_.selected_features_
@@ -657,28 +897,132 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @property
     def n_selected_(self) -> int:
+        """The number of features with a non-zero shape function (or weight).
+
+        Returns
+        -------
+        int
+            ``len(selected_features_)``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> gam.n_selected_ <= 48
+        True
+        """
         return len(self.selected_features_)
 
     @property
     def display_name(self) -> str:
+        """The model's name in tables and plots: "HTC-GAM", or says HTC-Reduced won the inner CV.
+
+        Returns
+        -------
+        str
+            ``"HTC-GAM"`` or ``"HTC-GAM (linear: HTC-Reduced won the inner CV)"``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> gam.display_name
+        'HTC-GAM'
+        """
         self._check_fitted()
         return "HTC-GAM" if self.kind_ == "gam" else "HTC-GAM (linear: HTC-Reduced won the inner CV)"
 
     # ----------------------------------------------------------- save/load
     def to_dict(self) -> dict:
+        """The ``"htc-gam"`` model file's JSON object (fields in the module's source, above ``GAM_FORMAT``).
 
+        Returns
+        -------
+        dict
+            What :meth:`save` writes and :meth:`from_dict` reads back.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> d = gam.to_dict()
+        >>> d["format"], d["kind"], len(d["shapes"])
+        ('htc-gam', 'gam', 44)
+        """
         self._check_fitted()
         check_saveable_labels(self)
         return gam_to_dict(self)
 
     def save(self, path: str | Path) -> Path:
+        """Write the model as JSON (atomic: a failed save leaves the previous file intact).
+
+        Parameters
+        ----------
+        path : str or path
+            The model file.
+
+        Returns
+        -------
+        Path
+            The file written.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> import os, tempfile
+        >>> path = gam.save(os.path.join(tempfile.mkdtemp(), "gam.json"))
+        >>> HTCGAM.load(path)
+        HTCGAM(select='gam', kind_='gam', alpha_=16)
+        """
         from ..atomic import write_text
 
         return write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "HTCGAM":
+        """A fitted model from an HTC-GAM model file's JSON object.
 
+        Parameters
+        ----------
+        obj : dict
+            The object of a GAM model file (:meth:`to_dict`).
+        source : str, default="model"
+            What ``obj`` came from, named in the error messages.
+
+        Returns
+        -------
+        HTCGAM
+            The fitted model; anything invalid raises a ValueError saying why.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> fm = htc.extract(ts)
+        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
+        >>> import numpy as np
+        >>> again = HTCGAM.from_dict(gam.to_dict())
+        >>> bool(np.allclose(again.predict_proba(fm), gam.predict_proba(fm)))
+        True
+        >>> HTCGAM.from_dict({"format": "htc-gam", "format_version": 9}, source="upload.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: upload.json is not a valid HTC-GAM model file: unsupported format_version 9 (this htc reads version 1)
+        """
         params, state = parse_gam_dict(obj, source=source)
         model = cls(**params)
         for name, value in state.items():
@@ -687,6 +1031,26 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path: str | Path) -> "HTCGAM":
+        """Read a model written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path
+            The model file; anything but a valid HTC-GAM model file raises a ValueError saying why.
+
+        Returns
+        -------
+        HTCGAM
+            The fitted model.
+
+        Examples
+        --------
+        >>> from htc_core.calibration.gam import HTCGAM
+        >>> HTCGAM.load("nothing-here.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: model file nothing-here.json does not exist
+        """
         from .model_file import read_model_file
 
         return cls.from_dict(read_model_file(path), source=str(Path(path)))

@@ -51,7 +51,31 @@ KINDS = (WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES)
 
 @dataclass
 class GACScores:
-    """Zero-shot confidences of a GAC for each run, and which of its models scored it."""
+    """Zero-shot confidences of a GAC for each run, and which of its models scored it.
+
+    Made by :meth:`GeneralCalibrator.score_traces`.
+
+    Parameters
+    ----------
+    name : str
+        The GAC's name.
+    variant : str
+        Its variant, ``"reduced"`` or ``"full"``.
+    ids : ndarray of shape (n_runs,)
+        The run ids.
+    confidence : ndarray of shape (n_runs,)
+        The calibrated confidence of each run.
+    kind : ndarray of shape (n_runs,)
+        ``"with_alternatives"`` or ``"without_alternatives"``: the model that scored each run.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> scores = htc.load_model("gac").score_traces(ts)
+    >>> scores.name, len(scores.ids), bool(((scores.confidence > 0) & (scores.confidence < 1)).all())
+    ('gac', 250, True)
+    """
 
     name: str
     variant: str
@@ -60,14 +84,57 @@ class GACScores:
     kind: np.ndarray            # "with_alternatives" / "without_alternatives" per run
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per run.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``id``, ``confidence`` and ``gac_model`` (the kind of model that scored the run).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> htc.load_model("gac").score_traces(ts).to_frame().columns.tolist()
+        ['id', 'confidence', 'gac_model']
+        """
         return pd.DataFrame({"id": self.ids, "confidence": self.confidence, "gac_model": self.kind})
 
     def to_dict(self) -> dict:
+        """The scores as a JSON object (what ``htc score --json`` prints for a GAC).
+
+        Returns
+        -------
+        dict
+            ``model``, ``variant`` and ``runs``: a list of ``{"id", "confidence", "gac_model"}``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> d = htc.load_model("gac").score_traces(ts).to_dict()
+        >>> d["model"], len(d["runs"]), sorted(d["runs"][0])
+        ('gac', 250, ['confidence', 'gac_model', 'id'])
+        """
         return {"model": self.name, "variant": self.variant,
                 "runs": [{"id": str(i), "confidence": float(c), "gac_model": str(k)}
                          for i, c, k in zip(self.ids, self.confidence, self.kind)]}
 
     def counts(self) -> dict:
+        """How many runs each of the GAC's two models scored.
+
+        Returns
+        -------
+        dict
+            ``{"with_alternatives": int, "without_alternatives": int}``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> htc.load_model("gac").score_traces(ts).counts()
+        {'with_alternatives': 250, 'without_alternatives': 0}
+        """
         return {k: int((self.kind == k).sum()) for k in KINDS}
 
 
@@ -109,7 +176,7 @@ def gac_features(ts, *, top_k: int = 5) -> pd.DataFrame:
     --------
     >>> from htc_core import load
     >>> from htc_core.calibration.general import gac_features
-    >>> ts, _ = load("sample_runs/units/")
+    >>> ts, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> X = gac_features(ts)
     >>> X.shape[1], X.columns[0], X.columns[1]
     (97, 'has_alternatives', 'paper:top1_gradient_mean')
@@ -192,7 +259,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     --------
     >>> from htc_core import load
     >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
-    >>> ts, _ = load(["sample_runs/units/", "sample_runs/facts/"])
+    >>> ts, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> gac = GeneralCalibrator(alphas=(0.1, 1.0)).fit(gac_features(ts), ts.labels)
     >>> sorted(k for k, m in gac.models_.items() if m is not None)
     ['with_alternatives', 'without_alternatives']
@@ -223,8 +290,39 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     @classmethod
     def from_models(cls, models: dict, *, name: str = "gac", card: dict | None = None,
                     transfer: dict | None = None) -> "GeneralCalibrator":
-        """A fitted GAC from fitted :class:`HTCCalibrator` s: ``models`` maps ``"with_alternatives"`` (may be
-        None) and ``"without_alternatives"`` (required) to them."""
+        """A fitted GAC from two :class:`HTCCalibrator` s fitted elsewhere.
+
+        Parameters
+        ----------
+        models : dict
+            ``"with_alternatives"`` (may be None or absent: every run is then scored by the other model) and
+            ``"without_alternatives"`` (required) mapped to fitted calibrators, of the ``paper`` and the
+            ``chosen`` profile respectively.
+        name : str, default="gac"
+            The model's name.
+        card : dict, optional
+            The model card.
+        transfer : dict, optional
+            A combination with a training-free signal (see the class parameters), checked by
+            :func:`check_transfer`.
+
+        Returns
+        -------
+        GeneralCalibrator
+            The fitted GAC.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> chosen = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts, profile="chosen"), ts.labels)
+        >>> gac = GeneralCalibrator.from_models({"without_alternatives": chosen}, name="mine")
+        >>> gac
+        GeneralCalibrator(name='mine', variant='reduced', models=['without_alternatives'])
+        >>> gac.predict_proba_traces(ts).shape
+        (250, 2)
+        """
         if models.get(WITHOUT_ALTERNATIVES) is None:
             raise ValueError("models must hold a 'without_alternatives' calibrator (it scores every run without "
                              "alternatives)")
@@ -243,7 +341,22 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @property
     def models(self) -> dict:
-        """The fitted sub-models (``models_``)."""
+        """The fitted sub-models (``models_``).
+
+        Returns
+        -------
+        dict
+            ``"with_alternatives"`` and ``"without_alternatives"`` mapped to an :class:`HTCCalibrator` (the first
+            may be None).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gac = htc.load_model("gac")
+        >>> {kind: m.profile_ for kind, m in gac.models.items()}
+        {'with_alternatives': 'paper', 'without_alternatives': 'chosen'}
+        """
         check_is_fitted(self)
         return self.models_
 
@@ -273,10 +386,10 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
-        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(gac_features(ts), ts.labels, meta=ts.meta)
         >>> gac.models_["without_alternatives"].training_summary_["n"]
-        1000
+        250
         """
         X, y01, classes, names, _ = validate_fit_data(self, X, y)
         alt, blocks, block_names = _split_layout(X, names)
@@ -309,7 +422,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
-        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> gac = GeneralCalibrator(alphas=(1.0,)).fit_traces(ts)
         >>> sorted(k for k, m in gac.models_.items() if m is not None)
         ['with_alternatives', 'without_alternatives']
@@ -318,7 +431,29 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return self.fit(gac_features(ts, top_k=self.top_k), ts.labels, meta=ts.meta)
 
     def kinds(self, ts) -> np.ndarray:
-        """Which model scores each run of the TraceSet ``ts``: "with_alternatives" or "without_alternatives"."""
+        """Which model scores each run of a TraceSet.
+
+        Runs that list top-k alternatives for at least one token go to the ``with_alternatives`` model (when
+        the GAC has one), all others to the ``without_alternatives`` model.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            ``"with_alternatives"`` or ``"without_alternatives"`` per run (object dtype).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gac = htc.load_model("gac")
+        >>> gac.kinds(ts)[:2]
+        array(['with_alternatives', 'with_alternatives'], dtype=object)
+        """
         return self._route(has_alternatives(ts))
 
     def _route(self, alt: np.ndarray) -> np.ndarray:
@@ -344,10 +479,10 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
-        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> X = gac_features(ts)
         >>> GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels).predict_proba(X).shape
-        (1000, 2)
+        (250, 2)
         """
         from ..traces import TraceSet
 
@@ -374,7 +509,29 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """The success class where the calibrated confidence exceeds 0.5, else the failure class."""
+        """The predicted outcome: the success class where the calibrated confidence exceeds 0.5.
+
+        Parameters
+        ----------
+        X : DataFrame or array of the :func:`gac_features` layout
+            The runs' features (or a TraceSet, as for :meth:`predict_proba`).
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            ``classes_[1]`` where the confidence exceeds 0.5, else ``classes_[0]``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> X = gac_features(ts)
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels)
+        >>> pred = gac.predict(X)
+        >>> pred.shape, sorted(set(pred.tolist())) == [0, 1]
+        ((250,), True)
+        """
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
 
@@ -394,9 +551,9 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
-        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> htc.load_model("gac").predict_proba_traces(ts).shape
-        (1000, 2)
+        (250, 2)
         """
         from .transfer_methods import apply_transfer, sigmoid, training_free_signals
 
@@ -408,7 +565,29 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def decision_function_traces(self, ts) -> np.ndarray:
-        """The routed model's logit for each run of a TraceSet (before any ``transfer`` combination)."""
+        """The routed model's logit for each run of a TraceSet (before any ``transfer`` combination).
+
+        Each run is scored by the model :meth:`kinds` names, on features of that model's profile and top-k.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs.
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            The logit of each run.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gac = htc.load_model("gac")
+        >>> z = gac.decision_function_traces(ts)
+        >>> z.shape, bool(abs(z).max() < 10)
+        ((250,), True)
+        """
         from ..features import extract
 
         check_is_fitted(self)
@@ -423,8 +602,35 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return z
 
     def assess(self, shift_report, alternatives: np.ndarray, confidence: np.ndarray):
-        """The applicability verdict and expected ECE range (:class:`~.expected_error.ExpectedError`) of a run set
-        from its shift report, which runs list top-k alternatives, and the GAC's confidences."""
+        """The applicability verdict and expected ECE range of a run set scored zero-shot.
+
+        The run set's shift (feature shift, base-rate gap, share of runs without alternatives) is compared with
+        the leave-one-family-out points of the model card (:func:`~.expected_error.expected_ece`).
+
+        Parameters
+        ----------
+        shift_report : ShiftReport
+            The run set's :func:`~htc_core.calibration.shift.shift_check` against this GAC.
+        alternatives : array-like of bool, shape (n_runs,)
+            Whether each run lists top-k alternatives.
+        confidence : array-like of shape (n_runs,)
+            The GAC's confidences of the runs.
+
+        Returns
+        -------
+        ExpectedError
+            The verdict, the expected ECE range and the measures behind it.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> gac = htc.load_model("gac")
+        >>> p = gac.predict_proba_traces(ts)[:, 1]
+        >>> expected = gac.assess(htc.shift_check(gac, ts), gac.kinds(ts) == "with_alternatives", p)
+        >>> expected.verdict, bool(0 <= expected.low <= expected.high <= 1)
+        ('within the training data', True)
+        """
         from .expected_error import expected_ece
         from .transfer_methods import em_prior
 
@@ -457,16 +663,40 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         --------
         >>> import htc_core as htc
         >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
-        >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> htc.load_model("gac").score_traces(ts).counts()
-        {'with_alternatives': 1000, 'without_alternatives': 0}
+        {'with_alternatives': 250, 'without_alternatives': 0}
         """
         return GACScores(name=self.name, variant=self.variant, ids=np.asarray(ts.ids, dtype=object),
                          confidence=self.predict_proba_traces(ts)[:, 1], kind=self.kinds(ts))
 
     def score(self, X, y=None, sample_weight=None):
-        """The accuracy on a feature frame and labels (scikit-learn's ``score``); for a TraceSet (the earlier
-        API) :meth:`score_traces`."""
+        """The accuracy on a feature frame and labels (scikit-learn's ``score``).
+
+        Parameters
+        ----------
+        X : DataFrame or array of the :func:`gac_features` layout
+            The runs' features. A TraceSet (the earlier API) is scored by :meth:`score_traces` instead.
+        y : array-like of shape (n_runs,)
+            The labels.
+        sample_weight : array-like of shape (n_runs,), optional
+            Weights of the runs.
+
+        Returns
+        -------
+        float or GACScores
+            The share of runs whose predicted outcome is right (:class:`GACScores` for a TraceSet).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> X = gac_features(ts)
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels)
+        >>> bool(0.5 < gac.score(X, ts.labels) <= 1)
+        True
+        """
         from ..traces import TraceSet
 
         if isinstance(X, TraceSet):
@@ -474,7 +704,25 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return super().score(X, y, sample_weight=sample_weight)
 
     def to_dict(self) -> dict:
-        """The GAC model file's JSON object (both model files and the card)."""
+        """The GAC model file's JSON object (both model files and the card).
+
+        Returns
+        -------
+        dict
+            ``format`` (``"htc-gac"``), ``format_version``, ``name``, ``variant``, ``routing``, ``models``,
+            ``transfer`` and ``card``: what :meth:`save` writes and :meth:`from_dict` reads.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> X = gac_features(ts)
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels)
+        >>> d = gac.to_dict()
+        >>> d["format"], sorted(d["models"])
+        ('htc-gac', ['with_alternatives', 'without_alternatives'])
+        """
         check_is_fitted(self)
         check_saveable_labels(self)
         return {"format": GAC_FORMAT, "format_version": GAC_FORMAT_VERSION, "name": self.name,
@@ -485,7 +733,30 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
                 "transfer": check_transfer(self.transfer), "card": dict(self.card or {})}
 
     def save(self, path: str | Path) -> Path:
-        """Write the GAC as JSON (atomic: a failed save leaves the previous file intact)."""
+        """Write the GAC as JSON (atomic: a failed save leaves the previous file intact).
+
+        Parameters
+        ----------
+        path : str or path
+            The model file (its folder is made if missing).
+
+        Returns
+        -------
+        Path
+            The file written.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> X = gac_features(ts)
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels)
+        >>> import os, tempfile
+        >>> path = gac.save(os.path.join(tempfile.mkdtemp(), "gac.json"))
+        >>> GeneralCalibrator.load(path)
+        GeneralCalibrator(name='gac', variant='reduced', models=['with_alternatives', 'without_alternatives'])
+        """
         from ..atomic import write_text
 
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -493,7 +764,36 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "GeneralCalibrator":
-        """A fitted GAC from a GAC model file's JSON object; anything invalid raises a ValueError saying why."""
+        """A fitted GAC from a GAC model file's JSON object.
+
+        Parameters
+        ----------
+        obj : dict
+            The object of a GAC model file (:meth:`to_dict`).
+        source : str, default="model"
+            What ``obj`` came from, named in the error messages.
+
+        Returns
+        -------
+        GeneralCalibrator
+            The fitted GAC; anything invalid raises a ValueError saying why.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.general import GeneralCalibrator, gac_features
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> X = gac_features(ts)
+        >>> gac = GeneralCalibrator(alphas=(1.0,)).fit(X, ts.labels)
+        >>> import numpy as np
+        >>> again = GeneralCalibrator.from_dict(gac.to_dict())
+        >>> bool(np.array_equal(again.predict_proba(X), gac.predict_proba(X)))
+        True
+        >>> GeneralCalibrator.from_dict({"format": "htc-calibrator"}, source="upload.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: upload.json is not a GAC model file (expected "format": "htc-gac")
+        """
         if not isinstance(obj, dict) or obj.get("format") != GAC_FORMAT:
             raise ValueError(f"{source} is not a GAC model file (expected \"format\": \"{GAC_FORMAT}\")")
         ver = obj.get("format_version")
@@ -512,7 +812,26 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path: str | Path) -> "GeneralCalibrator":
-        """Read a GAC model file written by :meth:`save`."""
+        """Read a GAC model file written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path
+            The model file; anything but a valid GAC model file raises a ValueError saying why.
+
+        Returns
+        -------
+        GeneralCalibrator
+            The fitted GAC.
+
+        Examples
+        --------
+        >>> from htc_core.calibration.general import GeneralCalibrator
+        >>> GeneralCalibrator.load("nothing-here.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: model file nothing-here.json does not exist
+        """
         return cls.from_dict(read_model_file(path), source=str(Path(path)))
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
@@ -522,7 +841,30 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
 
 def check_transfer(t) -> dict | None:
-    """None, or ``{"method", "signal", "coef": [a, b, c]}`` with a known signal and three finite numbers."""
+    """Check a GAC's ``transfer`` combination: None, or a dict with a known signal and three finite numbers.
+
+    Parameters
+    ----------
+    t : dict or None
+        ``{"method", "signal", "coef": [a, b, c]}`` and optionally ``"fallback": {"kinds": [...], "coef":
+        [a, b, c]}``; ``signal`` must be a probability-valued training-free signal
+        (:data:`htc_core.calibration.transfer_methods.STACKABLE`).
+
+    Returns
+    -------
+    dict or None
+        ``t`` with ``coef`` as floats (None for None); anything else raises a ValueError saying what is wrong.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.general import check_transfer
+    >>> check_transfer({"method": "stack", "signal": "min_prob", "coef": [1, 0.5, 0]})["coef"]
+    [1.0, 0.5, 0.0]
+    >>> check_transfer({"method": "stack", "signal": "min_prob", "coef": [1, 2]})
+    Traceback (most recent call last):
+    ...
+    ValueError: 'transfer.coef' must be a list of three finite numbers, got [1, 2]
+    """
     from .transfer_methods import STACKABLE
 
     if t is None:
@@ -545,16 +887,69 @@ def check_transfer(t) -> dict | None:
 
 def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,
                 top_k: int = 5, **fit_kw) -> GeneralCalibrator:
-    """Fit a GAC on every labeled run of ``ts``: the with-alternatives model on the runs that list them
-    (skipped when fewer than 2 of each outcome do), the without-alternatives model on all runs.
-    ``fit_kw``: ``alphas`` and ``inner_folds`` of :class:`GeneralCalibrator`."""
+    """Fit a GAC on every labeled run of a TraceSet.
+
+    The with-alternatives model is fitted on the runs that list alternatives (skipped when fewer than 2 of each
+    outcome do), the without-alternatives model on all runs.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (unlabeled ones are left out).
+    variant : {"reduced", "full"}, default="reduced"
+        HTC-Reduced (L1) or HTC-Full (L2).
+    name : str, default="gac"
+        The model's name.
+    card : dict, optional
+        The model card saved with the model.
+    seed : int, default=42
+        Seed of the inner folds (``random_state``).
+    top_k : int, default=5
+        The features' top-k.
+    **fit_kw
+        ``alphas`` and ``inner_folds`` of :class:`GeneralCalibrator`.
+
+    Returns
+    -------
+    GeneralCalibrator
+        The fitted GAC.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.general import fit_general
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> fit_general(ts, name="units-gac", alphas=(1.0,))
+    GeneralCalibrator(name='units-gac', variant='reduced', models=['with_alternatives', 'without_alternatives'])
+    """
     return GeneralCalibrator(variant=variant, random_state=seed, top_k=top_k, name=name, card=dict(card or {}),
                              **fit_kw).fit_traces(ts)
 
 
 def load_any_model(path: str | Path):
-    """An :class:`HTCCalibrator`, an :class:`~htc_core.calibration.gam.HTCGAM` or a :class:`GeneralCalibrator`,
-    whichever the JSON file holds."""
+    """Read any HTC model file: the calibrator, GAM or GAC it holds.
+
+    Parameters
+    ----------
+    path : str or path
+        A model file written by the ``save`` of any of the three models.
+
+    Returns
+    -------
+    HTCCalibrator, HTCGAM or GeneralCalibrator
+        Whichever the file holds (by its ``"format"``); an invalid file raises a ValueError saying why.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.general import load_any_model
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> path = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels).save(
+    ...     os.path.join(tempfile.mkdtemp(), "model.json"))
+    >>> load_any_model(path)
+    HTCCalibrator(variant='reduced', alpha_=1, selected=12)
+    """
     obj = read_model_file(path)
     if isinstance(obj, dict) and obj.get("format") == GAC_FORMAT:
         return GeneralCalibrator.from_dict(obj, source=str(Path(path)))
