@@ -31,7 +31,7 @@ from .results import METRICS, EvaluationResult
 from .solvers import DEFAULT_ALPHAS
 
 __all__ = ["evaluate", "prepare_inputs", "EvalInputs", "EvaluationResult", "EvaluationError", "label_problem",
-           "merge_results", "METRICS", "MIN_TRAJECTORIES", "MIN_PER_CLASS"]
+           "small_sample_warning", "merge_results", "METRICS", "MIN_TRAJECTORIES", "MIN_PER_CLASS"]
 
 MIN_TRAJECTORIES = 10
 MIN_PER_CLASS = 5
@@ -103,9 +103,29 @@ STABLE_PER_CLASS = 10
 
 
 def small_sample_warning(labels) -> str | None:
-    """A warning when the labeled sample is too small for stable calibration numbers (fewer than 30 labeled
-    trajectories or fewer than 10 of the smaller class), else None. Fitting and evaluating still run; the
-    CLI and the Calibration page show this next to their numbers. NaN entries are unlabeled and left out."""
+    """A warning when the labeled sample is too small for stable calibration numbers, else None.
+
+    Too small: fewer than 30 labeled trajectories or fewer than 10 of the smaller class. Fitting and
+    evaluating still run; the CLI and the Calibration page show this next to their numbers.
+
+    Parameters
+    ----------
+    labels : array-like
+        1 success, 0 failure, NaN unknown (left out).
+
+    Returns
+    -------
+    str or None
+        The warning, or None when the sample is large enough (or holds no label at all).
+
+    Examples
+    --------
+    >>> from htc_core.calibration.evaluation import small_sample_warning
+    >>> print(small_sample_warning([1, 0] * 20))
+    None
+    >>> small_sample_warning([1, 0] * 10)
+    'only 20 labeled trajectories (10 successes, 10 failures): with fewer than 30 labeled ...'
+    """
     y = np.asarray(labels, dtype=np.float64).reshape(-1)
     y = y[np.isfinite(y)]
     n, n_pos = len(y), int((y == 1).sum())
@@ -118,8 +138,31 @@ def small_sample_warning(labels) -> str | None:
 
 
 def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
-    """One result holding the methods of several evaluations of the same trajectories with the same seeds
-    (hence the same folds), e.g. the baselines and each HTC variant computed separately. HTC methods first."""
+    """One result holding the methods of several evaluations of the same trajectories with the same seeds.
+
+    The evaluations must share their folds (same trajectories, same seeds, same ``n_splits``), e.g. the
+    baselines and each HTC variant computed separately; a ValueError says so otherwise.
+
+    Parameters
+    ----------
+    results : sequence of EvaluationResult
+        The evaluations (None entries are skipped).
+
+    Returns
+    -------
+    EvaluationResult
+        Every method of every result, HTC methods first.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.evaluation import merge_results
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> base = htc.evaluate(ts, seeds=1, n_splits=3, methods=["GlobalTrace-TP"])
+    >>> htc_only = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3, methods=["HTC-Reduced"])
+    >>> merge_results([base, htc_only]).methods
+    ['HTC-Reduced', 'GlobalTrace-TP']
+    """
     results = [r for r in results if r is not None]
     if not results:
         raise ValueError("merge_results needs at least one EvaluationResult")
@@ -142,10 +185,51 @@ def merge_results(results: Sequence[EvaluationResult]) -> EvaluationResult:
 # ------------------------------------------------------------------ (a) preparation
 def prepare_inputs(data, labels, needed, *, profile: str | None, top_k: int | None,
                    fail: Callable[[str], NoReturn], baselines: pd.DataFrame | None = None) -> EvalInputs:
-    """Convert ``data`` (TraceSet, FeatureMatrix, array or DataFrame) into the inputs the ``needed`` keys
-    name, after checking the labels (``fail(reason)`` raises). Features and baselines are computed only
-    when a method needs them; with a feature matrix, ``baselines`` (the raw single-signal confidences, as
-    :func:`~htc_core.calibration.baselines.baseline_confidences` returns them) feed the baseline methods."""
+    """The inputs of the evaluation's methods: the first step of :func:`evaluate`.
+
+    Converts ``data`` into the arrays the ``needed`` input keys name, after checking the labels. Features and
+    baselines are computed only when a method needs them; with a feature matrix, ``baselines`` (the raw
+    single-signal confidences, as :func:`~htc_core.calibration.baselines.baseline_confidences` returns them)
+    feed the baseline methods.
+
+    Parameters
+    ----------
+    data : TraceSet, FeatureMatrix, DataFrame or array
+        The runs or their features.
+    labels : array-like or None
+        0/1 labels (None: the trace set's).
+    needed : iterable of str
+        Input keys: ``"features"`` and/or single-signal confidence names (each method's ``input``).
+    profile : str or None
+        The features' token-confidence profile (None: ``"paper"``, or the FeatureMatrix's).
+    top_k : int or None
+        The features' top-k (None: 5, or the FeatureMatrix's).
+    fail : callable
+        ``fail(reason)`` raises the caller's error when the labels cannot be evaluated.
+    baselines : DataFrame, optional
+        The raw single-signal confidences, with a feature matrix only.
+
+    Returns
+    -------
+    EvalInputs
+        Labels, ids, the available inputs (``columns``) and why each unavailable one is missing
+        (``missing``).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.evaluation import EvaluationError, prepare_inputs
+    >>> def fail(reason):
+    ...     raise EvaluationError(reason)
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> inputs = prepare_inputs(ts, None, {"features", "GlobalTrace-TP"}, profile=None, top_k=None, fail=fail)
+    >>> inputs.n, inputs.columns["features"].shape, sorted(inputs.columns), inputs.missing
+    (250, (250, 48), ['GlobalTrace-TP', 'features'], {})
+    >>> prepare_inputs(ts, [1] * 250, {"features"}, profile=None, top_k=None, fail=fail)
+    Traceback (most recent call last):
+    ...
+    htc_core.calibration.evaluation.EvaluationError: all 250 labeled trajectories are successes: an honest evaluation needs both outcomes
+    """
     from ..traces import TraceSet
 
     needed = set(needed)
@@ -274,6 +358,7 @@ def _matrix_parts(data, profile, top_k):
 
 
 def seed_list(seeds) -> list[int]:
+    """The seeds of ``seeds`` repeats (42, 43, ...) or the given seeds, checked (the experiments share it)."""
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ValueError(f"seeds must be a positive number of repeats or a list of seeds, got {seeds!r}")
@@ -369,8 +454,9 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     Examples
     --------
     >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> result = htc.evaluate(ts, seeds=1, alphas=(1.0,), inner_folds=3, methods=["HTC-Reduced", "GlobalTrace-TP"])
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+    ...                       methods=["HTC-Reduced", "GlobalTrace-TP"])
     >>> result.methods
     ['HTC-Reduced', 'GlobalTrace-TP']
     >>> 0 <= result.summary["HTC-Reduced"]["ece"]["mean"] <= 1

@@ -13,9 +13,9 @@ import pandas as pd
 __all__ = ["EvaluationResult", "METRICS", "LOWER_IS_BETTER", "ECE_DEFINITION", "result_to_bytes", "result_from_bytes"]
 
 METRICS = ("ece", "brier", "auroc")
-#: metrics where a smaller value is better (AUROC: larger is better)
+# metrics where a smaller value is better (AUROC: larger is better)
 LOWER_IS_BETTER = {"ece": True, "brier": True, "auroc": False}
-#: the one ECE every table, legend and page shows for an evaluation
+# the one ECE every table, legend and page shows for an evaluation
 ECE_DEFINITION = ("ECE: 10 equal-width bins on the pooled out-of-fold predictions of each repeat, "
                   "mean over repeats")
 
@@ -63,10 +63,10 @@ class EvaluationResult:
     Examples
     --------
     >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> result = htc.evaluate(ts, seeds=1, alphas=(1.0,), inner_folds=3, methods=["HTC-Reduced"])
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3, methods=["HTC-Reduced"])
     >>> result.n, result.oof_all["HTC-Reduced"].shape
-    (500, (1, 500))
+    (250, (1, 250))
     """
 
     n: int
@@ -87,13 +87,39 @@ class EvaluationResult:
     notes: list = field(default_factory=list)
     skipped: dict = field(default_factory=dict)           # method -> reason
     n_by_method: dict = field(default_factory=dict)       # method -> trajectories it was evaluated on (default n)
-    #: method -> the first repeat's fitted model of each outer fold (index = fold); the model that produced
-    #: ``oof[method][i]`` is ``fold_model(method, i)`` (HTC-Full / HTC-Reduced)
+    # method -> the first repeat's fitted model of each outer fold (index = fold); the model that produced
+    # ``oof[method][i]`` is ``fold_model(method, i)`` (HTC-Full / HTC-Reduced)
     fold_models: dict = field(default_factory=dict)
 
     def fold_model(self, method: str, row: int):
-        """The fitted model whose prediction is ``oof[method][row]`` (the first repeat's model of the outer
-        fold that held ``row`` out), or None when the evaluation kept none for ``method``."""
+        """The fitted model whose prediction is ``oof[method][row]``.
+
+        That is the first repeat's model of the outer fold that held ``row`` out (the model the dashboard
+        explains for that run).
+
+        Parameters
+        ----------
+        method : str
+            A method of the evaluation.
+        row : int
+            A row of the evaluation (0 to ``n - 1``); anything else raises ``ValueError``.
+
+        Returns
+        -------
+        HTCCalibrator or None
+            The model, or None when the evaluation kept none for ``method`` (the baselines).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.fold_model("HTC-Reduced", 0)
+        HTCCalibrator(variant='reduced', alpha_=1, selected=...)
+        >>> print(result.fold_model("GlobalTrace-TP", 0))
+        None
+        """
         models = self.fold_models.get(method)
         if not models:
             return None
@@ -102,16 +128,58 @@ class EvaluationResult:
         return models[int(self.folds[0, row])]
 
     def n_of(self, method: str) -> int:
-        """How many trajectories ``method`` was evaluated on (fewer than ``n`` for a signal only some carry,
-        e.g. Verbalized)."""
+        """How many trajectories a method was evaluated on.
+
+        Parameters
+        ----------
+        method : str
+            A method of the evaluation (else ``ValueError``).
+
+        Returns
+        -------
+        int
+            ``n``, or fewer for a signal only some runs carry (e.g. Verbalized).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.n_of("HTC-Reduced")
+        250
+        """
         if method not in self.methods:
             raise ValueError(f"method {method!r} is not in this evaluation; methods: {self.methods}")
         return int(self.n_by_method.get(method, self.n))
 
     def best(self, metric: str, methods=None) -> str | None:
-        """The method with the best mean ``metric`` (lowest ECE / Brier, highest AUROC) among ``methods``
-        (default: those evaluated on all ``n`` trajectories, since a subset's numbers are not comparable);
-        ties go to the first in table order. None when no method has a finite value."""
+        """The method with the best mean value of a metric: lowest ECE or Brier, highest AUROC.
+
+        Parameters
+        ----------
+        metric : {"ece", "brier", "auroc"}
+            The metric.
+        methods : sequence of str, optional
+            The candidates (default: the methods evaluated on all ``n`` trajectories, since a subset's
+            numbers are not comparable).
+
+        Returns
+        -------
+        str or None
+            The best method (ties go to the first in table order); None when no method has a finite value.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.best("ece")
+        'HTC-Reduced'
+        >>> result.best("ece", ["GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        'GlobalTrace-TP+Platt'
+        """
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         if methods is None:
@@ -124,28 +192,117 @@ class EvaluationResult:
         return min(vals, key=lambda t: (sign * t[0], pool.index(t[1])))[1]
 
     def baselines(self) -> list[str]:
-        """The methods that are not HTC (single-signal baselines, raw or rescaled), in table order."""
+        """The methods that are not HTC (single-signal baselines, raw or rescaled), in table order.
+
+        Returns
+        -------
+        list of str
+            The baselines' names.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.baselines()
+        ['GlobalTrace-TP', 'GlobalTrace-TP+Platt']
+        """
         return [m for m in self.methods if not m.startswith("HTC")]
 
     def strongest_baseline(self, metric: str = "brier") -> str | None:
-        """The baseline with the best mean ``metric`` (default Brier: calibration and ranking in one number),
-        evaluated on all trajectories (a subset-only signal such as Verbalized is not comparable)."""
+        """The baseline with the best mean value of a metric, among those evaluated on all trajectories.
+
+        A subset-only signal such as Verbalized is not comparable, so it competes only when no other baseline
+        ran.
+
+        Parameters
+        ----------
+        metric : {"ece", "brier", "auroc"}, default="brier"
+            The metric (Brier: calibration and ranking in one number).
+
+        Returns
+        -------
+        str or None
+            The baseline, or None when there is none with a finite value.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.strongest_baseline()
+        'GlobalTrace-TP+Platt'
+        >>> result.strongest_baseline("auroc")
+        'GlobalTrace-TP'
+        """
         full = [m for m in self.baselines() if self.n_of(m) == self.n]
         return self.best(metric, full or self.baselines())
 
     @property
     def oof(self) -> dict:
-        """Out-of-fold predictions of the first repeat, per method."""
+        """Out-of-fold predictions of the first repeat, per method.
+
+        Returns
+        -------
+        dict
+            Method -> ndarray of shape (n,): each run's confidence from the model that did not see it.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.oof["HTC-Reduced"].shape
+        (250,)
+        """
         return {m: v[0] for m, v in self.oof_all.items()}
 
     def oof_frame(self) -> pd.DataFrame:
-        """First-repeat OOF predictions, one row per trajectory."""
+        """First-repeat out-of-fold predictions, one row per trajectory.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``id``, ``success``, ``fold`` and one per method.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.oof_frame().columns.tolist()
+        ['id', 'success', 'fold', 'HTC-Reduced', 'GlobalTrace-TP', 'GlobalTrace-TP+Platt']
+        """
         df = pd.DataFrame({"id": self.ids, "success": self.labels, "fold": self.folds[0]})
         for m, v in self.oof_all.items():
             df[m] = v[0]
         return df
 
     def to_dict(self) -> dict:
+        """The summary as a JSON object (what ``htc evaluate --json`` prints).
+
+        Returns
+        -------
+        dict
+            ``n``, ``positive_rate``, ``methods`` (method -> metric -> ``{"mean", "std"}`` and ``n``; non-finite
+            values as None) and ``ece`` (the ECE's definition).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> d = result.to_dict()
+        >>> d["n"], sorted(d["methods"]["HTC-Reduced"])
+        (250, ['auroc', 'brier', 'ece', 'n', 'n_features'])
+        >>> round(d["methods"]["HTC-Reduced"]["ece"]["mean"], 3)
+        0.039
+        """
         def num(x):
             return None if x is None or not np.isfinite(x) else float(x)
 
@@ -157,10 +314,51 @@ class EvaluationResult:
                 "ece": ECE_DEFINITION}
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON text.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps` (e.g. ``indent=1``).
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> result.to_json()[:30]
+        '{"n": 250, "positive_rate": 0.'
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
-        """Plain-text table: methods x ECE, Brier, AUROC (mean +- std), features kept."""
+        """Plain-text table: methods x ECE, Brier, AUROC (mean +- std), features kept, runs evaluated.
+
+        Returns
+        -------
+        str
+            A header line, the table (``*`` marks the best value of a column) and the notes.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = htc.evaluate(ts, seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3,
+        ...                       methods=["HTC-Reduced", "GlobalTrace-TP", "GlobalTrace-TP+Platt"])
+        >>> print(result.table())
+        n = 250, success rate = 0.480, 3-fold CV x 1 repeat(s) (seeds 42); ...
+        method                           ECE           Brier           AUROC    features    n
+        --------------------  --------------  --------------  --------------  ----------  ---
+        HTC-Reduced           *0.039 ± 0.000  *0.062 ± 0.000  *0.971 ± 0.000  10.0 ± 2.6  250
+        GlobalTrace-TP         0.390 ± 0.000   0.348 ± 0.000   0.958 ± 0.000           1  250
+        GlobalTrace-TP+Platt   0.045 ± 0.000   0.071 ± 0.000   0.956 ± 0.000           1  250
+        """
         rows = [("method", "ECE", "Brier", "AUROC", "features", "n")]
         best = {k: self.best(k) for k in METRICS}
         for m in self.methods:
@@ -194,8 +392,31 @@ def _series_dict(d: dict) -> dict:
 
 
 def result_to_bytes(res: EvaluationResult) -> bytes:
-    """``res`` as one ``.npz`` (arrays as plain numeric/str arrays, the rest as one JSON string); read it back
-    with :func:`result_from_bytes`. No pickle anywhere: loading never executes code."""
+    """An evaluation result as bytes, for persistent caches: one ``.npz``, never pickle.
+
+    Arrays are stored as plain numeric or str arrays, the rest as one JSON string (the fold models as their
+    model files); read it back with :func:`result_from_bytes`. Loading never executes code.
+
+    Parameters
+    ----------
+    res : EvaluationResult
+        The result.
+
+    Returns
+    -------
+    bytes
+        The ``.npz`` file's content.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.results import result_from_bytes, result_to_bytes
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> result = htc.evaluate(ts, seeds=1, n_splits=3, methods=["GlobalTrace-TP"])
+    >>> data = result_to_bytes(result)
+    >>> data[:2], result_from_bytes(data).summary == result.summary
+    (b'PK', True)
+    """
     meta = {"version": _BYTES_VERSION, "n": int(res.n), "positive_rate": float(res.positive_rate),
             "seeds": [int(s) for s in res.seeds], "n_splits": int(res.n_splits), "profile": res.profile,
             "top_k": int(res.top_k), "methods": list(res.methods), "summary": res.summary,
@@ -223,7 +444,33 @@ def _fold_models(obj: dict) -> dict:
 
 
 def result_from_bytes(data: bytes) -> EvaluationResult:
-    """The :class:`EvaluationResult` written by :func:`result_to_bytes` (ValueError when it is not one)."""
+    """The :class:`EvaluationResult` written by :func:`result_to_bytes`.
+
+    Parameters
+    ----------
+    data : bytes
+        What :func:`result_to_bytes` returned.
+
+    Returns
+    -------
+    EvaluationResult
+        The result; bytes that are not one raise a ValueError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.results import result_from_bytes, result_to_bytes
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> result = htc.evaluate(ts, seeds=1, n_splits=3, methods=["GlobalTrace-TP"])
+    >>> again = result_from_bytes(result_to_bytes(result))
+    >>> again.methods, bool(np.array_equal(again.oof["GlobalTrace-TP"], result.oof["GlobalTrace-TP"]))
+    (['GlobalTrace-TP'], True)
+    >>> result_from_bytes(b"not an npz")
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             meta = json.loads(z["meta"].tobytes().decode("utf-8"))
