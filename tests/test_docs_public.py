@@ -83,7 +83,6 @@ PENDING = frozenset({
     "htc_core.calibration.comparison",
     "htc_core.calibration.crossval",
     "htc_core.calibration.expected_error",
-    "htc_core.calibration.methods",
     "htc_core.calibration.prefixes",
     "htc_core.calibration.shift",
     "htc_core.experiments.ablation",
