@@ -46,9 +46,9 @@ __all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "VARIANCE_SHARPNESS", "variance_red
            "stop_suggestion", "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
 
 STRATEGIES = ("stratified", "calibration", "variance", "random", "uncertainty")
-#: the strategy the page and ``htc label next`` use (docs/labeling.md: the better of the two bin strategies measured)
+# the strategy the page and ``htc label next`` use (docs/labeling.md: the better of the two bin strategies measured)
 DEFAULT_STRATEGY = "stratified"
-#: labels of each outcome needed before the prior is adapted (fewer: the prior's own scores drive the queue)
+# labels of each outcome needed before the prior is adapted (fewer: the prior's own scores drive the queue)
 MIN_PER_CLASS = 1
 
 
@@ -70,8 +70,41 @@ def _check(scores, labeled, n, strategy, n_bins) -> tuple[np.ndarray, np.ndarray
 
 def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, seed: int = 42,
            n_bins: int = 10) -> np.ndarray:
-    """Positions of the next (at most) ``n`` runs to label, in the order to label them (module docstring).
-    ``scores``: the current confidence of every run; ``labeled``: True where a run already has a label."""
+    """Positions of the next (at most) ``n`` runs to label, in the order to label them.
+
+    Never a labeled run; seeded. The strategies are described in the module docstring.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_runs,)
+        The current confidence of every run.
+    labeled : array-like of bool, shape (n_runs,)
+        True where a run already has a label.
+    n : int, default=10
+        How many runs to propose (fewer when fewer are unlabeled).
+    strategy : {"stratified", "calibration", "variance", "random", "uncertainty"}, default="stratified"
+        How to choose them.
+    seed : int, default=42
+        Seed of the random choices.
+    n_bins : int, default=10
+        Equal-mass confidence bins of the bin strategies.
+
+    Returns
+    -------
+    ndarray of int64
+        Positions into ``scores``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import select
+    >>> scores = np.linspace(0.05, 0.95, 10)
+    >>> labeled = np.arange(10) < 2                       # runs 0 and 1 are labeled
+    >>> select(scores, labeled, 3)
+    array([4, 5, 3])
+    >>> select(scores, labeled, 3, strategy="uncertainty")  # closest to 0.5 first
+    array([5, 4, 6])
+    """
     s, lab = _check(scores, labeled, n, strategy, n_bins)
     rng = np.random.default_rng(seed)
     free = np.flatnonzero(~lab)
@@ -89,7 +122,27 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
 
 
 def confidence_bins(scores: np.ndarray, n_bins: int) -> np.ndarray:
-    """The equal-mass bin (0..n_bins-1) of every score (ties broken by position, so bins are as equal as can be)."""
+    """The equal-mass bin of every score (ties broken by position, so bins are as equal as can be).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+        Confidences.
+    n_bins : int
+        Number of bins.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        The bin of each score, 0 (lowest scores) to ``n_bins - 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import confidence_bins
+    >>> confidence_bins(np.array([0.9, 0.1, 0.5, 0.3]), 2)
+    array([1, 0, 1, 0])
+    """
     order = np.argsort(scores, kind="stable")
     b = np.empty(len(scores), dtype=np.int64)
     b[order] = (np.arange(len(scores)) * n_bins) // max(len(scores), 1)
@@ -118,10 +171,10 @@ def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-#: how sharply :func:`variance_reduction` prefers the runs whose label reduces the variance most: each next run is
-#: drawn with probability proportional to ``gain ** VARIANCE_SHARPNESS`` (0: random order; large: the greedy
-#: I-optimal design, which piles its labels on two logits and trusts the linear recalibration completely). Chosen on
-#: development seeds 100-119 (0.5, 1, 2, 3 tried), never on the reported ones (docs/labeling.md)
+# how sharply :func:`variance_reduction` prefers the runs whose label reduces the variance most: each next run is
+# drawn with probability proportional to ``gain ** VARIANCE_SHARPNESS`` (0: random order; large: the greedy
+# I-optimal design, which piles its labels on two logits and trusts the linear recalibration completely). Chosen on
+# development seeds 100-119 (0.5, 1, 2, 3 tried), never on the reported ones (docs/labeling.md)
 VARIANCE_SHARPNESS = 1.0
 
 
@@ -133,7 +186,34 @@ def variance_reduction(scores, labeled, n: int, rng, *, sharpness: float | None 
     prior, :data:`~htc_core.calibration.adapt.RECAL_PENALTY` times the identity) once its label is in (Sherman-
     Morrison). The mean over the runs is what makes it aim at the ECE, itself an average over the runs, where a
     D-optimal design chases the extremes. Each next run is drawn with probability ``gain ** sharpness`` (see
-    :data:`VARIANCE_SHARPNESS`), then ``M`` is updated."""
+    ``VARIANCE_SHARPNESS``), then ``M`` is updated.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_runs,)
+        The current confidence of every run.
+    labeled : array-like of bool, shape (n_runs,)
+        True where a run already has a label.
+    n : int
+        How many runs to propose (fewer when fewer are unlabeled).
+    rng : numpy.random.Generator
+        The random draws.
+    sharpness : float, optional
+        The exponent of the gain (default ``VARIANCE_SHARPNESS``, 1; 0 is random order).
+
+    Returns
+    -------
+    ndarray of int64
+        Positions into ``scores``, in the order to label them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import variance_reduction
+    >>> scores = np.linspace(0.05, 0.95, 10)
+    >>> variance_reduction(scores, np.arange(10) < 2, 3, np.random.default_rng(0))
+    array([7, 4, 2])
+    """
     from .adapt import RECAL_PENALTY
 
     k = VARIANCE_SHARPNESS if sharpness is None else float(sharpness)
@@ -162,8 +242,33 @@ def variance_reduction(scores, labeled, n: int, rng, *, sharpness: float | None 
 
 # ------------------------------------------------------------------ the loop
 def linear_prior(prior, X):
-    """The linear HTC model to adapt from and to score ``X`` with: ``prior`` itself, or a GAC's sub-model for the
-    features of ``X`` (a FeatureMatrix: its profile and top-k; see :func:`~htc_core.calibration.adapt.resolve_prior`)."""
+    """The linear HTC model to adapt from and to score ``X`` with.
+
+    That is ``prior`` itself, or a GAC's sub-model for the features of ``X`` (a FeatureMatrix: its profile and
+    top-k; see :func:`~htc_core.calibration.adapt.resolve_prior`).
+
+    Parameters
+    ----------
+    prior : HTCCalibrator, GeneralCalibrator, str or path
+        A fitted HTC model, a GAC, a shipped model name or a model file.
+    X : FeatureMatrix, DataFrame or array
+        The runs' features.
+
+    Returns
+    -------
+    HTCCalibrator
+        The fitted linear model.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.active import linear_prior
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> linear_prior("gac", htc.extract(ts)).profile_
+    'paper'
+    >>> linear_prior("gac", htc.extract(ts, profile="chosen")).profile_
+    'chosen'
+    """
     from .adapt import resolve_prior
 
     if isinstance(prior, HTCCalibrator) and hasattr(prior, "coef_"):
@@ -173,8 +278,41 @@ def linear_prior(prior, X):
 
 
 def adapt_to_labels(X, y, prior, *, random_state: int = 42):
-    """The prior adapted to the labeled runs (NaN in ``y`` = unlabeled); the prior itself while the labels hold
-    fewer than :data:`MIN_PER_CLASS` runs of an outcome. Returns (model, whether it was adapted)."""
+    """The prior adapted to the labeled runs; the prior itself while the labels lack an outcome.
+
+    Parameters
+    ----------
+    X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+        Every run's features.
+    y : array-like of shape (n_runs,)
+        Labels, NaN where unlabeled.
+    prior : HTCCalibrator, GeneralCalibrator, str or path
+        The prior (see :func:`linear_prior`).
+    random_state : int, default=42
+        Seed of the adaptation's inner CV.
+
+    Returns
+    -------
+    model : HTCCalibrator
+        The adapted model (or the prior).
+    adapted : bool
+        False while the labels hold fewer than ``MIN_PER_CLASS`` (1) runs of an outcome.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> X = htc.extract(ts)
+    >>> y = np.full(len(ts), np.nan)          # NaN: not labeled yet
+    >>> y[:20] = ts.labels[:20]               # the first 20 runs are labeled
+    >>> from htc_core.calibration.active import adapt_to_labels
+    >>> model, adapted = adapt_to_labels(X, y, "gac")
+    >>> adapted, model.profile_, "choice" in model.adaptation_
+    (True, 'paper', True)
+    >>> adapt_to_labels(X, np.full(len(ts), np.nan), "gac")[1]
+    False
+    """
     y = np.asarray(y, dtype=np.float64)
     prior = linear_prior(prior, X)
     have = np.isfinite(y)
@@ -195,7 +333,40 @@ def _scores(model, X) -> np.ndarray:
 
 @dataclass
 class QueueStep:
-    """One step of the loop: the proposed positions, every run's current confidence, the model that gave it."""
+    """One step of the loop: the proposed positions, every run's current confidence, the model that gave it.
+
+    Made by :func:`queue_step`.
+
+    Parameters
+    ----------
+    positions : ndarray of int64
+        The runs to label next, in order.
+    scores : ndarray of shape (n_runs,)
+        Every run's current confidence.
+    model : HTCCalibrator
+        The model that gave them (the adapted prior, or the prior).
+    adapted : bool
+        Whether the prior was adapted to the labels.
+    n_labeled : int
+        Labels so far.
+    strategy : str
+        The strategy used.
+    notes : list of str, default=[]
+        What the step could not do and why.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> X = htc.extract(ts)
+    >>> y = np.full(len(ts), np.nan)          # NaN: not labeled yet
+    >>> y[:20] = ts.labels[:20]               # the first 20 runs are labeled
+    >>> from htc_core.calibration.active import queue_step
+    >>> step = queue_step(X, y, "gac", n=5)
+    >>> step.n_labeled, step.adapted, step.strategy, len(step.positions)
+    (20, True, 'stratified', 5)
+    """
 
     positions: np.ndarray
     scores: np.ndarray
@@ -208,7 +379,43 @@ class QueueStep:
 
 def queue_step(X, y, prior, *, n: int = 10, strategy: str = DEFAULT_STRATEGY, seed: int = 42,
                n_bins: int = 10) -> QueueStep:
-    """Adapt ``prior`` to the labels so far (``y``, NaN = unlabeled) and propose the next ``n`` runs of ``X``."""
+    """Adapt a prior to the labels so far and propose the next runs to label.
+
+    Parameters
+    ----------
+    X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+        Every run's features.
+    y : array-like of shape (n_runs,)
+        Labels so far, NaN where unlabeled.
+    prior : HTCCalibrator, GeneralCalibrator, str or path
+        The prior (see :func:`linear_prior`), e.g. ``"gac"``.
+    n : int, default=10
+        How many runs to propose.
+    strategy : str, default="stratified"
+        One of ``STRATEGIES`` (see :func:`select`).
+    seed : int, default=42
+        Seed of the adaptation and the choice.
+    n_bins : int, default=10
+        Equal-mass confidence bins of the bin strategies.
+
+    Returns
+    -------
+    QueueStep
+        The proposed positions, every run's confidence and the model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> X = htc.extract(ts)
+    >>> y = np.full(len(ts), np.nan)          # NaN: not labeled yet
+    >>> y[:20] = ts.labels[:20]               # the first 20 runs are labeled
+    >>> from htc_core.calibration.active import queue_step
+    >>> step = queue_step(X, y, "gac", n=5)
+    >>> bool(np.isnan(y[step.positions]).all()), step.scores.shape
+    (True, (250,))
+    """
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     prior = linear_prior(prior, X)
     model, adapted = adapt_to_labels(X, y, prior, random_state=seed)
@@ -223,7 +430,29 @@ def queue_step(X, y, prior, *, n: int = 10, strategy: str = DEFAULT_STRATEGY, se
 # ------------------------------------------------------------ the estimate
 @dataclass
 class Estimate:
-    """ECE and AUROC of the adapted model on the labels so far (out-of-fold), with bootstrap intervals."""
+    """ECE and AUROC of the adapted model on the labels so far (out-of-fold), with bootstrap intervals.
+
+    Made by :func:`estimate`.
+
+    Parameters
+    ----------
+    n : int
+        Labeled runs measured.
+    ece, ece_low, ece_high : float
+        The ECE and its interval.
+    auroc, auroc_low, auroc_high : float
+        The AUROC and its interval.
+    oof : ndarray of shape (n_runs,)
+        The out-of-fold confidences (NaN where unlabeled).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import Estimate
+    >>> est = Estimate(30, 0.08, 0.05, 0.14, 0.8, 0.7, 0.9, np.zeros(30))
+    >>> round(est.ece_width, 2)
+    0.09
+    """
 
     n: int
     ece: float
@@ -236,15 +465,75 @@ class Estimate:
 
     @property
     def ece_width(self) -> float:
+        """The width of the ECE interval (what :func:`stop_suggestion` compares with its target).
+
+        Returns
+        -------
+        float
+            ``ece_high - ece_low`` (NaN with fewer than 2 labels).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.active import Estimate
+        >>> Estimate(30, 0.08, 0.05, 0.14, 0.8, 0.7, 0.9, np.zeros(30)).ece_width
+        0.09...
+        """
         return float(self.ece_high - self.ece_low)
 
     def to_dict(self) -> dict:
+        """The estimate as a JSON object (NaN as None; the out-of-fold confidences left out).
+
+        Returns
+        -------
+        dict
+            ``n``, ``ece``, ``ece_low``, ``ece_high``, ``auroc``, ``auroc_low`` and ``auroc_high``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.active import Estimate
+        >>> Estimate(1, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.zeros(1)).to_dict()["ece"] is None
+        True
+        """
         return {k: (None if not np.isfinite(v) else float(v)) if isinstance(v, float) else v
                 for k, v in self.__dict__.items() if k != "oof"}
 
 
 def out_of_fold(X, y, prior, *, folds: int = 5, seed: int = 42) -> np.ndarray:
-    """Each labeled run's confidence from the prior adapted to the *other* labeled runs (NaN where unlabeled)."""
+    """Each labeled run's confidence from the prior adapted to the *other* labeled runs.
+
+    Parameters
+    ----------
+    X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+        Every run's features.
+    y : array-like of shape (n_runs,)
+        Labels, NaN where unlabeled.
+    prior : HTCCalibrator, GeneralCalibrator, str or path
+        The prior (see :func:`linear_prior`).
+    folds : int, default=5
+        Folds over the labeled runs (at most one per labeled run).
+    seed : int, default=42
+        Seed of the folds and the adaptations.
+
+    Returns
+    -------
+    ndarray of shape (n_runs,)
+        The out-of-fold confidence of each labeled run, NaN where unlabeled (all NaN below 2 labels).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> X = htc.extract(ts)
+    >>> y = np.full(len(ts), np.nan)          # NaN: not labeled yet
+    >>> y[:20] = ts.labels[:20]               # the first 20 runs are labeled
+    >>> from htc_core.calibration.active import out_of_fold
+    >>> oof = out_of_fold(X, y, "gac", folds=3)
+    >>> int(np.isfinite(oof).sum()), bool(np.isnan(oof[20:]).all())
+    (20, True)
+    """
     y = np.asarray(y, dtype=np.float64)
     prior = linear_prior(prior, X)
     rows = np.flatnonzero(np.isfinite(y))
@@ -266,7 +555,39 @@ def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, 
     """ECE and AUROC of out-of-fold confidences ``oof`` on labels ``y`` (both NaN where unlabeled), with a
     percentile bootstrap interval (``level``) over the labeled runs: both metrics from the same resamples
     (HTC's one bootstrap engine, :func:`~htc_core.calibration.bootstrap.percentile_intervals`; resamples with
-    one outcome are left out of the AUROC's). ``seed`` is the deprecated old name of ``random_state``."""
+    one outcome are left out of the AUROC's).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_runs,)
+        Labels, NaN where unlabeled.
+    oof : array-like of shape (n_runs,)
+        Out-of-fold confidences (:func:`out_of_fold`), NaN where unlabeled.
+    n_boot : int, default=200
+        Bootstrap resamples.
+    random_state : int, default=42
+        Seed of the resamples.
+    level : float, default=0.9
+        Level of the intervals.
+    seed : int, optional
+        The deprecated old name of ``random_state``.
+
+    Returns
+    -------
+    Estimate
+        ECE and AUROC with their intervals (NaN below 2 labeled runs).
+
+    Examples
+    --------
+    >>> from htc_core.calibration.active import estimate
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random(60) < 0.6).astype(float)
+    >>> oof = np.clip(0.6 + 0.3 * (y - 0.6) + 0.1 * rng.normal(size=60), 0.01, 0.99)
+    >>> est = estimate(y, oof, n_boot=100)
+    >>> est.n, bool(est.ece_low <= est.ece <= est.ece_high), bool(est.auroc > 0.5)
+    (60, True, True)
+    """
     from .bootstrap import check_resampling, percentile_intervals, renamed_seed
 
     n_boot, level = check_resampling(n_boot, level)
@@ -289,7 +610,32 @@ def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, 
 
 
 def stop_suggestion(est: Estimate, *, width: float = 0.05, min_labels: int = 20) -> str:
-    """A sentence: keep labeling, or enough labels for the ECE to be known within ``width``."""
+    """A sentence: keep labeling, or enough labels for the ECE to be known within ``width``.
+
+    Parameters
+    ----------
+    est : Estimate
+        The current estimate.
+    width : float, default=0.05
+        The target width of the ECE interval.
+    min_labels : int, default=20
+        Labels needed before the interval is trusted at all.
+
+    Returns
+    -------
+    str
+        Starts with "keep labeling" or "enough labels".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import Estimate, stop_suggestion
+    >>> est = Estimate(40, 0.08, 0.05, 0.14, 0.8, 0.7, 0.9, np.zeros(40))
+    >>> stop_suggestion(est)
+    'keep labeling: the ECE interval is 0.090 wide after 40 labels (target 0.05)'
+    >>> stop_suggestion(est, width=0.1)
+    'enough labels: the ECE interval is 0.090 wide (narrower than 0.1) after 40 labels'
+    """
     if est.n < min_labels or not np.isfinite(est.ece_width):
         return f"keep labeling: {est.n} labels so far; the estimate needs at least {min_labels}"
     if est.ece_width <= width:

@@ -57,8 +57,40 @@ def _load_named(prior, cls):
 
 
 def resolve_prior(prior, cls, of_matrix: tuple[str, int] | None) -> tuple[object, str, list]:
-    """(the linear HTC model to adapt from, its name, notes). A GAC gives the sub-model for the runs' kind:
-    ``of_matrix`` (the FeatureMatrix's profile and top-k) picks the one fitted on that profile."""
+    """The linear HTC model to adapt from, given as a model, a GAC, a shipped name or a model file.
+
+    A GAC gives the sub-model for the runs' kind: ``of_matrix`` (the FeatureMatrix's profile and top-k) picks
+    the one fitted on that profile; without it, the ``without_alternatives`` model.
+
+    Parameters
+    ----------
+    prior : HTCCalibrator, GeneralCalibrator, str or path
+        A fitted HTC model, a GAC, a shipped model name (``"gac"``) or a model file. An HTC-GAM or anything
+        else raises ``ValueError``.
+    cls : type
+        The HTC model class (:class:`~htc_core.calibration.calibrators.HTCCalibrator`).
+    of_matrix : tuple of (str, int) or None
+        The profile and top-k of the features to adapt on (None: an array or DataFrame).
+
+    Returns
+    -------
+    prior : HTCCalibrator
+        The fitted linear model.
+    name : str
+        Its name (``"gac/with_alternatives"`` for a GAC's sub-model).
+    notes : list of str
+        What was picked, for ``adaptation_["notes"]``.
+
+    Examples
+    --------
+    >>> from htc_core import HTCCalibrator
+    >>> from htc_core.calibration.adapt import resolve_prior
+    >>> prior, name, notes = resolve_prior("gac", HTCCalibrator, ("paper", 5))
+    >>> name, prior.profile_
+    ('gac/with_alternatives', 'paper')
+    >>> resolve_prior("gac", HTCCalibrator, None)[1]
+    'gac/without_alternatives'
+    """
     notes: list = []
     name = getattr(prior, "name", None) or type(prior).__name__
     if isinstance(prior, (str, bytes)) or hasattr(prior, "__fspath__"):
@@ -194,7 +226,44 @@ def _inner_cv(est, prior, X, y, grid, notes) -> list[dict]:
 
 # --------------------------------------------------------------- entry
 def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS):
-    """``est.fit(X, y)`` for ``est.prior`` set: choose and fit the adapted model (module docstring); returns est."""
+    """Adapt ``est.prior`` to the labels of (X, y): what ``est.fit(X, y)`` does when ``est.prior`` is set.
+
+    The candidates (the prior, the recalibrated prior, the shrunk fits, no prior) compete by inner CV on
+    (X, y) only; the winner is refitted on all of it (module docstring). ``est.adaptation_`` records the
+    choice, every candidate's scores and the notes.
+
+    Parameters
+    ----------
+    est : HTCCalibrator
+        The estimator with ``prior`` set; it is fitted in place.
+    X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+        The labeled runs' features, in the prior's features (columns found by name).
+    y : array-like of shape (n_runs,)
+        Binary labels.
+    meta : DataFrame, optional
+        The runs' metadata (training summary).
+    strengths : sequence of float, default=DEFAULT_STRENGTHS
+        The candidate lambdas of "shrunk toward prior".
+
+    Returns
+    -------
+    HTCCalibrator
+        ``est``, fitted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.adapt import fit_with_prior
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> rows = np.random.default_rng(0).choice(len(ts), 30, replace=False)
+    >>> est = fit_with_prior(htc.HTCCalibrator(prior="gac"), htc.extract(ts).take(rows), ts.labels[rows],
+    ...                      strengths=(1.0, 10.0))
+    >>> est.adaptation_["prior"], est.adaptation_["choice"]
+    ('gac/with_alternatives', 'shrunk toward prior (lambda=1)')
+    >>> [row["name"] for row in est.adaptation_["grid"]]
+    ['prior', 'recalibrated prior', 'shrunk toward prior (lambda=10)', 'shrunk toward prior (lambda=1)', 'no prior']
+    """
     values, names, of_matrix = unpack_features_and_names(X)
     prior, prior_name, notes = resolve_prior(est.prior, type(est), of_matrix)
     for param, mine, theirs in (("profile", est.profile, prior.profile_), ("top_k", est.top_k, prior.top_k_)):
