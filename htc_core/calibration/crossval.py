@@ -22,9 +22,38 @@ __all__ = ["EvalInputs", "CVRun", "cross_validate", "summarize", "fold_metrics"]
 
 @dataclass
 class EvalInputs:
-    """What the methods read, one entry per trajectory: ``columns`` maps an input key (``"features"``: the
-    [n, d] feature matrix; a baseline name: its [n] confidences) to values, ``missing`` an input key that
-    cannot be used to the reason."""
+    """What the methods read, one entry per trajectory (made by
+    :func:`~htc_core.calibration.evaluation.prepare_inputs`).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        0/1 labels.
+    ids : ndarray of shape (n,)
+        The trajectories' ids.
+    columns : dict
+        Input key -> values: ``"features"`` the (n, d) feature matrix, a baseline name its (n,) confidences.
+    missing : dict
+        Input key that cannot be used -> the reason.
+    feature_names : list of str
+        The feature matrix's columns.
+    profile : str
+        The features' token-confidence profile.
+    top_k : int
+        The features' top-k.
+    partial : dict, optional
+        Input key -> number of trajectories that carry it (only inputs some trajectories lack).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.crossval import EvalInputs
+    >>> inputs = EvalInputs(y=np.array([1.0, 0.0, 1.0]), ids=np.array(["a", "b", "c"]),
+    ...                     columns={"features": np.zeros((3, 2))}, missing={}, feature_names=["f0", "f1"],
+    ...                     profile="paper", top_k=5)
+    >>> inputs.n, inputs.partial
+    (3, {})
+    """
 
     y: np.ndarray
     ids: np.ndarray
@@ -41,13 +70,59 @@ class EvalInputs:
 
     @property
     def n(self) -> int:
+        """The number of trajectories.
+
+        Returns
+        -------
+        int
+            ``len(y)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.crossval import EvalInputs
+        >>> EvalInputs(np.ones(4), np.arange(4), {}, {}, [], "paper", 5).n
+        4
+        """
         return len(self.y)
 
 
 # ------------------------------------------------------------------ the outer CV loop
 @dataclass
 class CVRun:
-    """What the loop collects."""
+    """What the outer loop (:func:`cross_validate`) collects.
+
+    Parameters
+    ----------
+    oof : dict
+        Method -> out-of-fold predictions of shape (n_repeats, n).
+    folds : ndarray of shape (n_repeats, n)
+        The outer fold of each trajectory in each repeat.
+    rows : list of dict
+        One row per method and fold (the per-fold table).
+    selected : dict
+        Feature-selecting method -> how often each feature was kept.
+    weights : dict
+        Feature-selecting method -> its weight vectors, one per (seed, fold) in order.
+    fold_models : dict, optional
+        Method -> {fold: fitted model} of the first repeat (models with ``to_dict``).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.crossval import cross_validate, summarize
+    >>> from htc_core.calibration.evaluation import EvaluationError, prepare_inputs
+    >>> from htc_core.calibration.methods import resolve_methods
+    >>> def fail(reason):
+    ...     raise EvaluationError(reason)
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> run = resolve_methods(["HTC-Reduced", "GlobalTrace-TP"])
+    >>> inputs = prepare_inputs(ts, None, {m.input for m in run}, profile=None, top_k=None, fail=fail)
+    >>> settings = dict(alphas=(1.0,), inner_folds=3, max_iter=1000, profile="paper", top_k=5)
+    >>> cv = cross_validate(run, inputs, [42], 3, settings, None)
+    >>> cv.oof["HTC-Reduced"].shape, cv.folds.shape, len(cv.rows), list(cv.fold_models)
+    ((1, 250), (1, 250), 6, ['HTC-Reduced'])
+    """
 
     oof: dict           # method -> [n_repeats, n]
     folds: np.ndarray   # [n_repeats, n]
@@ -62,6 +137,27 @@ class CVRun:
 
 
 def fold_metrics(y: np.ndarray, p: np.ndarray) -> dict:
+    """ECE, Brier score and AUROC of one set of predictions.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        0/1 labels.
+    p : ndarray of shape (n,)
+        Confidences.
+
+    Returns
+    -------
+    dict
+        ``{"ece", "brier", "auroc"}`` as floats (AUROC NaN when ``y`` holds one outcome).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.crossval import fold_metrics
+    >>> fold_metrics(np.array([1.0, 0, 1, 0]), np.array([0.9, 0.2, 0.6, 0.4]))
+    {'ece': 0.275, 'brier': 0.0925..., 'auroc': 1.0}
+    """
     P = p[None, :]
     return {"ece": float(fast_ece(y, P)[0]), "brier": float(fast_brier(y, P)[0]),
             "auroc": float(fast_auroc(y, P)[0])}
@@ -73,7 +169,47 @@ def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], 
 
     ``n_jobs`` (scikit-learn's convention: None = 1, -1 = every core) outer folds run at once in threads; the
     path solver releases the GIL, so they run in parallel. The folds' results are gathered in the order of
-    the serial loop, so the result is the same for every ``n_jobs``."""
+    the serial loop, so the result is the same for every ``n_jobs``.
+
+    Parameters
+    ----------
+    run : list of Method
+        The methods.
+    inputs : EvalInputs
+        What they read.
+    seed_list : list of int
+        One repeat per seed (the folds are shuffled with it).
+    n_splits : int
+        Outer folds.
+    settings : dict
+        ``alphas``, ``inner_folds``, ``max_iter``, ``profile`` and ``top_k`` of the methods'
+        :class:`~htc_core.calibration.methods.FitContext`.
+    progress : callable or None
+        ``progress(done, total, message)`` after every fold.
+    n_jobs : int, optional
+        Outer folds fitted at once in threads.
+
+    Returns
+    -------
+    CVRun
+        The out-of-fold predictions, folds, per-fold rows, selected features, weights and fold models.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.crossval import cross_validate, summarize
+    >>> from htc_core.calibration.evaluation import EvaluationError, prepare_inputs
+    >>> from htc_core.calibration.methods import resolve_methods
+    >>> def fail(reason):
+    ...     raise EvaluationError(reason)
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> run = resolve_methods(["HTC-Reduced", "GlobalTrace-TP"])
+    >>> inputs = prepare_inputs(ts, None, {m.input for m in run}, profile=None, top_k=None, fail=fail)
+    >>> settings = dict(alphas=(1.0,), inner_folds=3, max_iter=1000, profile="paper", top_k=5)
+    >>> cv = cross_validate(run, inputs, [42], 3, settings, None)
+    >>> cv.rows[0]["method"], cv.rows[0]["n_test"], round(cv.rows[0]["auroc"], 3)
+    ('HTC-Reduced', 84, 0.984)
+    """
     from sklearn.model_selection import StratifiedKFold
 
     n, y = inputs.n, inputs.y
@@ -165,8 +301,45 @@ def _mean_std(values) -> dict:
 
 
 def summarize(run: list[Method], inputs: EvalInputs, cv: CVRun) -> tuple[dict, pd.DataFrame, dict, dict]:
-    """Headline metrics on the pooled OOF predictions of each repeat (mean and std over repeats), and the
-    number of trajectories each method was evaluated on (fewer for a signal some trajectories lack)."""
+    """Headline metrics on the pooled out-of-fold predictions of each repeat (mean and std over repeats).
+
+    Parameters
+    ----------
+    run : list of Method
+        The methods.
+    inputs : EvalInputs
+        What they read (the labels).
+    cv : CVRun
+        What the loop collected.
+
+    Returns
+    -------
+    summary : dict
+        Method -> metric -> ``{"mean", "std"}`` (and ``n_features`` for feature-selecting methods).
+    per_fold : DataFrame
+        One row per method and fold.
+    selected : dict
+        Feature-selecting method -> Series of how often each feature was kept, most often first.
+    n_by_method : dict
+        Method -> trajectories it was evaluated on (fewer for a signal some trajectories lack).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.crossval import cross_validate, summarize
+    >>> from htc_core.calibration.evaluation import EvaluationError, prepare_inputs
+    >>> from htc_core.calibration.methods import resolve_methods
+    >>> def fail(reason):
+    ...     raise EvaluationError(reason)
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> run = resolve_methods(["HTC-Reduced", "GlobalTrace-TP"])
+    >>> inputs = prepare_inputs(ts, None, {m.input for m in run}, profile=None, top_k=None, fail=fail)
+    >>> settings = dict(alphas=(1.0,), inner_folds=3, max_iter=1000, profile="paper", top_k=5)
+    >>> cv = cross_validate(run, inputs, [42], 3, settings, None)
+    >>> summary, per_fold, selected, n_by_method = summarize(run, inputs, cv)
+    >>> round(summary["GlobalTrace-TP"]["ece"]["mean"], 3), per_fold.shape, n_by_method
+    (0.39, (6, 10), {'HTC-Reduced': 250, 'GlobalTrace-TP': 250})
+    """
     per_fold = pd.DataFrame(cv.rows)
     summary: dict = {}
     n_by_method: dict = {}
