@@ -35,7 +35,7 @@ from .metrics import check_n_bins, check_strategy, ReliabilityCurve, bin_predict
 __all__ = ["metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
            "pairing_keys", "flipped_verdicts", "compare_run_sets", "COMPARED_METRICS"]
 
-#: metric -> (label, True when higher is better)
+# metric -> (label, True when higher is better)
 COMPARED_METRICS = {"ece": ("ECE", False), "brier": ("Brier", False), "auroc": ("AUROC", True),
                     "accuracy": ("verdict accuracy", True), "success_rate": ("success rate", True)}
 
@@ -90,10 +90,51 @@ def _clean(y, p, name: str) -> tuple[np.ndarray, np.ndarray]:
 def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95, random_state=0, n_bins: int = 10,
                      strategy: str = "uniform", threshold: float = 0.5,
                      seed=None) -> dict[str, tuple[float, float, float]]:
-    """metric -> (value, low, high) for every metric of :data:`COMPARED_METRICS` on one set of runs, with
-    the percentile bootstrap interval of ``level`` over ``n_boot`` resamples of the runs (all metrics from the
-    same resamples: :func:`~htc_core.calibration.bootstrap.percentile_intervals`; ``random_state`` as there,
-    ``seed`` is its deprecated old name)."""
+    """Every compared metric of one set of runs with its percentile bootstrap interval.
+
+    The metrics of ``COMPARED_METRICS`` (ECE, Brier, AUROC, verdict accuracy, success rate), all from the same
+    ``n_boot`` resamples of the runs (:func:`~htc_core.calibration.bootstrap.percentile_intervals`). Runs
+    without a label or a confidence are left out.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 labels.
+    y_prob : array-like of shape (n,)
+        Confidences in [0, 1].
+    n_boot : int, default=1000
+        Bootstrap resamples.
+    level : float, default=0.95
+        Level of the intervals.
+    random_state : int, Generator, RandomState or None, default=0
+        Seed of the resamples.
+    n_bins : int, default=10
+        Bins of the ECE.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width or equal-mass bins.
+    threshold : float, default=0.5
+        The verdict "trust" is confidence >= threshold (verdict accuracy).
+    seed : int, optional
+        Deprecated old name of ``random_state``.
+
+    Returns
+    -------
+    dict
+        Metric -> ``(value, low, high)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+    >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+    >>> from htc_core.calibration.comparison import metric_intervals
+    >>> iv = metric_intervals(y, p, n_boot=200)
+    >>> list(iv)
+    ['ece', 'brier', 'auroc', 'accuracy', 'success_rate']
+    >>> [round(v, 3) for v in iv["auroc"]]
+    [0.861, 0.804, 0.917]
+    """
     n_bins = check_n_bins(n_bins)
     strategy = check_strategy(strategy)
     n_boot, level = check_resampling(n_boot, level)
@@ -110,9 +151,38 @@ def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95,
 
 @dataclass
 class MetricComparison:
-    """Metrics of A and B with bootstrap intervals and the difference B - A (``frame``: one row per metric:
-    metric, label, better (higher/lower), a, a_low, a_high, b, b_low, b_high, diff, diff_low, diff_high,
-    n_a, n_b)."""
+    """Metrics of A and B with bootstrap intervals and the difference B - A (made by :func:`compare_metrics`).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        One row per metric: metric, label, better (higher/lower), a, a_low, a_high, b, b_low, b_high, diff,
+        diff_low, diff_high, n_a, n_b.
+    n_boot : int
+        Bootstrap resamples.
+    level : float
+        Level of the intervals.
+    paired : bool
+        Whether both sides are the same runs (resampled once).
+    strategy : str
+        The ECE's binning.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+    >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+    >>> from htc_core.calibration.comparison import compare_metrics
+    >>> cmp = compare_metrics(y, p, y, np.sqrt(p), paired=True, n_boot=200)
+    >>> cmp.frame[["metric", "a", "b", "diff"]].round(3)
+             metric      a      b   diff
+    0           ece  0.064  0.187  0.124
+    1         brier  0.154  0.198  0.044
+    2         auroc  0.861  0.861  0.000
+    3      accuracy  0.795  0.685 -0.110
+    4  success_rate  0.505  0.505  0.000
+    """
 
     frame: pd.DataFrame
     n_boot: int
@@ -121,9 +191,46 @@ class MetricComparison:
     strategy: str
 
     def to_frame(self) -> pd.DataFrame:
+        """The metric table (a copy of ``frame``).
+
+        Returns
+        -------
+        DataFrame
+            One row per metric.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+        >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+        >>> from htc_core.calibration.comparison import compare_metrics
+        >>> cmp = compare_metrics(y, p, y, np.sqrt(p), paired=True, n_boot=200)
+        >>> cmp.to_frame()["metric"].tolist()
+        ['ece', 'brier', 'auroc', 'accuracy', 'success_rate']
+        """
         return self.frame.copy()
 
     def to_dict(self) -> dict:
+        """The comparison as a JSON object.
+
+        Returns
+        -------
+        dict
+            ``n_boot``, ``level``, ``paired``, ``strategy`` and ``rows`` (one dict per metric).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+        >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+        >>> from htc_core.calibration.comparison import compare_metrics
+        >>> cmp = compare_metrics(y, p, y, np.sqrt(p), paired=True, n_boot=200)
+        >>> d = cmp.to_dict()
+        >>> d["paired"], d["rows"][0]["metric"]
+        (True, 'ece')
+        """
         return {"n_boot": self.n_boot, "level": self.level, "paired": self.paired, "strategy": self.strategy,
                 "rows": self.frame.to_dict(orient="records")}
 
@@ -131,14 +238,56 @@ class MetricComparison:
 def compare_metrics(y_a, p_a, y_b, p_b, *, paired: bool = False, threshold: float = 0.5, n_bins: int = 10,
                     strategy: str = "uniform", n_boot: int = 1000, level: float = 0.95,
                     random_state=0, seed=None) -> MetricComparison:
-    """ECE, Brier, AUROC, verdict accuracy (confidence >= ``threshold`` agrees with the outcome) and success
-    rate of A and B, each with its percentile bootstrap interval, and B - A with its interval.
+    """The metrics of A and B, each with its percentile bootstrap interval, and B - A with its interval.
+
+    The metrics: ECE, Brier, AUROC, verdict accuracy (confidence >= ``threshold`` agrees with the outcome)
+    and success rate.
 
     One resample serves every metric of the comparison (both sides and their differences:
     :func:`~htc_core.calibration.bootstrap.percentile_intervals`). ``paired=True``: A and B are the same runs
     (same order) scored twice; one resample of the runs serves both sides. Otherwise each side is resampled on
-    its own. Runs without a label or a confidence are left out (each side on its own). ``random_state``: int,
-    Generator, RandomState or None (``seed`` is its deprecated old name)."""
+    its own. Runs without a label or a confidence are left out (each side on its own).
+
+    Parameters
+    ----------
+    y_a, p_a : array-like of shape (n_a,)
+        Side A's labels and confidences.
+    y_b, p_b : array-like of shape (n_b,)
+        Side B's.
+    paired : bool, default=False
+        A and B are the same runs in the same order (resampled once).
+    threshold : float, default=0.5
+        The verdict's confidence threshold, in (0, 1).
+    n_bins : int, default=10
+        Bins of the ECE.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width or equal-mass bins.
+    n_boot : int, default=1000
+        Bootstrap resamples.
+    level : float, default=0.95
+        Level of the intervals.
+    random_state : int, Generator, RandomState or None, default=0
+        Seed of the resamples.
+    seed : int, optional
+        Deprecated old name of ``random_state``.
+
+    Returns
+    -------
+    MetricComparison
+        One row per metric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+    >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+    >>> from htc_core.calibration.comparison import compare_metrics
+    >>> cmp = compare_metrics(y, p, y, np.sqrt(p), paired=True, n_boot=200)
+    >>> row = cmp.frame.set_index("metric").loc["ece"]
+    >>> bool(row["diff_low"] > 0)                       # sqrt(p) is worse calibrated: the interval excludes 0
+    True
+    """
     n_bins = check_n_bins(n_bins)
     strategy = check_strategy(strategy)
     n_boot, level = check_resampling(n_boot, level)
@@ -184,23 +333,119 @@ def _sides(y_a, p_a, y_b, p_b, paired: bool):
 # ------------------------------------------------------- feature shifts
 @dataclass
 class FeatureShift:
-    """Per feature: code, feature, name, mean_a, mean_b, sd_a, sd_b, smd (B - A over the pooled sd), abs_smd;
-    sorted by abs_smd, largest first (features constant on both sides last, smd NaN)."""
+    """How far every feature moved between two run sets (made by :func:`feature_shift`).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Per feature: code, feature, name, mean_a, mean_b, sd_a, sd_b, smd (B - A over the pooled sd),
+        abs_smd; sorted by abs_smd, largest first (features constant on both sides last, smd NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.comparison import feature_shift
+    >>> rng = np.random.default_rng(0)
+    >>> shift = feature_shift(rng.normal(size=(50, 3)), rng.normal(size=(60, 3)) + [0, 1, 0], names=["f0", "f1", "f2"])
+    >>> shift.frame["feature"].tolist()
+    ['f1', 'f2', 'f0']
+    """
 
     frame: pd.DataFrame
 
     def to_frame(self) -> pd.DataFrame:
+        """Every feature's shift (a copy of ``frame``).
+
+        Returns
+        -------
+        DataFrame
+            One row per feature, the largest shift first.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.comparison import feature_shift
+        >>> rng = np.random.default_rng(0)
+        >>> shift = feature_shift(rng.normal(size=(50, 3)), rng.normal(size=(60, 3)) + [0, 1, 0], names=["f0", "f1", "f2"])
+        >>> shift.to_frame().columns.tolist()
+        ['code', 'feature', 'name', 'mean_a', 'mean_b', 'sd_a', 'sd_b', 'smd', 'abs_smd']
+        """
         return self.frame.copy()
 
     def to_dict(self) -> dict:
+        """The shifts as a JSON object.
+
+        Returns
+        -------
+        dict
+            ``{"rows": [...]}``, one dict per feature.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.comparison import feature_shift
+        >>> rng = np.random.default_rng(0)
+        >>> shift = feature_shift(rng.normal(size=(50, 3)), rng.normal(size=(60, 3)) + [0, 1, 0], names=["f0", "f1", "f2"])
+        >>> shift.to_dict()["rows"][0]["feature"]
+        'f1'
+        """
         return {"rows": self.frame.to_dict(orient="records")}
 
     def top(self, k: int = 10) -> pd.DataFrame:
+        """The ``k`` features that moved most.
+
+        Parameters
+        ----------
+        k : int, default=10
+            How many.
+
+        Returns
+        -------
+        DataFrame
+            The first ``k`` rows of ``frame``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.calibration.comparison import feature_shift
+        >>> rng = np.random.default_rng(0)
+        >>> shift = feature_shift(rng.normal(size=(50, 3)), rng.normal(size=(60, 3)) + [0, 1, 0], names=["f0", "f1", "f2"])
+        >>> shift.top(1)[["feature", "smd"]].round(2)
+          feature   smd
+        0      f1  0.83
+        """
         return self.frame.head(int(k)).copy()
 
 
 def feature_shift(X_a, X_b, names: Sequence[str] | None = None) -> FeatureShift:
-    """The standardized mean difference of every column between two feature matrices (NaNs ignored)."""
+    """The standardized mean difference of every column between two feature matrices (NaNs ignored).
+
+    The difference is B mean - A mean over the pooled standard deviation ``sqrt((var_A + var_B) / 2)``
+    (Cohen's d).
+
+    Parameters
+    ----------
+    X_a : array-like of shape (n_a, d)
+        Side A's features (at least 2 runs).
+    X_b : array-like of shape (n_b, d)
+        Side B's, same columns.
+    names : sequence of str, optional
+        The columns' names (default the 48 HTC feature names).
+
+    Returns
+    -------
+    FeatureShift
+        Every column's shift, the largest first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.comparison import feature_shift
+    >>> rng = np.random.default_rng(0)
+    >>> shift = feature_shift(rng.normal(size=(50, 3)), rng.normal(size=(60, 3)) + [0, 1, 0], names=["f0", "f1", "f2"])
+    >>> shift.frame.loc[0, "feature"], round(float(shift.frame.loc[0, "smd"]), 2)
+    ('f1', 0.83)
+    """
     from ..features import FEATURE_NAMES, REGISTRY
 
     A = np.asarray(X_a, dtype=np.float64)
@@ -264,7 +509,29 @@ def pairing_keys(meta: pd.DataFrame) -> np.ndarray:
        task ``facts-0007``); an id without the model name is kept whole, so the same id in two uploads pairs;
     3. ``question:<dataset>:<question text>`` (case and runs of whitespace ignored) when the run has no id.
 
-    A run with none of these gets None and stays unpaired."""
+    A run with none of these gets None and stays unpaired.
+
+    Parameters
+    ----------
+    meta : DataFrame
+        The runs' metadata (columns ``dataset``, ``id``, ``model``, ``question``, ``metadata``; missing ones
+        count as empty).
+
+    Returns
+    -------
+    ndarray of object, shape (n_runs,)
+        The key of each run, or None.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.calibration.comparison import pairing_keys
+    >>> meta = pd.DataFrame({"dataset": ["facts", "facts"], "model": ["SmolLM2-135M-greedy", "SmolLM2-135M-sampled"],
+    ...                      "id": ["facts-0007-SmolLM2-135M-greedy", "facts-0007-SmolLM2-135M-sampled"]})
+    >>> keys = pairing_keys(meta)
+    >>> keys[0] == keys[1], keys[0].replace("\x1f", "|")
+    (True, 'task:facts|facts-0007')
+    """
     n = len(meta)
 
     def col(name):
@@ -298,9 +565,41 @@ def _unique_index(keys: np.ndarray) -> tuple[dict, int]:
 
 
 def flipped_verdicts(keys_a, p_a, y_a, keys_b, p_b, y_b, *, threshold: float = 0.5) -> tuple[pd.DataFrame, dict]:
-    """(pairs, counts): every pair of runs with the same key on both sides, with both confidences, outcomes and
-    verdicts (``pos_a``/``pos_b`` index the inputs), sorted with the flipped ones first, then by the change
-    of confidence; counts: paired, flipped, ambiguous_a, ambiguous_b, unpaired_a, unpaired_b."""
+    """The runs paired across two sides by their keys, and whose verdict flipped.
+
+    A verdict is "trust" when the confidence is at least ``threshold``, else "doubt". A key that occurs more
+    than once on a side is ambiguous and left unpaired; None keys never pair.
+
+    Parameters
+    ----------
+    keys_a, p_a, y_a : array-like of shape (n_a,)
+        Side A's pairing keys (:func:`pairing_keys`), confidences and labels.
+    keys_b, p_b, y_b : array-like of shape (n_b,)
+        Side B's.
+    threshold : float, default=0.5
+        The verdict's confidence threshold, in (0, 1).
+
+    Returns
+    -------
+    pairs : DataFrame
+        One row per pair: pos_a, pos_b (positions in the inputs), confidence_a, confidence_b, verdict_a,
+        verdict_b, success_a, success_b, flipped, change (B - A); the flipped ones first, then by the size of
+        the change.
+    counts : dict
+        paired, flipped, ambiguous_a, ambiguous_b, unpaired_a, unpaired_b.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.comparison import flipped_verdicts
+    >>> pairs, counts = flipped_verdicts(["t1", "t2", "t3"], [0.8, 0.3, 0.6], [1, 0, 1],
+    ...                                  ["t2", "t3", "t4"], [0.35, 0.4, 0.9], [0, 1, 1])
+    >>> pairs[["pos_a", "pos_b", "verdict_a", "verdict_b", "flipped"]]
+       pos_a  pos_b verdict_a verdict_b  flipped
+    0      2      1     trust     doubt     True
+    1      1      0     doubt     doubt    False
+    >>> counts
+    {'paired': 2, 'flipped': 1, 'ambiguous_a': 0, 'ambiguous_b': 0, 'unpaired_a': 1, 'unpaired_b': 1}
+    """
     if not 0.0 < float(threshold) < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
     ka, kb = np.asarray(keys_a, dtype=object), np.asarray(keys_b, dtype=object)
@@ -328,7 +627,38 @@ def flipped_verdicts(keys_a, p_a, y_a, keys_b, p_b, y_b, *, threshold: float = 0
 # ------------------------------------------------------------ together
 @dataclass
 class RunSetComparison:
-    """Everything the "Compare run sets" page shows about A vs B."""
+    """Everything the "Compare run sets" page shows about A vs B (made by :func:`compare_run_sets`).
+
+    Parameters
+    ----------
+    name_a, name_b : str
+        The sides' names.
+    metrics : MetricComparison
+        The metrics with intervals.
+    curves : dict
+        Side name -> its :class:`~htc_core.calibration.metrics.ReliabilityCurve`.
+    shifts : FeatureShift or None
+        The feature shifts (None without features, or for paired sides).
+    pairs : DataFrame
+        The paired runs (see :func:`flipped_verdicts`).
+    counts : dict
+        Paired, flipped, ambiguous and unpaired runs.
+    threshold : float
+        The verdict's confidence threshold.
+    notes : list of str, default=[]
+        What could not be done and why.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+    >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+    >>> from htc_core.calibration.comparison import compare_run_sets
+    >>> cmp = compare_run_sets(y, p, y, np.sqrt(p), paired=True, name_a="raw", name_b="sqrt", n_boot=100)
+    >>> sorted(cmp.curves), cmp.counts["paired"], cmp.counts["flipped"]
+    (['raw', 'sqrt'], 200, 44)
+    """
 
     name_a: str
     name_b: str
@@ -342,13 +672,67 @@ class RunSetComparison:
 
     @property
     def flipped(self) -> pd.DataFrame:
+        """The pairs whose verdict flipped.
+
+        Returns
+        -------
+        DataFrame
+            The rows of ``pairs`` with ``flipped`` True.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+        >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+        >>> from htc_core.calibration.comparison import compare_run_sets
+        >>> cmp = compare_run_sets(y, p, y, np.sqrt(p), paired=True, name_a="raw", name_b="sqrt", n_boot=100)
+        >>> cmp.flipped[["verdict_a", "verdict_b"]].drop_duplicates().values.tolist()
+        [['doubt', 'trust']]
+        """
         return self.pairs[self.pairs["flipped"]].reset_index(drop=True)
 
     def to_frame(self) -> pd.DataFrame:
-        """The metric table (one row per metric)."""
+        """The metric table (one row per metric).
+
+        Returns
+        -------
+        DataFrame
+            :meth:`MetricComparison.to_frame` of ``metrics``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+        >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+        >>> from htc_core.calibration.comparison import compare_run_sets
+        >>> cmp = compare_run_sets(y, p, y, np.sqrt(p), paired=True, name_a="raw", name_b="sqrt", n_boot=100)
+        >>> cmp.to_frame().shape
+        (5, 14)
+        """
         return self.metrics.to_frame()
 
     def to_dict(self) -> dict:
+        """The comparison as a JSON object (what ``htc compare --json`` prints).
+
+        Returns
+        -------
+        dict
+            a, b, threshold, metrics, curves, shifts, counts, flipped (records) and notes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+        >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+        >>> from htc_core.calibration.comparison import compare_run_sets
+        >>> cmp = compare_run_sets(y, p, y, np.sqrt(p), paired=True, name_a="raw", name_b="sqrt", n_boot=100)
+        >>> d = cmp.to_dict()
+        >>> d["a"], d["b"], d["notes"]
+        ('raw', 'sqrt', ['the same runs on both sides: every run is paired with itself'])
+        """
         return {"a": self.name_a, "b": self.name_b, "threshold": self.threshold, "metrics": self.metrics.to_dict(),
                 "curves": {k: c.to_dict() for k, c in self.curves.items()},
                 "shifts": None if self.shifts is None else self.shifts.to_dict(), "counts": dict(self.counts),
