@@ -44,7 +44,54 @@ MAX_STEPS = 20
 
 @dataclass
 class EarlyWarningResult:
-    """Metrics against prefix length, and when a fixed-false-alarm monitor first flags the failing runs."""
+    """Metrics against prefix length, and when a fixed-false-alarm monitor first flags the failing runs.
+
+    Made by :func:`early_warning`.
+
+    Parameters
+    ----------
+    n : int
+        Runs evaluated.
+    positive_rate : float
+        Share of successes.
+    seeds : list of int
+        The repeats' seeds.
+    n_splits : int
+        Outer folds (of trajectories).
+    false_alarm : float
+        The alert threshold's false-alarm rate on successful runs.
+    methods : list of str
+        The methods evaluated.
+    curve : DataFrame
+        Per prefix and method: prefix, kind, k, running, method, ece, brier, auroc (each with ``_std``),
+        flagged.
+    alerts : DataFrame
+        Per method and step: the share of failing runs a live monitor has flagged by that step
+        (``flagged_by_step``, mean over repeats).
+    first_alert : DataFrame
+        Per method: threshold, flagged, median_first_alert, median_length, median_ratio.
+    oof : dict, default={}
+        (prefix label, method) -> out-of-fold confidences of shape (n_repeats, n).
+    ids : ndarray, optional
+        The run ids.
+    labels : ndarray, optional
+        The labels.
+    steps : ndarray, optional
+        Steps per run.
+    notes : list of str, default=[]
+        What was capped or left out and why.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.prefixes import early_warning
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> result = early_warning(ts, steps=[1], fractions=(0.5,), methods=("GlobalTrace-TP",), seeds=1, n_splits=3)
+    >>> result.curve[["prefix", "running", "method"]]
+             prefix  running          method
+    0        step 1      248  GlobalTrace-TP
+    1  50% of steps      248  GlobalTrace-TP
+    """
 
     n: int
     positive_rate: float
@@ -62,9 +109,43 @@ class EarlyWarningResult:
     notes: list = field(default_factory=list)
 
     def to_frame(self) -> pd.DataFrame:
+        """The metrics against prefix length (a copy of ``curve``).
+
+        Returns
+        -------
+        DataFrame
+            One row per prefix and method.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.prefixes import early_warning
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = early_warning(ts, steps=[1], fractions=(0.5,), methods=("GlobalTrace-TP",), seeds=1, n_splits=3)
+        >>> result.to_frame().shape
+        (2, 12)
+        """
         return self.curve.copy()
 
     def to_dict(self) -> dict:
+        """The result as a JSON object (without the out-of-fold confidences).
+
+        Returns
+        -------
+        dict
+            n, positive_rate, seeds, n_splits, false_alarm, methods, curve, alerts and first_alert (records),
+            notes.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.prefixes import early_warning
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = early_warning(ts, steps=[1], fractions=(0.5,), methods=("GlobalTrace-TP",), seeds=1, n_splits=3)
+        >>> d = result.to_dict()
+        >>> d["false_alarm"], d["curve"][0]["prefix"]
+        (0.1, 'step 1')
+        """
         def rows(df):
             return json.loads(df.to_json(orient="records"))
 
@@ -74,9 +155,60 @@ class EarlyWarningResult:
                 "notes": list(self.notes)}
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON text.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps`.
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.prefixes import early_warning
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = early_warning(ts, steps=[1], fractions=(0.5,), methods=("GlobalTrace-TP",), seeds=1, n_splits=3)
+        >>> result.to_json()[:24]
+        '{"n": 250, "positive_rat'
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
+        """Plain-text tables: the metrics per prefix, the live monitor's alerts, the share flagged by step.
+
+        Returns
+        -------
+        str
+            The three tables and the notes.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.prefixes import early_warning
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> result = early_warning(ts, steps=[1], fractions=(0.5,), methods=("GlobalTrace-TP",), seeds=1, n_splits=3)
+        >>> print(result.table())
+        n = 250, success rate = 0.480, 3-fold CV by trajectory x 1 repeat(s); ...
+        prefix        running  method            ECE  Brier  AUROC  flagged@10%FA
+        ------------  -------  --------------  -----  -----  -----  -------------
+        step 1            248  GlobalTrace-TP  0.358  0.312  0.951          0.838
+        50% of steps      248  GlobalTrace-TP  0.364  0.321  0.953          0.846
+        <BLANKLINE>
+        live monitor, one threshold per method (10% of successful runs ever alerted):
+        method          threshold  failing flagged  median first alert  median length  median ratio
+        --------------  ---------  ---------------  ------------------  -------------  ------------
+        GlobalTrace-TP      0.890            0.838            step 1.0      1.0 steps          1.00
+        <BLANKLINE>
+        flagged by step      1
+        ---------------  -----
+        GlobalTrace-TP   0.838
+        note: 248 runs are longer than 1 steps; the live-monitor view covers their first 1 steps
+        """
         fa = f"{self.false_alarm:.0%}"
         head = (f"n = {self.n}, success rate = {self.positive_rate:.3f}, {self.n_splits}-fold CV by trajectory x "
                 f"{len(self.seeds)} repeat(s); metrics on pooled out-of-fold predictions of each prefix; "
@@ -110,8 +242,31 @@ def _grid(cells: list[tuple], left: tuple = (0,)) -> list[str]:
 
 
 def alert_threshold(success_conf: np.ndarray, false_alarm: float) -> float:
-    """The threshold t such that ``conf < t`` holds for floor(false_alarm * n) of the successful runs' confidences
-    (ties may flag fewer): the next-smallest value."""
+    """The alert threshold that flags a given share of the successful runs.
+
+    The threshold t is such that ``conf < t`` holds for ``floor(false_alarm * n)`` of the successful runs'
+    confidences (ties may flag fewer): the next-smallest value.
+
+    Parameters
+    ----------
+    success_conf : array-like of shape (n,)
+        The successful runs' confidences.
+    false_alarm : float
+        The share of them to flag, in (0, 1).
+
+    Returns
+    -------
+    float
+        The threshold (``inf`` when every run would be flagged).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.prefixes import alert_threshold
+    >>> conf = np.array([0.9, 0.2, 0.8, 0.7, 0.6, 0.95, 0.85, 0.75, 0.65, 0.99])
+    >>> alert_threshold(conf, 0.1)            # flags 1 of 10: only 0.2 is below it
+    0.6
+    """
     v = np.sort(np.asarray(success_conf, dtype=np.float64))
     m = int(np.floor(false_alarm * len(v) + 1e-9))
     return float(v[m]) if m < len(v) else float("inf")
@@ -185,8 +340,9 @@ def early_warning(ts, *, steps: Sequence[int] | None = None, fractions: Sequence
     --------
     >>> from htc_core.calibration import early_warning
     >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> result = early_warning(ts, steps=[1], fractions=(1.0,), methods=("HTC-Reduced",), seeds=1, alphas=(1.0,))
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> result = early_warning(ts, steps=[1], fractions=(1.0,), methods=("HTC-Reduced",), seeds=1, n_splits=3,
+    ...                        alphas=(1.0,))
     >>> result.methods
     ['HTC-Reduced']
     """
