@@ -79,7 +79,6 @@ def public_objects(module_name: str) -> list[str]:
 PENDING = frozenset({
     "htc_core.viz",
     "htc_core.calibration.expected_error",
-    "htc_core.calibration.shift",
     "htc_core.experiments.ablation",
     "htc_core.experiments.adapt_curve",
     "htc_core.experiments.curve_methods",

@@ -40,7 +40,25 @@ COLUMNS = ("part", "feature", "used", "train_mean", "train_std", "scored_mean", 
 
 
 def feature_stats(X: np.ndarray) -> dict:
-    """Per-feature mean and standard deviation (ddof 0) of the training matrix, for the model file."""
+    """Per-feature mean and standard deviation (ddof 0) of the training matrix, for the model file.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_runs, n_features)
+        The training features.
+
+    Returns
+    -------
+    dict
+        ``{"mean": [...], "std": [...]}``, plain floats (the model file's ``training.feature_stats``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.shift import feature_stats
+    >>> feature_stats(np.array([[1.0, 2.0], [3.0, 2.0]]))
+    {'mean': [2.0, 2.0], 'std': [1.0, 0.0]}
+    """
     X = np.asarray(X, dtype=np.float64)
     return {"mean": [float(v) for v in X.mean(axis=0)], "std": [float(v) for v in X.std(axis=0)]}
 
@@ -92,7 +110,36 @@ def _columns(m, fm) -> np.ndarray:
 
 @dataclass
 class ShiftReport:
-    """Standardized mean shift of each feature, scored runs vs training data (see the module docstring)."""
+    """Standardized mean shift of each feature, scored runs vs training data (see the module docstring).
+
+    Made by :func:`shift_check` or :meth:`ShiftAccumulator.report`.
+
+    Parameters
+    ----------
+    model : str
+        The model's name in the messages.
+    n_runs : int
+        Scored runs.
+    threshold : float
+        The shift (in training standard deviations) from which a used feature counts as moved.
+    frame : DataFrame
+        One row per (part, feature): part, feature, used, train_mean, train_std, scored_mean, shift, limit,
+        moved.
+    n_by_part : dict, default={}
+        Part (sub-model) -> runs it scored.
+    notes : list of str, default=[]
+        Missing statistics and other caveats.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+    >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+    >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+    >>> report.verdict, report.moved_features()
+    ('outside the training data', ['first_attention_entropy'])
+    """
 
     model: str
     n_runs: int
@@ -103,36 +150,167 @@ class ShiftReport:
 
     @property
     def known(self) -> bool:
-        """False when the model file holds no training statistics (nothing to compare with)."""
+        """False when the model file holds no training statistics (nothing to compare with).
+
+        Returns
+        -------
+        bool
+            Whether the check could be made.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> report.known
+        True
+        """
         return len(self.frame) > 0
 
     @property
     def shifted(self) -> bool:
+        """Whether any used feature moved (False when not :attr:`known`).
+
+        Returns
+        -------
+        bool
+            True: the runs lie outside the training data.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> report.shifted
+        True
+        """
         return bool(self.frame["moved"].any()) if self.known else False
 
     @property
     def verdict(self) -> str:
+        """The verdict in words.
+
+        Returns
+        -------
+        str
+            "within the training data", "outside the training data" or "unknown".
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> report.verdict
+        'outside the training data'
+        """
         if not self.known:
             return "unknown"
         return "outside the training data" if self.shifted else "within the training data"
 
     @property
     def max_shift(self) -> float:
+        """The largest |standardized mean shift| of a used feature.
+
+        Returns
+        -------
+        float
+            In training standard deviations (NaN when no feature is used or known).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> round(report.max_shift, 2)
+        2.77
+        """
         used = self.frame[self.frame.used]
         return float(used["shift"].abs().max()) if len(used) else float("nan")
 
     def worst(self, k: int = 3) -> pd.DataFrame:
-        """The ``k`` used features that moved most (moved ones first), largest |shift| first."""
+        """The used features that moved most: moved ones first, then by the size of the shift.
+
+        Parameters
+        ----------
+        k : int, default=3
+            How many.
+
+        Returns
+        -------
+        DataFrame
+            Rows of ``frame``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> report.worst(2)[["feature", "shift", "moved"]].round(2)
+                             feature  shift  moved
+        19   first_attention_entropy   2.77   True
+        14  step_progression_entropy   1.31  False
+        """
         used = self.frame[self.frame.used].copy()
         used["_abs"] = used["shift"].abs()
         return used.sort_values(["moved", "_abs"], ascending=False).head(k).drop(columns="_abs")
 
     def moved_features(self) -> list[str]:
+        """The used features that moved, largest shift first.
+
+        Returns
+        -------
+        list of str
+            Feature names (each once, also for a GAC's two parts).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> report.moved_features()
+        ['first_attention_entropy']
+        """
         w = self.worst(len(self.frame))
         return list(dict.fromkeys(w.feature[w.moved]))
 
     def message(self, prior: str = "gac", n_labels: int = SUGGESTED_LABELS) -> str:
-        """One line for a user: the verdict and, when shifted, what moved and what to do."""
+        """One line for a user: the verdict and, when shifted, what moved and what to do.
+
+        Parameters
+        ----------
+        prior : str, default="gac"
+            The prior the advice adapts (``htc fit --prior``).
+        n_labels : int, default=50
+            How many runs the advice says to label.
+
+        Returns
+        -------
+        str
+            The message.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> print(report.message(n_labels=30))
+        these 8 runs are outside the data units-model was trained on (first_attention_entropy +2.8 sd: ...
+        Label 30 runs and run `htc fit RUNS --prior gac --out model.json` to adapt it
+        """
         if not self.known:
             return f"{self.model}: no training statistics in the model file; the applicability check is skipped"
         if not self.shifted:
@@ -149,9 +327,45 @@ class ShiftReport:
                 f"Label {n_labels} runs and run `htc fit RUNS --prior {prior} --out model.json` to adapt it")
 
     def to_frame(self) -> pd.DataFrame:
+        """Every feature's shift (a copy of ``frame``).
+
+        Returns
+        -------
+        DataFrame
+            One row per (part, feature).
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> report.to_frame().shape
+        (48, 9)
+        """
         return self.frame.copy()
 
     def to_dict(self) -> dict:
+        """The report as a JSON object (infinite shifts as None).
+
+        Returns
+        -------
+        dict
+            model, n_runs, threshold, verdict, shifted, max_shift, moved_features, n_by_part, features (one
+            dict per row of ``frame``) and notes.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+        >>> d = report.to_dict()
+        >>> d["verdict"], d["n_by_part"], len(d["features"])
+        ('outside the training data', {'model': 8}, 48)
+        """
         return {"model": self.model, "n_runs": int(self.n_runs), "threshold": self.threshold,
                 "verdict": self.verdict, "shifted": self.shifted,
                 "max_shift": self.max_shift if math.isfinite(self.max_shift) else None,
@@ -167,7 +381,29 @@ def _json_value(v):
 
 
 class ShiftAccumulator:
-    """Running feature sums of scored runs (chunk by chunk, as ``htc score`` reads), per sub-model."""
+    """Running feature sums of scored runs (chunk by chunk, as ``htc score`` reads), per sub-model.
+
+    Parameters
+    ----------
+    model : HTCCalibrator, HTCGAM or GeneralCalibrator
+        A fitted model (its training summary holds the feature statistics).
+    name : str, optional
+        The model's name in the messages (default its ``name`` or class name).
+    threshold : float, default=2.0
+        The shift (in training standard deviations) from which a feature counts as moved.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.shift import ShiftAccumulator
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> fm = htc.extract(ts)
+    >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
+    >>> acc = ShiftAccumulator(model).update(fm.take(range(100))).update(fm.take(range(100, 250)))
+    >>> report = acc.report()
+    >>> report.n_runs, report.verdict, bool(report.max_shift < 1e-9)   # the training runs themselves
+    (250, 'within the training data', True)
+    """
 
     def __init__(self, model, *, name: str | None = None, threshold: float = SHIFT_THRESHOLD):
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 0:
@@ -179,7 +415,28 @@ class ShiftAccumulator:
         self._sum = {p: np.zeros(len(m.feature_names_in_)) for p, m in self.parts.items()}
 
     def update(self, data) -> "ShiftAccumulator":
-        """Add a TraceSet (any model) or a FeatureMatrix / array (an HTC model's own features)."""
+        """Add scored runs.
+
+        Parameters
+        ----------
+        data : TraceSet, FeatureMatrix or array
+            A TraceSet (any model; a GAC routes its runs by kind), or a FeatureMatrix / array of an HTC
+            model's own features (columns found by name for a FeatureMatrix).
+
+        Returns
+        -------
+        ShiftAccumulator
+            ``self``, for chaining.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.shift import ShiftAccumulator
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> acc = ShiftAccumulator(htc.load_model("gac")).update(ts)
+        >>> acc.report().n_by_part
+        {'with_alternatives': 250}
+        """
         from ..features import extract
         from ..traces import TraceSet
 
@@ -202,6 +459,21 @@ class ShiftAccumulator:
         self._sum[part] += X.sum(axis=0)
 
     def report(self) -> ShiftReport:
+        """The shift report of every run added so far.
+
+        Returns
+        -------
+        ShiftReport
+            One row per (part, feature) of the parts that scored runs.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> from htc_core.calibration.shift import ShiftAccumulator
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> ShiftAccumulator(htc.load_model("gac"), name="gac").update(ts).report().verdict
+        'within the training data'
+        """
         rows, notes = [], []
         for p, m in self.parts.items():
             n = self._n[p]
@@ -222,8 +494,31 @@ class ShiftAccumulator:
 
 
 def shift_check_matrix(model, X) -> float:
-    """The largest |standardized mean shift| of a used feature of one HTC model on the feature matrix ``X``
-    (the model's columns, in its order); 0 when the model holds no training statistics."""
+    """The largest |standardized mean shift| of a used feature of one HTC model on a feature matrix.
+
+    Parameters
+    ----------
+    model : HTCCalibrator
+        A fitted HTC model.
+    X : FeatureMatrix or array of shape (n_runs, n_features)
+        The runs' features (an array: the model's columns, in its order).
+
+    Returns
+    -------
+    float
+        The shift in training standard deviations; 0 when the model holds no training statistics.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+    >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+    >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
+    >>> from htc_core.calibration.shift import shift_check_matrix
+    >>> round(shift_check_matrix(model, htc.extract(lists)), 2)
+    2.77
+    """
     rep = ShiftAccumulator(model).update(X).report()
     return 0.0 if not rep.known or np.isnan(rep.max_shift) else float(rep.max_shift)
 
@@ -270,7 +565,7 @@ def shift_check(model, data, *, name: str | None = None, threshold: float = SHIF
     Examples
     --------
     >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> report = htc.shift_check(htc.load_model("gac"), ts)
     >>> report.shifted, report.verdict
     (False, 'within the training data')
