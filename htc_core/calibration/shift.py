@@ -215,7 +215,7 @@ class ShiftReport:
 
     @property
     def max_shift(self) -> float:
-        """The largest |standardized mean shift| of a used feature.
+        """The largest absolute standardized mean shift of a used feature.
 
         Returns
         -------
@@ -494,7 +494,7 @@ class ShiftAccumulator:
 
 
 def shift_check_matrix(model, X) -> float:
-    """The largest |standardized mean shift| of a used feature of one HTC model on a feature matrix.
+    """The largest absolute standardized mean shift of a used feature of one HTC model on a feature matrix.
 
     Parameters
     ----------
