@@ -714,7 +714,7 @@ class RunSetComparison:
         return self.metrics.to_frame()
 
     def to_dict(self) -> dict:
-        """The comparison as a JSON object (what ``htc compare --json`` prints).
+        """Everything about A vs B as a JSON object.
 
         Returns
         -------

@@ -101,7 +101,7 @@ class GACScores:
         return pd.DataFrame({"id": self.ids, "confidence": self.confidence, "gac_model": self.kind})
 
     def to_dict(self) -> dict:
-        """The scores as a JSON object (what ``htc score --json`` prints for a GAC).
+        """The scores as a JSON object.
 
         Returns
         -------
