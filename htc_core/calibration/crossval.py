@@ -116,12 +116,12 @@ class CVRun:
     >>> def fail(reason):
     ...     raise EvaluationError(reason)
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-    >>> run = resolve_methods(["HTC-Reduced", "GlobalTrace-TP"])
+    >>> run = resolve_methods(["GlobalTrace-TP", "LastStep-TP"])
     >>> inputs = prepare_inputs(ts, None, {m.input for m in run}, profile=None, top_k=None, fail=fail)
     >>> settings = dict(alphas=(1.0,), inner_folds=3, max_iter=1000, profile="paper", top_k=5)
     >>> cv = cross_validate(run, inputs, [42], 3, settings, None)
-    >>> cv.oof["HTC-Reduced"].shape, cv.folds.shape, len(cv.rows), list(cv.fold_models)
-    ((1, 250), (1, 250), 6, ['HTC-Reduced'])
+    >>> cv.oof["GlobalTrace-TP"].shape, cv.folds.shape, len(cv.rows), cv.fold_models
+    ((1, 250), (1, 250), 6, {})
     """
 
     oof: dict           # method -> [n_repeats, n]
@@ -203,12 +203,12 @@ def cross_validate(run: list[Method], inputs: EvalInputs, seed_list: list[int], 
     >>> def fail(reason):
     ...     raise EvaluationError(reason)
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-    >>> run = resolve_methods(["HTC-Reduced", "GlobalTrace-TP"])
+    >>> run = resolve_methods(["GlobalTrace-TP", "LastStep-TP"])
     >>> inputs = prepare_inputs(ts, None, {m.input for m in run}, profile=None, top_k=None, fail=fail)
     >>> settings = dict(alphas=(1.0,), inner_folds=3, max_iter=1000, profile="paper", top_k=5)
     >>> cv = cross_validate(run, inputs, [42], 3, settings, None)
     >>> cv.rows[0]["method"], cv.rows[0]["n_test"], round(cv.rows[0]["auroc"], 3)
-    ('HTC-Reduced', 84, 0.984)
+    ('LastStep-TP', 84, 0.744)
     """
     from sklearn.model_selection import StratifiedKFold
 
@@ -332,13 +332,13 @@ def summarize(run: list[Method], inputs: EvalInputs, cv: CVRun) -> tuple[dict, p
     >>> def fail(reason):
     ...     raise EvaluationError(reason)
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-    >>> run = resolve_methods(["HTC-Reduced", "GlobalTrace-TP"])
+    >>> run = resolve_methods(["GlobalTrace-TP", "LastStep-TP"])
     >>> inputs = prepare_inputs(ts, None, {m.input for m in run}, profile=None, top_k=None, fail=fail)
     >>> settings = dict(alphas=(1.0,), inner_folds=3, max_iter=1000, profile="paper", top_k=5)
     >>> cv = cross_validate(run, inputs, [42], 3, settings, None)
     >>> summary, per_fold, selected, n_by_method = summarize(run, inputs, cv)
     >>> round(summary["GlobalTrace-TP"]["ece"]["mean"], 3), per_fold.shape, n_by_method
-    (0.39, (6, 10), {'HTC-Reduced': 250, 'GlobalTrace-TP': 250})
+    (0.39, (6, 10), {'LastStep-TP': 250, 'GlobalTrace-TP': 250})
     """
     per_fold = pd.DataFrame(cv.rows)
     summary: dict = {}
