@@ -10,3 +10,5 @@
 Needs the ``[app]`` extra (plotly). Imports the core (and the experiments' result objects); never the app,
 the HTML report or the command line.
 """
+
+__all__: list[str] = []      # the figures are imported from their modules (htc_core.viz.plots, ...)
