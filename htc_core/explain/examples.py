@@ -15,10 +15,30 @@ __all__ = ["ExampleSet", "confidence_examples", "Mistakes", "worst_mistakes"]
 class ExampleSet:
     """Where calibration changed the verdict, like the paper's qualitative examples.
 
-    ``over``: over-confident failures (baseline high, HTC low, wrong), largest
-    drop first. ``under``: under-confident successes (baseline low, HTC high,
-    right), largest rise first. Columns: position, id, dataset, model,
-    question, answer, gold, success, baseline, htc, change (htc - baseline).
+    Made by :func:`confidence_examples`. The two tables have the columns position (the row of the inputs),
+    id, dataset, model, question, answer, gold (those ``meta`` has), success, baseline, htc and change
+    (htc - baseline).
+
+    Parameters
+    ----------
+    baseline : str
+        The baseline's name.
+    htc : str
+        The calibrated method's name.
+    over : pandas.DataFrame
+        Over-confident failures (baseline high, HTC lower, wrong), largest drop first.
+    under : pandas.DataFrame
+        Under-confident successes (baseline low, HTC higher, right), largest rise first.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.explain.examples import confidence_examples
+    >>> meta = pd.DataFrame({"id": ["a", "b", "c", "d"], "question": ["2+2?", "3+3?", "4+4?", "5*5?"]})
+    >>> ex = confidence_examples(meta, [0, 1, 0, 1], [0.9, 0.3, 0.6, 0.8], [0.2, 0.7, 0.5, 0.9],
+    ...                          baseline="verbalized", htc="HTC", n=2)
+    >>> ex.baseline, list(ex.over["id"]), list(ex.under["id"])
+    ('verbalized', ['a', 'c'], ['b', 'd'])
     """
 
     baseline: str
@@ -31,8 +51,50 @@ def confidence_examples(meta: pd.DataFrame, labels, baseline_conf, htc_conf, *, 
                         n: int = 5) -> ExampleSet:
     """The ``n`` failures HTC lowered most and the ``n`` successes it raised most against ``baseline``.
 
-    ``meta`` (one row per trajectory), ``labels`` (1/0/NaN) and the two
-    confidences are aligned row by row; ``position`` in the result is the row.
+    All inputs are aligned row by row; ``position`` in the result is the row. Runs without a finite
+    confidence under either method are left out.
+
+    Parameters
+    ----------
+    meta : pandas.DataFrame
+        One row per trajectory; its columns id, dataset, model, question, answer and gold are copied when
+        present (a ``TraceSet``'s ``meta``).
+    labels : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled.
+    baseline_conf : array-like of shape (n_runs,)
+        The baseline's confidences.
+    htc_conf : array-like of shape (n_runs,)
+        The calibrated confidences (out-of-fold ones for an honest picture).
+    baseline : str
+        The baseline's name.
+    htc : str
+        The calibrated method's name.
+    n : int, default 5
+        The most examples of each kind.
+
+    Returns
+    -------
+    ExampleSet
+        The over-confident failures and under-confident successes.
+
+    Raises
+    ------
+    ValueError
+        If the inputs differ in length or ``n`` is not a positive integer.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.explain.examples import confidence_examples
+    >>> meta = pd.DataFrame({"id": ["a", "b", "c", "d"], "question": ["2+2?", "3+3?", "4+4?", "5*5?"]})
+    >>> ex = confidence_examples(meta, [0, 1, 0, 1], [0.9, 0.3, 0.6, 0.8], [0.2, 0.7, 0.5, 0.9],
+    ...                          baseline="verbalized", htc="HTC", n=1)
+    >>> ex.over
+       position id question  success  baseline  htc  change
+    0         0  a     2+2?      0.0       0.9  0.2    -0.7
+    >>> ex.under
+       position id question  success  baseline  htc  change
+    0         1  b     3+3?      1.0       0.3  0.7     0.4
     """
     y = np.asarray(labels, dtype=np.float64).reshape(-1)
     b = np.asarray(baseline_conf, dtype=np.float64).reshape(-1)
@@ -58,16 +120,53 @@ def confidence_examples(meta: pd.DataFrame, labels, baseline_conf, htc_conf, *, 
 
 @dataclass
 class Mistakes:
-    """HTC's own worst mistakes: ``confident_failures`` (failed runs with the highest confidence, highest first)
-    and ``doubted_successes`` (successful runs with the lowest confidence, lowest first). Columns: position, id,
-    dataset, model, question, answer, gold, success, confidence, error (|confidence - outcome|), flags (the
-    structural flags in words, when given)."""
+    """HTC's own worst mistakes: its most confident failures and least confident successes.
+
+    Made by :func:`worst_mistakes`. The two tables have the columns position (the row of the inputs), id,
+    dataset, model, question, answer, gold (those ``meta`` has), success, confidence, error
+    (``|confidence - outcome|``) and flags (the structural flags in words, when given).
+
+    Parameters
+    ----------
+    method : str
+        The method whose confidences were ranked.
+    confident_failures : pandas.DataFrame
+        Failed runs with the highest confidence, highest first.
+    doubted_successes : pandas.DataFrame
+        Successful runs with the lowest confidence, lowest first.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.explain.examples import worst_mistakes
+    >>> meta = pd.DataFrame({"id": ["a", "b", "c", "d"], "question": ["2+2?", "3+3?", "4+4?", "5*5?"]})
+    >>> m = worst_mistakes(meta, [0, 1, 0, 1], [0.9, 0.3, 0.6, 0.8], n=1)
+    >>> m.method, list(m.confident_failures["id"]), list(m.doubted_successes["id"])
+    ('HTC', ['a'], ['b'])
+    """
 
     method: str
     confident_failures: pd.DataFrame
     doubted_successes: pd.DataFrame
 
     def to_frame(self) -> pd.DataFrame:
+        """Both tables in one, with a ``kind`` column ("confident failure" or "doubted success").
+
+        Returns
+        -------
+        pandas.DataFrame
+            The confident failures, then the doubted successes.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.explain.examples import worst_mistakes
+        >>> meta = pd.DataFrame({"id": ["a", "b", "c", "d"]})
+        >>> worst_mistakes(meta, [0, 1, 0, 1], [0.9, 0.3, 0.6, 0.8], n=1).to_frame()
+           position id  success  confidence  error               kind
+        0         0  a      0.0         0.9    0.9  confident failure
+        1         1  b      1.0         0.3    0.7    doubted success
+        """
         return pd.concat([self.confident_failures.assign(kind="confident failure"),
                           self.doubted_successes.assign(kind="doubted success")], ignore_index=True)
 
@@ -76,8 +175,48 @@ def worst_mistakes(meta: pd.DataFrame, labels, confidence, *, method: str = "HTC
                    n: int = 10) -> Mistakes:
     """The ``n`` most confident failures and ``n`` least confident successes under ``confidence``.
 
-    Use out-of-fold confidences (an evaluation's ``oof``): in-sample ones flatter the model. ``flags`` is an
-    optional :class:`~htc_core.explain.flags.StructuralFlags` of the same trajectories.
+    Use out-of-fold confidences (an evaluation's ``oof``): in-sample ones flatter the model. Runs without a
+    finite confidence are left out.
+
+    Parameters
+    ----------
+    meta : pandas.DataFrame
+        One row per trajectory; its columns id, dataset, model, question, answer and gold are copied when
+        present (a ``TraceSet``'s ``meta``).
+    labels : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled.
+    confidence : array-like of shape (n_runs,)
+        The confidences to rank.
+    method : str, default "HTC"
+        The method's name, kept in the result.
+    flags : StructuralFlags or None, default None
+        The structural flags of the same trajectories (:func:`~htc_core.explain.flags.structural_flags`);
+        when given, a ``flags`` column lists them in words.
+    n : int, default 10
+        The most runs of each kind.
+
+    Returns
+    -------
+    Mistakes
+        The confident failures and the doubted successes.
+
+    Raises
+    ------
+    ValueError
+        If the inputs differ in length or ``n`` is not a positive integer.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.explain.examples import worst_mistakes
+    >>> meta = pd.DataFrame({"id": ["a", "b", "c", "d"], "question": ["2+2?", "3+3?", "4+4?", "5*5?"]})
+    >>> m = worst_mistakes(meta, [0, 1, 0, 1], [0.9, 0.3, 0.6, 0.8], n=1)
+    >>> m.confident_failures
+       position id question  success  confidence  error
+    0         0  a     2+2?      0.0         0.9    0.9
+    >>> m.doubted_successes
+       position id question  success  confidence  error
+    0         1  b     3+3?      1.0         0.3    0.7
     """
     y = np.asarray(labels, dtype=np.float64).reshape(-1)
     c = np.asarray(confidence, dtype=np.float64).reshape(-1)

@@ -53,11 +53,60 @@ def _percentiles(X: np.ndarray, y: np.ndarray, groups: np.ndarray):
 
 def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int = 3,
                 min_abs_contribution: float = 0.05) -> list[list[str]]:
-    """The reasons of every row of ``X`` (columns in the models' feature order), row ``i`` explained by
-    ``models[which[i]]`` (``which[i] < 0``: no model, no reason), each in the words
-    :func:`~htc_core.explain.explain_trajectory` gives with the same model on the same rows: signals, typical
-    run and successful-run references are taken over all rows of ``X``. Several models: e.g. the fold models
-    of a cross-validated evaluation, so that each out-of-fold confidence is explained by its own model."""
+    """The strongest reasons of every row of ``X``, each row explained by its own model.
+
+    Row ``i`` is explained by ``models[which[i]]`` in the words :func:`~htc_core.explain.explain_trajectory`
+    gives with the same model on the same rows: the signals, the typical run and the successful-run references
+    are taken over all rows of ``X``. Several models: e.g. the fold models of a cross-validated evaluation,
+    so that each out-of-fold confidence is explained by the model that gave it.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_runs, n_features)
+        The features, columns in the models' feature order (``feature_names_in_``).
+    labels : array-like of shape (n_runs,) or None
+        1 success, 0 failure, NaN unlabeled (the successful-run reference); None: no reference.
+    groups : array-like of shape (n_runs,)
+        Each run's group (its dataset): a run is compared with the successful runs of its group when the
+        group has enough of them, else with all successful runs.
+    models : sequence of HTCCalibrator
+        Fitted models of the same features.
+    which : array-like of int, shape (n_runs,)
+        The index into ``models`` of each row's model; negative: no model, no reason.
+    n_reasons : int, default 3
+        The most reasons per row, strongest first.
+    min_abs_contribution : float, default 0.05
+        Signals whose contribution to the logit is smaller in magnitude give no reason.
+
+    Returns
+    -------
+    list of list of str
+        One list of reasons per row (empty for a row without a model).
+
+    Raises
+    ------
+    ValueError
+        If ``which`` has another length than ``X``.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> import numpy as np
+    >>> from htc_core.explain.export import run_reasons
+    >>> which = np.zeros(ts.n_trajectories, dtype=int)
+    >>> which[1] = -1                                         # run 1: no model
+    >>> reasons = run_reasons(fm.values, ts.labels, ts.meta["dataset"], [model], which, n_reasons=1)
+    >>> len(reasons), reasons[1]
+    (8, [])
+    >>> print(reasons[0][0])
+    Token-to-token change of the chosen token's probability: largest rise (one signal of 23 correlated features) is
+    0.532, higher than in the typical run (higher than all 3 successful runs); ... (logit -0.92).
+    """
     X = np.asarray(X, dtype=np.float64)
     which = np.asarray(which, dtype=np.int64).reshape(-1)
     if len(which) != len(X):
@@ -89,6 +138,7 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
 
 
 def _row_reasons(c, z, x, pct, ref_name, n_ref, signals, leads, display, n_reasons, min_abs) -> list[str]:
+    """The reasons of one row: its strongest signals' contributions ``c`` in words."""
     texts = []
     for s_i in np.argsort(-np.abs(c), kind="stable")[:n_reasons]:
         if abs(c[s_i]) < min_abs:
@@ -102,6 +152,7 @@ def _row_reasons(c, z, x, pct, ref_name, n_ref, signals, leads, display, n_reaso
 
 
 def signal_name_of(lead: int, display, sig) -> str:
+    """The name a reason gives a signal: its lead feature's paper name (display name for other features)."""
     from ..features import FEATURE_NAMES
 
     name = FEATURE_NAMES[lead] if len(display) == len(FEATURE_NAMES) else display[lead]
@@ -110,11 +161,57 @@ def signal_name_of(lead: int, display, sig) -> str:
 
 def explain_runs(ts, features, model=None, *, models=None, which=None, n_reasons: int = 3,
                  min_abs_contribution: float = 0.05) -> pd.DataFrame:
-    """Columns ``flags`` (in words, ``; ``-separated), ``reason_1`` .. ``reason_<n_reasons>`` (when ``model``, a
-    fitted ``HTCCalibrator`` of the same features, is given, or ``models`` with ``which``, the index of the
-    model of each run as in :func:`run_reasons`; the reference is the successful runs of the same dataset, as
-    in :func:`~htc_core.explain.explain_trajectory` with ``groups`` = dataset) and the features under their
-    paper names, one row per trajectory of ``ts`` in order."""
+    """One row per run for export: its structural flags, its strongest reasons and its features.
+
+    What ``htc score --explain`` and the dashboard's download write. Every text is plain (no markup).
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs.
+    features : FeatureMatrix
+        Their features (:func:`htc_core.features.extract` of ``ts``).
+    model : HTCCalibrator or None, default None
+        A model fitted on the same features: its reasons fill ``reason_1`` .. ``reason_<n_reasons>``. The
+        reference is the successful runs of the same dataset, as in
+        :func:`~htc_core.explain.explain_trajectory` with ``groups`` = dataset.
+    models : sequence of HTCCalibrator or None, default None
+        Several models instead of ``model`` (e.g. the fold models of an evaluation), with ``which``.
+    which : array-like of int or None, default None
+        With ``models``: the index of each run's model, as in :func:`run_reasons`.
+    n_reasons : int, default 3
+        The number of reason columns (an empty string where a run has fewer reasons).
+    min_abs_contribution : float, default 0.05
+        Signals whose contribution to the logit is smaller in magnitude give no reason.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Column ``flags`` (in words, ``"; "``-separated), the reason columns when a model is given, then the
+        features under their paper names; one row per trajectory of ``ts`` in order.
+
+    Raises
+    ------
+    ValueError
+        If ``features`` has another number of rows than ``ts`` has trajectories.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> from htc_core.explain.export import explain_runs
+    >>> table = explain_runs(ts, fm, model, n_reasons=2)
+    >>> table.shape, list(table.columns[:4])
+    ((8, 51), ['flags', 'reason_1', 'reason_2', 'top1_gradient_mean'])
+    >>> print(table.loc[4, "reason_1"])
+    Tokens per step, mean (one signal of 3 correlated features) is 13.5, higher than in the typical run (higher
+    than all 3 successful runs); the model reads higher values as a sign of failure, so this lowers the confidence
+    (logit -1.15).
+    """
     fm = features
     values = np.asarray(fm.values, dtype=np.float64)
     if len(values) != ts.n_trajectories:

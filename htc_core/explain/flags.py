@@ -57,26 +57,130 @@ _YES_NO = {"yes", "no", "true", "false"}
 
 @dataclass
 class StructuralFlags:
-    """``frame``: one row per trajectory (same order as the trace set), one nullable boolean column per flag
-    in :data:`FLAGS`; ``available``: the flags the data could decide for at least one run."""
+    """The structural flags of the runs of a trace set (made by :func:`structural_flags`).
+
+    A flag the data cannot decide for a run is ``<NA>``, never False.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per trajectory (the trace set's order), one nullable boolean column per flag of
+        :data:`FLAGS`.
+    available : list of str
+        The flags the data could decide for at least one run.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from htc_core.formats import load
+    >>> from htc_core.explain.flags import structural_flags
+    >>> runs = [{"id": "ok", "success": True, "answer": "42", "gold": "42", "steps": [
+    ...             {"name": "s0", "logprobs": [-0.1, -0.2], "text": "Action: calculator[40 + 2]"},
+    ...             {"name": "s1", "logprobs": [-0.1], "text": "Final Answer: 42"}]},
+    ...         {"id": "cut", "success": False, "gold": "42", "metadata": {"stop_reason": "step_limit"}, "steps": [
+    ...             {"name": "s0", "logprobs": [-0.3], "text": "Action: search[answer]"},
+    ...             {"name": "s1", "logprobs": [-0.9], "text": "Action: search[answer]"}]}]
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+    >>> with open(path, "w") as fh:
+    ...     for run in runs:
+    ...         print(json.dumps(run), file=fh)
+    >>> ts, _ = load(path)
+    >>> flags = structural_flags(ts)
+    >>> flags.frame[["no_final_answer", "step_limit", "repeated_action"]]
+       no_final_answer  step_limit  repeated_action
+    0            False        <NA>            False
+    1             True        True             True
+    >>> "tool_error" in flags.available                     # no step observations: cannot be decided
+    False
+    """
 
     frame: pd.DataFrame
     available: list[str]
 
     def of(self, i: int) -> list[str]:
-        """The raised flags of trajectory ``i`` in words, most telling first."""
+        """The raised flags of trajectory ``i`` in words, most telling first.
+
+        Parameters
+        ----------
+        i : int
+            The trajectory's position in the trace set.
+
+        Returns
+        -------
+        list of str
+            The descriptions (:data:`FLAGS`) of its flags that are True.
+
+        Examples
+        --------
+        >>> import json, os, tempfile
+        >>> from htc_core.formats import load
+        >>> from htc_core.explain.flags import structural_flags
+        >>> runs = [{"id": "ok", "success": True, "answer": "42", "gold": "42", "steps": [
+        ...             {"name": "s0", "logprobs": [-0.1, -0.2], "text": "Action: calculator[40 + 2]"},
+        ...             {"name": "s1", "logprobs": [-0.1], "text": "Final Answer: 42"}]},
+        ...         {"id": "cut", "success": False, "gold": "42", "metadata": {"stop_reason": "step_limit"}, "steps": [
+        ...             {"name": "s0", "logprobs": [-0.3], "text": "Action: search[answer]"},
+        ...             {"name": "s1", "logprobs": [-0.9], "text": "Action: search[answer]"}]}]
+        >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+        >>> with open(path, "w") as fh:
+        ...     for run in runs:
+        ...         print(json.dumps(run), file=fh)
+        >>> ts, _ = load(path)
+        >>> flags = structural_flags(ts)
+        >>> flags.of(0)
+        []
+        >>> flags.of(1)
+        ['ended without a final answer', 'stopped at its step or token limit', 'repeated the same action']
+        """
         row = self.frame.iloc[i]
         return [FLAGS[f] for f in FLAGS if row[f] is not pd.NA and bool(row[f])]
 
     def counts(self) -> pd.Series:
-        """How many runs raise each flag (unknown counts as not raised)."""
+        """How many runs raise each flag (unknown counts as not raised).
+
+        Returns
+        -------
+        pandas.Series
+            Counts by flag name, in the order of :data:`FLAGS`.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.explain.flags import structural_flags
+        >>> ts, _ = load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")
+        >>> structural_flags(ts).counts()
+        no_final_answer    0
+        step_limit         0
+        tool_error         1
+        repeated_action    0
+        empty_output       0
+        answer_format      0
+        dtype: int64
+        """
         return self.frame.fillna(False).astype(bool).sum()
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the flags' frame: one row per trajectory, one nullable boolean column per flag.
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy of ``frame``.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.explain.flags import structural_flags
+        >>> ts, _ = load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")
+        >>> table = structural_flags(ts).to_frame()
+        >>> table.shape, str(table["tool_error"].dtype)
+        ((8, 6), 'boolean')
+        """
         return self.frame.copy()
 
 
 def _blank(v) -> bool:
+    """Whether ``v`` is None, NaN or whitespace."""
     return v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and not v.strip())
 
 
@@ -152,7 +256,45 @@ def structural_flags(ts) -> StructuralFlags:
     Computed over the trace set's columns: per-run reductions are numpy segment sums over the step offsets,
     string rules run once per step text (or once per distinct answer/gold pair and metadata value), and a
     column without text (no step texts, no observations) costs nothing. The same flags, run for run, as the
-    per-run rules above (:func:`structural_flags_loop` below; the tests compare both)."""
+    per-run rules (``structural_flags_loop``, the reference the tests compare with).
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (answer, gold, step texts, metadata and step observations or errors where the reader kept
+        them).
+
+    Returns
+    -------
+    StructuralFlags
+        One row of flags per trajectory.
+
+    Examples
+    --------
+    A run that stopped at its step limit, repeating its action, beside a clean one:
+
+    >>> import json, os, tempfile
+    >>> from htc_core.formats import load
+    >>> from htc_core.explain.flags import structural_flags
+    >>> runs = [{"id": "ok", "success": True, "answer": "42", "gold": "42", "steps": [
+    ...             {"name": "s0", "logprobs": [-0.1, -0.2], "text": "Action: calculator[40 + 2]"},
+    ...             {"name": "s1", "logprobs": [-0.1], "text": "Final Answer: 42"}]},
+    ...         {"id": "cut", "success": False, "gold": "42", "metadata": {"stop_reason": "step_limit"}, "steps": [
+    ...             {"name": "s0", "logprobs": [-0.3], "text": "Action: search[answer]"},
+    ...             {"name": "s1", "logprobs": [-0.9], "text": "Action: search[answer]"}]}]
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+    >>> with open(path, "w") as fh:
+    ...     for run in runs:
+    ...         print(json.dumps(run), file=fh)
+    >>> ts, _ = load(path)
+    >>> flags = structural_flags(ts)
+    >>> flags.counts()[["no_final_answer", "step_limit", "repeated_action", "empty_output"]]
+    no_final_answer    1
+    step_limit         1
+    repeated_action    1
+    empty_output       0
+    dtype: int64
+    """
     n = ts.n_trajectories
     meta = ts.meta
     answers, golds = meta["answer"].to_numpy(dtype=object), meta["gold"].to_numpy(dtype=object)

@@ -28,8 +28,40 @@ GROUP_METRIC_COLUMNS = ["group", "method", "n", "success_rate", "ece", "brier", 
 
 def reliability_curves(labels, predictions: Mapping[str, np.ndarray], *, n_bins: int = 10,
                        interval: str | None = "wilson", strategy: str = "uniform") -> dict[str, ReliabilityCurve]:
-    """One reliability curve per method (the metrics module's binning, so it agrees with the ECE of the same
-    ``strategy``: "uniform" = equal-width bins on [0, 1], "quantile" = equal-mass bins)."""
+    """One reliability curve per method, binned as the metrics module bins, so it agrees with the ECE.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled (left out).
+    predictions : mapping of str to array-like of shape (n_runs,)
+        Confidences by method name; non-finite ones are left out.
+    n_bins : int, default 10
+        The number of bins.
+    interval : str or None, default "wilson"
+        The confidence interval of each bin's success rate (as
+        :func:`~htc_core.calibration.metrics.reliability_curve`); None: none.
+    strategy : {"uniform", "quantile"}, default "uniform"
+        Equal-width bins on [0, 1] or equal-mass bins, as the ECE of the same strategy.
+
+    Returns
+    -------
+    dict of str to ReliabilityCurve
+        By method; a method without a labeled, finite prediction is left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)           # calibrated by construction
+    >>> from htc_core.explain.groups import reliability_curves
+    >>> curves = reliability_curves(y, {"raw": p, "shifted": np.clip(p + 0.2, 0, 1)}, n_bins=5)
+    >>> curves["raw"].count
+    array([37, 33, 40, 35, 55])
+    >>> round(curves["raw"].ece, 3), round(curves["shifted"].ece, 3)
+    (0.041, 0.206)
+    """
     y = np.asarray(labels, dtype=np.float64)
     out = {}
     for name, p in predictions.items():
@@ -52,13 +84,47 @@ def _metric_row(group: str, method: str, y: np.ndarray, p: np.ndarray) -> dict:
 
 def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_boot: int = 0,
                   random_state=0, seed=None) -> pd.DataFrame:
-    """ECE, Brier and AUROC of every method inside every group (AUROC NaN with one class).
+    """ECE, Brier and AUROC of every method inside every group.
 
-    Columns: group, method, n, success_rate, ece, brier, auroc, note; with ``n_boot`` > 0 also the 95%
-    percentile bootstrap interval of each metric over ``n_boot`` resamples of the group's runs
-    (``ece_low``, ``ece_high``, ``brier_low``, ... from ``calibration.comparison.metric_intervals``; one
-    resample per group and method for all its metrics; ``random_state`` as scikit-learn's, ``seed`` its
-    deprecated old name).
+    Parameters
+    ----------
+    labels : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled (left out).
+    predictions : mapping of str to array-like of shape (n_runs,)
+        Confidences by method name; non-finite ones are left out.
+    groups : array-like of shape (n_runs,)
+        Each run's group (model, framework, dataset, ...); a missing group is ``"(none)"``.
+    n_boot : int, default 0
+        With ``n_boot > 0``, also the 95% percentile bootstrap interval of each metric over ``n_boot``
+        resamples of the group's runs (:func:`~htc_core.calibration.comparison.metric_intervals`; one resample
+        per group and method for all its metrics).
+    random_state : int, numpy.random.Generator or None, default 0
+        The bootstrap's randomness, as scikit-learn's ``random_state``.
+    seed : int or None, default None
+        Deprecated old name of ``random_state``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group and method: group, method, n, success_rate, ece, brier, auroc, note (AUROC is NaN,
+        with a note, when a group has one outcome only); with ``n_boot`` also ``ece_low``, ``ece_high``,
+        ``brier_low``, ``brier_high``, ``auroc_low``, ``auroc_high``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)           # calibrated by construction
+    >>> groups = np.where(np.arange(200) < 100, "facts", "lists")
+    >>> from htc_core.explain.groups import group_metrics
+    >>> group_metrics(y, {"raw": p}, groups).round(3)
+       group method    n  success_rate    ece  brier  auroc note
+    0  facts    raw  100          0.48  0.145  0.165  0.851
+    1  lists    raw  100          0.53  0.067  0.142  0.879
+    >>> with_intervals = group_metrics(y, {"raw": p}, groups, n_boot=50)
+    >>> list(with_intervals.columns[-6:])
+    ['ece_low', 'ece_high', 'brier_low', 'brier_high', 'auroc_low', 'auroc_high']
     """
     from ..calibration.bootstrap import renamed_seed
     from ..calibration.comparison import metric_intervals
@@ -84,7 +150,36 @@ def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_bo
 
 
 def group_curves(labels, prediction, groups, *, n_bins: int = 10) -> dict[str, ReliabilityCurve]:
-    """One reliability curve of ``prediction`` per group (groups without a labeled prediction left out)."""
+    """One reliability curve of ``prediction`` per group.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled (left out).
+    prediction : array-like of shape (n_runs,)
+        The confidences of one method.
+    groups : array-like of shape (n_runs,)
+        Each run's group; a missing group is ``"(none)"``.
+    n_bins : int, default 10
+        Equal-width bins of each curve.
+
+    Returns
+    -------
+    dict of str to ReliabilityCurve
+        By group, sorted; groups without a labeled, finite prediction are left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)           # calibrated by construction
+    >>> groups = np.where(np.arange(200) < 100, "facts", "lists")
+    >>> from htc_core.explain.groups import group_curves
+    >>> curves = group_curves(y, p, groups, n_bins=5)
+    >>> sorted(curves), curves["facts"].n, curves["facts"].count
+    (['facts', 'lists'], 100, array([19, 15, 17, 22, 27]))
+    """
     y = np.asarray(labels, dtype=np.float64)
     p = np.asarray(prediction, dtype=np.float64)
     g = group_names(groups)
@@ -98,7 +193,30 @@ def group_curves(labels, prediction, groups, *, n_bins: int = 10) -> dict[str, R
 
 @dataclass
 class DatasetWeights:
-    """Weights of one calibrator per group: ``weights`` [groups x features] and why groups were skipped."""
+    """Weights of one HTC calibrator per group (made by :func:`dataset_weights`).
+
+    Parameters
+    ----------
+    variant : str
+        The calibrators' ``HTCCalibrator`` variant.
+    weights : pandas.DataFrame
+        One row per fitted group, one column per feature (the paper's names for the 48 features, ``x0``,
+        ``x1``, ... otherwise).
+    skipped : dict of str to str
+        Why a group got no calibrator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.explain.groups import dataset_weights
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 3))
+    >>> y = (X[:, 0] + rng.normal(size=120) > 0).astype(float)
+    >>> groups = ["facts"] * 60 + ["lists"] * 54 + ["docs"] * 6
+    >>> dw = dataset_weights(X, y, groups, alphas=(1.0,))
+    >>> dw.variant, list(dw.weights.index), list(dw.skipped)
+    ('full', ['facts', 'lists'], ['docs'])
+    """
 
     variant: str
     weights: pd.DataFrame
@@ -107,7 +225,44 @@ class DatasetWeights:
 
 def dataset_weights(X, labels, groups, *, variant: str = "full", min_per_class: int = 5,
                     alphas: Sequence[float] | None = None) -> DatasetWeights:
-    """Fit one HTC calibrator per group (e.g. dataset) and collect the weights."""
+    """Fit one HTC calibrator per group (e.g. dataset) and collect the weights.
+
+    Parameters
+    ----------
+    X : FeatureMatrix or array-like of shape (n_runs, n_features)
+        The features.
+    labels : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled (left out).
+    groups : array-like of shape (n_runs,)
+        Each run's group; a missing group is ``"(none)"``.
+    variant : str, default "full"
+        The ``HTCCalibrator`` variant.
+    min_per_class : int, default 5
+        A group with fewer successes or failures is skipped (with the reason in ``skipped``).
+    alphas : sequence of float or None, default None
+        The regularization strengths the calibrators choose from; None: the calibrator's default.
+
+    Returns
+    -------
+    DatasetWeights
+        The weights by group and the skipped groups.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.explain.groups import dataset_weights
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 3))
+    >>> y = (X[:, 0] + rng.normal(size=120) > 0).astype(float)
+    >>> groups = ["facts"] * 60 + ["lists"] * 54 + ["docs"] * 6
+    >>> dw = dataset_weights(X, y, groups, alphas=(1.0,))
+    >>> dw.weights.round(2)
+             x0    x1    x2
+    facts  2.03 -0.21  0.15
+    lists  1.82  0.57  0.21
+    >>> dw.skipped["docs"]
+    '4 successes and 2 failures; at least 5 of each are needed to fit a calibrator'
+    """
     Xv = check_matrix(X)
     y = np.asarray(labels, dtype=np.float64)
     g = group_names(groups)

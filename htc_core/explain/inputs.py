@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+# helpers of the explain modules, not part of the library's interface
+__all__: list[str] = []
+
 
 def check_matrix(X, name: str = "X") -> np.ndarray:
     """The float 2-D values of a feature matrix (a ``FeatureMatrix`` or an array)."""

@@ -64,10 +64,31 @@ def _all() -> dict[str, str]:
     return {n: _measure(n) for n in FEATURE_NAMES}
 
 
-#: feature name -> what it measures (the 48 features of the paper)
+# feature name -> what it measures (the 48 features of the paper)
 MEASURES: dict[str, str] = _all()
 
 
 def measure_of(name: str) -> str:
-    """What feature ``name`` measures, in plain words (the name itself, spaced, for a feature not registered)."""
+    """What feature ``name`` measures, in plain words: the name explanations give a signal.
+
+    Parameters
+    ----------
+    name : str
+        A feature name (one of the 48 of the paper, or any other).
+
+    Returns
+    -------
+    str
+        The measure in words; for a feature not registered, its name with spaces for underscores.
+
+    Examples
+    --------
+    >>> from htc_core.explain.measures import measure_of
+    >>> measure_of("last_top1_avg")
+    'last step: probability of the most likely token, mean over its tokens'
+    >>> measure_of("top1_gradient_min")
+    "step-to-step change of the most likely token's probability: largest fall"
+    >>> measure_of("my_feature")
+    'my feature'
+    """
     return MEASURES.get(str(name)) or _measure(str(name))

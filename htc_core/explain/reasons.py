@@ -29,12 +29,33 @@ from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 __all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "compare_with",
            "format_confidence", "GroupPosition", "group_position"]
 
-#: a group's successful runs are the reference when it has at least this many (else all successful runs)
+# a group's successful runs are the reference when it has at least this many (else all successful runs)
 MIN_GROUP_REFERENCE = 5
 
 
 def percentile_of(value: float, reference: np.ndarray) -> float:
-    """Percent of ``reference`` below ``value`` (ties count one half); NaN for an empty reference."""
+    """Percent of ``reference`` below ``value``, ties counting one half.
+
+    Parameters
+    ----------
+    value : float
+        The value placed.
+    reference : array-like
+        The values it is compared with; non-finite ones are left out.
+
+    Returns
+    -------
+    float
+        In [0, 100]; NaN for an empty reference or a non-finite value.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import percentile_of
+    >>> percentile_of(2.0, [1.0, 2.0, 3.0, 4.0])
+    37.5
+    >>> percentile_of(2.0, [])
+    nan
+    """
     ref = np.asarray(reference, dtype=np.float64)
     ref = ref[np.isfinite(ref)]
     if ref.size == 0 or not np.isfinite(value):
@@ -45,7 +66,24 @@ def percentile_of(value: float, reference: np.ndarray) -> float:
 
 
 def describe_position(pct: float) -> str:
-    """'far below' / 'below' / 'close to' / 'above' / 'far above' for a percentile."""
+    """A percentile in words: below 5 'far below', below 25 'below', above 95 'far above', above 75 'above'.
+
+    Parameters
+    ----------
+    pct : float
+        A percentile in [0, 100] (as :func:`percentile_of` gives it).
+
+    Returns
+    -------
+    str
+        'far below', 'below', 'close to', 'above' or 'far above'; 'not comparable with' for NaN.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import describe_position
+    >>> [describe_position(p) for p in (1, 10, 50, 80, 99)]
+    ['far below', 'below', 'close to', 'above', 'far above']
+    """
     if not np.isfinite(pct):
         return "not comparable with"
     if pct < 5:
@@ -60,8 +98,34 @@ def describe_position(pct: float) -> str:
 
 
 def compare_with(pct: float, n_ref: int, ref_name: str) -> str:
-    """The comparison in words, never past 'all': 'lower than 93% of 140 successful runs of X',
-    'higher than all 140 ...', 'at the median of ...'."""
+    """A percentile against a reference in words, never past 'all'.
+
+    Percentages are rounded down, so the words never claim more runs than there are.
+
+    Parameters
+    ----------
+    pct : float
+        The percentile of the value in the reference (:func:`percentile_of`).
+    n_ref : int
+        The reference's size.
+    ref_name : str
+        What the reference is ("successful runs of facts").
+
+    Returns
+    -------
+    str
+        E.g. 'lower than 93% of 140 successful runs', 'higher than all 140 ...', 'at the median of ...'.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import compare_with
+    >>> compare_with(6.5, 140, "successful runs")
+    'lower than 93% of 140 successful runs'
+    >>> compare_with(100.0, 140, "successful runs")
+    'higher than all 140 successful runs'
+    >>> compare_with(float("nan"), 0, "successful runs")
+    'not comparable with successful runs (none labeled)'
+    """
     if not np.isfinite(pct):
         return f"not comparable with {ref_name} (none labeled)"
     if pct <= 0.0:
@@ -76,7 +140,24 @@ def compare_with(pct: float, n_ref: int, ref_name: str) -> str:
 
 
 def format_confidence(p: float) -> str:
-    """Two decimals in the middle, three near the ends, and never a bare 0.00 or 1.00: '0.004', '< 0.001'."""
+    """A probability as text: two decimals in the middle, three near the ends, never a bare 0.00 or 1.00.
+
+    Parameters
+    ----------
+    p : float
+        A probability.
+
+    Returns
+    -------
+    str
+        E.g. '0.42', '0.004', '< 0.001', '> 0.999'; 'n/a' for NaN.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import format_confidence
+    >>> [format_confidence(p) for p in (0.4213, 0.0042, 0.0004, 0.9996, float("nan"))]
+    ['0.42', '0.004', '< 0.001', '> 0.999', 'n/a']
+    """
     if not np.isfinite(p):
         return "n/a"
     if p < 0.001:
@@ -90,17 +171,66 @@ def format_confidence(p: float) -> str:
 class TrajectoryExplanation:
     """Contributions of every feature to one trajectory's logit, and the strongest reasons in words.
 
+    Made by :func:`explain_trajectory`.
+
     ``table`` (all features, the paper's names) columns: feature, code, family, display_name, formula, value,
     z (standardized value), weight, contribution (= weight x z), success_median, success_percentile (percent
     of successful reference runs below this value), position ('far below' ... 'far above'), signal (the
-    feature that names its distinct signal). Sorted by |contribution|, largest first.
+    feature that names its distinct signal). Sorted by ``|contribution|``, largest first.
     ``intercept + table.contribution.sum() == logit``.
 
     ``signals``: one row per distinct signal (exact copies and correlated features merged): signal (the lead
     feature), name (what it measures), display_name (the lead's), kind ('single' / 'duplicate' / 'correlated'),
     members, n_members, value, direction ('higher' / 'lower' / 'typical' against the typical run),
-    success_median, success_percentile, comparison (in words), contribution (sum over members). Sorted by |contribution|.
+    success_median, success_percentile, comparison (in words), contribution (sum over members). Sorted by ``|contribution|``.
     ``intercept + signals.contribution.sum() == logit`` as well; ``reasons`` are built on these rows.
+
+    Parameters
+    ----------
+    index : int
+        The row explained.
+    id : str
+        Its run's id (the row number without ids).
+    variant : str
+        The model's variant ("full", "reduced", "gam", ...).
+    intercept : float
+        The model's intercept (times ``cap_factor``).
+    logit : float
+        The run's logit: ``intercept`` plus every contribution.
+    confidence : float
+        The calibrated confidence, ``1 / (1 + exp(-logit))``.
+    table : pandas.DataFrame
+        One row per feature (columns above).
+    reasons : list of str
+        The strongest reasons in words, strongest first.
+    n_reference : int
+        The number of successful runs compared with.
+    reference : str
+        What they are ("successful runs of facts").
+    signals : pandas.DataFrame or None, default None
+        One row per distinct signal (columns above).
+    cap_factor : float, default 1.0
+        The model's soft logit bound (``HTCCalibrator(max_logit=...)``) as a factor: the intercept and every
+        contribution here are the linear model's times this, so that they add up to the logit (1: unbounded).
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.explain.reasons import explain_trajectory
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
+    >>> why.id, round(why.confidence, 3), why.reference, why.n_reference
+    ('facts-0003-Gemma3-270M-greedy', 0.877, 'successful runs', 3)
+    >>> bool(abs(why.intercept + why.table["contribution"].sum() - why.logit) < 1e-9)
+    True
+    >>> why.signals[["n_members", "direction"]].head(2)
+       n_members direction
+    0         23    higher
+    1          8    higher
     """
 
     index: int
@@ -114,22 +244,83 @@ class TrajectoryExplanation:
     n_reference: int
     reference: str
     signals: pd.DataFrame | None = None
-    #: the model's soft logit bound (``HTCCalibrator(max_logit=...)``) as a factor: the intercept and every
-    #: contribution here are the linear model's times this, so that they add up to the logit (1: unbounded)
+    # the model's soft logit bound (``HTCCalibrator(max_logit=...)``) as a factor: the intercept and every
+    # contribution here are the linear model's times this, so that they add up to the logit (1: unbounded)
     cap_factor: float = 1.0
 
     @property
     def linear_score(self) -> float:
-        """The model's linear score before its soft logit bound (the logit itself when unbounded)."""
+        """The model's linear score before its soft logit bound (the logit itself when unbounded).
+
+        Returns
+        -------
+        float
+            ``logit / cap_factor``.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.features import extract
+        >>> from htc_core.calibration.calibrators import HTCCalibrator
+        >>> from htc_core.explain.reasons import explain_trajectory
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> fm = extract(ts)
+        >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+        >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
+        >>> round(why.logit, 3), round(why.linear_score, 3)            # the model's default max_logit=10
+        (1.967, 1.993)
+        """
         return self.logit / self.cap_factor if self.cap_factor else self.logit
 
     @property
     def bounded(self) -> bool:
-        """The soft logit bound visibly changed this run's logit (the terms are scaled by less than 0.95)."""
+        """Whether the soft logit bound visibly changed this run's logit (terms scaled by less than 0.95).
+
+        Returns
+        -------
+        bool
+            ``cap_factor < 0.95``.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.features import extract
+        >>> from htc_core.calibration.calibrators import HTCCalibrator
+        >>> from htc_core.explain.reasons import explain_trajectory
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> fm = extract(ts)
+        >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+        >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
+        >>> round(why.cap_factor, 3), why.bounded
+        (0.987, False)
+        """
         return self.cap_factor < 0.95
 
     @property
     def summary(self) -> str:
+        """The explanation in one paragraph: the confidence, the logit, the variant and the strongest reasons.
+
+        Returns
+        -------
+        str
+            Plain text.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.features import extract
+        >>> from htc_core.calibration.calibrators import HTCCalibrator
+        >>> from htc_core.explain.reasons import explain_trajectory
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> fm = extract(ts)
+        >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+        >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
+        >>> print(why.summary)
+        Calibrated confidence 0.88 (logit +1.97, HTC-Full). Strongest reasons: Token-to-token change of the
+        chosen token's probability: largest rise (one signal of 23 correlated features) is 0.521, higher than in the
+        typical run (higher than 83% of 3 successful runs); the model reads higher values as a sign of success, so
+        this raises the confidence (logit +1.64).
+        """
         head = (f"Calibrated confidence {format_confidence(self.confidence)} (logit {self.logit:+.2f}, "
                 f"HTC-{self.variant.capitalize()}).")
         if not self.reasons:
@@ -160,6 +351,7 @@ def _linear_terms(model, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, ref: np.ndarray) -> pd.DataFrame:
+    """One row per model feature of row ``index``: value, z, weight, contribution, its place in ``ref``."""
     z, w = _linear_terms(model, Xv[index][_model_columns(model, Xv)])
     rows = []
     for j, nm in enumerate(model.feature_names_in_):
@@ -187,7 +379,7 @@ def data_z(Xv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(sd > 0, sd, 1.0)
 
 
-#: a signal within this many standard deviations of the typical run is "close to the typical run"
+# a signal within this many standard deviations of the typical run is "close to the typical run"
 TYPICAL_Z = 0.25
 
 
@@ -200,7 +392,7 @@ def direction_of(z_oriented: np.ndarray) -> str:
 
 def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int,
                   z_row: np.ndarray) -> pd.DataFrame:
-    """Per-feature rows summed into distinct signals, each named for what its member of largest |weight| measures
+    """Per-feature rows summed into distinct signals, each named for what its member of largest ``|weight|`` measures
     (:mod:`.measures`); ``z_row``: the run's values standardized against all rows (model column order)."""
     names = list(model.feature_names_in_)
     by_feature = table.set_index("feature")
@@ -255,6 +447,7 @@ def reason_text(name: str, value: float, direction: str, comparison: str, contri
 
 
 def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
+    """The reasons of the strongest signals, at most ``n_reasons``, none below ``min_abs``."""
     reasons = []
     for _, r in signals.iterrows():
         if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
@@ -264,6 +457,7 @@ def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]
 
 
 def _check_index(index, n: int) -> int:
+    """``index`` as an int, checked to be a row of a matrix of ``n`` rows."""
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not (0 <= index < n):
         raise ValueError(f"index must be a row of X (0..{n - 1}), got {index!r}")
     return int(index)
@@ -307,15 +501,29 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     TrajectoryExplanation
         ``confidence``, ``reasons``, ``summary``, ``table``.
 
+    Raises
+    ------
+    ValueError
+        If ``index`` is not a row of ``X`` or ``labels`` has another length.
+
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> fm = htc.extract(ts)
-    >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(fm, ts.labels)
-    >>> why = htc.explain_trajectory(model, fm, 0, labels=ts.labels)
-    >>> bool(abs(why.confidence - model.predict_proba(fm[0])[0, 1]) < 1e-12)
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.explain.reasons import explain_trajectory
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=2)
+    >>> bool(abs(why.confidence - model.predict_proba(fm[3])[0, 1]) < 1e-12)
     True
+    >>> len(why.table), len(why.reasons)
+    (48, 2)
+    >>> print(why.reasons[1])
+    Skew of the token probabilities within a step, variability across steps (one signal of 8 correlated features)
+    is 1.02, higher than in the typical run (higher than 83% of 3 successful runs); the model reads higher values
+    as a sign of success, so this raises the confidence (logit +0.65).
     """
     Xv = check_matrix(X)
     n = Xv.shape[0]
@@ -355,8 +563,33 @@ def _model_columns(model, Xv: np.ndarray) -> list[int]:
 class GroupPosition:
     """One trajectory's confidence among the confidences of its group (same model).
 
-    ``confidence`` and ``labels``: every trajectory of the group; ``value``: this
-    trajectory's; ``percentile``: percent of the group below it (ties count one half).
+    Made by :func:`group_position`.
+
+    Parameters
+    ----------
+    group : str
+        The group's name.
+    confidence : numpy.ndarray
+        The confidence of every trajectory of the group.
+    labels : numpy.ndarray
+        Their labels (1, 0, NaN).
+    value : float
+        This trajectory's confidence.
+    percentile : float
+        Percent of the group below it (ties count one half).
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.explain.reasons import group_position
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> where = group_position(model, fm, 3, ts.meta["dataset"], labels=ts.labels)
+    >>> where.group, round(where.value, 3), where.percentile
+    ('facts', 0.877, 93.75)
     """
 
     group: str
@@ -367,11 +600,67 @@ class GroupPosition:
 
     @property
     def n(self) -> int:
+        """The number of trajectories in the group.
+
+        Returns
+        -------
+        int
+            ``len(confidence)``.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.features import extract
+        >>> from htc_core.calibration.calibrators import HTCCalibrator
+        >>> from htc_core.explain.reasons import group_position
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> fm = extract(ts)
+        >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+        >>> group_position(model, fm, 3, ts.meta["dataset"]).n
+        8
+        """
         return int(len(self.confidence))
 
 
 def group_position(model, X, index: int, groups, *, labels=None) -> GroupPosition:
-    """Where row ``index`` of ``X`` stands among the rows of its group under a fitted ``HTCCalibrator``."""
+    """Where row ``index`` of ``X`` stands among the rows of its group under a fitted model.
+
+    Parameters
+    ----------
+    model : HTCCalibrator
+        A fitted calibrator (anything with ``predict_proba``).
+    X : FeatureMatrix or array-like of shape (n_runs, n_features)
+        The runs' features.
+    index : int
+        The row placed.
+    groups : array-like of shape (n_runs,)
+        Each row's group (e.g. its dataset); a missing group is ``"(none)"``.
+    labels : array-like of shape (n_runs,) or None, default None
+        1 success, 0 failure, NaN unlabeled; kept for the group's rows.
+
+    Returns
+    -------
+    GroupPosition
+        The group's confidences and this row's place among them.
+
+    Raises
+    ------
+    ValueError
+        If ``index`` is not a row of ``X`` or ``groups`` has another length.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.explain.reasons import group_position
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> where = group_position(model, fm, 3, ts.meta["dataset"], labels=ts.labels)
+    >>> where.n, where.confidence.round(2)
+    (8, array([0.11, 0.4 , 0.39, 0.88, 0.09, 0.66, 0.55, 0.32]))
+    """
     Xv = check_matrix(X)
     n = Xv.shape[0]
     index = _check_index(index, n)

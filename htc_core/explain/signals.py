@@ -8,10 +8,10 @@ data the explanation refers to:
 
 - exact copies (and constant columns) form one signal;
 - correlated columns are joined into one signal by average-linkage clustering on ``1 - |r|`` (Pearson), cut at
-  ``1 - threshold``: two groups merge while the mean |r| between their members exceeds ``threshold`` (0.7 by
-  default). Average linkage, unlike single linkage (connected components of "|r| > threshold"), does not chain
+  ``1 - threshold``: two groups merge while the mean ``|r|`` between their members exceeds ``threshold`` (0.7 by
+  default). Average linkage, unlike single linkage (connected components of ``|r| > threshold``), does not chain
   loosely related columns into one large group through a few strong pairs; 0.7 joins what a linear model can
-  trade against each other (on the sample runs, entropy within a step and tokens per step correlate at |r| 0.8
+  trade against each other (on the sample runs, entropy within a step and tokens per step correlate at ``|r|`` 0.8
   and got weights of -9.4 and +7.9 that cancelled), and keeps distinct measurements apart.
 
 A signal's contribution to the logit is the sum of its members' contributions, so the signals still add up to
@@ -32,15 +32,52 @@ DEFAULT_CORRELATION = 0.7
 
 @dataclass(frozen=True)
 class Signal:
-    """One distinct signal: ``members`` are column indices (paper order), ``kind`` is 'single', 'duplicate'
-    (exact copies only) or 'correlated' (at least one member joined by correlation)."""
+    """One distinct signal: columns that carry the same information, explained as one.
+
+    Parameters
+    ----------
+    members : tuple of int
+        Column indices (the paper's order for the 48 features), increasing.
+    kind : {"single", "duplicate", "correlated"}
+        One column; exact copies only; or at least one member joined by correlation.
+    signs : tuple of int, default ()
+        Per member: +1 where it rises with the signal's first member, -1 where it falls (empty: all +1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.explain.signals import signal_groups
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.normal(size=50), rng.normal(size=50)
+    >>> X = np.column_stack([a, a, -a + 0.1 * rng.normal(size=50), b])   # a copy, a mirror, another
+    >>> signal_groups(X)[0]
+    Signal(members=(0, 1, 2), kind='correlated', signs=(1, 1, -1))
+    """
 
     members: tuple[int, ...]
     kind: str
     signs: tuple[int, ...] = ()    # per member: +1 rises with the first member, -1 falls (empty: all +1)
 
     def sign_of(self, member: int) -> int:
-        """+1 or -1: how column ``member`` moves with the signal's first member."""
+        """How column ``member`` moves with the signal's first member.
+
+        Parameters
+        ----------
+        member : int
+            A column index among ``members``.
+
+        Returns
+        -------
+        int
+            +1 when it rises with the first member, -1 when it falls.
+
+        Examples
+        --------
+        >>> from htc_core.explain.signals import Signal
+        >>> signal = Signal(members=(0, 1, 2), kind="correlated", signs=(1, 1, -1))
+        >>> signal.sign_of(1), signal.sign_of(2)
+        (1, -1)
+        """
         return self.signs[self.members.index(member)] if self.signs else 1
 
 
@@ -104,9 +141,41 @@ def _clusters(r: np.ndarray, copies: np.ndarray, threshold: float) -> np.ndarray
 
 
 def signal_groups(X, *, threshold: float | None = DEFAULT_CORRELATION) -> list[Signal]:
-    """Group the columns of the feature matrix ``X`` (rows: the runs the explanation refers to) into distinct
-    signals: exact copies, and average-linkage clusters whose mean |r| exceeds ``threshold``.
-    ``threshold=None`` merges exact copies only."""
+    """Group the columns of a feature matrix into distinct signals.
+
+    Exact copies (and constant columns) form one signal; correlated columns join by average-linkage clustering
+    on ``1 - |r|`` cut at ``1 - threshold``. Non-finite values count as 0.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_runs, n_features)
+        The features of the runs the explanation refers to.
+    threshold : float or None, default 0.7
+        Two clusters merge while the mean ``|r|`` between their members exceeds it, in (0, 1); None merges exact
+        copies only.
+
+    Returns
+    -------
+    list of Signal
+        Every column in exactly one signal, in order of their first member.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not 2-D or ``threshold`` is outside (0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.explain.signals import signal_groups
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.normal(size=50), rng.normal(size=50)
+    >>> X = np.column_stack([a, a, -a + 0.1 * rng.normal(size=50), b])   # a copy, a mirror, another
+    >>> [(s.members, s.kind) for s in signal_groups(X)]
+    [((0, 1, 2), 'correlated'), ((3,), 'single')]
+    >>> [(s.members, s.kind) for s in signal_groups(X, threshold=None)]
+    [((0, 1), 'duplicate'), ((2,), 'single'), ((3,), 'single')]
+    """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D feature matrix, got shape {X.shape}")
