@@ -91,14 +91,6 @@ PENDING = frozenset({
     "htc_core.htmlreport.build",
     "htc_core.htmlreport.compute",
     "htc_core.htmlreport.learning",
-    "htc_core.viz.ab_plots",
-    "htc_core.viz.experiment_plots",
-    "htc_core.viz.gam_plots",
-    "htc_core.viz.inspector_plots",
-    "htc_core.viz.plots",
-    "htc_core.viz.prefix_plots",
-    "htc_core.viz.selective_plots",
-    "htc_core.viz.tables",
 })
 
 

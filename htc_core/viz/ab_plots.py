@@ -12,7 +12,38 @@ __all__ = ["difference_figure", "shift_figure"]
 
 
 def difference_figure(cmp, *, height: int = 300) -> go.Figure:
-    """B - A of every metric as a dot with its bootstrap interval (one row per metric, 0 marked)."""
+    """B - A of every metric as a dot with its bootstrap interval (one row per metric, 0 marked).
+
+    Parameters
+    ----------
+    cmp : RunSetComparison
+        A comparison of two run sets (:func:`~htc_core.calibration.comparison.compare_run_sets`).
+    height : int, default 300
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One scatter trace with horizontal error bars; the y labels say which direction is better.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.comparison import compare_run_sets
+    >>> from htc_core.viz.ab_plots import difference_figure
+    >>> rng = np.random.default_rng(0)
+    >>> p_a, p_b = rng.uniform(size=100), rng.uniform(size=100)
+    >>> y_a, y_b = (rng.uniform(size=100) < p_a).astype(float), (rng.uniform(size=100) < 0.5).astype(float)
+    >>> X_a, X_b = rng.normal(size=(100, 48)), rng.normal(size=(100, 48))
+    >>> X_b[:, 0] += 1.0                                            # B's first feature shifted
+    >>> cmp = compare_run_sets(y_a, p_a, y_b, p_b, X_a=X_a, X_b=X_b, n_boot=200)
+    >>> fig = difference_figure(cmp)
+    >>> [trace.type for trace in fig.data], fig.layout.xaxis.title.text
+    (['scatter'], 'B − A, 95% bootstrap interval')
+    >>> list(fig.data[0].y)
+    ['success rate (higher is better)', 'verdict accuracy (higher is better)', 'AUROC (higher is better)',
+     'Brier (lower is better)', 'ECE (lower is better)']
+    """
     f = cmp.metrics.frame.iloc[::-1]
     labels = [f"{lab} ({'higher' if b == 'higher' else 'lower'} is better)" for lab, b in zip(f["label"], f["better"])]
     fig = go.Figure(go.Scatter(
@@ -27,7 +58,40 @@ def difference_figure(cmp, *, height: int = 300) -> go.Figure:
 
 
 def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
-    """The ``k`` largest standardized mean differences (B - A), largest at the top, labelled by F-code."""
+    """The ``k`` largest standardized mean differences of the features (B - A), largest at the top.
+
+    Parameters
+    ----------
+    cmp : RunSetComparison
+        A comparison of two run sets with features (``X_a`` and ``X_b`` given); without them the figure is
+        empty.
+    k : int, default 15
+        The number of features shown.
+    height : int, default 460
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal bar trace, the bars labelled by F-code and name (red: B higher, blue: B lower).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.comparison import compare_run_sets
+    >>> from htc_core.viz.ab_plots import shift_figure
+    >>> rng = np.random.default_rng(0)
+    >>> p_a, p_b = rng.uniform(size=100), rng.uniform(size=100)
+    >>> y_a, y_b = (rng.uniform(size=100) < p_a).astype(float), (rng.uniform(size=100) < 0.5).astype(float)
+    >>> X_a, X_b = rng.normal(size=(100, 48)), rng.normal(size=(100, 48))
+    >>> X_b[:, 0] += 1.0                                            # B's first feature shifted
+    >>> cmp = compare_run_sets(y_a, p_a, y_b, p_b, X_a=X_a, X_b=X_b, n_boot=200)
+    >>> fig = shift_figure(cmp, k=2)
+    >>> fig.data[0].type, fig.data[0].y[-1]                       # the largest shift on top
+    ('bar', 'F0 Top-1 gradient, mean')
+    >>> fig.layout.xaxis.title.text
+    'SMD, B − A (0.2 small, 0.5 medium, 0.8 large)'
+    """
     if cmp.shifts is None:
         return apply_layout(go.Figure(), height=height)
     f = cmp.shifts.top(k)

@@ -17,7 +17,40 @@ METRIC_TITLES = {"ece": "ECE ↓", "brier": "Brier ↓", "auroc": "AUROC ↑"}
 
 
 def transfer_heatmaps(result, variant: str = "reduced", *, height: int = 420) -> go.Figure:
-    """Source x target heatmaps of ECE, Brier and AUROC (diagonal: DirectTrain), with runs per group."""
+    """Source x target heatmaps of ECE, Brier and AUROC of a transfer matrix, with the runs per group.
+
+    The diagonal cells (DirectTrain, the group's own nested CV) are bracketed.
+
+    Parameters
+    ----------
+    result : TransferResult
+        A transfer matrix (:func:`htc_core.experiments.transfer.transfer`).
+    variant : str, default "reduced"
+        The HTC variant drawn.
+    height : int, default 420
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One heatmap per metric, rows the source, columns the target.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> from htc_core.experiments.transfer import transfer
+    >>> from htc_core.viz.experiment_plots import transfer_heatmaps
+    >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> fig = transfer_heatmaps(result)
+    >>> [trace.type for trace in fig.data], list(fig.data[0].x)
+    (['heatmap', 'heatmap', 'heatmap'], ['facts (16)', 'lists (16)'])
+    >>> fig.data[0].text                                                # ECE; DirectTrain bracketed
+    (['[0.242]', '0.369'], ['0.516', '[0.280]'])
+    """
     groups = [f"{esc(g, 24)} ({result.n_runs[g]:,})" for g in result.groups]
     fig = make_subplots(rows=1, cols=3, subplot_titles=[METRIC_TITLES[m] for m in METRIC_TITLES],
                         horizontal_spacing=0.09)
@@ -42,7 +75,36 @@ def transfer_heatmaps(result, variant: str = "reduced", *, height: int = 420) ->
 
 
 def selection_levels_bar(by_family: pd.DataFrame, *, height: int = 340) -> go.Figure:
-    """Share of each family at Top-1 / Top-3 / Top-5 / selected (the paper's selection-frequency figure)."""
+    """Share of each feature family at Top-1 / Top-3 / Top-5 / selected: the paper's selection-frequency figure.
+
+    Parameters
+    ----------
+    by_family : pandas.DataFrame
+        :class:`~htc_core.experiments.ablation.SelectionFrequency`'s ``by_family``.
+    height : int, default 340
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One stacked bar trace per family (its number of features in the legend).
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> from htc_core.experiments.ablation import ablation
+    >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> from htc_core.viz.experiment_plots import selection_levels_bar
+    >>> fig = selection_levels_bar(result.selection["reduced"].by_family)
+    >>> [trace.name for trace in fig.data]
+    ['Dynamics (19)', 'Position (14)', 'Stability (10)', 'Structure (5)']
+    >>> list(fig.data[0].x), fig.layout.yaxis.title.text
+    (['Top-1', 'Top-3', 'Top-5', 'selected at all'], '% of the slots at that level')
+    """
     levels = [("top1", "Top-1"), ("top3", "Top-3"), ("top5", "Top-5"), ("selected", "selected at all")]
     fig = go.Figure()
     for r in by_family.to_dict("records"):
@@ -56,7 +118,38 @@ def selection_levels_bar(by_family: pd.DataFrame, *, height: int = 340) -> go.Fi
 
 
 def ablation_bars(rows: pd.DataFrame, variant: str, *, metric: str = "auroc", height: int = 460) -> go.Figure:
-    """One bar per family combination (mean ± std over repeats), sorted as in the result."""
+    """One bar per feature-family combination (mean ± std over repeats), in the result's order.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        :class:`~htc_core.experiments.ablation.AblationResult`'s ``rows``.
+    variant : str
+        The HTC variant drawn ("full" or "reduced").
+    metric : {"auroc", "brier", "ece"}, default "auroc"
+        The metric.
+    height : int, default 460
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal bar trace, the best combination on top.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> from htc_core.experiments.ablation import ablation
+    >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> from htc_core.viz.experiment_plots import ablation_bars
+    >>> fig = ablation_bars(result.rows, "reduced")
+    >>> fig.data[0].type, len(fig.data[0].y), fig.layout.xaxis.title.text
+    ('bar', 15, 'AUROC ↑')
+    """
     r = rows[rows.variant == variant]
     labels = [f"{f} ({n})" for f, n in zip(r.families, r.n_columns)]
     fig = go.Figure(go.Bar(x=r[f"{metric}_mean"], y=labels, orientation="h",
@@ -73,13 +166,40 @@ CURVE_COLORS = {"HTC-Full": "#1F77B4", "HTC-Reduced": "#D62728", "MLP": "#9467BD
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
+    """A ``#rrggbb`` colour as an ``rgba(...)`` string with opacity ``alpha``."""
     h = hex_color.lstrip("#")
     return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
 
 
 def learning_curve_lines(curves: pd.DataFrame, *, height: int = 380) -> go.Figure:
-    """ECE, Brier and AUROC against the training size, one line per method, mean ± std as a band
-    (``LearningCurveResult.curves()``)."""
+    """ECE, Brier and AUROC against the training size, one line per method, mean ± std as a band.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        :meth:`LearningCurveResult.curves() <htc_core.experiments.learning_curve.LearningCurveResult.curves>`.
+    height : int, default 380
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per metric panel and method, a band and a line; the x axes are logarithmic.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> from htc_core.experiments.learning_curve import learning_curve
+    >>> from htc_core.viz.experiment_plots import learning_curve_lines
+    >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+    >>> fig = learning_curve_lines(result.curves())
+    >>> len(fig.data), [a.text for a in fig.layout.annotations], fig.layout.xaxis.type
+    (6, ['ECE ↓', 'Brier ↓', 'AUROC ↑'], 'log')
+    """
     fig = make_subplots(rows=1, cols=3, subplot_titles=[METRIC_TITLES[m] for m in METRIC_TITLES],
                         horizontal_spacing=0.07)
     palette = iter(["#17BECF", "#BCBD22", "#E377C2", "#AEC7E8"])

@@ -14,9 +14,44 @@ __all__ = ["shape_curves_figure"]
 
 
 def shape_curves_figure(shapes, *, top: int = 12, cols: int = 3, panel_height: int = 210) -> go.Figure:
-    """The ``top`` most important curves of an ``explain.ShapeCurves``: contribution to the logit (line,
-    coloured by feature family; dotted zero line) against the feature's raw value, over a grey histogram of
-    the rows' values (right-hand axis hidden; the bars fill the lower third of each panel)."""
+    """HTC-GAM's ``top`` most important shape curves as small multiples.
+
+    Each panel draws the contribution to the logit (line, coloured by feature family; dotted zero line)
+    against the feature's raw value, over a grey histogram of the rows' values (right-hand axis hidden; the
+    bars fill the lower third of the panel).
+
+    Parameters
+    ----------
+    shapes : ShapeCurves
+        The curves (:func:`htc_core.explain.shapes.shape_curves`).
+    top : int, default 12
+        The number of panels (the most important curves).
+    cols : int, default 3
+        Panels per row.
+    panel_height : int, default 210
+        The height of one row of panels in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        A density bar and a curve per panel, the panels titled by F-code and name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.gam import HTCGAM
+    >>> from htc_core.explain.shapes import shape_curves
+    >>> from htc_core.viz.gam_plots import shape_curves_figure
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-2, 2, size=(200, 3))
+    >>> y = (rng.uniform(size=200) < 1 / (1 + np.exp(1.5 - X[:, 0] ** 2))).astype(float)
+    >>> model = HTCGAM(select="gam", alphas=(4.0,), n_knots=5).fit(X, y)
+    >>> fig = shape_curves_figure(shape_curves(model, X), top=2)
+    >>> [trace.type for trace in fig.data]
+    ['bar', 'scatter', 'bar', 'scatter']
+    >>> [a.text for a in fig.layout.annotations]
+    ['x0 x0', 'x1 x1']
+    """
     curves = shapes.curves[:max(1, int(top))]
     n = max(1, len(curves))
     cols = max(1, min(int(cols), n))

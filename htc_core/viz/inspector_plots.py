@@ -10,9 +10,41 @@ __all__ = ["waterfall"]
 
 
 def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
-    """Contributions to the logit, sorted by size: intercept, the ``top`` strongest distinct signals (exact
-    copies and strongly correlated features summed, from an ``explain.TrajectoryExplanation``), the rest
-    summed, and the total logit."""
+    """The inspector's waterfall: one run's logit built from its contributions, largest first.
+
+    The bars are the intercept, the ``top`` strongest distinct signals (exact copies and strongly correlated
+    features summed), the rest summed, and the total logit.
+
+    Parameters
+    ----------
+    explanation : TrajectoryExplanation
+        One run's explanation (:func:`htc_core.explain.reasons.explain_trajectory`).
+    top : int, default 12
+        The number of signals drawn one by one.
+    height : int, default 480
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal waterfall trace (red: lowers the confidence, green: raises it, blue: the total).
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.explain.reasons import explain_trajectory
+    >>> from htc_core.viz.inspector_plots import waterfall
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> fm = extract(ts)
+    >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
+    >>> fig = waterfall(explain_trajectory(model, fm, 3, labels=ts.labels), top=3)
+    >>> fig.data[0].type, list(fig.data[0].measure)
+    ('waterfall', ['absolute', 'relative', 'relative', 'relative', 'relative', 'total'])
+    >>> fig.data[0].y[0], fig.data[0].y[-2:]
+    ('intercept', ('5 other signals', 'logit'))
+    """
     t = explanation.signals
     t = t[t["contribution"] != 0]          # features a sparse model dropped add nothing
     head = t.head(top)

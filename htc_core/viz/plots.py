@@ -32,13 +32,36 @@ _PALETTE = ["#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#
             "#BAB0AC", "#2E86AB", "#A23B72"]
 _SIGNAL_COLORS = {"LastStep-TP": "#F58518", "GlobalTrace-TP": "#54A24B", "Bottom10": "#B279A2",
                   "LowestGroup": "#72B7B2", "Tail": "#9D755D", "Verbalized": "#EECA3B"}
-#: one colour per signal, whatever its rescaling (raw, +Temp, +Platt, +Iso): a diagram rarely shows two of them
+# one colour per signal, whatever its rescaling (raw, +Temp, +Platt, +Iso): a diagram rarely shows two of them
 METHOD_COLORS = {"HTC-Reduced": "#E45756", "HTC-Full": "#4C78A8",
                  **{f"{b}{s}": c for b, c in _SIGNAL_COLORS.items() for s in ("", "+Temp", "+Platt", "+Iso")}}
 
 
 def esc(value, limit: int | None = None) -> str:
-    """HTML-escaped text of an untrusted value (None -> '')."""
+    """HTML-escaped, bidi-isolated text of an untrusted value, for hover labels and titles.
+
+    Plotly shows HTML entities as text, so escaped trace text reads as written and never becomes markup.
+
+    Parameters
+    ----------
+    value : object
+        Any value (its ``str``); None and NaN give "".
+    limit : int or None, default None
+        The most characters kept; longer text ends with "…".
+
+    Returns
+    -------
+    str
+        The escaped text.
+
+    Examples
+    --------
+    >>> from htc_core.viz.plots import esc
+    >>> esc("<b>bold</b> & co")
+    '&lt;b&gt;bold&lt;/b&gt; &amp; co'
+    >>> esc("a long answer", 6), esc(None)
+    ('a lon…', '')
+    """
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return ""
     s = str(value)
@@ -49,7 +72,26 @@ def esc(value, limit: int | None = None) -> str:
 
 
 def short(value, limit: int = 80) -> str:
-    """Escaped, one-line, truncated text for hover labels."""
+    """Escaped, one-line, truncated text for hover labels.
+
+    Parameters
+    ----------
+    value : object
+        Any value (its ``str``); None gives "".
+    limit : int, default 80
+        The most characters kept.
+
+    Returns
+    -------
+    str
+        The text with its whitespace runs as single spaces, escaped as :func:`esc` does.
+
+    Examples
+    --------
+    >>> from htc_core.viz.plots import short
+    >>> short("line one\\n   line <two>", 12)
+    'line one li…'
+    """
     if value is None:
         return ""
     return esc(" ".join(str(value).split()), limit)
@@ -75,9 +117,43 @@ def apply_layout(fig: go.Figure, title: str | None = None, height: int = 420, *,
 # ------------------------------------------------------------ calibration
 def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
                        ece: Mapping[str, float] | None = None) -> go.Figure:
-    """Overlaid reliability diagrams (accuracy vs mean confidence per bin, Wilson intervals) with the
-    per-bin counts below. ``curves``: name -> ``metrics.ReliabilityCurve``. ``ece``: the ECE each legend
-    entry shows (an evaluation's table value, so legend and table agree); default the curve's own."""
+    """Overlaid reliability diagrams with the per-bin counts below.
+
+    Each method's curve is the success rate against the mean confidence of each bin, with Wilson intervals;
+    a click on a point or bar selects its bin (the drill-down lists its runs).
+
+    Parameters
+    ----------
+    curves : mapping of str to ReliabilityCurve
+        Method name -> curve (:func:`htc_core.explain.groups.reliability_curves`).
+    title : str or None, default None
+        The figure's title.
+    height : int, default 520
+        The figure's height in pixels.
+    ece : mapping of str to float or None, default None
+        The ECE each legend entry shows (an evaluation's table value, so legend and table agree); default
+        the curve's own.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        The diagonal, then a line and a count bar per method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)             # calibrated by construction
+    >>> from htc_core.explain.groups import reliability_curves
+    >>> from htc_core.viz.plots import reliability_figure
+    >>> curves = reliability_curves(y, {"HTC-Full": p, "LastStep-TP": np.clip(p + 0.2, 0, 1)}, n_bins=5)
+    >>> fig = reliability_figure(curves)
+    >>> [trace.name for trace in fig.data]
+    ['perfect calibration', 'HTC-Full (ECE 0.041)', 'HTC-Full count', 'LastStep-TP (ECE 0.206)', 'LastStep-TP count']
+    >>> fig.layout.yaxis.title.text, fig.layout.xaxis2.title.text
+    ('observed success rate', 'predicted confidence')
+    """
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
                              name="perfect calibration", hoverinfo="skip"), row=1, col=1)
@@ -115,7 +191,33 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
 
 
 def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: int = 380) -> go.Figure:
-    """Side-by-side reliability diagrams: ``curves`` group -> {method -> ReliabilityCurve}."""
+    """Side-by-side reliability diagrams, one panel per group.
+
+    Parameters
+    ----------
+    curves : mapping of str to mapping of str to ReliabilityCurve
+        Group -> {method -> curve}; each method appears once in the legend.
+    height : int, default 380
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per panel, the diagonal and one line per method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)             # calibrated by construction
+    >>> from htc_core.explain.groups import group_curves
+    >>> from htc_core.viz.plots import reliability_facets
+    >>> by_group = group_curves(y, p, np.where(np.arange(200) < 100, "facts", "lists"), n_bins=5)
+    >>> fig = reliability_facets({g: {"HTC-Full": c} for g, c in by_group.items()})
+    >>> len(fig.data), [a.text for a in fig.layout.annotations]
+    (4, ['facts', 'lists'])
+    """
     groups = list(curves)
     n = max(1, len(groups))
     fig = make_subplots(rows=1, cols=n, subplot_titles=[esc(g, 40) for g in groups], shared_yaxes=True,
@@ -145,7 +247,38 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
 
 def confidence_histogram(confidence, success, *, title: str | None = None, nbins: int = 20,
                          height: int = 320) -> go.Figure:
-    """Histogram of confidences, split into successful and failed runs."""
+    """Histogram of confidences, split into successful, failed and (when any) unlabeled runs.
+
+    Parameters
+    ----------
+    confidence : array-like of shape (n_runs,)
+        The confidences.
+    success : array-like of shape (n_runs,)
+        1 success, 0 failure, NaN unlabeled.
+    title : str or None, default None
+        The figure's title.
+    nbins : int, default 20
+        Equal-width bins on [0, 1].
+    height : int, default 320
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One overlaid histogram per outcome, its count in the legend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)             # calibrated by construction
+    >>> from htc_core.viz.plots import confidence_histogram
+    >>> y[:5] = np.nan
+    >>> fig = confidence_histogram(p, y, nbins=10)
+    >>> [trace.name for trace in fig.data], fig.layout.xaxis.title.text
+    (['success (98)', 'failure (97)', 'unlabeled (5)'], 'confidence')
+    """
     c = np.asarray(confidence, dtype=np.float64)
     y = np.asarray(success, dtype=np.float64)
     fig = go.Figure()
@@ -164,7 +297,30 @@ def confidence_histogram(confidence, success, *, title: str | None = None, nbins
 
 
 def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
-    """Bars of mean metric values with std error bars; ``frame`` columns: method, metric, mean, std."""
+    """Bars of mean metric values with std error bars, one panel per metric.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Columns method, metric, mean, std (:func:`htc_core.viz.tables.metrics_long`).
+    height : int, default 320
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per metric.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.viz.plots import metric_bars
+    >>> frame = pd.DataFrame({"method": ["HTC-Full", "LastStep-TP"] * 2, "metric": ["ECE", "ECE", "AUROC", "AUROC"],
+    ...                       "mean": [0.05, 0.2, 0.8, 0.7], "std": [0.01, 0.02, 0.03, 0.02]})
+    >>> fig = metric_bars(frame)
+    >>> [a.text for a in fig.layout.annotations], list(fig.data[0].x)
+    (['ECE', 'AUROC'], ['HTC-Full', 'LastStep-TP'])
+    """
     metrics = list(dict.fromkeys(frame["metric"]))
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=metrics)
     for j, m in enumerate(metrics):
@@ -179,8 +335,41 @@ def metric_bars(frame: pd.DataFrame, *, height: int = 320) -> go.Figure:
 # ---------------------------------------------------------- feature weights
 def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 520,
                 only_selected: bool = False) -> go.Figure:
-    """Bars of calibrator weights (one row of ``explain.weights_frame`` per feature), coloured by family,
-    with each feature's formula on hover. Several models are drawn as grouped bars."""
+    """Bars of calibrator weights, largest first, coloured by family, each feature's formula on hover.
+
+    Several models are drawn as grouped bars (the second and later hatched).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per model and feature (:func:`htc_core.viz.tables.weights_frame`).
+    title : str or None, default None
+        The figure's title.
+    height : int, default 520
+        The figure's height in pixels.
+    only_selected : bool, default False
+        Draw only the features with a non-zero weight.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per family (and model).
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.viz.tables import weights_frame
+    >>> from htc_core.viz.plots import weights_bar
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> model = HTCCalibrator(variant="reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
+    >>> fig = weights_bar(weights_frame({"HTC-Reduced": model}), only_selected=True)
+    >>> [(trace.name, len(trace.x)) for trace in fig.data]
+    [('Position', 1), ('Stability', 2)]
+    >>> fig.layout.yaxis.title.text
+    'weight on the standardized feature'
+    """
     fig = go.Figure()
     models = list(dict.fromkeys(frame["model"]))
     # bars by size (|weight| of the first model, largest first), not in the paper's order
@@ -208,7 +397,38 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
 
 
 def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 460) -> go.Figure:
-    """How often each feature was selected (``explain.selection_frequency`` rows of one method)."""
+    """How often each feature was selected across an evaluation's fits, most often first.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The rows of one method of :func:`htc_core.viz.tables.selection_frequency`.
+    title : str or None, default None
+        The figure's title.
+    height : int, default 460
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per feature family.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.calibration.evaluation import evaluate
+    >>> from htc_core.viz.tables import selection_frequency
+    >>> from htc_core.viz.plots import selection_bar
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> result = evaluate(ts, methods=("HTC-Reduced",), seeds=1, n_splits=3, alphas=(1.0,))
+    >>> freq = selection_frequency(result)
+    >>> fig = selection_bar(freq[freq["method"] == "HTC-Reduced"])
+    >>> [trace.name for trace in fig.data]
+    ['Dynamics', 'Position', 'Stability', 'Structure']
+    >>> list(fig.data[0].x[:2]), fig.layout.yaxis.title.text
+    (['F12 token_gradient_max', 'F16 step_progression_spread'], 'fraction of fits (folds x seeds)')
+    """
     sub = frame.sort_values(["frequency", "code"], ascending=[False, True])
     fig = go.Figure()
     for fam in FAMILIES:
@@ -225,7 +445,32 @@ def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int 
 
 
 def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: int = 360) -> go.Figure:
-    """Heatmap of weights, rows = groups (e.g. datasets), columns = features."""
+    """Heatmap of weights: rows are groups (e.g. datasets), columns are features (named by F-code).
+
+    Parameters
+    ----------
+    weights : pandas.DataFrame
+        Groups x features (:class:`htc_core.explain.groups.DatasetWeights`'s ``weights``).
+    title : str or None, default None
+        The figure's title.
+    height : int, default 360
+        The least height in pixels (it grows with the number of groups).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One heatmap trace, centred on 0 (red-blue).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.viz.plots import weights_heatmap
+    >>> weights = pd.DataFrame([[0.5, -1.2], [0.1, 0.8]], index=["facts", "lists"],
+    ...                        columns=["last_top1_avg", "normalized_step_count"])
+    >>> fig = weights_heatmap(weights)
+    >>> fig.data[0].type, list(fig.data[0].x), list(fig.data[0].y)
+    ('heatmap', ['F31 last_top1_avg', 'F43 normalized_step_count'], ['facts', 'lists'])
+    """
     z = weights.to_numpy(dtype=np.float64)
     lim = float(np.nanmax(np.abs(z))) if z.size else 1.0
     # columns named by their F-codes, as the weight bars name them (the feature name on hover)
@@ -241,9 +486,43 @@ def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: 
 
 # ------------------------------------------------------------ feature space
 def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = None, height: int = 600) -> go.Figure:
-    """Scatter of a 2-D projection. ``frame`` columns: x, y, position, id, question, dataset, model,
-    success, htc_confidence, baseline_confidence and the ``color`` column. Points carry their position
-    as customdata[0] (read back when a point is selected)."""
+    """Scatter of a 2-D projection of the runs, coloured by a column.
+
+    Points carry their position as ``customdata[0]`` (read back when a point is selected); sets of more than
+    3,000 points are drawn with WebGL.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Columns x, y, position, id, question, dataset, model, success, htc_confidence, baseline_confidence and
+        the ``color`` column.
+    color : str
+        The column that colours the points: a confidence column (a colour scale) or any other (one trace per
+        value; for ``success``: success, failure, unknown).
+    title : str or None, default None
+        The figure's title.
+    height : int, default 600
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One scatter trace, or one per value of ``color``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from htc_core.viz.plots import projection_scatter
+    >>> frame = pd.DataFrame({"x": [0.1, 0.5, 0.9], "y": [0.2, 0.4, 0.1], "position": [0, 1, 2],
+    ...                       "id": ["a", "b", "c"], "question": ["q1", "q2", "q3"], "dataset": ["facts"] * 3,
+    ...                       "model": ["m"] * 3, "success": [1.0, 0.0, np.nan], "htc_confidence": [0.9, 0.2, 0.5],
+    ...                       "baseline_confidence": [0.8, 0.7, np.nan]})
+    >>> [trace.name for trace in projection_scatter(frame, color="success").data]
+    ['failure', 'success', 'unknown']
+    >>> projection_scatter(frame, color="htc_confidence").data[0].marker.colorbar.title.text
+    'confidence'
+    """
     fig = go.Figure()
     Scatter = go.Scatter if len(frame) <= 3000 else go.Scattergl   # SVG points take clicks; WebGL for big sets
     hover = ("<b>%{customdata[1]}</b><br>%{customdata[2]}<br>dataset %{customdata[3]} · model %{customdata[4]}"
@@ -283,7 +562,30 @@ def projection_scatter(frame: pd.DataFrame, *, color: str, title: str | None = N
 
 # ----------------------------------------------------------- the inspector
 def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Figure:
-    """Per-step confidences (top-1, top-k, mean r) above per-step statistics and token counts."""
+    """Per-step confidences (top-1, top-k, mean r) above per-step statistics and token counts.
+
+    Parameters
+    ----------
+    timeline : pandas.DataFrame
+        One row per step (:func:`htc_core.explain.steps.step_timeline`).
+    height : int, default 460
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Three confidence lines, three statistic lines and the token bars.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.explain.steps import step_timeline
+    >>> from htc_core.viz.plots import step_timeline_figure
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> fig = step_timeline_figure(step_timeline(ts, 0))
+    >>> [trace.name for trace in fig.data]
+    ['mean token probability', 'top-k confidence', 'top-1 confidence', 'entropy', 'concentration', 'spread', 'tokens']
+    """
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.55, 0.45], vertical_spacing=0.08,
                         specs=[[{}], [{"secondary_y": True}]])
     names = timeline["name"].map(lambda v: esc(v, 40))
@@ -315,7 +617,37 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
 
 def position_figure(confidence, success, value: float, *, label: str = "this trajectory",
                     height: int = 300) -> go.Figure:
-    """Where one trajectory's confidence sits among its dataset's (histogram by outcome + a marker line)."""
+    """Where one trajectory's confidence sits among its group's: a histogram by outcome and a marker line.
+
+    Parameters
+    ----------
+    confidence : array-like of shape (n_runs,)
+        The group's confidences.
+    success : array-like of shape (n_runs,)
+        Their labels (1, 0, NaN).
+    value : float
+        The trajectory's confidence, marked by a dashed line.
+    label : str, default "this trajectory"
+        The marker's label (escaped).
+    height : int, default 300
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        :func:`confidence_histogram` with the marker.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)             # calibrated by construction
+    >>> from htc_core.viz.plots import position_figure
+    >>> fig = position_figure(p, y, 0.8, label="run 7")
+    >>> [trace.type for trace in fig.data], [a.text for a in fig.layout.annotations]
+    (['histogram', 'histogram'], ['run 7'])
+    """
     fig = confidence_histogram(confidence, success, nbins=20, height=height)
     fig.add_vline(x=float(value), line=dict(color="#222", width=3, dash="dash"))
     fig.add_annotation(x=float(value), y=1, yref="paper", text=esc(label), showarrow=False, yanchor="bottom")
@@ -325,8 +657,35 @@ def position_figure(confidence, success, value: float, *, label: str = "this tra
 # ------------------------------------------------------------ comparisons
 def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "brier", "auroc"),
                       height: int = 360) -> go.Figure:
-    """Grouped bars of per-group metrics (``explain.group_metrics``): one panel per metric, with whiskers when the
-    frame has bootstrap intervals."""
+    """Grouped bars of per-group metrics, one panel per metric, with whiskers when the frame has intervals.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`htc_core.explain.groups.group_metrics` rows (with ``n_boot``: bootstrap whiskers).
+    metrics : sequence of str, default ("ece", "brier", "auroc")
+        The panels.
+    height : int, default 360
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per method and metric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)             # calibrated by construction
+    >>> from htc_core.explain.groups import group_metrics
+    >>> from htc_core.viz.plots import group_metric_bars
+    >>> frame = group_metrics(y, {"HTC-Full": p}, np.where(np.arange(200) < 100, "facts", "lists"), n_boot=20)
+    >>> fig = group_metric_bars(frame)
+    >>> [a.text for a in fig.layout.annotations], list(fig.data[0].x), fig.data[0].error_y.type
+    (['ECE', 'Brier', 'AUROC'], ['facts', 'lists'], 'data')
+    """
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m.upper() if m != "brier" else "Brier" for m in metrics])
     methods = list(dict.fromkeys(frame["method"]))
     for j, met in enumerate(metrics):
@@ -346,7 +705,32 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
 
 
 def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int = 360) -> go.Figure:
-    """Box plots of one feature per group and outcome; ``frame`` columns: group, success, value."""
+    """Box plots of one feature per group and outcome.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Columns group, success (1, 0) and value.
+    feature_label : str
+        The y axis's title (escaped).
+    height : int, default 360
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        A box trace for successes and one for failures.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.viz.plots import feature_distribution
+    >>> frame = pd.DataFrame({"group": ["facts", "facts", "lists", "lists"], "success": [1.0, 0.0, 1.0, 0.0],
+    ...                       "value": [0.9, 0.4, 0.8, 0.5]})
+    >>> fig = feature_distribution(frame, feature_label="F31 last step top-1")
+    >>> [trace.name for trace in fig.data], fig.layout.yaxis.title.text
+    (['success', 'failure'], 'F31 last step top-1')
+    """
     fig = go.Figure()
     for val, name, col in ((1.0, "success", "#54A24B"), (0.0, "failure", "#E45756")):
         sub = frame[frame["success"] == val]
@@ -371,8 +755,30 @@ def probability_color(p: float) -> str:
 
 
 def token_html(tokens: Sequence[str], probability: Sequence[float]) -> str:
-    """Tokens as coloured spans (colour = probability, exact value on hover). Every token is
-    HTML-escaped, so trace text can never become markup."""
+    """Tokens as coloured spans: the colour is the probability, the exact value shows on hover.
+
+    Every token is HTML-escaped, so trace text can never become markup; an empty token shows as "␣" and a
+    newline as "↵".
+
+    Parameters
+    ----------
+    tokens : sequence of str
+        The tokens.
+    probability : sequence of float
+        Their probabilities (red low, green high).
+
+    Returns
+    -------
+    str
+        One ``<div>`` of ``<span>`` elements.
+
+    Examples
+    --------
+    >>> from htc_core.viz.plots import token_html
+    >>> html = token_html(["Paris", " <b>"], [0.93, 0.12])
+    >>> html.count("<span"), "&lt;b&gt;" in html, 'title="p = 0.120"' in html
+    (2, True, True)
+    """
     parts = ['<div style="font-family: monospace; font-size: 0.85rem; line-height: 1.9; white-space: pre-wrap; '
              'word-break: break-word;">']
     for t, p in zip(tokens, probability):

@@ -19,9 +19,42 @@ __all__ = ["risk_coverage_figure", "roc_figure"]
 
 def risk_coverage_figure(curves: Mapping[str, object], *, threshold: float | None = None, marked: str | None = None,
                          height: int = 420) -> go.Figure:
-    """Selective accuracy (success rate of the kept runs) against coverage (share of runs kept) for each
-    method's ``RiskCoverage``; the dotted line is the success rate of all runs. With ``threshold``, the point
-    where ``marked``'s runs with confidence >= threshold are kept is drawn."""
+    """Risk-coverage curves: the success rate of the kept runs against the share of runs kept.
+
+    The dotted line is the success rate of all runs; with ``threshold``, the point where ``marked``'s runs
+    with confidence >= threshold are kept is drawn.
+
+    Parameters
+    ----------
+    curves : mapping of str to RiskCoverage
+        Each method's curve (:func:`~htc_core.calibration.selective.risk_coverage_curve`).
+    threshold : float or None, default None
+        An abstention threshold to mark.
+    marked : str or None, default None
+        The method whose point at ``threshold`` is drawn.
+    height : int, default 420
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One line per method (its AURC in the legend), and the marked point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)
+    >>> from htc_core.calibration.selective import risk_coverage_curve
+    >>> from htc_core.viz.selective_plots import risk_coverage_figure
+    >>> curves = {"HTC-Full": risk_coverage_curve(y, p), "LastStep-TP": risk_coverage_curve(y, rng.uniform(size=200))}
+    >>> fig = risk_coverage_figure(curves, threshold=0.5, marked="HTC-Full")
+    >>> [trace.name for trace in fig.data]
+    ['HTC-Full (AURC 0.229)', 'LastStep-TP (AURC 0.488)', 'HTC-Full ≥ 0.50: 112 kept']
+    >>> fig.layout.xaxis.title.text
+    'coverage (share of runs kept)'
+    """
     fig = go.Figure()
     base = None
     for i, (name, c) in enumerate(curves.items()):
@@ -47,8 +80,37 @@ def risk_coverage_figure(curves: Mapping[str, object], *, threshold: float | Non
 
 def roc_figure(rocs: Mapping[str, pd.DataFrame], aucs: Mapping[str, float] | None = None, *,
                height: int = 420) -> go.Figure:
-    """ROC curves (``selective.roc_curve`` frames: fpr, tpr, threshold), success as the positive class; the
-    legend shows each method's AUROC from ``aucs`` (the evaluation table's) when given."""
+    """ROC curves, success as the positive class, over the chance diagonal.
+
+    Parameters
+    ----------
+    rocs : mapping of str to pandas.DataFrame
+        Each method's ROC curve (:func:`~htc_core.calibration.selective.roc_curve` frames: fpr, tpr,
+        threshold).
+    aucs : mapping of str to float or None, default None
+        The AUROC each legend entry shows (the evaluation table's, so legend and table agree).
+    height : int, default 420
+        The figure's height in pixels.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        The chance line, then one line per method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)
+    >>> y = (rng.uniform(size=200) < p).astype(float)
+    >>> from htc_core.calibration.selective import roc_curve
+    >>> from htc_core.viz.selective_plots import roc_figure
+    >>> fig = roc_figure({"HTC-Full": roc_curve(y, p)}, {"HTC-Full": 0.8})
+    >>> [trace.name for trace in fig.data]
+    ['chance', 'HTC-Full (AUROC 0.800)']
+    >>> fig.layout.yaxis.title.text
+    'true-positive rate (successes trusted)'
+    """
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
                              name="chance", hoverinfo="skip"))
