@@ -32,12 +32,25 @@ from .transfer import check_variants
 __all__ = ["ablation", "AblationResult", "selection_frequency", "SelectionFrequency", "family_combinations",
            "LEVELS"]
 
-#: selection levels of the paper's table: top-1, top-3, top-5 by |weight|, and selected at all
+# selection levels of the paper's table: top-1, top-3, top-5 by |weight|, and selected at all
 LEVELS = (("top1", 1), ("top3", 3), ("top5", 5), ("selected", None))
 
 
 def family_combinations() -> list[tuple[str, ...]]:
-    """The 15 non-empty combinations of the four families, largest first (all four first)."""
+    """The 15 non-empty combinations of the four feature families, largest first (all four first).
+
+    Returns
+    -------
+    list of tuple of str
+        Each combination's families in the registry's order.
+
+    Examples
+    --------
+    >>> from htc_core.experiments.ablation import family_combinations
+    >>> combos = family_combinations()
+    >>> len(combos), combos[0], combos[-1]
+    (15, ('Dynamics', 'Position', 'Stability', 'Structure'), ('Structure',))
+    """
     from ..features.registry import FAMILIES
 
     combos = [c for r in range(len(FAMILIES), 0, -1) for c in itertools.combinations(FAMILIES, r)]
@@ -45,13 +58,48 @@ def family_combinations() -> list[tuple[str, ...]]:
 
 
 def _method_name(variant: str, families: tuple[str, ...], n_all: int) -> str:
+    """The evaluation's method name of one variant restricted to ``families``."""
     return VARIANT_NAMES[variant] if len(families) == n_all else f"{VARIANT_NAMES[variant]} [{'+'.join(families)}]"
 
 
 # ------------------------------------------------------------------ selection frequency
 @dataclass
 class SelectionFrequency:
-    """How often each feature (and family) is Top-1 / in the Top-3 / Top-5 / selected, over ``n_fits`` fits."""
+    """How often each feature (and family) is Top-1, in the Top-3, the Top-5, or selected at all.
+
+    Made by :func:`selection_frequency`. Counts are over the ``n_fits`` outer fits of one method; the
+    ``*_pct`` columns are shares of the Top-k slots (count / (k x fits), the paper's convention), and for
+    "selected" the share of fits that kept the feature (by family: of all selections).
+
+    Parameters
+    ----------
+    method : str
+        The method whose fits were counted.
+    n_fits : int
+        Its outer fits (folds x seeds).
+    by_feature : pandas.DataFrame
+        feature, family, top1, top3, top5, selected (counts) and their ``*_pct``.
+    by_family : pandas.DataFrame
+        family, n_features, top1, top3, top5, selected (counts) and their ``*_pct``.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> from htc_core.calibration.evaluation import evaluate
+    >>> from htc_core.experiments.ablation import selection_frequency
+    >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+    >>> freq = selection_frequency(result, "HTC-Reduced")
+    >>> freq.method, freq.n_fits
+    ('HTC-Reduced', 3)
+    >>> freq.by_family[["family", "n_features", "top1", "top3", "selected"]]
+          family  n_features  top1  top3  selected
+    0   Dynamics          19     2     5         5
+    1   Position          14     0     2         2
+    2  Stability          10     0     0         1
+    3  Structure           5     1     1         1
+    """
 
     method: str
     n_fits: int
@@ -59,9 +107,51 @@ class SelectionFrequency:
     by_family: pd.DataFrame      # family, n_features, top1, top3, top5, selected (counts) + *_pct
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the per-feature counts.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``by_feature``, one row per feature in the paper's order.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.calibration.evaluation import evaluate
+        >>> from htc_core.experiments.ablation import selection_frequency
+        >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+        >>> freq = selection_frequency(result, "HTC-Reduced")
+        >>> freq.to_frame()[["feature", "family", "top1", "selected"]].head(2)
+                      feature    family  top1  selected
+        0  top1_gradient_mean  Dynamics     1         1
+        1   top1_gradient_std  Dynamics     0         0
+        """
         return self.by_feature.copy()
 
     def to_dict(self) -> dict:
+        """The counts as JSON-ready values (missing numbers as None).
+
+        Returns
+        -------
+        dict
+            Keys method, n_fits, by_feature and by_family (lists of records).
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.calibration.evaluation import evaluate
+        >>> from htc_core.experiments.ablation import selection_frequency
+        >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+        >>> freq = selection_frequency(result, "HTC-Reduced")
+        >>> d = freq.to_dict()
+        >>> list(d), d["by_family"][0]["family"], d["by_family"][0]["top1"]
+        (['method', 'n_fits', 'by_feature', 'by_family'], 'Dynamics', 2)
+        """
+
         def records(df):
             return [{k: (finite_or_none(v) if isinstance(v, float) else (int(v) if isinstance(v, (int, np.integer)) else v))
                      for k, v in r.items()} for r in df.to_dict("records")]
@@ -70,7 +160,39 @@ class SelectionFrequency:
                 "by_family": records(self.by_family)}
 
     def top(self, level: str = "top1", n: int = 10) -> pd.DataFrame:
-        """The ``n`` most frequent features at ``level`` (top1, top3, top5, selected), like the paper's table."""
+        """The ``n`` most frequent features at one level, like the paper's table.
+
+        Parameters
+        ----------
+        level : {"top1", "top3", "top5", "selected"}, default "top1"
+            The level.
+        n : int, default 10
+            The most features listed (only those counted at least once).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns feature, family, the count and its percentage; most frequent first, ties by name.
+
+        Raises
+        ------
+        ValueError
+            If ``level`` is not one of the four.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.calibration.evaluation import evaluate
+        >>> from htc_core.experiments.ablation import selection_frequency
+        >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+        >>> freq = selection_frequency(result, "HTC-Reduced")
+        >>> freq.top("selected", 2)
+                            feature    family  selected  selected_pct
+        16  step_progression_spread  Dynamics         2     66.666667
+        12       token_gradient_max  Dynamics         2     66.666667
+        """
         if level not in dict(LEVELS):
             raise ValueError(f"level must be one of {[lv for lv, _ in LEVELS]}, got {level!r}")
         df = self.by_feature[self.by_feature[level] > 0]
@@ -79,10 +201,48 @@ class SelectionFrequency:
 
 
 def selection_frequency(result: EvaluationResult, method: str = "HTC-Reduced") -> SelectionFrequency:
-    """Selection frequency of ``method``'s outer fits in ``result`` (an :class:`EvaluationResult`).
+    """How often each feature of ``method``'s outer fits is Top-1, in the Top-3, the Top-5, or selected.
 
-    Percentages: for Top-1/3/5, the share of all Top-k slots (count / (k x fits), the paper's convention);
-    for "selected", the share of fits that kept the feature (by family: of all selections)."""
+    Ranks are by absolute standardized weight, non-zero weights only. Percentages: for Top-1/3/5, the share of
+    all Top-k slots (count / (k x fits), the paper's convention); for "selected", the share of fits that kept
+    the feature (by family: of all selections).
+
+    Parameters
+    ----------
+    result : EvaluationResult
+        An evaluation (:func:`~htc_core.calibration.evaluation.evaluate`).
+    method : str, default "HTC-Reduced"
+        A feature-selecting method of the result (one with weights).
+
+    Returns
+    -------
+    SelectionFrequency
+        The counts by feature and by family.
+
+    Raises
+    ------
+    ValueError
+        If ``result`` is not an EvaluationResult or ``method`` has no weights in it.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> from htc_core.calibration.evaluation import evaluate
+    >>> from htc_core.experiments.ablation import selection_frequency
+    >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+    >>> freq = selection_frequency(result, "HTC-Reduced")
+    >>> freq.top("top1", 3)
+                   feature     family  top1   top1_pct
+    45    last_token_count  Structure     1  33.333333
+    12  token_gradient_max   Dynamics     1  33.333333
+    0   top1_gradient_mean   Dynamics     1  33.333333
+    >>> selection_frequency(result, "LastStep-TP")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of the feature-selecting methods of the result ['HTC-Reduced'], got 'LastStep-TP'
+    """
     if not isinstance(result, EvaluationResult):
         raise ValueError(f"result must be an EvaluationResult, got {type(result).__name__}")
     if method not in result.weights:
@@ -127,8 +287,30 @@ def _names_in_order(d: int) -> list[str]:
 # ------------------------------------------------------------------ ablation
 @dataclass
 class AblationResult:
-    """HTC-Full / HTC-Reduced on each combination of feature families, plus the selection frequency of the
-    all-families fits. ``evaluation`` is the underlying :class:`EvaluationResult` (every combination a method)."""
+    """HTC-Full / HTC-Reduced on each combination of feature families (made by :func:`ablation`).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per variant and combination, best AUROC first within a variant: variant, families
+        ("+"-joined), n_families, n_columns, method, and every metric's mean and std (also ``n_features``).
+    selection : dict of str to SelectionFrequency
+        Variant -> the selection frequency of its all-families fits.
+    evaluation : EvaluationResult
+        The underlying evaluation, every combination a method.
+    notes : list of str, default []
+        The evaluation's notes.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> from htc_core.experiments.ablation import ablation
+    >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> len(result.rows), list(result.selection), result.evaluation.methods[0]
+    (15, ['reduced'], 'HTC-Reduced')
+    """
 
     rows: pd.DataFrame            # variant, families, n_families, n_columns, method, metrics mean/std, n_features
     selection: dict               # variant -> SelectionFrequency (all-families fits)
@@ -136,9 +318,48 @@ class AblationResult:
     notes: list = field(default_factory=list)
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the rows: one per variant and family combination.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The ``rows`` table.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.experiments.ablation import ablation
+        >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> result.to_frame()[["families", "n_columns", "auroc_mean"]].round(3).head(3)
+                               families  n_columns  auroc_mean
+        0  Position+Stability+Structure         29       0.909
+        1            Position+Stability         24       0.909
+        2           Stability+Structure         15       0.909
+        """
         return self.rows.copy()
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready values (missing numbers as None).
+
+        Returns
+        -------
+        dict
+            Keys experiment ("ablation"), n, positive_rate, seeds, n_splits, profile, top_k, rows (families as
+            lists, each metric as {"mean", "std"}), selection_frequency (by variant) and notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.experiments.ablation import ablation
+        >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> row = result.to_dict()["rows"][0]
+        >>> row["families"], row["n_columns"], round(row["auroc"]["mean"], 3)
+        (['Position', 'Stability', 'Structure'], 29, 0.909)
+        """
         rows = [{"variant": r["variant"], "families": r["families"].split("+"), "n_columns": int(r["n_columns"]),
                  **{m: {"mean": finite_or_none(r[f"{m}_mean"]), "std": finite_or_none(r[f"{m}_std"])} for m in (*METRICS, "n_features")}}
                 for r in self.rows.to_dict("records")]
@@ -149,9 +370,56 @@ class AblationResult:
                 "notes": list(self.notes)}
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as a JSON string.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps` (``indent=2``, ...).
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.experiments.ablation import ablation
+        >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> import json
+        >>> json.loads(result.to_json())["experiment"]
+        'ablation'
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
+        """Plain text: each variant's combinations by AUROC, then the selection frequency by family and the
+        most frequent features.
+
+        Returns
+        -------
+        str
+            The table.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> from htc_core.experiments.ablation import ablation
+        >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> print(result.table())
+        feature-family ablation: n = 16, 3-fold CV x 1 repeat(s) (seeds 42), metrics on pooled out-of-fold
+        predictions, sorted by AUROC
+        <BLANKLINE>
+        HTC-Reduced
+        families (columns)                                   AUROC           Brier             ECE   kept
+        Position+Stability+Structure (29)            0.909 ± 0.000   0.143 ± 0.000   0.235 ± 0.000    3.7
+        ...
+        """
         ev = self.evaluation
         out = [f"feature-family ablation: n = {ev.n}, {ev.n_splits}-fold CV x {len(ev.seeds)} repeat(s) "
                f"(seeds {', '.join(map(str, ev.seeds))}), metrics on pooled out-of-fold predictions, sorted by AUROC"]
@@ -189,6 +457,7 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
     labels : array-like, optional
         Labels for features (default: the trace set's).
     variants : sequence of str, default=("full", "reduced")
+        HTC variants.
     seeds, n_splits, profile, top_k, alphas, inner_folds, max_iter, progress
         As :func:`evaluate`.
 
@@ -197,14 +466,25 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
     AblationResult
         One row per family combination and variant (``to_frame()``, ``table()``).
 
+    Raises
+    ------
+    ValueError
+        If ``data`` is neither a TraceSet nor the 48 HTC features, or a variant is unknown.
+
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> result = htc.ablation(htc.extract(ts), ts.labels, variants=("reduced",), seeds=1, alphas=(1.0,),
-    ...                       inner_folds=3)
+    >>> from htc_core.formats import load
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> from htc_core.features import extract
+    >>> from htc_core.experiments.ablation import ablation
+    >>> result = ablation(extract(ts), ts.labels, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,),
+    ...                   inner_folds=3)
     >>> len(result.to_frame())
     15
+    >>> result.rows[["families", "auroc_mean"]].round(3).tail(1)
+         families  auroc_mean
+    14  Structure       0.673
     """
     from ..features import FEATURE_NAMES
     from ..calibration.evaluation import evaluate

@@ -15,9 +15,32 @@ __all__ = ["CurveMethod", "CURVE_METHODS", "register_curve_method", "resolve_cur
 
 @dataclass(frozen=True)
 class CurveMethod:
-    """A learning-curve row: ``name``, ``fit_predict`` (contract in the module doc), ``requires``: optional
-    modules it imports (checked before the run: missing ones raise MissingExtraError with the install
-    command), ``kind`` (htc, features, sequence, zero-shot), ``description``."""
+    """One method of the learning curves.
+
+    Parameters
+    ----------
+    name : str
+        The method's name in tables and plots.
+    fit_predict : callable
+        ``fit_predict(train_ts, y_train, test_ts, seed) -> probabilities`` (the contract in
+        :mod:`htc_core.experiments.learning_curve`).
+    requires : tuple of str, default ()
+        Optional modules it imports, checked before a run (a missing one raises ``MissingExtraError`` with the
+        install command).
+    kind : str, default "features"
+        "htc", "features", "sequence" or "zero-shot".
+    description : str, default ""
+        One line for ``--help`` and the report.
+
+    Examples
+    --------
+    >>> from htc_core.experiments.curve_methods import CURVE_METHODS
+    >>> gp = CURVE_METHODS["GP"]
+    >>> gp.kind, gp.requires, gp.description
+    ('features', (), 'Gaussian process classifier, RBF + white noise')
+    >>> CURVE_METHODS["LSTM"].requires
+    ('torch',)
+    """
 
     name: str
     fit_predict: Callable
@@ -84,12 +107,39 @@ def _transformer(seed):
     return TransformerBaseline(random_state=seed)
 
 
-#: name -> CurveMethod, in the order of the tables and plots
+# name -> CurveMethod, in the order of the tables and plots
 CURVE_METHODS: dict[str, CurveMethod] = {}
 
 
 def register_curve_method(method: CurveMethod) -> None:
-    """Add (or replace) a learning-curve method; see the module doc for the ``fit_predict`` contract."""
+    """Add (or replace, by name) a learning-curve method of :data:`CURVE_METHODS`.
+
+    Parameters
+    ----------
+    method : CurveMethod
+        The method; its ``fit_predict`` follows the contract in :mod:`htc_core.experiments.learning_curve`.
+
+    Returns
+    -------
+    None
+        The registry is changed in place.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not a CurveMethod with a callable ``fit_predict``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.experiments.curve_methods import (CURVE_METHODS, CurveMethod, register_curve_method,
+    ...                                                 resolve_curve_methods)
+    >>> register_curve_method(CurveMethod("always 0.4", lambda tr, y, te, seed: np.full(len(te), 0.4),
+    ...                                   kind="zero-shot"))
+    >>> [m.name for m in resolve_curve_methods(["Always 0.4"])]
+    ['always 0.4']
+    >>> del CURVE_METHODS["always 0.4"]                       # leave the registry as it was
+    """
     if not isinstance(method, CurveMethod) or not callable(method.fit_predict):
         raise ValueError(f"method must be a CurveMethod with a callable fit_predict, got {method!r}")
     CURVE_METHODS[method.name] = method
@@ -108,8 +158,35 @@ for _m in (CurveMethod("HTC-Full", _htc("full"), kind="htc", description="L2 log
 
 
 def resolve_curve_methods(methods=None) -> list[CurveMethod]:
-    """``None`` -> every registered method; else names (case-insensitive) or CurveMethod objects. Checks that
-    the optional packages they need are installed (MissingExtraError naming the install command)."""
+    """The learning-curve methods asked for, checked: names (case-insensitive) or CurveMethod objects.
+
+    Parameters
+    ----------
+    methods : str, CurveMethod, sequence of them, or None, default None
+        None: every registered method.
+
+    Returns
+    -------
+    list of CurveMethod
+        In the order given, duplicates (by name) once.
+
+    Raises
+    ------
+    ValueError
+        If a name is not registered or the list is empty.
+    MissingExtraError
+        If a method needs an optional package that is not installed (the message names the install command).
+
+    Examples
+    --------
+    >>> from htc_core.experiments.curve_methods import resolve_curve_methods
+    >>> [m.name for m in resolve_curve_methods(["htc-full", "GP", "HTC-Full"])]
+    ['HTC-Full', 'GP']
+    >>> resolve_curve_methods(["SVM"])
+    Traceback (most recent call last):
+    ...
+    ValueError: methods: unknown method 'SVM'; known: HTC-Full, HTC-Reduced, MLP, XGBoost, GP, LSTM, Transformer
+    """
     from .learning import require
 
     if methods is None:

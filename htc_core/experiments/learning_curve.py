@@ -49,8 +49,46 @@ DEFAULT_SIZES = (50, 100, 200, 400)
 # ------------------------------------------------------------------ the result
 @dataclass
 class LearningCurveResult:
-    """Per-fit rows (``rows``: method, size, n_train, seed, fold, n_test, ece, brier, auroc, seconds) and the
-    curves (mean +- std over repeats x folds per method and size)."""
+    """Learning curves: per-fit rows and their mean ± std by method and training size.
+
+    Made by :func:`learning_curve`.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per fit: method, size, n_train, seed, fold, n_test, ece, brier, auroc, seconds (fit and
+        predict).
+    methods : list of str
+        The methods, in the tables' order.
+    sizes : list of int
+        The training sizes, increasing.
+    seeds : list of int
+        The repeats' seeds.
+    folds : int
+        Outer folds per repeat.
+    n_runs : int
+        The labeled runs.
+    positive_rate : float
+        Their success rate.
+    notes : list of str, default []
+        Unlabeled runs left out, sizes clipped to a fold's training part.
+    predictions : dict, default {}
+        (method, size, seed) -> out-of-fold success probabilities over all runs (NaN where not scored).
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.learning_curve import learning_curve
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+    >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+    >>> result.methods, result.sizes, result.seeds, result.n_runs
+    (['HTC-Reduced'], [10, 16], [42], 32)
+    >>> len(result.rows), result.predictions[("HTC-Reduced", 10, 42)].shape
+    (4, (32,))
+    """
 
     rows: pd.DataFrame
     methods: list
@@ -60,12 +98,32 @@ class LearningCurveResult:
     n_runs: int
     positive_rate: float
     notes: list = field(default_factory=list)
-    #: (method, size, seed) -> out-of-fold success probabilities over all runs (NaN where not scored)
+    # (method, size, seed) -> out-of-fold success probabilities over all runs (NaN where not scored)
     predictions: dict = field(default_factory=dict, repr=False)
 
     def curves(self) -> pd.DataFrame:
-        """One row per (method, size): ``n_train`` and ``{metric}_mean`` / ``{metric}_std`` for ECE, Brier,
-        AUROC and ``seconds`` (fit + predict time of one fit)."""
+        """The curves: one row per (method, size), mean and std over the repeats x folds fits.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns method, size, n_train (mean), n_fits and ``{metric}_mean`` / ``{metric}_std`` for ece,
+            brier, auroc and seconds (fit + predict time of one fit); methods in ``methods`` order.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.learning_curve import learning_curve
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+        >>> result.curves()[["method", "size", "n_train", "n_fits", "ece_mean", "auroc_mean"]].round(3)
+                method  size  n_train  n_fits  ece_mean  auroc_mean
+        0  HTC-Reduced    10     10.0       2     0.334       0.417
+        1  HTC-Reduced    16     16.0       2     0.415       0.430
+        """
         g = self.rows.groupby(["method", "size"], sort=False)
         out = g.agg(n_train=("n_train", "mean"), n_fits=("n_train", "size"),
                     **{f"{m}_{s}": (m, s) for m in (*METRICS, "seconds") for s in ("mean", "std")})
@@ -76,9 +134,50 @@ class LearningCurveResult:
         return out
 
     def to_frame(self) -> pd.DataFrame:
+        """The curves (:meth:`curves`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (method, size).
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.learning_curve import learning_curve
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+        >>> result.to_frame()[["method", "size"]].values.tolist()
+        [['HTC-Reduced', 10], ['HTC-Reduced', 16]]
+        """
         return self.curves()
 
     def to_dict(self) -> dict:
+        """The curves as JSON-ready values (the per-fit rows and predictions left out; missing numbers as None).
+
+        Returns
+        -------
+        dict
+            Keys experiment ("learning_curve"), n_runs, positive_rate, methods, sizes, seeds, folds, curves (each
+            metric as {"mean", "std"}) and notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.learning_curve import learning_curve
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+        >>> d = result.to_dict()
+        >>> d["experiment"], d["curves"][0]["size"], round(d["curves"][0]["auroc"]["mean"], 3)
+        ('learning_curve', 10, 0.417)
+        """
+
         def num(x):
             return None if x is None or not np.isfinite(x) else float(x)
 
@@ -93,9 +192,59 @@ class LearningCurveResult:
                 "folds": int(self.folds), "curves": curves, "notes": list(self.notes)}
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as a JSON string.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps` (``indent=2``, ...).
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.learning_curve import learning_curve
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+        >>> import json
+        >>> json.loads(result.to_json())["sizes"]
+        [10, 16]
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
+        """Plain text: one block per metric (and seconds per fit), methods by training size.
+
+        Returns
+        -------
+        str
+            The blocks, with the protocol in the first line and the notes at the end.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.learning_curve import learning_curve
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
+        >>> print(result.table())
+        learning curves on 32 labeled runs (34% success): 2 outer folds x seeds 42; mean ± std over the 2 fits per
+        cell, each on a stratified draw of n training runs
+        <BLANKLINE>
+        ECE (lower is better)
+        method                      n=10               n=16
+        HTC-Reduced        0.334 ± 0.208      0.415 ± 0.203
+        ...
+        """
         c = self.curves()
         out = [f"learning curves on {self.n_runs} labeled runs ({self.positive_rate:.0%} success): {self.folds} "
                f"outer folds x seeds {', '.join(map(str, self.seeds))}; mean ± std over the "
@@ -116,6 +265,7 @@ class LearningCurveResult:
 
 # ------------------------------------------------------------------ the loop
 def _check_sizes(sizes) -> list[int]:
+    """The training sizes sorted and unique, each an integer >= 10."""
     try:
         out = sorted({int(s) for s in sizes})
     except (TypeError, ValueError):
@@ -161,13 +311,33 @@ def learning_curve(data, *, sizes: Sequence[int] = DEFAULT_SIZES, repeats=1, fol
     LearningCurveResult
         ``to_frame()``, ``to_dict()``, ``table()``.
 
+    Raises
+    ------
+    ValueError
+        If ``data`` is not a TraceSet, or ``sizes``, ``folds`` or ``methods`` is invalid.
+    EvaluationError
+        If the labels cannot be evaluated (too few runs, fewer than ``folds`` of one outcome).
+    MissingExtraError
+        If a method needs an optional package that is not installed.
+
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> result = htc.learning_curve(ts, sizes=(50,), methods=["HTC-Reduced"], folds=3)
-    >>> result.to_frame()[["method", "size"]].values.tolist()
-    [['HTC-Reduced', 50]]
+    Any ``fit_predict`` with the contract is a method; a constant shows what a curve is measured against:
+
+    >>> import numpy as np
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.learning_curve import CurveMethod, learning_curve
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+    >>> constant = CurveMethod("always 0.4", lambda train_ts, y_train, test_ts, seed: np.full(len(test_ts), 0.4),
+    ...                        kind="zero-shot")
+    >>> result = learning_curve(ts, sizes=(10,), methods=["HTC-Reduced", constant], folds=2)
+    >>> result.curves()[["method", "size", "brier_mean", "auroc_mean"]].round(3)
+            method  size  brier_mean  auroc_mean
+    0  HTC-Reduced    10       0.358       0.417
+    1   always 0.4    10       0.229       0.500
     """
     from sklearn.model_selection import StratifiedKFold
 

@@ -30,7 +30,49 @@ CELL_COLUMNS = ("variant", "source", "target", "kind", "n_target", *(f"{m}_{s}" 
 
 @dataclass
 class TransferResult:
-    """Source x target matrices of ECE, Brier and AUROC for each HTC variant (diagonal: DirectTrain)."""
+    """Source x target matrices of ECE, Brier and AUROC for each HTC variant (made by :func:`transfer`).
+
+    The diagonal is DirectTrain (the group's own nested CV); off-diagonal cells are a model fitted on all of
+    the source's runs, scored zero-shot on the target.
+
+    Parameters
+    ----------
+    by : str
+        The grouping column.
+    groups : list of str
+        The groups, sorted.
+    n_runs : dict of str to int
+        Runs per group.
+    positive_rate : dict of str to float
+        Success rate per group.
+    variants : list of str
+        The HTC variants ("full", "reduced").
+    seeds : list of int
+        The seeds of the inner alpha selection (off-diagonal) and of the CV repeats (diagonal).
+    profile : str
+        The features' token-confidence profile.
+    top_k : int
+        The features' alternatives per token.
+    cells : pandas.DataFrame
+        One row per (variant, source, target): kind ("direct" or "transfer"), n_target and every metric's
+        mean and std (also ``n_features``, the features kept).
+    models : dict, default {}
+        (variant, source, seed) -> the fitted :class:`~htc_core.calibration.calibrators.HTCCalibrator`.
+    notes : list of str, default []
+        What was left out and why.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.transfer import transfer
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> result.groups, result.n_runs, list(result.models)
+    (['facts', 'lists'], {'facts': 16, 'lists': 16}, [('reduced', 'facts', 42), ('reduced', 'lists', 42)])
+    """
 
     by: str
     groups: list
@@ -45,7 +87,42 @@ class TransferResult:
     notes: list = field(default_factory=list)
 
     def matrix(self, metric: str = "ece", variant: str = "reduced", stat: str = "mean") -> pd.DataFrame:
-        """``metric`` (ece, brier, auroc, n_features) of ``variant`` as a source x target DataFrame."""
+        """One metric of one variant as a source x target table.
+
+        Parameters
+        ----------
+        metric : {"ece", "brier", "auroc", "n_features"}, default "ece"
+            The metric (``n_features``: the features the models kept).
+        variant : str, default "reduced"
+            An HTC variant of the result.
+        stat : {"mean", "std"}, default "mean"
+            Mean or std over the seeds (the CV repeats on the diagonal).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows the source, columns the target, both in ``groups`` order.
+
+        Raises
+        ------
+        ValueError
+            If ``metric``, ``variant`` or ``stat`` is not one of the result's.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.transfer import transfer
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> result.matrix("auroc").round(3)
+        target  facts  lists
+        source
+        facts   0.600  0.364
+        lists   0.533  0.782
+        """
         if metric not in (*METRICS, "n_features"):
             raise ValueError(f"metric must be one of {(*METRICS, 'n_features')}, got {metric!r}")
         if variant not in self.variants:
@@ -57,9 +134,53 @@ class TransferResult:
         return m.reindex(index=self.groups, columns=self.groups)
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the cells: one row per (variant, source, target).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The ``cells`` table.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.transfer import transfer
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> result.to_frame()[["source", "target", "kind", "auroc_mean"]].round(3)
+          source target      kind  auroc_mean
+        0  facts  facts    direct       0.600
+        1  facts  lists  transfer       0.364
+        2  lists  facts  transfer       0.533
+        3  lists  lists    direct       0.782
+        """
         return self.cells.copy()
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready values (the fitted models left out; missing numbers as None).
+
+        Returns
+        -------
+        dict
+            Keys experiment ("transfer"), by, groups, n_runs, positive_rate, variants, seeds, profile, top_k,
+            cells (each metric as {"mean", "std"}) and notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.transfer import transfer
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> d = result.to_dict()
+        >>> d["experiment"], d["cells"][1]["target"], d["cells"][1]["auroc"]
+        ('transfer', 'lists', {'mean': 0.36363636363636365, 'std': 0.0})
+        """
         cells = []
         for r in self.cells.itertuples(index=False):
             d = r._asdict()
@@ -74,10 +195,61 @@ class TransferResult:
                 "top_k": int(self.top_k), "cells": cells, "notes": list(self.notes)}
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as a JSON string.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps` (``indent=2``, ...).
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.transfer import transfer
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> import json
+        >>> json.loads(result.to_json(indent=2))["groups"]
+        ['facts', 'lists']
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
-        """Plain text: one source x target block per variant and metric (mean; the diagonal is DirectTrain)."""
+        """Plain text: one source x target block per variant and metric (mean; the diagonal, bracketed, is
+        DirectTrain).
+
+        Returns
+        -------
+        str
+            The blocks, with the runs per group and the notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.transfer import transfer
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> print(result.table())
+        transfer by dataset: rows = source (fitted on all its runs), columns = target; diagonal = DirectTrain (nested CV
+        of the group); mean over seeds 42
+        runs: facts 16 (38% success), lists 16 (31% success)
+        ...
+        HTC-Reduced, AUROC
+        source \\ target    facts    lists
+        facts      [0.600]    0.364
+        lists        0.533  [0.782]
+        """
         out = [f"transfer by {self.by}: rows = source (fitted on all its runs), columns = target; diagonal = "
                f"DirectTrain (nested CV of the group); mean over seeds {', '.join(map(str, self.seeds))}",
                "runs: " + ", ".join(f"{g} {self.n_runs[g]} ({self.positive_rate[g]:.0%} success)" for g in self.groups)]
@@ -126,11 +298,18 @@ def transfer(data, *, by: str = "dataset", variants: Sequence[str] = ("full", "r
 
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
-    >>> result = htc.transfer(ts, variants=("reduced",), seeds=1, alphas=(1.0,), inner_folds=3)
-    >>> sorted(result.groups)
-    ['facts', 'units']
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.transfer import transfer
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> result.matrix("ece").round(3)                  # the diagonal is DirectTrain
+    target  facts  lists
+    source
+    facts   0.242  0.369
+    lists   0.516  0.280
     """
     variants = check_variants(variants)
     seeds_ = seed_list(seeds)
@@ -171,6 +350,7 @@ def transfer(data, *, by: str = "dataset", variants: Sequence[str] = ("full", "r
 
 
 def _cell_row(variant, source, target, kind, n_target, cell) -> dict:
+    """One row of ``TransferResult.cells``."""
     row = {"variant": variant, "source": source, "target": target, "kind": kind, "n_target": int(n_target)}
     for k in (*METRICS, "n_features"):
         row[f"{k}_mean"], row[f"{k}_std"] = cell[k]["mean"], cell[k]["std"]
