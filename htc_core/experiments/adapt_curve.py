@@ -40,11 +40,12 @@ __all__ = ["adapt_traces", "profile_for", "adaptation_curve", "AdaptCurveResult"
 
 DEFAULT_SIZES = (10, 20, 50, 100, 200)
 METHODS = ("GAC zero-shot", "HTC from scratch", "GAC adapted")
-#: a budget is measured only when at least this many target runs are left to test on
+# a budget is measured only when at least this many target runs are left to test on
 MIN_TEST = 30
 
 
 def _load_prior(prior):
+    """A shipped model's name or a model file loaded; a model as it is."""
     if isinstance(prior, (str, Path)):
         from ..calibration.models import load_model
 
@@ -53,7 +54,32 @@ def _load_prior(prior):
 
 
 def profile_for(prior, ts) -> tuple[str, int]:
-    """The features the prior's sub-model for these runs uses (runs with alternatives -> its paper model)."""
+    """The feature profile and top-k of the prior's sub-model for these runs.
+
+    A GAC's with-alternatives model when every run lists top-k alternatives, else its without-alternatives
+    model; a single calibrator's own.
+
+    Parameters
+    ----------
+    prior : GeneralCalibrator or HTCCalibrator
+        A fitted prior.
+    ts : TraceSet
+        The runs it is adapted to.
+
+    Returns
+    -------
+    tuple of (str, int)
+        The profile and top-k the runs' features must be extracted with.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.models import load_model
+    >>> from htc_core.experiments.adapt_curve import profile_for
+    >>> from htc_core.formats import load
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> profile_for(load_model("gac"), units)                  # the runs list top-5 alternatives
+    ('paper', 5)
+    """
     subs = getattr(prior, "models", None)
     if isinstance(subs, dict):
         m = subs.get("with_alternatives")
@@ -90,11 +116,12 @@ def adapt_traces(ts, prior="gac", *, y=None, random_state: int | None = 42, **pa
 
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load("sample_runs/units/")
-    >>> model = htc.adapt_traces(ts.take(list(range(40))), "gac")
-    >>> model.profile_, "choice" in model.adaptation_
-    ('paper', True)
+    >>> from htc_core.experiments.adapt_curve import adapt_traces
+    >>> from htc_core.formats import load
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> model = adapt_traces(units.take(range(40)), "gac")              # 40 labeled runs
+    >>> model.profile_, model.adaptation_["choice"]
+    ('paper', 'shrunk toward prior (lambda=1)')
     """
     from ..features import extract
 
@@ -109,7 +136,34 @@ def adapt_traces(ts, prior="gac", *, y=None, random_state: int | None = 42, **pa
 
 # ------------------------------------------------- learning-curve entries
 def htc_from_scratch(train_ts, y_train, test_ts, seed) -> np.ndarray:
-    """Learning-curve entry: HTC-Reduced fitted on (``train_ts``, ``y_train``) alone."""
+    """Learning-curve entry: HTC-Reduced fitted on the training runs alone (alpha by inner CV).
+
+    Parameters
+    ----------
+    train_ts : TraceSet
+        The training runs.
+    y_train : array-like of shape (n_train,)
+        Their 0/1 labels.
+    test_ts : TraceSet
+        The runs scored (their labels are not read).
+    seed : int
+        The inner CV's random state.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_test,)
+        The success probability of each test run.
+
+    Examples
+    --------
+    >>> from htc_core.experiments.adapt_curve import htc_from_scratch
+    >>> from htc_core.formats import load
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> runs = units.take(range(40))
+    >>> p = htc_from_scratch(runs.take(range(30)), runs.labels[:30], runs.take(range(30, 40)), 0)
+    >>> p.shape, bool(((p >= 0) & (p <= 1)).all())
+    ((10,), True)
+    """
     from ..features import extract
 
     m = HTCCalibrator(random_state=int(seed)).fit(extract(train_ts), np.asarray(y_train, float))
@@ -119,7 +173,50 @@ def htc_from_scratch(train_ts, y_train, test_ts, seed) -> np.ndarray:
 # ------------------------------------------------------------- the curve
 @dataclass
 class AdaptCurveResult:
-    """Per label budget and method: mean ± std of ECE, Brier, AUROC on the target's untouched runs."""
+    """The adaptation curve: per label budget and method, the metrics on the target's untouched runs.
+
+    Made by :func:`adaptation_curve`.
+
+    Parameters
+    ----------
+    group : str
+        The grouping column.
+    target : str
+        The group adapted to.
+    n_target : int
+        Its labeled runs.
+    positive_rate : float
+        Their success rate.
+    prior : str
+        The prior's name.
+    sizes : list of int
+        The label budgets measured.
+    seeds : list of int
+        The repeats' seeds.
+    rows : pandas.DataFrame
+        One row per (size, method): n_repeats and every metric's mean and std.
+    choices : dict
+        Size -> {the adapted model's choice: how many repeats made it}.
+    seconds : float
+        The curve's wall time.
+    notes : list of str, default []
+        The prior used, budgets left out, fits that failed.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.traces import concat
+    >>> from htc_core.experiments.adapt_curve import adaptation_curve
+    >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+    >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+    >>> curve.prior, curve.n_target, curve.sizes, curve.choices
+    ('GAC without units', 50, [10], {10: {'no prior': 1}})
+    """
 
     group: str
     target: str
@@ -134,13 +231,90 @@ class AdaptCurveResult:
     notes: list = field(default_factory=list)
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the rows: one per (label budget, method).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The ``rows`` table.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.traces import concat
+        >>> from htc_core.experiments.adapt_curve import adaptation_curve
+        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        >>> curve.to_frame()[["size", "method", "n_repeats", "ece_mean"]].round(3)
+           size            method  n_repeats  ece_mean
+        0    10     GAC zero-shot          1     0.631
+        1    10  HTC from scratch          1     0.242
+        2    10       GAC adapted          1     0.242
+        """
         return self.rows.copy()
 
     def metric(self, name: str = "ece") -> pd.DataFrame:
-        """size x method: mean of ``name``."""
+        """One metric as a label budget x method table (means over the repeats).
+
+        Parameters
+        ----------
+        name : {"ece", "brier", "auroc"}, default "ece"
+            The metric.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows the budgets, columns the three methods.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.traces import concat
+        >>> from htc_core.experiments.adapt_curve import adaptation_curve
+        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        >>> curve.metric("auroc").round(3)
+        method  GAC zero-shot  HTC from scratch  GAC adapted
+        size
+        10              0.294             0.987        0.987
+        """
         return self.rows.pivot(index="size", columns="method", values=f"{name}_mean")[list(METHODS)]
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready values (missing numbers as None).
+
+        Returns
+        -------
+        dict
+            Keys experiment ("adaptation-curve"), group, target, n_target, positive_rate, prior, sizes, seeds,
+            rows (each metric as {"mean", "std"}), adapted_choices, seconds and notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.traces import concat
+        >>> from htc_core.experiments.adapt_curve import adaptation_curve
+        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        >>> d = curve.to_dict()
+        >>> d["experiment"], d["rows"][2]["method"], d["adapted_choices"]
+        ('adaptation-curve', 'GAC adapted', {'10': {'no prior': 1}})
+        """
         rows = [{"size": int(r["size"]), "method": r["method"], "n_repeats": int(r["n_repeats"]),
                  **{m: {"mean": finite_or_none(r[f"{m}_mean"]), "std": finite_or_none(r[f"{m}_std"])} for m in METRICS}}
                 for r in self.rows.to_dict("records")]
@@ -151,9 +325,66 @@ class AdaptCurveResult:
                 "notes": list(self.notes)}
 
     def to_json(self, **kw) -> str:
+        """:meth:`to_dict` as a JSON string.
+
+        Parameters
+        ----------
+        **kw
+            Passed to :func:`json.dumps` (``indent=2``, ...).
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.traces import concat
+        >>> from htc_core.experiments.adapt_curve import adaptation_curve
+        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        >>> import json
+        >>> json.loads(curve.to_json())["target"]
+        'units'
+        """
         return json.dumps(self.to_dict(), **kw)
 
     def table(self) -> str:
+        """Plain text: one line per budget and method, the adapted model's choices, the time and the notes.
+
+        Returns
+        -------
+        str
+            The table.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.traces import concat
+        >>> from htc_core.experiments.adapt_curve import adaptation_curve
+        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        >>> print(curve.table())
+        adaptation curve on dataset = units (50 runs, success rate 0.600); prior: GAC without units; ...
+           N  method                        ECE           Brier           AUROC
+          10  GAC zero-shot       0.631 ± 0.000   0.609 ± 0.000   0.294 ± 0.000
+          10  HTC from scratch    0.242 ± 0.000   0.208 ± 0.000   0.987 ± 0.000
+          10  GAC adapted         0.242 ± 0.000   0.208 ± 0.000   0.987 ± 0.000
+        adapted model's choice at N=10: no prior x1
+        took ... s
+        note: prior: a GAC fitted here on the 32 runs of the other dataset values (leave-one-group-out: ...)
+        """
         out = [f"adaptation curve on {self.group} = {self.target} ({self.n_target} runs, success rate "
                f"{self.positive_rate:.3f}); prior: {self.prior}; N labeled target runs, the rest tested; mean ± std "
                f"over seeds {', '.join(map(str, self.seeds))}",
@@ -168,6 +399,7 @@ class AdaptCurveResult:
 
 
 def _target_rows(ts, group: str, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the target group and of the others (checked: the column and the value exist)."""
     if group not in ts.meta.columns:
         raise ValueError(f"group must be a metadata column of the runs ({', '.join(map(str, ts.meta.columns))}), "
                          f"got {group!r}")
@@ -179,6 +411,7 @@ def _target_rows(ts, group: str, target: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _prior_for_curve(ts, group, target, others, prior, notes):
+    """The curve's prior: a GAC fitted on the ``others`` rows, or ``prior`` when it never saw the target."""
     if prior is None:
         pool = ts.take(others)
         if len(set(pool.labels)) < 2:
@@ -200,6 +433,9 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
                      progress: Callable[[int, int, str], None] | None = None) -> AdaptCurveResult:
     """GAC zero-shot vs HTC from scratch vs GAC adapted, at each label budget, on the target group's runs.
 
+    For each budget N and seed, N target runs are drawn (stratified by outcome) and the rest of the target is
+    the test set; a budget is measured only when at least 30 target runs remain to test on.
+
     Parameters
     ----------
     ts : TraceSet
@@ -207,13 +443,15 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
     group : str, default="dataset"
         The grouping column.
     target : str
-        The group adapted to (the prior is refitted without it when it was trained on it).
+        The group adapted to.
     sizes : sequence of int, default=(10, 20, 50, 100, 200)
-        Label budgets.
+        Label budgets (each at least 4).
     seeds : int, default=5
-        Repeats.
-    prior : optional
-        The prior (default: the shipped GAC).
+        Repeats (seeds 42, 43, ...).
+    prior : GeneralCalibrator, HTCCalibrator, str, path or None, default=None
+        The prior. None: a GAC fitted here on the runs of the other groups (leave-one-group-out; the shipped
+        GAC was trained on every dataset of the repository). A model whose card lists the target among its
+        training data is refused.
     progress : callable, optional
         ``progress(done, total, message)``.
 
@@ -222,13 +460,29 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
     AdaptCurveResult
         Per budget and method: mean and std of ECE, Brier, AUROC on the target's untouched runs.
 
+    Raises
+    ------
+    ValueError
+        If ``seeds``, ``sizes``, ``group`` or ``target`` is invalid, the other groups hold one outcome, or the
+        prior was trained on the target.
+
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
-    >>> curve = htc.adaptation_curve(ts, target="units", sizes=(20,), seeds=1)
-    >>> curve.rows["method"].tolist()
-    ['GAC zero-shot', 'HTC from scratch', 'GAC adapted']
+    >>> from htc_core.formats import load
+    >>> from htc_core.traces import concat
+    >>> from htc_core.experiments.adapt_curve import adaptation_curve
+    >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
+    >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+    >>> curve.rows[["method", "ece_mean", "auroc_mean"]].round(3)
+                 method  ece_mean  auroc_mean
+    0     GAC zero-shot     0.631       0.294
+    1  HTC from scratch     0.242       0.987
+    2       GAC adapted     0.242       0.987
     """
     from sklearn.model_selection import StratifiedShuffleSplit
 
@@ -284,7 +538,43 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
 # ------------------------------------------------- the labels a user has
 @dataclass
 class LabelComparison:
-    """Out-of-fold confidences of the three methods on the labeled runs a user has (the dashboard's section)."""
+    """The three methods scored by cross-validation on the labeled runs a user has (made by
+    :func:`compare_on_labels`; the dashboard's section).
+
+    Parameters
+    ----------
+    n : int
+        The labeled runs.
+    positive_rate : float
+        Their success rate.
+    prior : str
+        The prior's name.
+    n_folds : int
+        The folds used.
+    labels : numpy.ndarray
+        The runs' labels.
+    oof : dict of str to numpy.ndarray
+        Method -> out-of-fold confidences (the zero-shot prior's: on every run).
+    metrics : pandas.DataFrame
+        method, ece, brier, auroc.
+    choice : str
+        The adapted model's choice when fitted on all the runs.
+    model : dict
+        That adapted model's JSON object.
+    trained_on_these : list of str
+        Datasets of these runs the prior was trained on (its numbers are then optimistic).
+    notes : list of str, default []
+        Folds where a fit failed.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.adapt_curve import compare_on_labels
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> comparison = compare_on_labels(units.take(range(20)), "gac", folds=2)    # 20 labeled runs
+    >>> comparison.n, comparison.n_folds, comparison.choice, comparison.trained_on_these
+    (20, 2, 'prior', ['units'])
+    """
 
     n: int
     positive_rate: float
@@ -299,18 +589,89 @@ class LabelComparison:
     notes: list = field(default_factory=list)
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the metrics: one row per method.
+
+        Returns
+        -------
+        pandas.DataFrame
+            method, ece, brier, auroc.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.adapt_curve import compare_on_labels
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> comparison = compare_on_labels(units.take(range(20)), "gac", folds=2)    # 20 labeled runs
+        >>> comparison.to_frame().round(3)
+                     method    ece  brier  auroc
+        0     GAC zero-shot  0.246  0.167  0.923
+        1  HTC from scratch  0.235  0.153  0.868
+        2       GAC adapted  0.106  0.121  0.879
+        """
         return self.metrics.copy()
 
     def to_dict(self) -> dict:
+        """The comparison as JSON-ready values (the confidences and the model left out).
+
+        Returns
+        -------
+        dict
+            Keys n, positive_rate, prior, n_folds, metrics (records), choice, trained_on_these and notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.adapt_curve import compare_on_labels
+        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> comparison = compare_on_labels(units.take(range(20)), "gac", folds=2)    # 20 labeled runs
+        >>> d = comparison.to_dict()
+        >>> d["prior"], d["choice"], d["metrics"][2]["method"]
+        ('gac', 'prior', 'GAC adapted')
+        """
         return {"n": self.n, "positive_rate": self.positive_rate, "prior": self.prior, "n_folds": self.n_folds,
                 "metrics": self.metrics.to_dict("records"), "choice": self.choice,
                 "trained_on_these": list(self.trained_on_these), "notes": list(self.notes)}
 
 
 def compare_on_labels(ts, prior="gac", *, folds: int = 5, seed: int = 42) -> LabelComparison:
-    """Zero-shot prior, HTC-Reduced from scratch and the adapted prior, each scored by stratified
-    cross-validation on the labeled runs of ``ts`` (folds: at most ``folds``, as many as the smaller outcome
-    allows); then the adapted model fitted on all of them. Needs 2 runs of each outcome."""
+    """The zero-shot prior, HTC-Reduced from scratch and the adapted prior, scored on the labeled runs.
+
+    Each is scored by stratified cross-validation on the labeled runs of ``ts`` (at most ``folds`` folds, as
+    many as the smaller outcome allows); then the adapted model is fitted on all of them.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (unlabeled ones are left out); at least 2 successes and 2 failures.
+    prior : GeneralCalibrator, HTCCalibrator, str or path, default "gac"
+        The prior (a shipped model's name, a model file or a fitted model).
+    folds : int, default 5
+        The most folds.
+    seed : int, default 42
+        The folds' and the inner CV's random state.
+
+    Returns
+    -------
+    LabelComparison
+        The out-of-fold confidences, the metrics and the adapted model fitted on all runs.
+
+    Raises
+    ------
+    ValueError
+        If the labeled runs hold fewer than 2 successes or 2 failures.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.adapt_curve import compare_on_labels
+    >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> comparison = compare_on_labels(units.take(range(20)), "gac", folds=2)    # 20 labeled runs
+    >>> comparison.metrics.round(3)                       # the shipped GAC was trained on units: optimistic
+                 method    ece  brier  auroc
+    0     GAC zero-shot  0.246  0.167  0.923
+    1  HTC from scratch  0.235  0.153  0.868
+    2       GAC adapted  0.106  0.121  0.879
+    """
     from sklearn.model_selection import StratifiedKFold
 
     from ..features import extract

@@ -34,7 +34,7 @@ from .transfer import check_variants
 __all__ = ["gac_leave_one_out", "GACResult", "STRATEGIES", "WITH_ALTERNATIVES", "WITHOUT_ALTERNATIVES"]
 
 STRATEGIES = ("by-kind", "pooled", "chosen")
-#: the feature profile of each kind's model in the by-kind strategy
+# the feature profile of each kind's model in the by-kind strategy
 KIND_PROFILE = {WITH_ALTERNATIVES: "paper", WITHOUT_ALTERNATIVES: "chosen"}
 ROW_COLUMNS = ("variant", "heldout", "method", "n_heldout", "n_train",
                *(f"{m}_{s}" for m in (*METRICS, "n_features") for s in ("mean", "std")))
@@ -42,7 +42,49 @@ ROW_COLUMNS = ("variant", "heldout", "method", "n_heldout", "n_train",
 
 @dataclass
 class GACResult:
-    """Leave-one-group-out: for each held-out group and variant, GAC (per strategy) next to DirectTrain."""
+    """Leave-one-group-out: for each held-out group and variant, the GAC (per strategy) next to DirectTrain.
+
+    Made by :func:`gac_leave_one_out`.
+
+    Parameters
+    ----------
+    by : str
+        The grouping column.
+    groups : list of str
+        The groups, sorted.
+    n_runs : dict of str to int
+        Runs per group.
+    positive_rate : dict of str to float
+        Success rate per group.
+    alternatives : dict of str to int
+        Runs with top-k alternatives per group.
+    variants : list of str
+        The HTC variants.
+    seeds : list of int
+        The seeds of the inner alpha selection.
+    strategies : list of str
+        How runs with and without alternatives were pooled (``STRATEGIES``).
+    rows : pandas.DataFrame
+        One row per (variant, held-out group, method): n_heldout, n_train and every metric's mean and std
+        (also ``n_features``); the methods are "GAC (<strategy>)" and "DirectTrain".
+    models : dict, default {}
+        (variant, held-out group, seed, "<profile>/<runs>") -> the fitted
+        :class:`~htc_core.calibration.calibrators.HTCCalibrator`.
+    notes : list of str, default []
+        What was left out or fell back, and why.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.gac import gac_leave_one_out
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> result.groups, result.alternatives, list(result.models)[0]
+    (['facts', 'lists'], {'facts': 16, 'lists': 16}, ('reduced', 'facts', 42, 'paper/with'))
+    """
 
     by: str
     groups: list
@@ -57,14 +99,87 @@ class GACResult:
     notes: list = field(default_factory=list)
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the rows: one per (variant, held-out group, method).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The ``rows`` table.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.gac import gac_leave_one_out
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> result.to_frame()[["heldout", "method", "n_train", "auroc_mean"]].round(3)
+          heldout         method  n_train  auroc_mean
+        0   facts  GAC (by-kind)       16       0.533
+        1   facts    DirectTrain       16       0.600
+        2   lists  GAC (by-kind)       16       0.364
+        3   lists    DirectTrain       16       0.782
+        """
         return self.rows.copy()
 
     def summary(self, metric: str = "ece", variant: str = "reduced") -> pd.DataFrame:
-        """held-out group x method: mean of ``metric``."""
+        """One metric as a held-out group x method table (means over the seeds).
+
+        Parameters
+        ----------
+        metric : {"ece", "brier", "auroc", "n_features"}, default "ece"
+            The metric.
+        variant : str, default "reduced"
+            An HTC variant of the result.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows the held-out groups (in ``groups`` order), columns the methods.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.gac import gac_leave_one_out
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, strategies=("by-kind", "chosen"),
+        ...                            alphas=(1.0,), inner_folds=3, direct=False)
+        >>> result.summary("auroc").round(3)
+        method   GAC (by-kind)  GAC (chosen)
+        heldout
+        facts            0.533         0.533
+        lists            0.364         0.400
+        """
         r = self.rows[self.rows.variant == variant]
         return r.pivot(index="heldout", columns="method", values=f"{metric}_mean").reindex(index=self.groups)
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready values (the fitted models left out; missing numbers as None).
+
+        Returns
+        -------
+        dict
+            Keys experiment ("gac-leave-one-out"), by, groups, n_runs, positive_rate, runs_with_alternatives,
+            variants, seeds, strategies, rows (each metric as {"mean", "std"}) and notes.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.gac import gac_leave_one_out
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> row = result.to_dict()["rows"][0]
+        >>> row["heldout"], row["method"], round(row["ece"]["mean"], 3)
+        ('facts', 'GAC (by-kind)', 0.516)
+        """
         rows = []
         for r in self.rows.to_dict("records"):
             rows.append({k: r[k] for k in ("variant", "heldout", "method")} |
@@ -78,9 +193,59 @@ class GACResult:
                 "rows": rows, "notes": list(self.notes)}
 
     def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as a JSON string.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps` (``indent=2``, ...).
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.gac import gac_leave_one_out
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> import json
+        >>> json.loads(result.to_json())["experiment"]
+        'gac-leave-one-out'
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
+        """Plain text: one line per held-out group and method, metrics as mean ± std.
+
+        Returns
+        -------
+        str
+            The table, with the protocol in the first line and the notes at the end.
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.gac import gac_leave_one_out
+        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+        >>> print(result.table())
+        GAC leave-one-dataset-out: fitted on all other groups, applied zero-shot to the held-out one, next to ...
+        held out  runs  method                           ECE          Brier          AUROC  features
+        --------  ----  ---------------------  -------------  -------------  -------------  --------
+        facts       16  GAC (by-kind) Reduced  0.516 ± 0.000  0.366 ± 0.000  0.533 ± 0.000       4.0
+        facts       16  DirectTrain Reduced    0.242 ± 0.000  0.234 ± 0.000  0.600 ± 0.000       3.3
+        lists       16  GAC (by-kind) Reduced  0.369 ± 0.000  0.373 ± 0.000  0.364 ± 0.000       4.0
+        lists       16  DirectTrain Reduced    0.280 ± 0.000  0.193 ± 0.000  0.782 ± 0.000       3.0
+        """
         head = (f"GAC leave-one-{self.by}-out: fitted on all other groups, applied zero-shot to the held-out one, "
                 f"next to DirectTrain (nested CV of the held-out group); mean ± std over seeds "
                 f"{', '.join(map(str, self.seeds))}")
@@ -98,6 +263,7 @@ class GACResult:
 
 
 def _check_strategies(strategies) -> list[str]:
+    """The strategies asked for (one name or several) as a list, each checked against ``STRATEGIES``."""
     if isinstance(strategies, str):
         strategies = [strategies]
     strategies = list(dict.fromkeys(strategies))
@@ -159,7 +325,9 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
     by : {"dataset", "model", "framework"}, default="dataset"
         The grouping column.
     variants : sequence of str, default=("full", "reduced")
+        HTC variants.
     seeds : int or sequence of int, default=3
+        Repeats of the inner alpha selection (a number: seeds 42, 43, ...).
     strategies : sequence of str, default=("by-kind",)
         How runs with and without alternatives are pooled (``STRATEGIES``; module docstring).
     n_splits, top_k, alphas, inner_folds, max_iter
@@ -174,14 +342,27 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
     GACResult
         ``to_frame()``, ``to_dict()``, ``table()``.
 
+    Raises
+    ------
+    ValueError
+        If ``by``, a variant or a strategy is unknown.
+    EvaluationError
+        If fewer than two groups have evaluable labels.
+
     Examples
     --------
-    >>> import htc_core as htc
-    >>> ts, _ = htc.load(["sample_runs/units/", "sample_runs/facts/"])
-    >>> result = htc.gac_leave_one_out(ts, variants=("reduced",), seeds=1, alphas=(1.0,), inner_folds=3,
-    ...                                direct=False)
-    >>> sorted(result.groups)
-    ['facts', 'units']
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.gac import gac_leave_one_out
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
+    >>> result.summary("ece").round(3)                 # the GAC never saw the held-out dataset
+    method   DirectTrain  GAC (by-kind)
+    heldout
+    facts          0.242          0.516
+    lists          0.280          0.369
     """
     variants = check_variants(variants)
     strategies = _check_strategies(strategies)
@@ -229,6 +410,7 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
 
 
 def _n_features(strategy: str, fitted: dict, alt: np.ndarray) -> float:
+    """The features a strategy's models kept, averaged over the held-out runs they scored."""
     if strategy == "pooled":
         return float(fitted[("paper", "all")].n_selected_)
     chosen = fitted[("chosen", "all")].n_selected_ if ("chosen", "all") in fitted else 0
@@ -239,6 +421,7 @@ def _n_features(strategy: str, fitted: dict, alt: np.ndarray) -> float:
 
 
 def _row(variant, heldout, method, n_heldout, n_train, cell) -> dict:
+    """One row of ``GACResult.rows``."""
     row = {"variant": variant, "heldout": heldout, "method": method, "n_heldout": int(n_heldout),
            "n_train": int(n_train)}
     for k in (*METRICS, "n_features"):

@@ -23,18 +23,62 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-__all__ = ["MissingExtraError", "require", "MLPBaseline", "XGBoostBaseline", "GPBaseline", "torch_fit",
-           "INSTALL_HINT"]
+# torch_fit and torch_proba are the training loop and prediction the MLP and the sequence models share, not part
+# of the interface (nor are check_binary, check_features and LearningBaseline)
+__all__ = ["MissingExtraError", "require", "MLPBaseline", "XGBoostBaseline", "GPBaseline", "INSTALL_HINT"]
 
 INSTALL_HINT = 'pip install -e ".[learning]"  (PyTorch CPU and xgboost-cpu)'
 
 
 class MissingExtraError(ImportError):
-    """An optional package of the ``[learning]`` extra is not installed."""
+    """An optional package of the ``[learning]`` extra is not installed (an ImportError).
+
+    Raised by :func:`require`; its message names what needs the package and the install command
+    (``INSTALL_HINT``).
+
+    Examples
+    --------
+    >>> from htc_core.experiments.learning import MissingExtraError, require
+    >>> issubclass(MissingExtraError, ImportError)
+    True
+    >>> require("no_such_package", "the example")
+    Traceback (most recent call last):
+    ...
+    htc_core.experiments.learning.MissingExtraError: the example needs the optional package 'no_such_package', ...
+    """
 
 
 def require(module: str, what: str):
-    """Import ``module`` or raise :class:`MissingExtraError` naming ``what`` needs it and how to install it."""
+    """Import an optional module, or raise :class:`MissingExtraError` naming what needs it and how to install it.
+
+    Parameters
+    ----------
+    module : str
+        The module's name ("torch", "xgboost").
+    what : str
+        What needs it, for the message ("the MLP baseline").
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    MissingExtraError
+        If it cannot be imported.
+
+    Examples
+    --------
+    >>> from htc_core.experiments.learning import require
+    >>> require("numpy", "the example").__name__
+    'numpy'
+    >>> require("no_such_package", "the example")
+    Traceback (most recent call last):
+    ...
+    htc_core.experiments.learning.MissingExtraError: the example needs the optional package 'no_such_package', which is
+    not installed: pip install -e ".[learning]"  (PyTorch CPU and xgboost-cpu)
+    """
     import importlib
 
     try:
@@ -59,6 +103,7 @@ def check_binary(X, y, *, allow_nd: bool = False):
 
 
 def check_features(est, X, *, allow_nd: bool = False) -> np.ndarray:
+    """X float64 checked against the fitted estimator ``est``'s input shape (NaN allowed)."""
     from sklearn.utils.validation import check_array, check_is_fitted
 
     check_is_fitted(est, "classes_")
@@ -73,6 +118,7 @@ class LearningBaseline(ClassifierMixin, BaseEstimator):
     """The common base of the learning baselines (here and in :mod:`.sequence_models`): ``predict``
     thresholds ``predict_proba`` at 0.5."""
     def predict(self, X) -> np.ndarray:
+        """1 where the success probability is at least 0.5, else 0."""
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)
 
 
@@ -114,6 +160,7 @@ class _TorchInputs:
             self.pad, self.ends = torch.as_tensor(pad), ends.astype(np.int64)
 
     def rows(self, idx) -> tuple:
+        """A module's arguments for rows ``idx``: ``(x,)``, or ``(x, pad)`` cut to their longest run."""
         if not self.sequences:
             return (self.x[idx],)
         if not self.trim:
@@ -204,9 +251,48 @@ def torch_proba(module, X: np.ndarray, *, sequences: bool = False, trim: bool = 
 
 # ------------------------------------------------------------------ MLP (PyTorch)
 class MLPBaseline(LearningBaseline):
-    """Two-hidden-layer MLP on the 48 features: 48 -> ``hidden`` (32, 16) -> 2, ReLU and dropout after each
-    hidden layer, L2 penalty ``alpha`` = 0.01 (paper), Adam ``lr`` 0.001, early stopping (``patience`` epochs on
-    a stratified 20 % validation part). Needs PyTorch (``[learning]`` extra)."""
+    """Two-hidden-layer MLP on the 48 features (PyTorch, the ``[learning]`` extra).
+
+    48 -> ``hidden`` (32, 16) -> 2, ReLU and dropout after each hidden layer, L2 penalty ``alpha`` = 0.01
+    (paper), Adam, early stopping on a stratified 20 % validation part of the training rows (the best epoch's
+    weights kept; with fewer than 4 runs of an outcome there, ``max_epochs // 4`` epochs without one). Features
+    are median-imputed and standardized on the training rows. One CPU thread, seeded.
+
+    Parameters
+    ----------
+    hidden : tuple of int, default (32, 16)
+        The hidden layers' widths.
+    dropout : float, default 0.2
+        Dropout after each hidden layer (the paper gives no rate).
+    alpha : float, default 0.01
+        The L2 penalty (Adam's weight decay).
+    lr : float, default 0.001
+        Adam's learning rate.
+    batch_size : int, default 32
+        Mini-batch size.
+    max_epochs : int, default 200
+        The most epochs.
+    patience : int, default 10
+        Epochs without a better validation log-loss before stopping.
+    random_state : int, default 0
+        The seed of the weights, the batches and the validation split.
+
+    Examples
+    --------
+    PyTorch is an optional extra (not installed in the project's CI: from PyPI it brings 2.6 GB of CUDA wheels),
+    so the lines that fit are skipped here:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 3))
+    >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    >>> from htc_core.experiments.learning import MLPBaseline
+    >>> mlp = MLPBaseline(hidden=(8,), max_epochs=20)
+    >>> mlp.get_params()["hidden"], mlp.get_params()["alpha"]
+    ((8,), 0.01)
+    >>> mlp.fit(X, y).predict_proba(X).shape                 # doctest: +SKIP
+    (40, 2)
+    """
 
     def __init__(self, hidden=(32, 16), dropout: float = 0.2, alpha: float = 0.01, lr: float = 1e-3,
                  batch_size: int = 32, max_epochs: int = 200, patience: int = 10, random_state: int = 0):
@@ -220,6 +306,38 @@ class MLPBaseline(LearningBaseline):
         self.random_state = random_state
 
     def fit(self, X, y):
+        """Train the MLP on the features of labeled runs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_features)
+            The features (NaN allowed: median-imputed).
+        y : array-like of shape (n_runs,)
+            0/1 labels, both present.
+
+        Returns
+        -------
+        MLPBaseline
+            Fitted: ``module_``, ``prep_``, ``n_epochs_``, ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not 0/1 with both outcomes.
+        MissingExtraError
+            If PyTorch is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.experiments.learning import MLPBaseline
+        >>> mlp = MLPBaseline(max_epochs=20).fit(X, y)              # doctest: +SKIP
+        >>> 1 <= mlp.n_epochs_ <= 20                                # doctest: +SKIP
+        True
+        """
         X, y = check_binary(X, y)
         torch = require("torch", "the MLP baseline")
         self.input_shape_ = X.shape[1:]
@@ -238,15 +356,73 @@ class MLPBaseline(LearningBaseline):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
+        """Failure and success probabilities of runs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_features)
+            Features with the training data's columns.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_runs, 2)
+            Column 1 is the success probability.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.experiments.learning import MLPBaseline
+        >>> mlp = MLPBaseline(max_epochs=20).fit(X, y)              # doctest: +SKIP
+        >>> mlp.predict_proba(X[:3]).sum(axis=1)                    # doctest: +SKIP
+        array([1., 1., 1.])
+        """
         X = check_features(self, X)
         return torch_proba(self.module_, self.prep_(X))
 
 
 # ------------------------------------------------------------------ XGBoost
 class XGBoostBaseline(LearningBaseline):
-    """Gradient-boosted trees on the 48 features with the paper's settings: 100 estimators of max depth 3,
-    learning rate 0.1, subsample 0.8, colsample_bytree 0.8, reg_alpha (L1) 0.1, reg_lambda (L2) 1.0; one
-    thread, seeded. Needs xgboost (``[learning]`` extra)."""
+    """Gradient-boosted trees on the 48 features with the paper's settings (xgboost, the ``[learning]`` extra).
+
+    One thread, seeded; NaN features go to the trees' default branch.
+
+    Parameters
+    ----------
+    n_estimators : int, default 100
+        Trees.
+    max_depth : int, default 3
+        Their depth.
+    learning_rate : float, default 0.1
+        Shrinkage.
+    subsample : float, default 0.8
+        Rows sampled per tree.
+    colsample_bytree : float, default 0.8
+        Columns sampled per tree.
+    reg_alpha : float, default 0.1
+        L1 penalty on the leaf weights.
+    reg_lambda : float, default 1.0
+        L2 penalty on the leaf weights.
+    random_state : int, default 0
+        The seed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 3))
+    >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    >>> from htc_core.experiments.learning import XGBoostBaseline
+    >>> model = XGBoostBaseline(n_estimators=20).fit(X, y)
+    >>> model.predict_proba(X[:3]).round(3)
+    array([[0.311, 0.689],
+           [0.279, 0.721],
+           [0.374, 0.626]])
+    >>> model.score(X, y)                                  # accuracy on the training rows
+    0.925
+    """
 
     def __init__(self, n_estimators: int = 100, max_depth: int = 3, learning_rate: float = 0.1,
                  subsample: float = 0.8, colsample_bytree: float = 0.8, reg_alpha: float = 0.1,
@@ -261,6 +437,41 @@ class XGBoostBaseline(LearningBaseline):
         self.random_state = random_state
 
     def fit(self, X, y):
+        """Fit the trees on the features of labeled runs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_features)
+            The features (NaN allowed).
+        y : array-like of shape (n_runs,)
+            0/1 labels, both present.
+
+        Returns
+        -------
+        XGBoostBaseline
+            Fitted: ``booster_``, ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not 0/1 with both outcomes.
+        MissingExtraError
+            If xgboost is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.experiments.learning import XGBoostBaseline
+        >>> XGBoostBaseline(n_estimators=20).fit(X, y).classes_
+        array([0, 1])
+        >>> XGBoostBaseline().fit(X, np.ones(40))
+        Traceback (most recent call last):
+        ...
+        ValueError: y must hold both outcomes (0 and 1) to fit a classifier, got only [1.0]
+        """
         X, y = check_binary(X, y)
         xgb = require("xgboost", "the XGBoost baseline")
         self.input_shape_ = X.shape[1:]
@@ -274,17 +485,65 @@ class XGBoostBaseline(LearningBaseline):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
+        """Failure and success probabilities of runs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_features)
+            Features with the training data's columns (NaN allowed).
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_runs, 2)
+            Column 1 is the success probability.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.experiments.learning import XGBoostBaseline
+        >>> model = XGBoostBaseline(n_estimators=20).fit(X, y)
+        >>> X_new = X[:2].copy()
+        >>> X_new[1, 0] = np.nan                                # a missing feature takes the default branch
+        >>> model.predict_proba(X_new).shape
+        (2, 2)
+        """
         X = check_features(self, X)
         return self.booster_.predict_proba(np.where(np.isfinite(X), X, np.nan)).astype(np.float64)
 
 
 # ------------------------------------------------------------------ Gaussian process (scikit-learn)
 class GPBaseline(LearningBaseline):
-    """Gaussian process classifier on the standardized 48 features: kernel ``C * RBF + WhiteKernel`` (paper:
-    RBF combined with white noise), ``n_restarts_optimizer`` = 3 (paper: three random restarts),
-    ``max_iter_predict`` = 100 (paper). Our decision: hyperparameter bounds C in [0.01, 100], RBF length
-    scale in [0.1, 100] x sqrt(d), white noise in [0.001, 10] (the restarts draw their starts inside them).
-    Cost grows as n^3 in the training rows. scikit-learn only."""
+    """Gaussian process classifier on the standardized 48 features (scikit-learn only).
+
+    Kernel ``C * RBF + WhiteKernel`` (paper: RBF combined with white noise). Our decision: hyperparameter bounds
+    C in [0.01, 100], RBF length scale in [0.1, 100] x sqrt(d), white noise in [0.001, 10] (the restarts draw
+    their starts inside them). Cost grows as n^3 in the training rows.
+
+    Parameters
+    ----------
+    n_restarts_optimizer : int, default 3
+        Random restarts of the kernel's optimizer (paper: three).
+    max_iter_predict : int, default 100
+        Newton iterations of the Laplace approximation in prediction (paper).
+    random_state : int, default 0
+        The restarts' seed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 3))
+    >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    >>> from htc_core.experiments.learning import GPBaseline
+    >>> gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
+    >>> gp.predict_proba(X[:3]).round(3)
+    array([[0.236, 0.764],
+           [0.155, 0.845],
+           [0.22 , 0.78 ]])
+    """
 
     def __init__(self, n_restarts_optimizer: int = 3, max_iter_predict: int = 100, random_state: int = 0):
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -292,6 +551,36 @@ class GPBaseline(LearningBaseline):
         self.random_state = random_state
 
     def fit(self, X, y):
+        """Fit the Gaussian process on the features of labeled runs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_features)
+            The features (NaN allowed: median-imputed).
+        y : array-like of shape (n_runs,)
+            0/1 labels, both present.
+
+        Returns
+        -------
+        GPBaseline
+            Fitted: ``gp_``, ``prep_``, ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not 0/1 with both outcomes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.experiments.learning import GPBaseline
+        >>> gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
+        >>> gp.classes_, gp.score(X, y)
+        (array([0, 1]), 1.0)
+        """
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
@@ -316,5 +605,37 @@ class GPBaseline(LearningBaseline):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
+        """Failure and success probabilities of runs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_features)
+            Features with the training data's columns.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_runs, 2)
+            Column 1 is the success probability.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` has other columns than the training data.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.experiments.learning import GPBaseline
+        >>> gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
+        >>> gp.predict_proba(X[:1]).round(3)
+        array([[0.236, 0.764]])
+        >>> gp.predict_proba(X[:1, :2])
+        Traceback (most recent call last):
+        ...
+        ValueError: X must have shape (n, 3) like the training data, got (1, 2)
+        """
         X = check_features(self, X)
         return self.gp_.predict_proba(self.prep_(X)).astype(np.float64)

@@ -42,7 +42,48 @@ DEFAULT_MAX_LEN = 256
 
 
 def token_sequences(ts, *, top_k: int = 5, max_len: int = DEFAULT_MAX_LEN) -> np.ndarray:
-    """float64 ``[n_trajectories, L, 1 + top_k]``, L = min(max_len, longest trajectory); see the module doc."""
+    """The runs as token sequences for the sequence models: the chosen and top-k log-probabilities per token.
+
+    One row per generated token of the whole trajectory (all steps concatenated), ``1 + top_k`` channels: the
+    chosen token's log-probability, then the alternatives' sorted descending; missing alternatives are
+    ``FLOOR`` (-20) and every value is clipped to [-20, 0]. A trajectory longer than ``max_len`` tokens is
+    mean-pooled into ``max_len`` near-equal bins; shorter ones are NaN-padded at the end.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs.
+    top_k : int, default 5
+        Alternatives per token (channels ``1 + top_k``).
+    max_len : int, default 256
+        The longest sequence; longer trajectories are pooled to it.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_runs, L, 1 + top_k)
+        float64, ``L = min(max_len, longest trajectory)``; NaN rows are padding.
+
+    Raises
+    ------
+    ValueError
+        If ``ts`` is not a TraceSet or ``top_k`` / ``max_len`` is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.sequence_models import token_sequences
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> X = token_sequences(ts)
+    >>> X.shape                                     # 8 runs, the longest 27 tokens, 1 + 5 channels
+    (8, 27, 6)
+    >>> np.isnan(X[:, :, 0]).sum(axis=1)            # padding after the shorter runs
+    array([1, 2, 2, 2, 0, 2, 2, 2])
+    >>> X[0, 0].round(3)                            # the first token: chosen, then the top-5
+    array([-0.009, -0.009, -6.082, -7.318, -7.324, -7.409])
+    >>> token_sequences(ts, top_k=2, max_len=8).shape     # pooled to 8 positions
+    (8, 8, 3)
+    """
     from ..traces import TraceSet
 
     if not isinstance(ts, TraceSet):
@@ -72,6 +113,7 @@ def token_sequences(ts, *, top_k: int = 5, max_len: int = DEFAULT_MAX_LEN) -> np
 
 
 def _check_seq(X, y=None):
+    """X (and y) checked: a 3-D float array with NaN padding, 0/1 labels with both outcomes."""
     if y is not None:
         X, y = check_binary(X, y, allow_nd=True)
     else:
@@ -83,11 +125,14 @@ def _check_seq(X, y=None):
 
 
 class _SequenceBaseline(LearningBaseline):
-    #: cut every mini-batch / prediction chunk to its own longest run (see the module doc); False runs every
-    #: batch at the full padded length of X: the reference path the tests compare against
+    """What the LSTM and the Transformer share: input checks, channel scaling, prediction."""
+
+    # cut every mini-batch / prediction chunk to its own longest run (see the module doc); False runs every
+    # batch at the full padded length of X: the reference path the tests compare against
     _trim_batches = True
 
     def _fit_common(self, X, y):
+        """Checked X and y; the channels' mean and std on the training tokens."""
         X, y = _check_seq(X, y)
         require("torch", f"the {type(self).__name__.removesuffix('Baseline')} baseline")
         self.input_shape_ = X.shape[2:]
@@ -103,6 +148,7 @@ class _SequenceBaseline(LearningBaseline):
         return (X - self.mu_) / self.sd_   # NaN padding stays NaN (the modules mask it)
 
     def predict_proba(self, X) -> np.ndarray:
+        """Failure and success probabilities of runs given as token sequences (columns 0 and 1)."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "classes_")
@@ -113,9 +159,44 @@ class _SequenceBaseline(LearningBaseline):
 
 
 class LSTMBaseline(_SequenceBaseline):
-    """Single-layer unidirectional LSTM, hidden size 64; its last hidden state (at each run's true length)
-    goes through a 64 -> 32 -> 32 -> 2 feed-forward classifier with ReLU and dropout 0.4; Adam lr 0.001,
-    early stopping (paper values; the paper gives no batch size: 16)."""
+    """Single-layer unidirectional LSTM on token sequences (PyTorch, the ``[learning]`` extra).
+
+    Its last hidden state (at each run's true length) goes through a 64 -> 32 -> 32 -> 2 feed-forward classifier
+    with ReLU and dropout; Adam, early stopping on a stratified 20 % validation part (paper values; the paper
+    gives no batch size: 16). One CPU thread, seeded.
+
+    Parameters
+    ----------
+    hidden_size : int, default 64
+        The LSTM's hidden size.
+    dropout : float, default 0.4
+        Dropout in the classifier.
+    lr : float, default 0.001
+        Adam's learning rate.
+    batch_size : int, default 16
+        Mini-batch size.
+    max_epochs : int, default 100
+        The most epochs.
+    patience : int, default 8
+        Epochs without a better validation log-loss before stopping.
+    random_state : int, default 0
+        The seed of the weights, the batches and the validation split.
+
+    Examples
+    --------
+    PyTorch is an optional extra (not installed in the project's CI: from PyPI it brings 2.6 GB of CUDA wheels),
+    so the lines that fit are skipped here:
+
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.sequence_models import token_sequences, LSTMBaseline
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> X = token_sequences(ts)
+    >>> lstm = LSTMBaseline(hidden_size=16, max_epochs=10)
+    >>> lstm.get_params()["hidden_size"], X.shape[2]
+    (16, 6)
+    >>> lstm.fit(X, ts.labels).predict_proba(X).shape              # doctest: +SKIP
+    (8, 2)
+    """
 
     def __init__(self, hidden_size: int = 64, dropout: float = 0.4, lr: float = 1e-3, batch_size: int = 16,
                  max_epochs: int = 100, patience: int = 8, random_state: int = 0):
@@ -128,6 +209,42 @@ class LSTMBaseline(_SequenceBaseline):
         self.random_state = random_state
 
     def fit(self, X, y):
+        """Train the LSTM on token sequences of labeled runs.
+
+        Channels are standardized with the training tokens' mean and std; padding stays masked.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_tokens, channels)
+            :func:`token_sequences` of the runs (NaN rows: padding).
+        y : array-like of shape (n_runs,)
+            0/1 labels, both present.
+
+        Returns
+        -------
+        LSTMBaseline
+            Fitted: ``module_``, ``mu_``, ``sd_``, ``n_epochs_``, ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is not 3-D or ``y`` is not 0/1 with both outcomes.
+        MissingExtraError
+            If PyTorch is not installed.
+
+        Examples
+        --------
+        PyTorch is an optional extra (not installed in the project's CI: from PyPI it brings 2.6 GB of CUDA
+        wheels), so the lines that fit are skipped here:
+
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.sequence_models import token_sequences, LSTMBaseline
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> X = token_sequences(ts)
+        >>> lstm = LSTMBaseline(max_epochs=10).fit(X, ts.labels)           # doctest: +SKIP
+        >>> lstm.classes_                                                  # doctest: +SKIP
+        array([0, 1])
+        """
         X, y = self._fit_common(X, y)
         import torch
 
@@ -140,10 +257,50 @@ class LSTMBaseline(_SequenceBaseline):
 
 
 class TransformerBaseline(_SequenceBaseline):
-    """One self-attention encoder layer, model dimension 32, 2 heads, feed-forward 64, dropout 0.3, learnable
-    positional embeddings, attention pooling, classifier 32 -> 16 -> 2; Adam lr 0.001, batch size 4, early
-    stopping (paper values). The paper's embeddings go up to length 2000; ours to ``max_positions`` = 256, the
-    length :func:`token_sequences` pools to by default (a longer X is a ValueError)."""
+    """One-layer Transformer encoder on token sequences (PyTorch, the ``[learning]`` extra).
+
+    Learnable positional embeddings, attention pooling over the real tokens, classifier 32 -> 16 -> 2; Adam,
+    early stopping (paper values). The paper's embeddings go up to length 2000; ours to ``max_positions`` = 256,
+    the length :func:`token_sequences` pools to by default (a longer X is a ValueError). One CPU thread, seeded.
+
+    Parameters
+    ----------
+    d_model : int, default 32
+        The model dimension.
+    n_heads : int, default 2
+        Attention heads.
+    dim_feedforward : int, default 64
+        The encoder's feed-forward width.
+    dropout : float, default 0.3
+        Dropout in the encoder and the classifier.
+    max_positions : int, default 256
+        The longest sequence (positional embeddings).
+    lr : float, default 0.001
+        Adam's learning rate.
+    batch_size : int, default 4
+        Mini-batch size.
+    max_epochs : int, default 100
+        The most epochs.
+    patience : int, default 8
+        Epochs without a better validation log-loss before stopping.
+    random_state : int, default 0
+        The seed of the weights, the batches, the dropout masks and the validation split.
+
+    Examples
+    --------
+    PyTorch is an optional extra (not installed in the project's CI: from PyPI it brings 2.6 GB of CUDA wheels),
+    so the lines that fit are skipped here:
+
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.sequence_models import token_sequences, TransformerBaseline
+    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> X = token_sequences(ts)
+    >>> model = TransformerBaseline(max_positions=32, max_epochs=10)
+    >>> model.get_params()["d_model"], X.shape[1] <= model.max_positions
+    (32, True)
+    >>> model.fit(X, ts.labels).predict_proba(X).shape             # doctest: +SKIP
+    (8, 2)
+    """
 
     def __init__(self, d_model: int = 32, n_heads: int = 2, dim_feedforward: int = 64, dropout: float = 0.3,
                  max_positions: int = DEFAULT_MAX_LEN, lr: float = 1e-3, batch_size: int = 4, max_epochs: int = 100,
@@ -160,6 +317,43 @@ class TransformerBaseline(_SequenceBaseline):
         self.random_state = random_state
 
     def fit(self, X, y):
+        """Train the Transformer on token sequences of labeled runs.
+
+        Channels are standardized with the training tokens' mean and std; padding stays masked.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_tokens, channels)
+            :func:`token_sequences` of the runs (NaN rows: padding).
+        y : array-like of shape (n_runs,)
+            0/1 labels, both present.
+
+        Returns
+        -------
+        TransformerBaseline
+            Fitted: ``module_``, ``mu_``, ``sd_``, ``n_epochs_``, ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is not 3-D or ``y`` is not 0/1 with both outcomes, or ``X`` has more positions than
+            ``max_positions``.
+        MissingExtraError
+            If PyTorch is not installed.
+
+        Examples
+        --------
+        PyTorch is an optional extra (not installed in the project's CI: from PyPI it brings 2.6 GB of CUDA
+        wheels), so the lines that fit are skipped here:
+
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.sequence_models import token_sequences, TransformerBaseline
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> X = token_sequences(ts)
+        >>> model = TransformerBaseline(max_epochs=10).fit(X, ts.labels)   # doctest: +SKIP
+        >>> 1 <= model.n_epochs_ <= 10                                      # doctest: +SKIP
+        True
+        """
         X, y = self._fit_common(X, y)
         if X.shape[1] > int(self.max_positions):
             raise ValueError(f"X has {X.shape[1]} positions but max_positions is {self.max_positions}; build X with "
@@ -175,6 +369,36 @@ class TransformerBaseline(_SequenceBaseline):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
+        """Failure and success probabilities of runs given as token sequences.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_tokens, channels)
+            :func:`token_sequences` of the runs, with the training data's channels.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_runs, 2)
+            Column 1 is the success probability.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` has more positions than ``max_positions`` or other channels than the training data.
+
+        Examples
+        --------
+        PyTorch is an optional extra (not installed in the project's CI: from PyPI it brings 2.6 GB of CUDA
+        wheels), so the lines that fit are skipped here:
+
+        >>> from htc_core.formats import load
+        >>> from htc_core.experiments.sequence_models import token_sequences, TransformerBaseline
+        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> X = token_sequences(ts)
+        >>> model = TransformerBaseline(max_epochs=10).fit(X, ts.labels)   # doctest: +SKIP
+        >>> model.predict_proba(X).sum(axis=1).round(6)                     # doctest: +SKIP
+        array([1., 1., 1., 1., 1., 1., 1., 1.])
+        """
         X, _ = _check_seq(X)
         if X.shape[1] > int(self.max_positions):
             raise ValueError(f"X has {X.shape[1]} positions but max_positions is {self.max_positions}")

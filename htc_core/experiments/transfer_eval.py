@@ -41,19 +41,56 @@ __all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferCho
            "prepare", "fit_transfer", "expected_error_points", "range_self_check"]
 
 METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof", "stack-all-oof")
-#: methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set;
-#: stack-all-oof is measured (does combining every signal transfer better?) but a GAC file holds one signal
+# methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set;
+# stack-all-oof is measured (does combining every signal transfer better?) but a GAC file holds one signal
 SHIPPABLE = ("gac", "stack", "signal", "stack-oof")
 _SUFFIX = re.compile(r"-(greedy|sampled.*)$")
 
 
 def model_family(model: str) -> str:
-    """``SmolLM2-135M-sampled-t0.7`` -> ``SmolLM2-135M`` (the decoding configuration is not a family)."""
+    """A model's family: its name without the decoding suffix (the decoding configuration is not a family).
+
+    Parameters
+    ----------
+    model : str
+        A model name as the runs' metadata holds it.
+
+    Returns
+    -------
+    str
+        The name without a trailing ``-greedy`` or ``-sampled...``.
+
+    Examples
+    --------
+    >>> from htc_core.experiments.transfer_eval import model_family
+    >>> model_family("SmolLM2-135M-sampled-t0.7"), model_family("SmolLM2-135M-greedy"), model_family("gpt-4o")
+    ('SmolLM2-135M', 'SmolLM2-135M', 'gpt-4o')
+    """
     return _SUFFIX.sub("", str(model))
 
 
 def family_groups(meta: pd.DataFrame) -> np.ndarray:
-    """``dataset x model family`` per run, e.g. ``units | SmolLM2-135M``."""
+    """Each run's family: its dataset and model family, e.g. ``units | SmolLM2-135M``.
+
+    Parameters
+    ----------
+    meta : pandas.DataFrame
+        The runs' metadata (columns dataset and model; "?" where one is missing).
+
+    Returns
+    -------
+    numpy.ndarray of str
+        One family per run.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.experiments.transfer_eval import family_groups
+    >>> meta = pd.DataFrame({"dataset": ["units", "units", "facts"],
+    ...                      "model": ["SmolLM2-135M-greedy", "SmolLM2-135M-sampled-t0.7", "Gemma3-270M-greedy"]})
+    >>> list(family_groups(meta))
+    ['units | SmolLM2-135M', 'units | SmolLM2-135M', 'facts | Gemma3-270M']
+    """
     ds = meta["dataset"].astype(str) if "dataset" in meta else pd.Series(["?"] * len(meta))
     mo = meta["model"].astype(str) if "model" in meta else pd.Series(["?"] * len(meta))
     return np.array([f"{d} | {model_family(m)}" for d, m in zip(ds, mo)], dtype=object)
@@ -61,36 +98,204 @@ def family_groups(meta: pd.DataFrame) -> np.ndarray:
 
 @dataclass
 class TransferChoice:
-    """Per held-out family: metrics of every method, the signals' AUROC and the shift measurements."""
+    """Per held-out family: the metrics of every transfer method, the signals' AUROC and the shift measurements.
+
+    Made by :func:`leave_one_family_out`.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per (family, method): family, method, n, ece, brier, auroc, rate_gap, em_gap.
+    shifts : pandas.DataFrame
+        One row per family: family, n, rate, max_shift, missing_topk, train_rate.
+    signal_auroc : pandas.DataFrame
+        Family x training-free signal: the signal's AUROC on the held-out family.
+    chosen_signal : dict of str to str, default {}
+        Family -> the signal the stack used.
+    predictions : dict of str to numpy.ndarray, default {}
+        Method -> each row's held-out confidence (every row is held out once).
+    groups : numpy.ndarray or None, default None
+        Each row's family (the rows of ``predictions``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.experiments.transfer_eval import TransferChoice
+    >>> families = ["facts | m", "lists | m", "units | m"]
+    >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+    ...                      "method": ["gac", "signal"] * 3, "n": 40,
+    ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+    ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+    ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+    ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+    ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+    >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+    ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+    ...                        "train_rate": [0.55, 0.5, 0.45]})
+    >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+    ...                             index=families)
+    >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+    >>> choice.summary()[["ece_mean", "ece_worst", "auroc_mean"]].round(3)
+            ece_mean  ece_worst  auroc_mean
+    method
+    gac        0.150       0.20       0.717
+    signal     0.097       0.12       0.683
+    """
 
     rows: pd.DataFrame                 # family, method, n, ece, brier, auroc
     shifts: pd.DataFrame               # family, n, max_shift, rate_gap, em_gap, missing_topk, train_rate, rate
     signal_auroc: pd.DataFrame         # family x signal
     chosen_signal: dict = field(default_factory=dict)   # family -> the signal the stack used
-    #: method -> each row's held-out confidence (every row is held out once; filled by leave_one_family_out)
+    # method -> each row's held-out confidence (every row is held out once; filled by leave_one_family_out)
     predictions: dict = field(default_factory=dict)
     groups: np.ndarray | None = None                    # each row's family (the rows of ``predictions``)
 
     def summary(self) -> pd.DataFrame:
-        """method -> mean and worst ECE / Brier / AUROC over the held-out families."""
+        """Each method's mean and worst ECE, Brier and AUROC over the held-out families.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by method (in ``METHODS`` order): ece_mean, ece_worst, brier_mean, brier_worst, auroc_mean,
+            auroc_worst.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> families = ["facts | m", "lists | m", "units | m"]
+        >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+        ...                      "method": ["gac", "signal"] * 3, "n": 40,
+        ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+        ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+        ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+        ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+        ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+        >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+        ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+        ...                        "train_rate": [0.55, 0.5, 0.45]})
+        >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+        ...                             index=families)
+        >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+        >>> choice.summary().loc["gac"].round(3).to_dict()
+        {'ece_mean': 0.15, 'ece_worst': 0.2, 'brier_mean': 0.223, 'brier_worst': 0.25, 'auroc_mean': 0.717,
+         'auroc_worst': 0.6}
+        """
         g = self.rows.groupby("method", sort=False)
         out = pd.DataFrame({"ece_mean": g.ece.mean(), "ece_worst": g.ece.max(), "brier_mean": g.brier.mean(),
                             "brier_worst": g.brier.max(), "auroc_mean": g.auroc.mean(), "auroc_worst": g.auroc.min()})
         return out.reindex([m for m in METHODS if m in out.index])
 
     def best(self) -> str:
-        """The method a GAC file can hold (:data:`SHIPPABLE`: scores one run at a time) with the lowest mean ECE
-        (ties: the lower worst ECE)."""
+        """The method a GAC file can hold (``SHIPPABLE``: scores one run at a time) with the lowest mean ECE.
+
+        Ties go to the lower worst ECE.
+
+        Returns
+        -------
+        str
+            The method's name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> families = ["facts | m", "lists | m", "units | m"]
+        >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+        ...                      "method": ["gac", "signal"] * 3, "n": 40,
+        ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+        ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+        ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+        ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+        ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+        >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+        ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+        ...                        "train_rate": [0.55, 0.5, 0.45]})
+        >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+        ...                             index=families)
+        >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+        >>> choice.best()
+        'signal'
+        """
         s = self.summary()
         s = s[s.index.isin(SHIPPABLE)]
         return str(s.sort_values(["ece_mean", "ece_worst"]).index[0])
 
     def wins_vs_signal(self, method: str) -> pd.DataFrame:
+        """A method's AUROC on each held-out family next to the best training-free signal's there.
+
+        Parameters
+        ----------
+        method : str
+            A method of ``rows``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by family: auroc, best_signal_auroc.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> families = ["facts | m", "lists | m", "units | m"]
+        >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+        ...                      "method": ["gac", "signal"] * 3, "n": 40,
+        ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+        ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+        ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+        ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+        ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+        >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+        ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+        ...                        "train_rate": [0.55, 0.5, 0.45]})
+        >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+        ...                             index=families)
+        >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+        >>> choice.wins_vs_signal("gac")
+                   auroc  best_signal_auroc
+        family
+        facts | m   0.80               0.72
+        lists | m   0.60               0.68
+        units | m   0.75               0.71
+        """
         r = self.rows[self.rows.method == method].set_index("family")
         best = self.signal_auroc.max(axis=1)
         return pd.DataFrame({"auroc": r.auroc, "best_signal_auroc": best.reindex(r.index)})
 
     def table(self) -> str:
+        """Plain text: ECE/AUROC of every method per held-out family ("-" where not measured), the best
+        signal's AUROC, and the mean and worst lines.
+
+        Returns
+        -------
+        str
+            The table (one column per method of ``METHODS``).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> families = ["facts | m", "lists | m", "units | m"]
+        >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+        ...                      "method": ["gac", "signal"] * 3, "n": 40,
+        ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+        ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+        ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+        ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+        ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+        >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+        ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+        ...                        "train_rate": [0.55, 0.5, 0.45]})
+        >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+        ...                             index=families)
+        >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+        >>> lines = choice.table().splitlines()
+        >>> lines[0]
+        'ECE/AUROC per held-out family (leave-one-family-out)'
+        >>> lines[-2].split()
+        ['mean', 'ECE/AUROC', '0.150/0.717', '0.097/0.683']
+        """
         lines = ["held-out family                 runs  " + "  ".join(f"{m:>16}" for m in METHODS) + "  best signal"]
         for fam, r in self.rows.groupby("family", sort=False):
             cells = {x.method: f"{x.ece:.3f}/{x.auroc:.3f}" for x in r.itertuples()}
@@ -105,6 +310,36 @@ class TransferChoice:
         return "\n".join(["ECE/AUROC per held-out family (leave-one-family-out)"] + lines)
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready values, numbers rounded to 4 decimals, with the chosen method.
+
+        Returns
+        -------
+        dict
+            Keys experiment, methods, chosen (:meth:`best`), summary, rows, shifts, signal_auroc and
+            stack_signal.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> families = ["facts | m", "lists | m", "units | m"]
+        >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+        ...                      "method": ["gac", "signal"] * 3, "n": 40,
+        ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+        ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+        ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+        ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+        ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+        >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+        ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+        ...                        "train_rate": [0.55, 0.5, 0.45]})
+        >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+        ...                             index=families)
+        >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+        >>> d = choice.to_dict()
+        >>> d["chosen"], d["summary"]["signal"]["ece_mean"], d["signal_auroc"]["lists | m"]
+        ('signal', 0.0967, {'seq_prob': 0.68, 'min_prob': 0.62})
+        """
         s = self.summary()
         return {"experiment": "leave-one-family-out transfer methods", "methods": list(METHODS),
                 "chosen": self.best(),
@@ -121,6 +356,7 @@ class TransferChoice:
 
 
 def _fit(X, y, profile, seed, fit_kw):
+    """An HTC calibrator (HTC-Reduced unless ``fit_kw`` says otherwise) fitted on one profile's features."""
     from ..calibration.calibrators import HTCCalibrator
 
     kw = {"variant": "reduced", **fit_kw}
@@ -128,6 +364,7 @@ def _fit(X, y, profile, seed, fit_kw):
 
 
 def _auroc(y, s) -> float:
+    """AUROC of the finite scores ``s`` (NaN with fewer than 2 or with one outcome)."""
     ok = np.isfinite(s)
     if ok.sum() < 2 or len(set(y[ok])) < 2:
         return float("nan")
@@ -135,6 +372,7 @@ def _auroc(y, s) -> float:
 
 
 def _best_signal(y, sig: pd.DataFrame) -> str:
+    """The stackable training-free signal of the best AUROC on the rows of ``sig``."""
     # only the probability signals: the stack and the transfer entry take logit(signal), and minus an entropy is
     # no probability (its logit would be a constant)
     aur = {c: _auroc(y, sig[c].to_numpy()) for c in sig.columns if c in STACKABLE and np.isfinite(sig[c]).all()}
@@ -154,6 +392,7 @@ def _kind_logits(models, feats, alt, rows, *, tts: bool) -> np.ndarray:
 
 
 def _held_out(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict, dict, dict, str]:
+    """Every method's confidences on family ``g`` fitted on the others, its shift row, models and signal."""
     y, groups, feats, alt, sig = d["y"], d["groups"], d["features"], d["alt"], d["signals"]
     te, tr = np.flatnonzero(groups == g), np.flatnonzero(groups != g)
     models = {WITHOUT_ALTERNATIVES: _fit(feats["chosen"][tr], y[tr], "chosen", seed, fit_kw)}
@@ -215,6 +454,7 @@ def _oof_logits(d: dict, tr: np.ndarray, seed: int, fit_kw: dict, models: dict, 
 
 
 def _shift_row(models, feats, alt, tr, te, train_rate) -> dict:
+    """The shift measures of a held-out family: the largest feature shift, missing top-k, the training rate."""
     from ..calibration.shift import shift_check_matrix
 
     d = 0.0
@@ -226,7 +466,31 @@ def _shift_row(models, feats, alt, tr, te, train_rate) -> dict:
 
 
 def prepare(ts) -> dict:
-    """Labels, family groups, both profiles' features, alternatives and the training-free signals, once."""
+    """What :func:`leave_one_family_out` and :func:`fit_transfer` need of the labeled runs, computed once.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (unlabeled ones are left out).
+
+    Returns
+    -------
+    dict
+        Keys y (labels), groups (families), alt (runs with top-k alternatives), features (profile "paper" and
+        "chosen" -> ``[n, 48]``), signals (the training-free signals, a DataFrame) and ids.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.transfer_eval import prepare
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
+    >>> d = prepare(ts)
+    >>> sorted(d), d["features"]["chosen"].shape, sorted(set(d["groups"]))
+    (['alt', 'features', 'groups', 'ids', 'signals', 'y'], (32, 48), ['facts | Gemma3-270M', 'lists | Gemma3-270M'])
+    """
     from ..features import extract
 
     ts = ts.labeled()
@@ -235,14 +499,54 @@ def prepare(ts) -> dict:
             "signals": training_free_signals(ts), "ids": ts.ids}
 
 
-#: the alpha grid of the experiment's fits (a coarser grid than the shipped fits' DEFAULT_ALPHAS: 14 held-out
-#: families x 8 fits each on a shared 2-core machine)
+# the alpha grid of the experiment's fits (a coarser grid than the shipped fits' DEFAULT_ALPHAS: 14 held-out
+# families x 8 fits each on a shared 2-core machine)
 EXPERIMENT_ALPHAS = (0.01, 0.1, 1.0, 5.0, 20.0, 50.0)
 
 
 def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXPERIMENT_ALPHAS,
                          progress: Callable[[int, int, str], None] | None = None) -> TransferChoice:
-    """Every transfer method on every held-out family of ``ts`` (a labeled TraceSet); see the module docstring."""
+    """Every transfer method on every held-out family: the GAC fitted on the other families, scored zero-shot.
+
+    No held-out label reaches a fit: the candidates see the held-out features only; labels only score them.
+    Families with one outcome are skipped.
+
+    Parameters
+    ----------
+    ts : TraceSet or dict
+        Labeled runs, or what :func:`prepare` made of them.
+    seed : int, default 42
+        The inner folds' random state.
+    inner_folds : int, default 3
+        Folds of the inner alpha selection.
+    alphas : sequence of float, default (0.01, 0.1, 1.0, 5.0, 20.0, 50.0)
+        The regularization strengths chosen from.
+    progress : callable or None, default None
+        ``progress(done, total, family)`` after each held-out family.
+
+    Returns
+    -------
+    TransferChoice
+        The metrics by family and method, the signals' AUROC, the shifts and the held-out confidences.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.transfer_eval import leave_one_family_out
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
+    >>> choice = leave_one_family_out(ts, alphas=(1.0,), inner_folds=2)
+    >>> choice.summary()[["ece_mean", "auroc_mean"]].round(3).loc[["gac", "signal", "stack-oof"]]
+               ece_mean  auroc_mean
+    method
+    gac           0.443       0.448
+    signal        0.333       0.733
+    stack-oof     0.549       0.448
+    >>> choice.best()
+    'signal'
+    """
     d = ts if isinstance(ts, dict) else prepare(ts)
     fams = [g for g in sorted(set(d["groups"])) if len(set(d["y"][d["groups"] == g])) == 2]
     rows, shifts, aur, chosen = [], [], {}, {}
@@ -265,9 +569,53 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
 
 def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
                  models: dict | None = None) -> dict | None:
-    """The ``transfer`` entry of a GAC fitted on all of ``d`` (from :func:`prepare`) for a :data:`SHIPPABLE`
-    method: None for ``gac``; the signal chosen on all runs and the stack coefficients otherwise (``stack-oof``
-    from out-of-family logits, ``stack`` from the fitted ``models``' own logits, ``signal`` without the GAC)."""
+    """The ``transfer`` entry of a GAC file fitted on all of ``d`` for a shippable method.
+
+    None for ``gac``; otherwise the signal chosen on all runs and the stack coefficients (``stack-oof`` from
+    out-of-family logits, ``stack`` from the fitted ``models``' own logits, ``signal`` without the GAC). When no
+    run lacks top-k alternatives, a ``fallback`` scores such runs by the Platt-scaled signal alone.
+
+    Parameters
+    ----------
+    d : dict
+        What :func:`prepare` made of the training runs.
+    method : {"gac", "stack", "signal", "stack-oof"}
+        A method of ``SHIPPABLE``.
+    variant : str, default "reduced"
+        The HTC variant of the out-of-family fits (``stack-oof``).
+    seed : int, default 42
+        Their inner folds' random state.
+    inner_folds : int, default 3
+        Their inner folds.
+    models : dict or None, default None
+        The GAC's fitted models by kind (``stack``, and ``stack-oof`` with one training family).
+
+    Returns
+    -------
+    dict or None
+        Keys method, signal, coef ([GAC logit weight, signal weight, intercept]), fill (the signal's value for a
+        run without it), what (the signal in words) and, where needed, fallback.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not shippable.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.experiments.transfer_eval import fit_transfer, prepare
+    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
+    >>> d = prepare(ts)
+    >>> fit_transfer(d, "gac") is None
+    True
+    >>> entry = fit_transfer(d, "signal")
+    >>> entry["signal"], [round(c, 3) for c in entry["coef"]], entry["fallback"]["why"]
+    ('min_prob', [0.0, 0.638, -0.31], 'no training run lacked top-k alternatives')
+    """
     if method not in SHIPPABLE:
         raise ValueError(f"method must be one of {SHIPPABLE}, got {method!r}")
     if method == "gac":
@@ -297,7 +645,44 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
 
 
 def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
-    """One point per held-out family: its shift measures and the ECE ``method`` reached there."""
+    """One point per held-out family: its shift measures and the ECE ``method`` reached there.
+
+    The points the expected-error range (:mod:`htc_core.calibration.expected_error`) is built from.
+
+    Parameters
+    ----------
+    choice : TransferChoice
+        A leave-one-family-out result.
+    method : str
+        A method of ``choice.rows``.
+
+    Returns
+    -------
+    list of dict
+        Per family: family, n, ece, rate_gap, em_gap, max_shift, missing_topk (rounded to 4 decimals).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.experiments.transfer_eval import TransferChoice, expected_error_points
+    >>> families = ["facts | m", "lists | m", "units | m"]
+    >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+    ...                      "method": ["gac", "signal"] * 3, "n": 40,
+    ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+    ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+    ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+    ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+    ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+    >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+    ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+    ...                        "train_rate": [0.55, 0.5, 0.45]})
+    >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+    ...                             index=families)
+    >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+    >>> expected_error_points(choice, "signal")[1]
+    {'family': 'lists | m', 'n': 40, 'ece': 0.12, 'rate_gap': 0.03, 'em_gap': 0.05, 'max_shift': 3.0,
+     'missing_topk': 0.0}
+    """
     rows = choice.rows[choice.rows.method == method].set_index("family")
     return [{"family": r["family"], "n": int(r["n"]), "ece": round(float(rows.ece[r["family"]]), 4),
              "rate_gap": round(float(rows.rate_gap[r["family"]]), 4), "em_gap": round(float(rows.em_gap[r["family"]]), 4),
@@ -306,10 +691,49 @@ def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
 
 
 def range_self_check(choice: TransferChoice, points: list[dict], method: str) -> list[dict]:
-    """The expected-error range checked on the families it is built from: for each held-out family, the range
-    :func:`~.expected_error.expected_ece` gives it from the *other* families' points (its own shift measures, its
-    ``method`` confidences for the noise), and whether its measured ECE lies inside. Per family: family, n, ECE,
-    low, high, inside."""
+    """The expected-error range checked on the families it is built from, each left out in turn.
+
+    For each held-out family, the range :func:`~htc_core.calibration.expected_error.expected_ece` gives it from
+    the *other* families' points (its own shift measures, its ``method`` confidences for the noise; 0.5 where
+    the result holds none), and whether its measured ECE lies inside.
+
+    Parameters
+    ----------
+    choice : TransferChoice
+        A leave-one-family-out result.
+    points : list of dict
+        :func:`expected_error_points` of ``choice`` and ``method``.
+    method : str
+        The method whose ECE the range predicts.
+
+    Returns
+    -------
+    list of dict
+        Per family: family, n, ece, low, high (rounded to 4 decimals), inside.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from htc_core.experiments.transfer_eval import TransferChoice, expected_error_points, range_self_check
+    >>> families = ["facts | m", "lists | m", "units | m"]
+    >>> rows = pd.DataFrame({"family": [f for f in families for _ in (0, 1)],
+    ...                      "method": ["gac", "signal"] * 3, "n": 40,
+    ...                      "ece": [0.10, 0.08, 0.20, 0.12, 0.15, 0.09],
+    ...                      "brier": [0.20, 0.19, 0.25, 0.21, 0.22, 0.20],
+    ...                      "auroc": [0.80, 0.70, 0.60, 0.65, 0.75, 0.70],
+    ...                      "rate_gap": [0.05, 0.02, 0.10, 0.03, 0.07, 0.02],
+    ...                      "em_gap": [0.04, 0.03, 0.08, 0.05, 0.06, 0.04]})
+    >>> shifts = pd.DataFrame({"family": families, "n": 40, "rate": [0.4, 0.5, 0.6],
+    ...                        "max_shift": [1.5, 3.0, 2.0], "missing_topk": 0.0,
+    ...                        "train_rate": [0.55, 0.5, 0.45]})
+    >>> signal_auroc = pd.DataFrame({"seq_prob": [0.72, 0.68, 0.66], "min_prob": [0.70, 0.62, 0.71]},
+    ...                             index=families)
+    >>> choice = TransferChoice(rows, shifts, signal_auroc)      # a small hand-made result
+    >>> checks = range_self_check(choice, expected_error_points(choice, "signal"), "signal")
+    >>> [(c["family"], c["ece"], c["low"], c["high"], c["inside"]) for c in checks]
+    [('facts | m', 0.08, 0.0246, 0.1854, True), ('lists | m', 0.12, 0.0146, 0.1554, True),
+     ('units | m', 0.09, 0.0146, 0.1854, True)]
+    """
     from ..calibration.expected_error import expected_ece
 
     conf = choice.predictions.get(method)
