@@ -18,8 +18,55 @@ _METRIC_HEAD = (("ece", "ECE ↓"), ("brier", "Brier ↓"), ("auroc", "AUROC ↑
 
 @dataclass
 class ReportData:
-    """What a report shows. ``evaluation`` and ``models`` are required; every other part is optional and
-    its section is left out (with a line saying why) when it is None."""
+    """What a report shows: result objects, each optional part a section of the page.
+
+    ``evaluation`` and ``models`` are required; every other part is optional and its section is left out (with
+    the line of ``skipped`` saying why) when it is None. :func:`~htc_core.htmlreport.compute.compute_report`
+    computes one from a TraceSet.
+
+    Parameters
+    ----------
+    evaluation : EvaluationResult
+        The nested-CV evaluation (:func:`~htc_core.calibration.evaluation.evaluate`).
+    models : dict of str to HTCCalibrator
+        "HTC-Reduced" / "HTC-Full" -> fitted on all labeled runs (the weights section).
+    title : str, default "HTC calibration report"
+        The page's title.
+    sources : list of str, default []
+        The files the runs came from.
+    groups : dict, default {}
+        Group column -> {group: runs}.
+    transfer : TransferResult or None, default None
+        The transfer matrix.
+    gac : GACResult or None, default None
+        The GAC leave-one-out.
+    ablation : AblationResult or None, default None
+        The feature-family ablation.
+    learning_curve : LearningCurve or None, default None
+        A computed learning curve (:func:`~htc_core.htmlreport.learning.read_learning_curve`).
+    mistakes : Mistakes or None, default None
+        The worst mistakes (:func:`~htc_core.explain.examples.worst_mistakes`).
+    skipped : dict of str to str, default {}
+        Section -> why it is not in the report.
+    notes : list of str, default []
+        Notes shown at the top.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.evaluation import evaluate
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.htmlreport.build import ReportData
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+    >>> model = HTCCalibrator("reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
+    >>> data = ReportData(evaluation=result, models={"HTC-Reduced": model}, title="Gemma3 on lists",
+    ...                   skipped={"transfer": "the runs hold one dataset"})
+    >>> data.title, list(data.models), data.transfer is None
+    ('Gemma3 on lists', ['HTC-Reduced'], True)
+    """
 
     evaluation: Any                                   # EvaluationResult
     models: dict                                      # "HTC-Reduced"/"HTC-Full" -> fitted HTCCalibrator (all runs)
@@ -35,6 +82,33 @@ class ReportData:
     notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The report's results as JSON-ready values (each result object's own ``to_dict``; models left out).
+
+        Returns
+        -------
+        dict
+            Keys title, sources, groups, evaluation, skipped, notes, transfer, gac, ablation, learning_curve
+            (None for a part not computed).
+
+        Examples
+        --------
+        >>> from htc_core.formats import load
+        >>> from htc_core.features import extract
+        >>> from htc_core.calibration.evaluation import evaluate
+        >>> from htc_core.calibration.calibrators import HTCCalibrator
+        >>> from htc_core.htmlreport.build import ReportData
+        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+        >>> model = HTCCalibrator("reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
+        >>> data = ReportData(evaluation=result, models={"HTC-Reduced": model}, title="Gemma3 on lists",
+        ...                   skipped={"transfer": "the runs hold one dataset"})
+        >>> d = data.to_dict()
+        >>> sorted(d)
+        ['ablation', 'evaluation', 'gac', 'groups', 'learning_curve', 'notes', 'skipped', 'sources', 'title', 'transfer']
+        >>> d["transfer"], d["skipped"]
+        (None, {'transfer': 'the runs hold one dataset'})
+        """
         out = {"title": self.title, "sources": list(self.sources), "groups": self.groups,
                "evaluation": self.evaluation.to_dict(), "skipped": dict(self.skipped), "notes": list(self.notes)}
         for k in ("transfer", "gac", "ablation", "learning_curve"):
@@ -49,6 +123,7 @@ class _Figures:
     value can close the script element. Numbered ids, so a report is the same bytes for the same results."""
 
     def __init__(self):
+        """No figure drawn yet."""
         self.n = 0
 
     def __call__(self, fig) -> Markup:
@@ -75,12 +150,14 @@ def _table(df: pd.DataFrame, *, text_cols=(), best: dict | None = None) -> dict:
 
 
 def _fmt(v) -> str:
+    """A table cell's text: floats with 3 decimals, NaN and None as ""."""
     if isinstance(v, float):
         return "" if v != v else f"{v:.3f}"
     return "" if v is None else str(v)
 
 
 def _ms(mean, std, digits: int = 3) -> str:
+    """'mean ± std' with ``digits`` decimals."""
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
@@ -203,6 +280,7 @@ def _text(value):
 
 @lru_cache(maxsize=1)
 def _template():
+    """The report's Jinja2 template (autoescape on, every value bidi-isolated), loaded once."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     env = Environment(loader=PackageLoader("htc_core.htmlreport", "templates"), autoescape=True,
@@ -211,10 +289,50 @@ def _template():
 
 
 def build_report(data: ReportData) -> str:
-    """The report as one HTML document (a str): plotly.js inline once, every figure drawn from ``data``.
+    """The report as one self-contained HTML document: plotly.js inline once, every figure drawn from ``data``.
 
     The page is ``templates/report.html.j2`` (Jinja2, autoescape on: every value from the runs is escaped and
-    bidi-isolated); the figures are plotly's ``fig.to_html(full_html=False, include_plotlyjs=False)``."""
+    bidi-isolated); the figures are plotly's ``fig.to_html(full_html=False, include_plotlyjs=False)``, numbered
+    so that the same results give the same bytes. It opens offline: no external script, stylesheet or font.
+
+    Parameters
+    ----------
+    data : ReportData
+        The results to show; a part that is None leaves its section out.
+
+    Returns
+    -------
+    str
+        The HTML document.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not a ReportData.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.features import extract
+    >>> from htc_core.calibration.evaluation import evaluate
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.htmlreport.build import ReportData, build_report
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
+    >>> model = HTCCalibrator("reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
+    >>> data = ReportData(evaluation=result, models={"HTC-Reduced": model}, title="Gemma3 on lists",
+    ...                   skipped={"transfer": "the runs hold one dataset"})
+    >>> html = build_report(data)
+    >>> html.startswith("<!DOCTYPE html>"), "<title>Gemma3 on lists</title>" in html
+    (True, True)
+    >>> html.count('id="htc-fig-'), "the runs hold one dataset" in html      # 4 figures; why transfer is left out
+    (4, True)
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "report.html")
+    >>> with open(path, "w", encoding="utf-8") as fh:
+    ...     n = fh.write(html)
+    """
     from plotly.offline import get_plotlyjs
 
     from .._version import __version__

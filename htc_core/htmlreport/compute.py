@@ -14,6 +14,7 @@ GROUP_COLUMNS = ("dataset", "model", "framework")
 
 
 def _say(progress, msg: str) -> None:
+    """``progress(msg)`` when a callback is given."""
     if progress is not None:
         progress(msg)
 
@@ -22,10 +23,62 @@ def compute_report(ts, *, seeds: int | Sequence[int] = 3, by: str = "dataset", a
                    learning_curve=None, profile: str | None = None, top_k: int | None = None,
                    sources: Sequence[str] = (), n_examples: int = 10, title: str = "HTC calibration report",
                    progress: Callable[[str], None] | None = None) -> ReportData:
-    """Evaluate, fit HTC-Reduced / HTC-Full on all labeled runs, and when ``ts`` has >= 2 groups of ``by``
-    the transfer matrix and the GAC leave-one-out; the ablation when ``ablation``; ``learning_curve`` is a
-    computed :class:`~htc_core.htmlreport.learning.LearningCurve` (or None). Raises ValueError / EvaluationError
-    when the labeled runs cannot be evaluated."""
+    """The report's results computed from runs: what ``htc report`` runs.
+
+    The nested-CV evaluation, HTC-Reduced and HTC-Full fitted on all labeled runs, the worst mistakes (each with
+    its strongest reason), and when ``ts`` holds at least 2 groups of ``by`` the transfer matrix and the GAC
+    leave-one-out; the ablation when asked for. Every part not computed says why in ``skipped``.
+
+    Parameters
+    ----------
+    ts : TraceSet
+        The runs (unlabeled ones are left out, with a note).
+    seeds : int or sequence of int, default 3
+        Repeats of the evaluations (a number: seeds 42, 43, ...).
+    by : {"dataset", "model", "framework"}, default "dataset"
+        The grouping column of the transfer matrix and the leave-one-out.
+    ablation : bool, default False
+        Also the feature-family ablation (15 more evaluations).
+    learning_curve : LearningCurve or None, default None
+        A computed learning curve (:func:`~htc_core.htmlreport.learning.read_learning_curve`) to show.
+    profile : str or None, default None
+        The token-confidence profile (None: the evaluation's default).
+    top_k : int or None, default None
+        Alternatives per token (None: the evaluation's default).
+    sources : sequence of str, default ()
+        The files the runs came from (shown in the report).
+    n_examples : int, default 10
+        Confident failures and doubted successes shown.
+    title : str, default "HTC calibration report"
+        The page's title.
+    progress : callable or None, default None
+        ``progress(message)`` before each stage.
+
+    Returns
+    -------
+    ReportData
+        The results, for :func:`~htc_core.htmlreport.build.build_report`.
+
+    Raises
+    ------
+    ValueError
+        If ``by`` or ``ablation`` is invalid.
+    EvaluationError
+        If the labeled runs cannot be evaluated.
+
+    Examples
+    --------
+    >>> from htc_core.formats import load
+    >>> from htc_core.htmlreport.compute import compute_report
+    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs, one dataset
+    >>> data = compute_report(ts, seeds=1, n_examples=2, progress=print)
+    evaluating 16 labeled runs (nested CV)
+    >>> list(data.models), len(data.mistakes.confident_failures)
+    (['HTC-Reduced', 'HTC-Full'], 2)
+    >>> data.skipped["transfer"]
+    'the runs hold 1 dataset(s); transfer and leave-one-out need at least 2'
+    """
     from ..calibration import HTCCalibrator, evaluate
     from ..calibration.evaluation import EvaluationError
     from ..experiments.gac import gac_leave_one_out
