@@ -240,16 +240,17 @@ class AdaptCurveResult:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.traces import concat
-        >>> from htc_core.experiments.adapt_curve import adaptation_curve
-        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
-        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        The result of :func:`adaptation_curve`'s example, written out (the curve itself takes a second):
+
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import METHODS, AdaptCurveResult
+        >>> rows = pd.DataFrame({"size": 10, "method": METHODS, "n_repeats": 1,
+        ...                      "ece_mean": [0.631, 0.242, 0.242], "ece_std": 0.0,
+        ...                      "brier_mean": [0.609, 0.208, 0.208], "brier_std": 0.0,
+        ...                      "auroc_mean": [0.294, 0.987, 0.987], "auroc_std": 0.0})
+        >>> curve = AdaptCurveResult(group="dataset", target="units", n_target=50, positive_rate=0.6,
+        ...                          prior="GAC without units", sizes=[10], seeds=[42], rows=rows,
+        ...                          choices={10: {"no prior": 1}}, seconds=0.6)
         >>> curve.to_frame()[["size", "method", "n_repeats", "ece_mean"]].round(3)
            size            method  n_repeats  ece_mean
         0    10     GAC zero-shot          1     0.631
@@ -273,16 +274,17 @@ class AdaptCurveResult:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.traces import concat
-        >>> from htc_core.experiments.adapt_curve import adaptation_curve
-        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
-        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        The result of :func:`adaptation_curve`'s example, written out (the curve itself takes a second):
+
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import METHODS, AdaptCurveResult
+        >>> rows = pd.DataFrame({"size": 10, "method": METHODS, "n_repeats": 1,
+        ...                      "ece_mean": [0.631, 0.242, 0.242], "ece_std": 0.0,
+        ...                      "brier_mean": [0.609, 0.208, 0.208], "brier_std": 0.0,
+        ...                      "auroc_mean": [0.294, 0.987, 0.987], "auroc_std": 0.0})
+        >>> curve = AdaptCurveResult(group="dataset", target="units", n_target=50, positive_rate=0.6,
+        ...                          prior="GAC without units", sizes=[10], seeds=[42], rows=rows,
+        ...                          choices={10: {"no prior": 1}}, seconds=0.6)
         >>> curve.metric("auroc").round(3)
         method  GAC zero-shot  HTC from scratch  GAC adapted
         size
@@ -301,16 +303,17 @@ class AdaptCurveResult:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.traces import concat
-        >>> from htc_core.experiments.adapt_curve import adaptation_curve
-        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
-        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        The result of :func:`adaptation_curve`'s example, written out (the curve itself takes a second):
+
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import METHODS, AdaptCurveResult
+        >>> rows = pd.DataFrame({"size": 10, "method": METHODS, "n_repeats": 1,
+        ...                      "ece_mean": [0.631, 0.242, 0.242], "ece_std": 0.0,
+        ...                      "brier_mean": [0.609, 0.208, 0.208], "brier_std": 0.0,
+        ...                      "auroc_mean": [0.294, 0.987, 0.987], "auroc_std": 0.0})
+        >>> curve = AdaptCurveResult(group="dataset", target="units", n_target=50, positive_rate=0.6,
+        ...                          prior="GAC without units", sizes=[10], seeds=[42], rows=rows,
+        ...                          choices={10: {"no prior": 1}}, seconds=0.6)
         >>> d = curve.to_dict()
         >>> d["experiment"], d["rows"][2]["method"], d["adapted_choices"]
         ('adaptation-curve', 'GAC adapted', {'10': {'no prior': 1}})
@@ -339,16 +342,17 @@ class AdaptCurveResult:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.traces import concat
-        >>> from htc_core.experiments.adapt_curve import adaptation_curve
-        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
-        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        The result of :func:`adaptation_curve`'s example, written out (the curve itself takes a second):
+
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import METHODS, AdaptCurveResult
+        >>> rows = pd.DataFrame({"size": 10, "method": METHODS, "n_repeats": 1,
+        ...                      "ece_mean": [0.631, 0.242, 0.242], "ece_std": 0.0,
+        ...                      "brier_mean": [0.609, 0.208, 0.208], "brier_std": 0.0,
+        ...                      "auroc_mean": [0.294, 0.987, 0.987], "auroc_std": 0.0})
+        >>> curve = AdaptCurveResult(group="dataset", target="units", n_target=50, positive_rate=0.6,
+        ...                          prior="GAC without units", sizes=[10], seeds=[42], rows=rows,
+        ...                          choices={10: {"no prior": 1}}, seconds=0.6)
         >>> import json
         >>> json.loads(curve.to_json())["target"]
         'units'
@@ -365,16 +369,17 @@ class AdaptCurveResult:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.traces import concat
-        >>> from htc_core.experiments.adapt_curve import adaptation_curve
-        >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
-        >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
+        The result of :func:`adaptation_curve`'s example, written out (the curve itself takes a second):
+
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import METHODS, AdaptCurveResult
+        >>> rows = pd.DataFrame({"size": 10, "method": METHODS, "n_repeats": 1,
+        ...                      "ece_mean": [0.631, 0.242, 0.242], "ece_std": 0.0,
+        ...                      "brier_mean": [0.609, 0.208, 0.208], "brier_std": 0.0,
+        ...                      "auroc_mean": [0.294, 0.987, 0.987], "auroc_std": 0.0})
+        >>> curve = AdaptCurveResult(group="dataset", target="units", n_target=50, positive_rate=0.6,
+        ...                          prior="GAC without units", sizes=[10], seeds=[42], rows=rows,
+        ...                          choices={10: {"no prior": 1}}, seconds=0.6)
         >>> print(curve.table())
         adaptation curve on dataset = units (50 runs, success rate 0.600); prior: GAC without units; ...
            N  method                        ECE           Brier           AUROC
@@ -382,8 +387,7 @@ class AdaptCurveResult:
           10  HTC from scratch    0.242 ± 0.000   0.208 ± 0.000   0.987 ± 0.000
           10  GAC adapted         0.242 ± 0.000   0.208 ± 0.000   0.987 ± 0.000
         adapted model's choice at N=10: no prior x1
-        took ... s
-        note: prior: a GAC fitted here on the 32 runs of the other dataset values (leave-one-group-out: ...)
+        took 0.6 s
         """
         out = [f"adaptation curve on {self.group} = {self.target} ({self.n_target} runs, success rate "
                f"{self.positive_rate:.3f}); prior: {self.prior}; N labeled target runs, the rest tested; mean ± std "
@@ -598,10 +602,18 @@ class LabelComparison:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.experiments.adapt_curve import compare_on_labels
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> comparison = compare_on_labels(units.take(range(20)), "gac", folds=2)    # 20 labeled runs
+        The table of :func:`compare_on_labels`'s example, written out (the comparison itself takes a second;
+        neither method reads the confidences or the model):
+
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import LabelComparison
+        >>> metrics = pd.DataFrame({"method": ["GAC zero-shot", "HTC from scratch", "GAC adapted"],
+        ...                         "ece": [0.246, 0.235, 0.106], "brier": [0.167, 0.153, 0.121],
+        ...                         "auroc": [0.923, 0.868, 0.879]})
+        >>> comparison = LabelComparison(n=20, positive_rate=0.65, prior="gac", n_folds=2, labels=np.array([]),
+        ...                              oof={}, metrics=metrics, choice="prior", model={},
+        ...                              trained_on_these=["units"])
         >>> comparison.to_frame().round(3)
                      method    ece  brier  auroc
         0     GAC zero-shot  0.246  0.167  0.923
@@ -620,10 +632,18 @@ class LabelComparison:
 
         Examples
         --------
-        >>> from htc_core.formats import load
-        >>> from htc_core.experiments.adapt_curve import compare_on_labels
-        >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> comparison = compare_on_labels(units.take(range(20)), "gac", folds=2)    # 20 labeled runs
+        The table of :func:`compare_on_labels`'s example, written out (the comparison itself takes a second;
+        neither method reads the confidences or the model):
+
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from htc_core.experiments.adapt_curve import LabelComparison
+        >>> metrics = pd.DataFrame({"method": ["GAC zero-shot", "HTC from scratch", "GAC adapted"],
+        ...                         "ece": [0.246, 0.235, 0.106], "brier": [0.167, 0.153, 0.121],
+        ...                         "auroc": [0.923, 0.868, 0.879]})
+        >>> comparison = LabelComparison(n=20, positive_rate=0.65, prior="gac", n_folds=2, labels=np.array([]),
+        ...                              oof={}, metrics=metrics, choice="prior", model={},
+        ...                              trained_on_these=["units"])
         >>> d = comparison.to_dict()
         >>> d["prior"], d["choice"], d["metrics"][2]["method"]
         ('gac', 'prior', 'GAC adapted')

@@ -537,8 +537,10 @@ class GPBaseline(LearningBaseline):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 3))
     >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    >>> from htc_core.calibration.blas_threads import one_blas_thread
     >>> from htc_core.experiments.learning import GPBaseline
-    >>> gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
+    >>> with one_blas_thread():                   # small matrices: BLAS threads only cost time here
+    ...     gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
     >>> gp.predict_proba(X[:3]).round(3)
     array([[0.236, 0.764],
            [0.155, 0.845],
@@ -576,8 +578,10 @@ class GPBaseline(LearningBaseline):
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(40, 3))
         >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.calibration.blas_threads import one_blas_thread
         >>> from htc_core.experiments.learning import GPBaseline
-        >>> gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
+        >>> with one_blas_thread():               # small matrices: BLAS threads only cost time here
+        ...     gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
         >>> gp.classes_, gp.score(X, y)
         (array([0, 1]), 1.0)
         """
@@ -628,8 +632,10 @@ class GPBaseline(LearningBaseline):
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(40, 3))
         >>> y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+        >>> from htc_core.calibration.blas_threads import one_blas_thread
         >>> from htc_core.experiments.learning import GPBaseline
-        >>> gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
+        >>> with one_blas_thread():               # small matrices: BLAS threads only cost time here
+        ...     gp = GPBaseline(n_restarts_optimizer=0).fit(X, y)
         >>> gp.predict_proba(X[:1]).round(3)
         array([[0.236, 0.764]])
         >>> gp.predict_proba(X[:1, :2])
