@@ -1,7 +1,7 @@
 """Why a trajectory got its confidence, and where calibration changed the verdict.
 
 Fitted models, feature matrices and evaluation results in, small typed result
-objects (data frames and dataclasses) out; ``htc_core.app`` draws them. Nothing
+objects (data frames and dataclasses) out; ``htc_core.viz`` draws them. Nothing
 here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
 
 - ``reasons``:  :func:`explain_trajectory` (contributions to the logit and reasons in words),
@@ -20,8 +20,8 @@ here imports Streamlit, DuckDB, Plotly or UMAP, nor ``htc_core.app``.
 - ``groups``:   :func:`reliability_curves`, :func:`group_metrics`, :func:`group_curves`,
   :func:`dataset_weights` (an evaluation by group; one calibrator per group)
 
-The dashboard's tables (metrics, weights, selection frequency, ...) are view-models in
-``htc_core.app.views``.
+The result tables the dashboard and the report show (metrics, weights, selection frequency, ...) are in
+``htc_core.viz.tables``.
 """
 
 from .drill import BinnedRuns, binned_runs, reliability_members

@@ -6,7 +6,7 @@ learning-curve table and the worst mistakes); :func:`build_report` renders them 
 embedded once, inline, no external script, stylesheet, font or CDN (it opens offline); :func:`compute_report`
 computes the result objects from a TraceSet (the CLI's path).
 
-Not core: the figures are the dashboard's own plotly builders (``htc_core.app.*plots``), so this package
+Not core: the figures are the dashboard's own plotly builders (``htc_core.viz``), so this package
 needs the ``[app]`` extra (plotly). The CLI imports it only when ``htc report`` runs.
 
 The page is a Jinja2 template shipped as package data (``templates/report.html.j2`` and ``report.css``),
