@@ -369,8 +369,8 @@ def zero_shot_check(gac, ts, *, set_level: bool = True) -> dict:
     >>> from htc_core.calibration.expected_error import zero_shot_check
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> check = zero_shot_check(htc.load_model("gac"), ts)
-    >>> round(check["ece"], 3), check["expected"]["verdict"], check["inside"]
-    (0.21, 'within the training data', True)
+    >>> round(check["ece"], 3), check["expected"]["verdict"], check["inside"]      # 250 runs: scored as a set
+    (0.215, 'within the training data', True)
     """
     from .metrics import auroc, brier_score, expected_calibration_error
     from .shift import shift_check

@@ -611,8 +611,25 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         return (per_run if p is None else p), per_run
 
     def scores_as_set(self, n_runs: int) -> bool:
-        """Whether :meth:`predict_proba_traces` scores ``n_runs`` runs as a set (a ``set_level`` map and at least
-        its ``min_runs`` runs) rather than one by one."""
+        """Whether :meth:`predict_proba_traces` scores ``n_runs`` runs as a set rather than one by one.
+
+        Parameters
+        ----------
+        n_runs : int
+            The runs scored together.
+
+        Returns
+        -------
+        bool
+            True where the ``transfer`` holds a ``set_level`` step and ``n_runs`` is at least its ``min_runs``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> gac = htc.load_model("gac")
+        >>> gac.scores_as_set(49), gac.scores_as_set(50)
+        (False, True)
+        """
         sl = (self.transfer or {}).get("set_level")
         return bool(sl) and n_runs >= int(sl["min_runs"])
 
