@@ -8,13 +8,13 @@ from __future__ import annotations
 
 
 def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bool = False,
-                set_level: bool = True):
+                set_level: bool = False):
     """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk): what ``htc score`` writes.
 
-    A General Agent Calibrator scores each run with the sub-model of its kind (column ``gac_model``); one whose
-    ``transfer`` holds a ``set_level`` step scores a chunk of at least its ``min_runs`` runs as a set, and writes
-    ``confidence_per_run``: each run scored on its own, as a Monitor scores it (equal to ``confidence`` in a
-    smaller chunk). Any other model scores the 48 features extracted in its own token-confidence profile and top-k.
+    A General Agent Calibrator scores each run with the sub-model of its kind (column ``gac_model``). With
+    ``set_level=True`` (``htc score --as-set``), one whose ``transfer`` holds a ``set_level`` step scores a chunk
+    of at least its ``min_runs`` runs as a set, and writes ``confidence_per_run``: each run scored on its own, as
+    a Monitor scores it (equal to ``confidence`` in a smaller chunk). Any other model scores the 48 features extracted in its own token-confidence profile and top-k.
 
     Parameters
     ----------
@@ -28,8 +28,9 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     explain : bool, default False
         Add the columns of :func:`explained_columns` (structural flags, the three strongest reasons, the
         features).
-    set_level : bool, default True
-        False: a GAC scores every run on its own (no ``confidence_per_run`` column).
+    set_level : bool, default False
+        True: a GAC with a set-level step scores the chunk as a set (module text); False: every run on its own
+        (no ``confidence_per_run`` column), the number the dashboard shows.
 
     Returns
     -------
@@ -45,8 +46,7 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
     >>> table = score_frame(htc.load_model("gac"), ts)
     >>> list(table.columns)
-    ['id', 'confidence', 'gac_model', 'confidence_per_run', 'last_step_tp', 'global_trace_tp', 'bottom10',
-     'lowest_group', 'tail']
+    ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
     >>> table.loc[0, "id"], round(float(table.loc[0, "confidence"]), 3), table.loc[0, "gac_model"]
     ('units-0000-Gemma3-270M-greedy', 0.511, 'with_alternatives')
     """

@@ -175,8 +175,7 @@ with ui.page_errors("runs"):
         conf_col, values = "GAC", scores.confidence
         counts = scores.counts()
         st.caption(f"GAC: {experiments.GAC_NOTE}. {counts['with_alternatives']:,} runs scored by its model for runs "
-                   f"with alternatives, {counts['without_alternatives']:,} by the one without. "
-                   f"{experiments.gac_set_note()}")
+                   f"with alternatives, {counts['without_alternatives']:,} by the one without.")
     filters = dict(datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col, values=values,
                    confidence_range=f_range, text=f_text, flags=f_flags)
     c7, c8, c9, c10 = st.columns([2, 1, 1, 1])

@@ -91,8 +91,8 @@ def test_shipped_gac_flags_a_base_rate_shift_that_feature_means_miss():
     rep = shift_check(gac, ok)
     assert not rep.shifted and rep.max_shift < 2
     assert gac.scores_as_set(len(ok))          # scored as a set: the base-rate measures need the per-run scores
-    p = gac.predict_proba_traces(ok)[:, 1]
-    per_run = gac.predict_proba_traces(ok, set_level=False)[:, 1]
+    p = gac.predict_proba_traces(ok, set_level=True)[:, 1]
+    per_run = gac.predict_proba_traces(ok)[:, 1]
     e = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p, per_run)
     assert "rate_gap" in e.flagged and e.verdict == "outside the training data"
     assert e.measures["rate_gap"] >= 0.1 and e.low < e.high

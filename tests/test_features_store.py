@@ -54,8 +54,8 @@ def test_stored_columns_equal_freshly_computed_ones(stored):
     model = load_model(DEFAULT_GAC)
     gac = model.score_traces(ts, set_level=False)      # stored run by run: a column must not depend on the chunk
     np.testing.assert_allclose(cols.gac, gac.confidence, rtol=0, atol=1e-12)
-    # the Runs page ranks the selection as a set from the stored column: as scoring the runs as a set does
-    np.testing.assert_allclose(model.rescore_as_set(ts, cols.gac), model.score_traces(ts).confidence, rtol=0,
+    # the stored column ranks a selection as a set (rescore_as_set) as scoring the runs as a set does
+    np.testing.assert_allclose(model.rescore_as_set(ts, cols.gac), model.score_traces(ts, set_level=True).confidence, rtol=0,
                                atol=1e-12)
     assert list(cols.gac_kind) == list(gac.kind)
     fl = structural_flags(ts)

@@ -117,8 +117,8 @@ def test_apply_set_level_and_its_checks():
 
 
 def test_a_gac_with_a_set_level_entry_scores_a_set_and_a_single_run(tmp_path):
-    """The shipped gac: a set of >= min_runs runs is scored from its own ranks (its file round-trips the entry);
-    fewer runs, or set_level=False, give the per-run confidences a Monitor gives."""
+    """The shipped gac with set_level=True: a set of >= min_runs runs is scored from its own ranks (its file
+    round-trips the entry); fewer runs, or the default, give the per-run confidences a Monitor gives."""
     import htc_core as htc
     from htc_core.calibration.general import GeneralCalibrator
 
@@ -130,15 +130,17 @@ def test_a_gac_with_a_set_level_entry_scores_a_set_and_a_single_run(tmp_path):
     assert not gac.scores_as_set(sl["min_runs"] - 1)
     ts, _ = htc.load(str(REPO / "sample_runs" / "units"))
     ts = ts.take(np.arange(120))
-    as_set = gac.predict_proba_traces(ts)[:, 1]
-    per_run = gac.predict_proba_traces(ts, set_level=False)[:, 1]
+    as_set = gac.predict_proba_traces(ts, set_level=True)[:, 1]
+    per_run = gac.predict_proba_traces(ts)[:, 1]
     assert not np.allclose(as_set, per_run)
-    np.testing.assert_allclose(gac.score_traces(ts).confidence, as_set)
+    np.testing.assert_allclose(gac.score_traces(ts, set_level=True).confidence, as_set)
+    np.testing.assert_allclose(gac.score_traces(ts).confidence, per_run)      # the default: one number per run
+    np.testing.assert_allclose(gac.predict_proba_traces(ts.take(np.arange(60)))[:, 1], per_run[:60], rtol=1e-12)
     few = ts.take(np.arange(10))
-    np.testing.assert_allclose(gac.predict_proba_traces(few)[:, 1], per_run[:10], rtol=1e-12)
+    np.testing.assert_allclose(gac.predict_proba_traces(few, set_level=True)[:, 1], per_run[:10], rtol=1e-12)
     back = GeneralCalibrator.load(gac.save(tmp_path / "gac.json"))
     assert back.transfer == gac.transfer
-    np.testing.assert_allclose(back.predict_proba_traces(ts)[:, 1], as_set, rtol=1e-12)
+    np.testing.assert_allclose(back.predict_proba_traces(ts, set_level=True)[:, 1], as_set, rtol=1e-12)
     obj = gac.to_dict()
     obj["transfer"]["set_level"]["min_runs"] = "many"
     with pytest.raises(ValueError, match="transfer.set_level"):
@@ -181,28 +183,28 @@ def test_assess_takes_the_points_of_how_the_set_was_scored():
     ts = ts.take(np.arange(100))
     rep = shift_check(gac, ts)
     alt = gac.kinds(ts) == "with_alternatives"
-    p, per_run = gac.confidences_traces(ts)
+    p, per_run = gac.confidences_traces(ts, set_level=True)
     as_set, one_by_one = gac.assess(rep, alt, p, per_run), gac.assess(rep, alt, per_run)
     assert as_set.low > 0.3 and one_by_one.high < 0.3
     assert as_set.measures["rate_gap"] == pytest.approx(one_by_one.measures["rate_gap"])
 
 
-def test_htc_score_scores_a_chunk_as_a_set_and_per_run_on_request(tmp_path, capsys):
+def test_htc_score_scores_run_by_run_and_a_chunk_as_a_set_on_request(tmp_path, capsys):
     from htc_core.cli import main
 
     from conftest import REPO
 
     src = str(REPO / "sample_runs" / "units")
-    assert main(["score", "gac", src, "--out", str(tmp_path / "a.csv")]) == 0
+    assert main(["score", "gac", src, "--out", str(tmp_path / "a.csv"), "--as-set"]) == 0
     assert "scored as a set: 1 chunk(s) of at least 50 runs" in capsys.readouterr().out
-    assert main(["score", "gac", src, "--out", str(tmp_path / "b.csv"), "--per-run"]) == 0
+    assert main(["score", "gac", src, "--out", str(tmp_path / "b.csv")]) == 0
     assert "scored as a set" not in capsys.readouterr().out
     a, b = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
     assert "confidence_per_run" in a and "confidence_per_run" not in b
     np.testing.assert_allclose(a.confidence_per_run, b.confidence, rtol=1e-12)
     assert not np.allclose(a.confidence, b.confidence)
     # chunks too small to be a set are scored run by run, with the same columns
-    assert main(["score", "gac", src, "--out", str(tmp_path / "c.csv"), "--chunk-size", "40"]) == 0
+    assert main(["score", "gac", src, "--out", str(tmp_path / "c.csv"), "--chunk-size", "40", "--as-set"]) == 0
     c = pd.read_csv(tmp_path / "c.csv")
     assert list(c.columns) == list(a.columns)
     np.testing.assert_allclose(c.confidence, b.confidence, rtol=1e-12)

@@ -15,7 +15,7 @@ from .session import cache_key, settings
 from .workspace import Workspace
 
 __all__ = ["shipped_gac", "gac_scores", "gac_card", "transfer_matrix", "ablation_result", "learning_curve_result",
-           "cached_learning_curve", "available_curve_methods", "gac_set_note"]
+           "cached_learning_curve", "available_curve_methods"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -35,20 +35,10 @@ def gac_scores(ws: Workspace, name: str = DEFAULT_GAC) -> GACScores:
 
     def run(progress):
         progress(0.2, f"scoring {len(ws):,} runs")
-        # run by run, as stored: a stored column cannot depend on the selection (gac_set_note)
+        # run by run, as stored and as htc score does: a number that does not depend on the selection
         return shipped_gac(name).score_traces(ws.ts, set_level=False)
 
     return compute.computed(cache_key("gac", name), f"Scoring with the shipped {name.upper()}", run, units=len(ws))
-
-
-def gac_set_note(name: str = DEFAULT_GAC) -> str:
-    """What the Runs page says about the shipped GAC's set-level step ("" when its model file holds none)."""
-    sl = (shipped_gac(name).transfer or {}).get("set_level")
-    if not sl:
-        return ""
-    return (f"The dashboard scores each run on its own; `htc score {name}` scores a run set of at least "
-            f"{sl['min_runs']:,} runs as a set (each run's confidence from its rank among them by the GAC's score and "
-            "three training-free signals, chosen leave-one-family-out: docs/gac.md).")
 
 
 def _alphas() -> dict:

@@ -537,11 +537,12 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
 
-    def predict_proba_traces(self, ts, *, set_level: bool = True) -> np.ndarray:
+    def predict_proba_traces(self, ts, *, set_level: bool = False) -> np.ndarray:
         """The probabilities of a TraceSet's runs, each scored by its kind's model on that model's own features.
 
-        With a ``transfer`` entry, the routed logit is combined with the run's training-free signal. If the entry
-        also holds a ``set_level`` map and ``ts`` holds at least its ``min_runs`` runs, the runs are scored as a
+        With a ``transfer`` entry, the routed logit is combined with the run's training-free signal. Each run is
+        scored on its own (its number never depends on the other runs of ``ts``). Only with ``set_level=True``,
+        an entry that holds a ``set_level`` map and at least its ``min_runs`` runs, are the runs scored as a
         set: each run's mean rank, within ``ts``, of the combined logit and the three training-free signals goes
         through the map (:func:`~.rank_ensemble.apply_set_level`), so a run's confidence then depends on the
         other runs scored with it. A live Monitor scores one run at a time and never does this.
@@ -550,9 +551,9 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         ----------
         ts : TraceSet
             The runs (labels not needed).
-        set_level : bool, default=True
-            False: every run scored on its own (the per-run confidence, as a Monitor gives it), even when the
-            entry holds a ``set_level`` map.
+        set_level : bool, default=False
+            True: score ``ts`` as a set where the entry holds a ``set_level`` map (opt-in: ``htc score --as-set``);
+            False: every run scored on its own (the per-run confidence the dashboard and a Monitor give).
 
         Returns
         -------
@@ -569,14 +570,14 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         p = self.confidences_traces(ts, set_level=set_level)[0]
         return np.column_stack([1.0 - p, p])
 
-    def confidences_traces(self, ts, *, set_level: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def confidences_traces(self, ts, *, set_level: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The success confidences of a TraceSet's runs, and the same with every run scored on its own, in one pass.
 
         Parameters
         ----------
         ts : TraceSet
             The runs (labels not needed).
-        set_level : bool, default=True
+        set_level : bool, default=False
             False: the first array is the per-run one too.
 
         Returns
@@ -726,14 +727,14 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         points = info.get("points") if as_set else info.get("points_per_run", info.get("points"))
         return expected_ece(list(points or []), measures, confidence)
 
-    def score_traces(self, ts, *, set_level: bool = True) -> GACScores:
+    def score_traces(self, ts, *, set_level: bool = False) -> GACScores:
         """Every run of a TraceSet scored zero-shot (labels not needed).
 
         Parameters
         ----------
         ts : TraceSet
             The runs.
-        set_level : bool, default=True
+        set_level : bool, default=False
             As in :meth:`predict_proba_traces` (False: every run scored on its own).
 
         Returns
@@ -776,7 +777,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> import numpy as np, htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/")
         >>> gac = htc.load_model("gac")
-        >>> p, per_run = gac.confidences_traces(ts)
+        >>> p, per_run = gac.confidences_traces(ts, set_level=True)
         >>> bool(np.allclose(gac.rescore_as_set(ts, per_run), p))
         True
         """

@@ -131,8 +131,8 @@ def _score_engine(args: argparse.Namespace, model, out) -> int:
     res = run_engine(args, Task.for_model(args.model, defaults), out)
     print(f"scored {res.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
     if (getattr(model, "transfer", None) or {}).get("set_level"):
-        print("scored run by run: with --engine a piece is a byte range, not a run set, so the GAC's set-level step "
-              "(htc score without --engine) is not used")
+        if getattr(args, "as_set", False):
+            print("scored run by run: with --engine a piece is a byte range, not a run set, so --as-set is not used")
     _print_metrics(res.metrics)
     return 0
 
@@ -251,7 +251,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                 verbalized = True
             try:
                 df = score_frame(model, ts, verbalized_column=verbalized, explain=args.explain,
-                                 set_level=not getattr(args, "per_run", False))
+                                 set_level=getattr(args, "as_set", False))
                 sets += _scored_as_set(model, ts, df)
             except ValueError as e:
                 raise CLIError(str(e)) from None
@@ -292,7 +292,7 @@ def _report_sets(model, sets: int) -> None:
         sl = model.transfer["set_level"]
         print(f"scored as a set: {sets} chunk(s) of at least {sl['min_runs']} runs got each run's confidence from its "
               f"rank within the chunk ({sl['method']}, chosen leave-one-family-out); column confidence_per_run: "
-              "each run on its own (--per-run to score that way only)")
+              "each run on its own, the number the dashboard and htc monitor give")
 
 
 class _AssessParts:
@@ -396,10 +396,8 @@ def register(sub) -> None:
                                    "present) per trajectory. Features use the model's confidence profile and top-k. "
                                    "MODEL may be a shipped General Agent Calibrator (gac, gac-full; see `htc "
                                    "models`): each run is then scored by its sub-model for runs with or without "
-                                   "top-k alternatives (column gac_model); a chunk of at least 50 runs is scored "
-                                   "as a set: each run's confidence comes from its rank among the chunk's runs "
-                                   "(column confidence_per_run: each run scored on its own, as `htc monitor` does; "
-                                   "--per-run to score that way only). After scoring, the runs' features are "
+                                   "top-k alternatives (column gac_model), each run on its own (--as-set: a chunk "
+                                   "of at least 50 runs scored as a set). After scoring, the runs' features are "
                                    "compared with "
                                    "the model's training statistics: a warning names the features whose mean moved "
                                    "by 2 or more training standard deviations (htc_core.calibration.shift).")
@@ -414,9 +412,12 @@ def register(sub) -> None:
                         "repeat of the model's kind on them, per chunk), its structural flags (no final answer, step "
                         "limit, repeated action, ...), its three strongest reasons (from the model that scored it; a "
                         "GAC's sub-model per run) and its 48 features")
-    p.add_argument("--per-run", action="store_true",
-                   help="a GAC whose model file holds a set-level step (gac, gac-full): score every run on its own "
-                        "instead of by its rank within the chunk (what a live Monitor gives; see docs/gac.md)")
+    p.add_argument("--as-set", action="store_true",
+                   help="a GAC whose model file holds a set-level step (gac, gac-full): score a chunk of at least 50 "
+                        "runs as a set, each run's confidence from its rank within the chunk by the GAC's score and "
+                        "three training-free signals (column confidence_per_run: each run on its own). Better "
+                        "calibrated leave-one-family-out and on the UALA runs, worse on a new model family (Gemma), "
+                        "and a run's number then depends on the other runs of the chunk: see docs/gac.md")
     add_chunk_option(p)
     add_engine_options(p)
     p.set_defaults(func=cmd_score)

@@ -43,12 +43,12 @@ CUTS = ([(f"{f:.0%} of steps", {"fraction": f}) for f in (0.25, 0.5, 0.75, 1.0)]
 
 def evaluate_set(gac, ts) -> dict:
     """Zero-shot metrics of ``gac`` on the labeled TraceSet ``ts``, the signals' AUROC and the expected-error
-    check (:func:`htc_core.calibration.expected_error.zero_shot_check`); ``per_run``: the same with every run
-    scored on its own (before the set-level step; equal to the rest where the GAC does not score ``ts`` as a
-    set), ``as_set``: whether it does."""
+    check (:func:`htc_core.calibration.expected_error.zero_shot_check`) as ``htc score --as-set`` scores it;
+    ``per_run``: the same with every run scored on its own (the default everywhere; equal to the rest where the
+    GAC does not score ``ts`` as a set), ``as_set``: whether it does."""
     from htc_core.calibration.expected_error import zero_shot_check
 
-    r = zero_shot_check(gac, ts)
+    r = zero_shot_check(gac, ts, set_level=True)
     as_set = bool(getattr(gac, "scores_as_set", lambda n: False)(len(ts)))
     before = zero_shot_check(gac, ts, set_level=False) if as_set else r
     r["as_set"] = as_set
