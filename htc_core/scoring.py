@@ -7,11 +7,14 @@ call it): id, calibrated confidence and the raw baseline confidences of each tra
 from __future__ import annotations
 
 
-def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bool = False):
+def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bool = False,
+                set_level: bool = False):
     """id, calibrated confidence and the raw baseline confidences of ``ts`` (one chunk): what ``htc score`` writes.
 
-    A General Agent Calibrator scores each run with the sub-model of its kind (column ``gac_model``); any other
-    model scores the 48 features extracted in its own token-confidence profile and top-k.
+    A General Agent Calibrator scores each run with the sub-model of its kind (column ``gac_model``). With
+    ``set_level=True`` (``htc score --as-set``), one whose ``transfer`` holds a ``set_level`` step scores a chunk
+    of at least its ``min_runs`` runs as a set, and writes ``confidence_per_run``: each run scored on its own, as
+    a Monitor scores it (equal to ``confidence`` in a smaller chunk). Any other model scores the 48 features extracted in its own token-confidence profile and top-k.
 
     Parameters
     ----------
@@ -25,11 +28,15 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     explain : bool, default False
         Add the columns of :func:`explained_columns` (structural flags, the three strongest reasons, the
         features).
+    set_level : bool, default False
+        True: a GAC with a set-level step scores the chunk as a set (module text); False: every run on its own
+        (no ``confidence_per_run`` column), the number the dashboard shows.
 
     Returns
     -------
     DataFrame
-        One row per trajectory: ``id``, ``confidence``, (``gac_model``), then one column per baseline
+        One row per trajectory: ``id``, ``confidence``, (``gac_model``, ``confidence_per_run``), then one column
+        per baseline
         (``last_step_tp``, ``global_trace_tp``, ``bottom10``, ``lowest_group``, ``tail``, ``verbalized``).
 
     Examples
@@ -54,7 +61,10 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     # ValueError: scores that would not be finite, never written as NaN
     if gac:
         profile, top_k = "paper", 5
-        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba_traces(ts)[:, 1], "gac_model": model.kinds(ts)})
+        p, per_run = model.confidences_traces(ts, set_level=set_level)
+        df = pd.DataFrame({"id": ts.ids, "confidence": p, "gac_model": model.kinds(ts)})
+        if set_level and (model.transfer or {}).get("set_level"):
+            df["confidence_per_run"] = per_run      # every chunk, so that chunks share their columns
     else:
         # the features of the model's own token-confidence profile and top-k (recorded in the model file)
         profile, top_k = model.profile_, model.top_k_

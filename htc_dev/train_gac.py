@@ -86,8 +86,14 @@ def loo_section(choice) -> dict:
 
     out = choice.to_dict()
     out["by"] = "family (task x model family)"
-    out["points"] = expected_error_points(choice, out["chosen"])
-    out["range_self_check"] = range_self_check(choice, out["points"], out["chosen"])
+    if out["chosen"] == "gac":
+        out["set_level"] = None          # a set-level entry lives in a transfer entry, which 'gac' has none of
+    scored = out["set_level"] or out["chosen"]
+    out["points"] = expected_error_points(choice, scored)
+    out["range_self_check"] = range_self_check(choice, out["points"], scored)
+    # runs scored one by one (a set under set_min_runs, htc score --per-run): the per-run method's points
+    out["points_per_run"] = expected_error_points(choice, out["chosen"])
+    out["range_self_check_per_run"] = range_self_check(choice, out["points_per_run"], out["chosen"])
     out["regenerate"] = "python -m htc_dev.train_gac --table-only"
     return out
 
@@ -149,12 +155,16 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; "
                    "runs without -> without_alternatives",
         "decision": DECISION,
-        "transfer": {"chosen": loo.get("chosen"), "held": gac.transfer,
+        "transfer": {"chosen": loo.get("chosen"), "set_level": loo.get("set_level"), "held": gac.transfer,
                      "why": "the candidate a GAC file can hold (one run at a time) with the lowest mean ECE over "
                             "the held-out families of leave-one-family-out (task x model family); see "
-                            "leave_one_out.summary and rows"},
+                            "leave_one_out.summary and rows. set_level: the set-level method (scores a run set of "
+                            "at least set_min_runs runs from its own unlabeled ranks) with a mean ECE no higher "
+                            "and a higher mean AUROC than the chosen one there, if any (leave_one_out.estimates: "
+                            "how well the label-free SUMMA AUROC estimates matched the true AUROCs)"},
         "leave_one_out": loo,
-        "expected_error": {"points": loo.get("points", []), "training_rate": round(float(ts.labels.mean()), 4),
+        "expected_error": {"points": loo.get("points", []), "points_per_run": loo.get("points_per_run", []),
+                           "training_rate": round(float(ts.labels.mean()), 4),
                            "training_share_without_alternatives": round(float((~alt).mean()), 4),
                            "how": "htc_core.calibration.expected_error: the ECE range of the 3 held-out families "
                                   "nearest in (max feature shift, |predicted - training base rate|, |EM base "
@@ -204,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.table_only:
         choice = leave_one_family_out(prepare(ts), seed=args.seed, progress=_progress)
         print(choice.table())
-        print(self_check_line(loo_section(choice)["range_self_check"]))
+        print(choice.estimate_table())
+        section = loo_section(choice)
+        print(f"set-level method that wins: {section['set_level']}")
+        print(self_check_line(section["range_self_check"]))
         return 0
     # the UALA runs are the foreign set scored into the card unless they are trained on (--uala)
     for name, gac in train_models(ts, sources, seed=args.seed, sections=sections, progress=_progress,
@@ -233,12 +246,14 @@ into the card, :func:`foreign_section`). What the shipped files are made of;
         section = loo_section(choice)
         if verbose:
             print(choice.table())
+            print(choice.estimate_table())
+            print(f"set-level method that wins: {section['set_level']}")
             print(self_check_line(section["range_self_check"]))
         sections = {v: section for v in variants}
     out = {}
     for variant, name in variants.items():
         gac = fit_general(ts, variant=variant, name=name, seed=seed)
-        gac.transfer = _transfer(d, sections[variant]["chosen"], variant, seed, gac)
+        gac.transfer = _transfer(d, sections[variant]["chosen"], variant, seed, gac, sections[variant].get("set_level"))
         gac.card = build_card(name, variant, ts, sources, sections[variant], gac)
         if foreign:
             gac.card["foreign_evaluation"] = foreign_section(gac)
@@ -246,10 +261,10 @@ into the card, :func:`foreign_section`). What the shipped files are made of;
     return out
 
 
-def _transfer(d, method: str, variant: str, seed: int, gac) -> dict | None:
+def _transfer(d, method: str, variant: str, seed: int, gac, set_level: str | None = None) -> dict | None:
     from htc_core.experiments.transfer_eval import fit_transfer
 
-    return fit_transfer(d, method, variant=variant, seed=seed, models=gac.models)
+    return fit_transfer(d, method, variant=variant, seed=seed, models=gac.models, set_level=set_level)
 
 
 def _reused_sections(folder: Path) -> dict | None:

@@ -160,6 +160,8 @@ def loo_section(choice, rows: list[dict]) -> dict:
 
     out = choice.to_dict()
     chosen = out["chosen"]
+    # a Monitor scores one run at a time, so no set-level method (which ranks a whole scored set) is shipped here
+    out["set_level"] = None
     out.update({"by": "family (task x model family), every prefix of the held-out runs",
                 "protocol": "each held-out family's runs never reach a fit: the prefix GAC is fitted on every "
                             "prefix of the other families' runs, the candidates' combinations on those prefixes; "

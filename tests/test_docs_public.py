@@ -74,17 +74,6 @@ def public_objects(module_name: str) -> list[str]:
     return out
 
 
-# modules whose public objects still lack numpydoc sections or examples (issue 28, item 5): each line goes when
-# its module is done; the set only shrinks
-PENDING = frozenset({
-})
-
-
-def skip_pending(module_name: str) -> None:
-    if module_name in PENDING:
-        pytest.skip(f"{module_name}: numpydoc docstrings and examples pending (issue 28)")
-
-
 MODULES = library_modules()
 
 
@@ -109,7 +98,6 @@ def resolve(dotted: str):
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_every_library_module_declares_its_public_names(module_name):
-    skip_pending(module_name)
     module = importlib.import_module(module_name)
     assert hasattr(module, "__all__"), f"{module_name} has no __all__"
     missing = [n for n in module.__all__ if not hasattr(module, n)]
@@ -119,7 +107,6 @@ def test_every_library_module_declares_its_public_names(module_name):
 @pytest.mark.docs
 @pytest.mark.parametrize("module_name", MODULES)
 def test_every_public_object_has_a_numpydoc_docstring(module_name):
-    skip_pending(module_name)
     numpydoc_validate = pytest.importorskip("numpydoc.validate", reason="the docs extra: pip install -e '.[docs]'")
     problems = []
     for dotted in public_objects(module_name):
@@ -132,7 +119,6 @@ def test_every_public_object_has_a_numpydoc_docstring(module_name):
 @pytest.mark.docs
 @pytest.mark.parametrize("module_name", MODULES)
 def test_every_public_example_runs(module_name, monkeypatch):
-    skip_pending(module_name)
     monkeypatch.chdir(ROOT)                       # examples read sample_runs/ as a reader of the docs would
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     report: list[str] = []

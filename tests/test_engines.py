@@ -52,6 +52,7 @@ def reference(tmp_path_factory, uala_run_a):
     d = tmp_path_factory.mktemp("ref")
     inputs = _inputs(uala_run_a)
     assert main(["features", *inputs, "--out", str(d / "features.csv"), "--chunk-size", "400"]) == 0
+    # the engines score each run on its own, as htc score does by default
     assert main(["score", "gac", *inputs, "--out", str(d / "scores.csv")]) == 0
     ts, _ = load(inputs)
     conf = pd.read_csv(d / "scores.csv")["confidence"].to_numpy()

@@ -90,10 +90,15 @@ def test_shipped_gac_flags_a_base_rate_shift_that_feature_means_miss():
     ok = ts.filter(ts.labels == 1)
     rep = shift_check(gac, ok)
     assert not rep.shifted and rep.max_shift < 2
-    p = gac.predict_proba(ok)[:, 1]
-    e = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p)
+    assert gac.scores_as_set(len(ok))          # scored as a set: the base-rate measures need the per-run scores
+    p = gac.predict_proba_traces(ok, set_level=True)[:, 1]
+    per_run = gac.predict_proba_traces(ok)[:, 1]
+    e = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p, per_run)
     assert "rate_gap" in e.flagged and e.verdict == "outside the training data"
     assert e.measures["rate_gap"] >= 0.1 and e.low < e.high
+    # the set-level confidences' mean stays near the training base rate whatever the set's: alone, they miss it
+    blind = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p)
+    assert blind.measures["rate_gap"] < e.measures["rate_gap"]
 
 
 def test_htc_score_gac_prints_verdict_and_expected_range(tmp_path, capsys, uala_run_a):

@@ -53,7 +53,8 @@ def gac_expected(ws: Workspace, name: str = DEFAULT_GAC):
         progress(0.2, f"measuring the shift of {len(ws):,} runs from the training data")
         gac, ts = shipped_gac(name), _shift_sample(ws)
         rep = shift_check(gac, ts, name=name.upper())
-        return gac.assess(rep, gac.kinds(ts) == "with_alternatives", gac.predict_proba(ts)[:, 1])
+        # the dashboard shows each run scored on its own (experiments.gac_scores): the range for those scores
+        return gac.assess(rep, gac.kinds(ts) == "with_alternatives", gac.predict_proba_traces(ts, set_level=False)[:, 1])
 
     return compute.computed(cache_key("gac-expected", name), f"Expected error of the shipped {name.upper()}", run)
 

@@ -29,13 +29,14 @@ def gac_card(name: str = DEFAULT_GAC) -> dict:
 
 def gac_scores(ws: Workspace, name: str = DEFAULT_GAC) -> GACScores:
     """The shipped GAC's zero-shot confidence for every run of the selection (labels not needed)."""
-    if ws.stored is not None and ws.stored.gac_model == name:   # scored when the runs were stored
+    if ws.stored is not None and ws.stored.gac_model == name:   # scored (run by run) when the runs were stored
         return GACScores(name=name, variant=shipped_gac(name).variant, ids=ws.ts.ids, confidence=ws.stored.gac,
                          kind=ws.stored.gac_kind)
 
     def run(progress):
         progress(0.2, f"scoring {len(ws):,} runs")
-        return shipped_gac(name).score_traces(ws.ts)
+        # run by run, as stored and as htc score does: a number that does not depend on the selection
+        return shipped_gac(name).score_traces(ws.ts, set_level=False)
 
     return compute.computed(cache_key("gac", name), f"Scoring with the shipped {name.upper()}", run, units=len(ws))
 

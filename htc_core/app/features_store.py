@@ -127,7 +127,8 @@ def _chunk_table(ts: TraceSet, start: int, profile: str, top_k: int, gac) -> pa.
         cols[c] = fm.values[:, j]
     for j, name in enumerate(BASELINES):
         cols[_B[j]] = base[name].to_numpy(dtype=np.float64) if name in base else np.full(n, np.nan)
-    scores = gac.score_traces(ts)
+    # run by run: a stored column must not depend on the chunk (nor does htc score: its --as-set is opt-in)
+    scores = gac.score_traces(ts, set_level=False)
     cols["gac"] = np.asarray(scores.confidence, dtype=np.float64)
     cols["gac_kind"] = pa.array(np.asarray(scores.kind, dtype=object).tolist(), type=pa.string())
     fl = structural_flags(ts).frame

@@ -14,7 +14,7 @@ without labels (:func:`shift_measures`):
 :func:`expected_ece` takes the ``k`` families nearest in these measures (each scaled by its flag level) and
 returns the range of their ECE, widened by the ECE a perfectly calibrated confidence shows on this many runs
 (sampling noise, :func:`ece_noise`: up by its mean; down by its mean, but never below its 1% quantile).
-Beyond every measured shift the upper end is the worst ECE measured, and
+Beyond every measured shift the upper end is the worst ECE measured, the lower end that 1% quantile, and
 the message says the set is beyond what was measured. The verdict is "outside the training data" when any
 measure passes its flag level (:data:`FLAGS`). The EM estimate is a distance measure only, not a flag: with a
 confidence that ranks weakly (AUROC ~0.75) EM drifts far from the true base rate on the project's own held-out
@@ -333,13 +333,14 @@ def expected_ece(points: list[dict], measures: dict, confidences: np.ndarray, *,
     extrapolated = bool(np.any(x > P.max(axis=0) + 1e-9) and dist[order[0]] > 1.0)
     # the range is widened by the sampling noise of ECE on this many runs both ways: up by its mean, down to
     # its 1% quantile at most (a calibrated confidence's ECE is below that only 1 time in 100)
-    low = max(q01, float(lo[order].min()) - floor)
+    # beyond every measured shift nothing bounds the error from below either: the lower end is that quantile
+    low = q01 if extrapolated else max(q01, float(lo[order].min()) - floor)
     high = float(hi.max() if extrapolated else hi[order].max()) + floor
     return ExpectedError(min(low, high), min(1.0, high), verdict, flagged, dict(measures),
                          [str(points[i].get("family", i)) for i in order], extrapolated, floor)
 
 
-def zero_shot_check(gac, ts) -> dict:
+def zero_shot_check(gac, ts, *, set_level: bool = False) -> dict:
     """A GAC scored zero-shot on labeled runs, against what it says beforehand without labels.
 
     Labels only score: nothing is fitted.
@@ -350,6 +351,9 @@ def zero_shot_check(gac, ts) -> dict:
         The GAC (e.g. ``htc.load_model("gac")``).
     ts : TraceSet
         Labeled runs.
+    set_level : bool, default False
+        False: the per-run confidences even where the GAC would score ``ts`` as a set
+        (:meth:`~htc_core.calibration.general.GeneralCalibrator.predict_proba_traces`).
 
     Returns
     -------
@@ -365,7 +369,7 @@ def zero_shot_check(gac, ts) -> dict:
     >>> from htc_core.calibration.expected_error import zero_shot_check
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> check = zero_shot_check(htc.load_model("gac"), ts)
-    >>> round(check["ece"], 3), check["expected"]["verdict"], check["inside"]
+    >>> round(check["ece"], 3), check["expected"]["verdict"], check["inside"]      # each run scored on its own
     (0.21, 'within the training data', True)
     """
     from .metrics import auroc, brier_score, expected_calibration_error
@@ -373,8 +377,8 @@ def zero_shot_check(gac, ts) -> dict:
     from .transfer_methods import SIGNALS, training_free_signals
 
     y = np.asarray(ts.labels, dtype=np.float64)
-    p = gac.predict_proba_traces(ts)[:, 1]
-    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", p)
+    p, per_run = gac.confidences_traces(ts, set_level=set_level)
+    expected = gac.assess(shift_check(gac, ts, name=gac.name), gac.kinds(ts) == "with_alternatives", p, per_run)
     def rank(yy, v):   # AUROC of any score: its ranks scaled into [0, 1] (ties kept) are a valid "probability"
         from scipy.stats import rankdata
 

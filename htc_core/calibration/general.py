@@ -14,6 +14,8 @@ Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.experime
 routed model's logit is combined with a training-free signal of the run
 (:mod:`htc_core.calibration.transfer_methods`): ``sigmoid(a z + b logit(signal) + c)``. The signal is read off
 the runs' tokens, so a GAC with a ``transfer`` scores TraceSets (:meth:`GeneralCalibrator.predict_proba_traces`).
+A ``transfer.set_level`` entry (:mod:`htc_core.calibration.rank_ensemble`) scores a TraceSet of enough runs as a
+set: each run by its mean rank within the set of the combined logit and the training-free signals.
 :meth:`GeneralCalibrator.assess` gives every zero-shot score its applicability verdict and expected ECE range
 (:mod:`htc_core.calibration.expected_error`, from the card's leave-one-family-out points).
 
@@ -535,13 +537,23 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         p = self.predict_proba(X)[:, 1]
         return self.classes_[(p > 0.5).astype(int)]
 
-    def predict_proba_traces(self, ts) -> np.ndarray:
+    def predict_proba_traces(self, ts, *, set_level: bool = False) -> np.ndarray:
         """The probabilities of a TraceSet's runs, each scored by its kind's model on that model's own features.
+
+        With a ``transfer`` entry, the routed logit is combined with the run's training-free signal. Each run is
+        scored on its own (its number never depends on the other runs of ``ts``). Only with ``set_level=True``,
+        an entry that holds a ``set_level`` map and at least its ``min_runs`` runs, are the runs scored as a
+        set: each run's mean rank, within ``ts``, of the combined logit and the three training-free signals goes
+        through the map (:func:`~.rank_ensemble.apply_set_level`), so a run's confidence then depends on the
+        other runs scored with it. A live Monitor scores one run at a time and never does this.
 
         Parameters
         ----------
         ts : TraceSet
             The runs (labels not needed).
+        set_level : bool, default=False
+            True: score ``ts`` as a set where the entry holds a ``set_level`` map (opt-in: ``htc score --as-set``);
+            False: every run scored on its own (the per-run confidence the dashboard and a Monitor give).
 
         Returns
         -------
@@ -555,14 +567,72 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> htc.load_model("gac").predict_proba_traces(ts).shape
         (250, 2)
         """
+        p = self.confidences_traces(ts, set_level=set_level)[0]
+        return np.column_stack([1.0 - p, p])
+
+    def confidences_traces(self, ts, *, set_level: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The success confidences of a TraceSet's runs, and the same with every run scored on its own, in one pass.
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs (labels not needed).
+        set_level : bool, default=False
+            False: the first array is the per-run one too.
+
+        Returns
+        -------
+        confidence : ndarray of shape (n_runs,)
+            As :meth:`predict_proba_traces` gives them (scored as a set where :meth:`scores_as_set`).
+        per_run : ndarray of shape (n_runs,)
+            Every run scored on its own (as a Monitor scores it); equal to ``confidence`` unless scored as a set.
+
+        Examples
+        --------
+        >>> import numpy as np, htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> gac = htc.load_model("gac")
+        >>> p, per_run = gac.confidences_traces(ts.take(np.arange(10)))      # 10 runs: scored one by one
+        >>> bool(np.array_equal(p, per_run))
+        True
+        """
         from .transfer_methods import apply_transfer, sigmoid, training_free_signals
 
         z = self.decision_function_traces(ts)
         t = check_transfer(self.transfer)
+        p = None
         if t is not None:
-            z = apply_transfer(t, z, training_free_signals(ts)[t["signal"]].to_numpy(), self.kinds(ts))
-        p = sigmoid(z)
-        return np.column_stack([1.0 - p, p])
+            sig, kinds = training_free_signals(ts), self.kinds(ts)
+            if set_level and t.get("set_level"):
+                from .rank_ensemble import apply_set_level
+
+                p = apply_set_level(t["set_level"], z, sig, kinds)
+            z = apply_transfer(t, z, sig[t["signal"]].to_numpy(), kinds)
+        per_run = sigmoid(z)
+        return (per_run if p is None else p), per_run
+
+    def scores_as_set(self, n_runs: int) -> bool:
+        """Whether :meth:`predict_proba_traces` scores ``n_runs`` runs as a set rather than one by one.
+
+        Parameters
+        ----------
+        n_runs : int
+            The runs scored together.
+
+        Returns
+        -------
+        bool
+            True where the ``transfer`` holds a ``set_level`` step and ``n_runs`` is at least its ``min_runs``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> gac = htc.load_model("gac")
+        >>> gac.scores_as_set(49), gac.scores_as_set(50)
+        (False, True)
+        """
+        sl = (self.transfer or {}).get("set_level")
+        return bool(sl) and n_runs >= int(sl["min_runs"])
 
     def decision_function_traces(self, ts) -> np.ndarray:
         """The routed model's logit for each run of a TraceSet (before any ``transfer`` combination).
@@ -601,11 +671,16 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
                 z[rows] = m.decision_function(extract(sub, profile=m.profile_, top_k=m.top_k_))
         return z
 
-    def assess(self, shift_report, alternatives: np.ndarray, confidence: np.ndarray):
+    def assess(self, shift_report, alternatives: np.ndarray, confidence: np.ndarray,
+               per_run_confidence: np.ndarray | None = None):
         """The applicability verdict and expected ECE range of a run set scored zero-shot.
 
         The run set's shift (feature shift, base-rate gap, share of runs without alternatives) is compared with
-        the leave-one-family-out points of the model card (:func:`~.expected_error.expected_ece`).
+        the leave-one-family-out points of the model card (:func:`~.expected_error.expected_ece`). Where the set
+        was scored as a set (a ``set_level`` transfer), pass ``per_run_confidence`` too: the base-rate measures
+        are taken from it, since a set-level confidence's mean hardly moves with the set's base rate, and the
+        range comes from the card's points of the set-level method (``points``) instead of those of the per-run
+        one (``points_per_run``).
 
         Parameters
         ----------
@@ -615,6 +690,8 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
             Whether each run lists top-k alternatives.
         confidence : array-like of shape (n_runs,)
             The GAC's confidences of the runs.
+        per_run_confidence : array-like of shape (n_runs,), optional
+            The same runs scored one by one (``predict_proba_traces(ts, set_level=False)``).
 
         Returns
         -------
@@ -626,8 +703,8 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> gac = htc.load_model("gac")
-        >>> p = gac.predict_proba_traces(ts)[:, 1]
-        >>> expected = gac.assess(htc.shift_check(gac, ts), gac.kinds(ts) == "with_alternatives", p)
+        >>> p, per_run = gac.confidences_traces(ts)
+        >>> expected = gac.assess(htc.shift_check(gac, ts), gac.kinds(ts) == "with_alternatives", p, per_run)
         >>> expected.verdict, bool(0 <= expected.low <= expected.high <= 1)
         ('within the training data', True)
         """
@@ -637,22 +714,28 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         info = (self.card or {}).get("expected_error") or {}
         rate = float(info.get("training_rate", self.models[WITHOUT_ALTERNATIVES].training_summary_.get(
             "positive_rate", 0.5)))
-        raw = np.asarray(confidence, dtype=np.float64)
+        raw_set = np.asarray(confidence, dtype=np.float64)
+        raw = raw_set if per_run_confidence is None else np.asarray(per_run_confidence, dtype=np.float64)
         measures = {"max_shift": 0.0 if not shift_report.known or np.isnan(shift_report.max_shift)
                     else float(shift_report.max_shift),
                     "rate_gap": abs(float(raw.mean()) - rate) if raw.size else 0.0,
                     "em_gap": abs(em_prior(raw, rate).prior - rate) if raw.size else 0.0,
                     "missing_topk": float((~np.asarray(alternatives, bool)).mean())
                     - float(info.get("training_share_without_alternatives", 0.0)) if raw.size else 0.0}
-        return expected_ece(list(info.get("points") or []), measures, confidence)
+        # scored as a set: the points of the set-level method; run by run: those of the per-run method
+        as_set = per_run_confidence is not None and not np.array_equal(np.asarray(per_run_confidence), raw_set)
+        points = info.get("points") if as_set else info.get("points_per_run", info.get("points"))
+        return expected_ece(list(points or []), measures, confidence)
 
-    def score_traces(self, ts) -> GACScores:
+    def score_traces(self, ts, *, set_level: bool = False) -> GACScores:
         """Every run of a TraceSet scored zero-shot (labels not needed).
 
         Parameters
         ----------
         ts : TraceSet
             The runs.
+        set_level : bool, default=False
+            As in :meth:`predict_proba_traces` (False: every run scored on its own).
 
         Returns
         -------
@@ -668,7 +751,48 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         {'with_alternatives': 250, 'without_alternatives': 0}
         """
         return GACScores(name=self.name, variant=self.variant, ids=np.asarray(ts.ids, dtype=object),
-                         confidence=self.predict_proba_traces(ts)[:, 1], kind=self.kinds(ts))
+                         confidence=self.predict_proba_traces(ts, set_level=set_level)[:, 1], kind=self.kinds(ts))
+
+    def rescore_as_set(self, ts, per_run: np.ndarray) -> np.ndarray | None:
+        """The set-level confidences of ``ts`` from its runs' per-run confidences (stored earlier), without
+        extracting features again: the runs' ranks by ``logit(per_run)`` and the three training-free signals.
+
+        Exact where the set-level entry's ranker is the per-run transfer itself (as in the shipped files).
+
+        Parameters
+        ----------
+        ts : TraceSet
+            The runs (their tokens give the training-free signals).
+        per_run : ndarray of shape (n_runs,)
+            Their confidences scored one by one (``predict_proba_traces(ts, set_level=False)``).
+
+        Returns
+        -------
+        ndarray of shape (n_runs,) or None
+            None where :meth:`predict_proba_traces` would not score ``ts`` as a set, or where the ranker differs
+            from the per-run transfer (then score ``ts`` itself).
+
+        Examples
+        --------
+        >>> import numpy as np, htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> gac = htc.load_model("gac")
+        >>> p, per_run = gac.confidences_traces(ts, set_level=True)
+        >>> bool(np.allclose(gac.rescore_as_set(ts, per_run), p))
+        True
+        """
+        from .rank_ensemble import rank_mean
+        from .transfer_methods import logit, sigmoid, signal_matrix, training_free_signals
+
+        t = check_transfer(self.transfer)
+        sl = (t or {}).get("set_level")
+        if not sl or not self.scores_as_set(len(per_run)):
+            return None
+        if {k: v for k, v in t.items() if k != "set_level"} != sl["ranker"]:
+            return None
+        S = np.column_stack([logit(per_run), signal_matrix(training_free_signals(ts))])
+        a, b = sl["coef"]
+        return sigmoid(a * logit(rank_mean(S)) + b)
 
     def score(self, X, y=None, sample_weight=None):
         """The accuracy on a feature frame and labels (scikit-learn's ``score``).
@@ -882,7 +1006,12 @@ def check_transfer(t) -> dict | None:
                            or len(fb["coef"]) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v)
                                                               for v in fb["coef"])):
         raise ValueError(f"'transfer.fallback' must be {{'kinds': [...], 'coef': [a, b, c]}}, got {fb!r}")
-    return {**t, "coef": [float(v) for v in coef]}
+    from .rank_ensemble import check_set_level
+
+    out = {**t, "coef": [float(v) for v in coef]}
+    if t.get("set_level") is not None:
+        out["set_level"] = check_set_level(t["set_level"], check_transfer)
+    return out
 
 
 def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,

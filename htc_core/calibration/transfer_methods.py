@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# apply_transfer and signal_scores serve the GAC's file and its training; logit and sigmoid are the shared
+# apply_transfer, signal_scores and signal_matrix serve the GAC's file and its training; logit and sigmoid are the shared
 # clipped helpers: plain names for those modules, not entry points
 __all__ = ["SIGNALS", "STACKABLE", "training_free_signals", "RunningSignals", "target_standardized_logit", "EMPrior",
            "em_prior", "prior_adjust", "domain_weights", "weighted_platt", "stack_logits", "stack_scores"]
@@ -578,3 +578,9 @@ def signal_scores(sig: pd.DataFrame, fill: dict | None = None) -> tuple[np.ndarr
             fill[c] = float(np.nanmedian(v)) if np.isfinite(v).any() else 0.0
         out.append(np.where(np.isfinite(v), v, fill[c]))
     return np.column_stack(out), fill
+
+
+def signal_matrix(sig: pd.DataFrame) -> np.ndarray:
+    """[n, 3] scores of the training-free signals (the logit of the two probabilities, minus the entropy as it
+    is), NaN kept where a signal is undefined (no tokens; no top-k alternatives for the entropy)."""
+    return signal_scores(sig, {c: np.nan for c in SIGNALS})[0]

@@ -130,6 +130,9 @@ def _score_engine(args: argparse.Namespace, model, out) -> int:
     defaults = {k: getattr(args, k) for k in ("dataset",) if getattr(args, k, None)}
     res = run_engine(args, Task.for_model(args.model, defaults), out)
     print(f"scored {res.rows} trajectories with {args.model} ({_model_name(model)}); wrote {out}")
+    if (getattr(model, "transfer", None) or {}).get("set_level"):
+        if getattr(args, "as_set", False):
+            print("scored run by run: with --engine a piece is a byte range, not a run set, so --as-set is not used")
     _print_metrics(res.metrics)
     return 0
 
@@ -240,13 +243,16 @@ def cmd_score(args: argparse.Namespace) -> int:
     shift = _shift_accumulator(model, args.model)
     assess = _AssessParts() if hasattr(model, "assess") else None
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
+    sets = 0           # chunks a GAC scored as a set
     writer = TableWriter(out) if out is not None else TableWriter(None, stream=sys.stdout.buffer)
     with writer as w, (contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext()):
         for i, (ts, more) in enumerate(_lookahead(reader)):
             if i == 0 and more:
                 verbalized = True
             try:
-                df = score_frame(model, ts, verbalized_column=verbalized, explain=args.explain)
+                df = score_frame(model, ts, verbalized_column=verbalized, explain=args.explain,
+                                 set_level=getattr(args, "as_set", False))
+                sets += _scored_as_set(model, ts, df)
             except ValueError as e:
                 raise CLIError(str(e)) from None
             y = ts.labels
@@ -258,12 +264,14 @@ def cmd_score(args: argparse.Namespace) -> int:
             if shift is not None:
                 shift.update(ts)
             if assess is not None:
-                assess.update(model, ts, df["confidence"].to_numpy())
+                assess.update(model, ts, df["confidence"].to_numpy(),
+                              df["confidence_per_run"].to_numpy() if "confidence_per_run" in df else None)
         report_problems(reader)
     with contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext():
         # with --out -, standard output holds the CSV only: the summary goes to standard error
         print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote "
               f"{out if out is not None else 'CSV to standard output'}")
+        _report_sets(model, sets)
         _print_metrics(metrics, overlap)
         if shift is not None:
             rep = shift.report()
@@ -274,23 +282,38 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scored_as_set(model, ts, df) -> int:
+    """1 when a GAC scored this chunk as a set (its set-level step; score_frame then writes confidence_per_run)."""
+    return int("confidence_per_run" in df and model.scores_as_set(ts.n_trajectories))
+
+
+def _report_sets(model, sets: int) -> None:
+    if sets:
+        sl = model.transfer["set_level"]
+        print(f"scored as a set: {sets} chunk(s) of at least {sl['min_runs']} runs got each run's confidence from its "
+              f"rank within the chunk ({sl['method']}, chosen leave-one-family-out); column confidence_per_run: "
+              "each run on its own, the number the dashboard and htc monitor give")
+
+
 class _AssessParts:
     """What a GAC's expected-error assessment needs, gathered chunk by chunk: which runs list alternatives and
     the confidences (a flag and a float per run)."""
 
     def __init__(self):
-        self.alt, self.conf = [], []
+        self.alt, self.conf, self.per_run = [], [], []
 
-    def update(self, model, ts, confidence) -> None:
+    def update(self, model, ts, confidence, per_run=None) -> None:
         import numpy as np
 
         self.alt.append(model.kinds(ts) == "with_alternatives")
         self.conf.append(np.asarray(confidence, dtype=float))
+        # a chunk scored as a set: its base-rate measures come from the runs scored one by one (GAC.assess)
+        self.per_run.append(self.conf[-1] if per_run is None else np.asarray(per_run, dtype=float))
 
     def arrays(self):
         import numpy as np
 
-        return np.concatenate(self.alt), np.concatenate(self.conf)
+        return np.concatenate(self.alt), np.concatenate(self.conf), np.concatenate(self.per_run)
 
 
 def _report_expected(expected, rep, name: str) -> None:
@@ -373,7 +396,9 @@ def register(sub) -> None:
                                    "present) per trajectory. Features use the model's confidence profile and top-k. "
                                    "MODEL may be a shipped General Agent Calibrator (gac, gac-full; see `htc "
                                    "models`): each run is then scored by its sub-model for runs with or without "
-                                   "top-k alternatives (column gac_model). After scoring, the runs' features are compared with "
+                                   "top-k alternatives (column gac_model), each run on its own (--as-set: a chunk "
+                                   "of at least 50 runs scored as a set). After scoring, the runs' features are "
+                                   "compared with "
                                    "the model's training statistics: a warning names the features whose mean moved "
                                    "by 2 or more training standard deviations (htc_core.calibration.shift).")
     p.add_argument("model", metavar="MODEL", help="a model file written by `htc fit`, or a shipped model name "
@@ -387,6 +412,12 @@ def register(sub) -> None:
                         "repeat of the model's kind on them, per chunk), its structural flags (no final answer, step "
                         "limit, repeated action, ...), its three strongest reasons (from the model that scored it; a "
                         "GAC's sub-model per run) and its 48 features")
+    p.add_argument("--as-set", action="store_true",
+                   help="a GAC whose model file holds a set-level step (gac, gac-full): score a chunk of at least 50 "
+                        "runs as a set, each run's confidence from its rank within the chunk by the GAC's score and "
+                        "three training-free signals (column confidence_per_run: each run on its own). Better "
+                        "calibrated leave-one-family-out and on the UALA runs, worse on a new model family (Gemma), "
+                        "and a run's number then depends on the other runs of the chunk: see docs/gac.md")
     add_chunk_option(p)
     add_engine_options(p)
     p.set_defaults(func=cmd_score)

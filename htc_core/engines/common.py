@@ -329,7 +329,8 @@ def _frame(ts, task: Task):
         return extract(ts, profile=task.profile, top_k=task.top_k).to_frame(ts.meta)
     from ..scoring import score_frame
 
-    return score_frame(_model(task.model_text, task.model_source), ts, verbalized_column=True)
+    # a piece is a byte range, not a run set: a GAC scores each run on its own here (as htc score does without --as-set)
+    return score_frame(_model(task.model_text, task.model_source), ts, verbalized_column=True, set_level=False)
 
 
 @lru_cache(maxsize=8)

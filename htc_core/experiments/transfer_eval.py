@@ -15,7 +15,15 @@ held-out family is scored zero-shot by each candidate of :mod:`htc_core.calibrat
   ``signal+em``: then the EM correction;
 - ``stack-oof``: the stack fitted on *out-of-family* GAC logits of the training runs (3 folds by family
   inside the training families), so the stack weighs the GAC as it transfers, not as it fits;
-  ``stack-all-oof``: the same with all three training-free signals at once (each weight non-negative).
+  ``stack-all-oof``: the same with all three training-free signals at once (each weight non-negative);
+- the set-level methods (:data:`SET_LEVEL`, :mod:`htc_core.calibration.rank_ensemble`), which rank the held-out
+  runs *as a set* from their own unlabeled scores (the ``stack-oof`` logit and the three signals): ``summa-select``
+  (the ranker SUMMA estimates best, Platt-scaled on the training runs), ``summa`` (the SUMMA-weighted mean rank),
+  ``rank-mean`` (the plain mean rank), ``consensus`` (the ranker agreeing most with the others) -- these three
+  re-order the ``stack-oof`` confidences -- and ``rank-mean-platt`` (the mean rank through a Platt map fitted on
+  the training families, each ranked within itself); below ``set_min_runs`` held-out runs they keep the per-run
+  confidences. ``TransferChoice.estimates`` holds, per family and ranker, SUMMA's label-free AUROC estimate
+  next to the true one.
 
 Next to them, each training-free signal's AUROC on the held-out family, and the shift measurements the
 expected-error range is built from (:mod:`htc_core.calibration.expected_error`). No held-out label reaches a fit:
@@ -31,16 +39,25 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..calibration.transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, signal_scores,
-                                            sigmoid, stack_logits, stack_scores, target_standardized_logit,
-                                            training_free_signals, weighted_platt)
+from ..calibration.transfer_methods import (SIGNALS, STACKABLE, domain_weights, em_prior, logit, signal_matrix,
+                                            signal_scores, sigmoid, stack_logits, stack_scores,
+                                            target_standardized_logit, training_free_signals, weighted_platt)
 from .gac import KIND_PROFILE, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES
 from .grouping import has_alternatives, score_metrics
 
-__all__ = ["METHODS", "SHIPPABLE", "model_family", "family_groups", "TransferChoice", "leave_one_family_out",
-           "prepare", "fit_transfer", "expected_error_points", "range_self_check"]
+__all__ = ["METHODS", "SHIPPABLE", "SET_LEVEL", "SET_MIN_RUNS", "model_family", "family_groups", "TransferChoice",
+           "leave_one_family_out", "prepare", "fit_transfer", "expected_error_points", "range_self_check"]
 
-METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof", "stack-all-oof")
+METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "stack-oof", "stack-all-oof",
+           "summa-select", "summa", "rank-mean", "consensus", "rank-mean-platt")
+# set-level methods (:mod:`htc_core.calibration.rank_ensemble`): they rank the runs of one scored set with the
+# rankers (the ``stack-oof`` logit and the three training-free signals) chosen or combined from that set's own
+# unlabeled scores; below :data:`SET_MIN_RUNS` runs, or with fewer than 3 distinct usable rankers for the SUMMA
+# ones, they keep the ``stack-oof`` confidences
+SET_LEVEL = ("summa-select", "summa", "rank-mean", "consensus", "rank-mean-platt")
+# a set-level method needs this many scored runs (the ranks of fewer are too coarse; every family here holds 16 or
+# 500 runs, so leave-one-family-out cannot tell any threshold in 17-500 apart)
+SET_MIN_RUNS = 50
 # methods that score each run on its own (a GAC file holds them); tts, em and iw need the whole scored set;
 # stack-all-oof is measured (does combining every signal transfer better?) but a GAC file holds one signal
 SHIPPABLE = ("gac", "stack", "signal", "stack-oof")
@@ -116,6 +133,10 @@ class TransferChoice:
         Method -> each row's held-out confidence (every row is held out once).
     groups : numpy.ndarray or None, default None
         Each row's family (the rows of ``predictions``).
+    estimates : pandas.DataFrame, default empty
+        Family, ranker, true AUROC, its label-free (SUMMA) estimate and the rank-one fit's residual.
+    set_min_runs : int, default 50
+        The fewest held-out runs a set-level method acts on.
 
     Examples
     --------
@@ -149,6 +170,9 @@ class TransferChoice:
     # method -> each row's held-out confidence (every row is held out once; filled by leave_one_family_out)
     predictions: dict = field(default_factory=dict)
     groups: np.ndarray | None = None                    # each row's family (the rows of ``predictions``)
+    # family, ranker, auroc (true), estimated (SUMMA, label-free, unclipped), residual of the rank-one fit
+    estimates: pd.DataFrame = field(default_factory=pd.DataFrame)
+    set_min_runs: int = 50                                # the fewest held-out runs a set-level method acts on
 
     def summary(self) -> pd.DataFrame:
         """Each method's mean and worst ECE, Brier and AUROC over the held-out families.
@@ -220,6 +244,76 @@ class TransferChoice:
         s = self.summary()
         s = s[s.index.isin(SHIPPABLE)]
         return str(s.sort_values(["ece_mean", "ece_worst"]).index[0])
+
+    def best_set_level(self, per_run: str | None = None) -> str | None:
+        """The set-level method that wins over a per-run method: a mean ECE no higher and a higher mean AUROC.
+
+        Parameters
+        ----------
+        per_run : str or None, default None
+            The per-run method to beat (None: :meth:`best`).
+
+        Returns
+        -------
+        str or None
+            The ``SET_LEVEL`` method with the highest such mean AUROC; None when none wins.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> rows = pd.DataFrame({"family": ["a | m", "a | m"], "method": ["stack-oof", "rank-mean-platt"], "n": 500,
+        ...                      "ece": [0.20, 0.15], "brier": [0.25, 0.22], "auroc": [0.70, 0.72]})
+        >>> TransferChoice(rows, pd.DataFrame(), pd.DataFrame()).best_set_level("stack-oof")
+        'rank-mean-platt'
+        """
+        base_name = per_run or self.best()
+        r = self.rows
+        base = r[r.method == base_name].set_index("family")
+        best, best_auroc = None, float(base.auroc.mean())
+        for m in SET_LEVEL:
+            x = r[r.method == m].set_index("family")
+            # below set_min_runs a set-level method keeps the per-run confidences (the shipped model's)
+            x = x.where(x.n >= self.set_min_runs, base.reindex(x.index))
+            if x.ece.mean() <= base.ece.mean() + 1e-12 and x.auroc.mean() > best_auroc:
+                best, best_auroc = m, float(x.auroc.mean())
+        return best
+
+    def estimate_table(self) -> str:
+        """How well the label-free (SUMMA) AUROC estimates match the true AUROCs, as text.
+
+        Returns
+        -------
+        str
+            Per held-out family the true and estimated AUROC of each ranker and the ranker picked vs the best;
+            then the mean absolute error and how often the ranker estimated best is the truly best one.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from htc_core.experiments.transfer_eval import TransferChoice
+        >>> TransferChoice(pd.DataFrame(), pd.DataFrame(), pd.DataFrame()).estimate_table()
+        'no label-free estimates'
+        """
+        e = self.estimates
+        if e.empty:
+            return "no label-free estimates"
+        lines = ["label-free (SUMMA) AUROC estimate vs true, per held-out family",
+                 f"{'family':30s} " + "  ".join(f"{r:>17}" for r in e.ranker.unique()) + "  residual  picked/best"]
+        hits = 0
+        for fam, r in e.groupby("family", sort=False):
+            cells = [f"{x.auroc:.3f} est {x.estimated:.3f}" if x.estimated == x.estimated
+                     else f"{x.auroc:.3f} est   -  " for x in r.itertuples()]
+            ok = r[np.isfinite(r.estimated)]
+            picked = ok.ranker.iloc[int(np.argmax(ok.estimated))] if len(ok) else "-"
+            best = r.ranker.iloc[int(np.nanargmax(r.auroc))]
+            hits += picked == best
+            lines.append(f"{fam:30s} " + "  ".join(f"{c:>17}" for c in cells)
+                         + f"  {r.residual.iloc[0]:8.3f}  {picked}/{best}")
+        err = (e.estimated - e.auroc).abs()
+        lines.append(f"mean |estimate - true| {float(err.mean()):.3f}; the ranker estimated best is the truly best on "
+                     f"{hits} of {e.family.nunique()} families")
+        return "\n".join(lines)
 
     def wins_vs_signal(self, method: str) -> pd.DataFrame:
         """A method's AUROC on each held-out family next to the best training-free signal's there.
@@ -352,7 +446,10 @@ class TransferChoice:
                            for r in self.shifts.to_dict("records")],
                 "signal_auroc": {f: {s_: round(float(v), 4) for s_, v in r.items() if np.isfinite(v)}
                                  for f, r in self.signal_auroc.iterrows()},
-                "stack_signal": dict(self.chosen_signal)}
+                "stack_signal": dict(self.chosen_signal), "set_level": self.best_set_level(),
+                "set_min_runs": self.set_min_runs,
+                "estimates": [{k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v)
+                               for k, v in r.items()} for r in self.estimates.to_dict("records")]}
 
 
 def _fit(X, y, profile, seed, fit_kw):
@@ -424,8 +521,76 @@ def _held_out(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict, dict, dic
     a_tr, fill = signal_scores(sig.iloc[tr])
     c_all = stack_scores(z_oof, a_tr, y[tr])
     p["stack-all-oof"] = sigmoid(c_all[0] * z_te + signal_scores(sig.iloc[te], fill)[0] @ c_all[1:-1] + c_all[-1])
+    zs_tr = logit(sigmoid(c_oof[0] * z_oof + c_oof[1] * logit(s_tr) + c_oof[2]))   # as the shipped ranker
+    set_p, est = set_level_methods(d, tr, te, p["stack-oof"], zs_tr, min_runs=d.get("set_min_runs", SET_MIN_RUNS))
+    p.update(set_p)
     shift = _shift_row(models, feats, alt, tr, te, train_rate)
-    return p, shift, models, name
+    return p, {**shift, "estimates": est}, models, name
+
+
+def set_level_methods(d: dict, tr: np.ndarray, te: np.ndarray, p_te: np.ndarray, zs_tr: np.ndarray, *,
+                      min_runs: int = SET_MIN_RUNS) -> tuple[dict, list]:
+    """The :data:`SET_LEVEL` confidences of the held-out rows ``te`` (each from the held-out set's unlabeled
+    scores and maps fitted on the training rows ``tr``), and one row per ranker: its true and its label-free
+    (SUMMA) AUROC estimate. ``p_te``: the ``stack-oof`` confidences of ``te``; ``zs_tr``: its out-of-family logit
+    on ``tr``."""
+    from ..calibration import rank_ensemble as rk
+
+    y, groups = d["y"], d["groups"]
+    A = signal_matrix(d["signals"])
+    S_te = np.column_stack([logit(p_te), A[te]])
+    calibrated = [p_te] + [_platt_signal(A[tr, j], y[tr], A[te, j]) for j in range(A.shape[1])]
+    out = {m: p_te for m in SET_LEVEL}
+    use = _distinct(S_te, rk.usable_columns(S_te))
+    est = rk.estimate_auroc(S_te[:, use], float(p_te.mean()), names=np.array(rk.RANKERS)[use]) if use.sum() >= 3 \
+        else None
+    rows = _estimate_rows(y[te], S_te, use, est)
+    if len(te) < min_runs:
+        return out, rows
+    a, b = rk.fit_rank_mean_platt(np.column_stack([zs_tr, A[tr]]), y[tr], groups[tr])
+    out["rank-mean-platt"] = sigmoid(a * logit(rk.rank_mean(S_te)) + b)
+    out["rank-mean"] = rk.reorder(p_te, rk.rank_mean(S_te))
+    if est is not None:
+        cols = np.flatnonzero(use)
+        out["summa-select"] = calibrated[cols[int(np.argmax(est.u))]]
+        out["summa"] = rk.reorder(p_te, rk.combine_ranks(S_te[:, use], rk.ensemble_weights(est)))
+        out["consensus"] = calibrated[cols[int(np.argmax(rk.consensus_agreement(S_te[:, use])))]]
+    return out, rows
+
+
+def _platt_signal(a_tr: np.ndarray, y_tr: np.ndarray, a_te: np.ndarray) -> np.ndarray:
+    """A signal's score on the held-out rows, Platt-scaled on the training rows (NaN -> the training median)."""
+    fill = float(np.nanmedian(a_tr)) if np.isfinite(a_tr).any() else 0.0
+    a, b = weighted_platt(np.where(np.isfinite(a_tr), a_tr, fill), y_tr)
+    return sigmoid(a * np.where(np.isfinite(a_te), a_te, fill) + b)
+
+
+def _distinct(S: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """``use`` without a column that ranks the runs as an earlier used one does (Spearman > 0.999: the GAC's
+    logit of runs without alternatives is the minimum token probability's)."""
+    from ..calibration.rank_ensemble import scaled_ranks
+
+    use = use.copy()
+    R = scaled_ranks(S)
+    for j in np.flatnonzero(use):
+        for i in np.flatnonzero(use[:j]):
+            if R[:, i].std() > 0 and R[:, j].std() > 0 and np.corrcoef(R[:, i], R[:, j])[0, 1] > 0.999:
+                use[j] = False
+                break
+    return use
+
+
+def _estimate_rows(y: np.ndarray, S: np.ndarray, use: np.ndarray, est) -> list:
+    from ..calibration.rank_ensemble import RANKERS
+
+    rows, k = [], 0
+    for j, name in enumerate(RANKERS):
+        e = float("nan")
+        if est is not None and use[j]:
+            e, k = float(est.raw[k]), k + 1
+        rows.append({"ranker": name, "auroc": _auroc(y, S[:, j]), "estimated": e,
+                     "residual": float("nan") if est is None else est.residual})
+    return rows
 
 
 def _rate_gaps(p: np.ndarray, train_rate: float) -> dict:
@@ -505,7 +670,8 @@ EXPERIMENT_ALPHAS = (0.01, 0.1, 1.0, 5.0, 20.0, 50.0)
 
 
 def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXPERIMENT_ALPHAS,
-                         progress: Callable[[int, int, str], None] | None = None) -> TransferChoice:
+                         progress: Callable[[int, int, str], None] | None = None,
+                         set_min_runs: int = SET_MIN_RUNS) -> TransferChoice:
     """Every transfer method on every held-out family: the GAC fitted on the other families, scored zero-shot.
 
     No held-out label reaches a fit: the candidates see the held-out features only; labels only score them.
@@ -523,6 +689,9 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
         The regularization strengths chosen from.
     progress : callable or None, default None
         ``progress(done, total, family)`` after each held-out family.
+    set_min_runs : int, default 50
+        The fewest held-out runs on which a ``SET_LEVEL`` method acts (below it, it keeps the per-run
+        confidences).
 
     Returns
     -------
@@ -547,28 +716,52 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
     >>> choice.best()
     'signal'
     """
-    d = ts if isinstance(ts, dict) else prepare(ts)
+    d = {**(ts if isinstance(ts, dict) else prepare(ts)), "set_min_runs": int(set_min_runs)}
     fams = [g for g in sorted(set(d["groups"])) if len(set(d["y"][d["groups"] == g])) == 2]
-    rows, shifts, aur, chosen = [], [], {}, {}
+    rows, shifts, aur, chosen, estimates = [], [], {}, {}, []
     preds = {m: np.full(len(d["y"]), np.nan) for m in METHODS}
     for i, g in enumerate(fams):
         te = np.flatnonzero(d["groups"] == g)
         y = d["y"][te]
         p, shift, _, name = _held_out(d, g, seed, {"inner_folds": inner_folds, "alphas": alphas})
+        estimates += [{"family": g, **r} for r in shift.pop("estimates")]
         chosen[g] = name
         for m in METHODS:
             preds[m][te] = p[m]
+            # a set-level method's shift measures are its per-run confidences' (as GeneralCalibrator.assess takes them)
             rows.append({"family": g, "method": m, "n": len(te), **score_metrics(y, p[m]),
-                         **_rate_gaps(p[m], shift["train_rate"])})
+                         **_rate_gaps(p["stack-oof" if m in SET_LEVEL else m], shift["train_rate"])})
         shifts.append({"family": g, "n": len(te), "rate": float(y.mean()), **shift})
         aur[g] = {s: _auroc(y, d["signals"][s].to_numpy()[te]) for s in SIGNALS}
         if progress is not None:
             progress(i + 1, len(fams), g)
-    return TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen, preds, d["groups"])
+    out = TransferChoice(pd.DataFrame(rows), pd.DataFrame(shifts), pd.DataFrame(aur).T, chosen, preds, d["groups"],
+                         pd.DataFrame(estimates), int(set_min_runs))
+    return _rebase_small_sets(out)
+
+
+def _rebase_small_sets(choice: TransferChoice) -> TransferChoice:
+    """Below ``set_min_runs`` a set-level method keeps the shipped per-run confidences: those of :meth:`best`
+    (measured as ``stack-oof``'s, replaced here by the best's rows and predictions where they differ)."""
+    base = choice.best()
+    if base == "stack-oof":
+        return choice
+    r = choice.rows.copy()
+    for fam, n in choice.shifts[["family", "n"]].itertuples(index=False):
+        src = r[(r.family == fam) & (r.method == base)].iloc[0]
+        rows = np.flatnonzero(choice.groups == fam)
+        for m in SET_LEVEL:
+            i = r.index[(r.family == fam) & (r.method == m)][0]
+            cols = src.index.drop(["method"]) if n < choice.set_min_runs else ["rate_gap", "em_gap"]
+            r.loc[i, cols] = src[cols]
+            if n < choice.set_min_runs:
+                choice.predictions[m][rows] = choice.predictions[base][rows]
+    choice.rows = r
+    return choice
 
 
 def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
-                 models: dict | None = None) -> dict | None:
+                 models: dict | None = None, set_level: str | None = None) -> dict | None:
     """The ``transfer`` entry of a GAC file fitted on all of ``d`` for a shippable method.
 
     None for ``gac``; otherwise the signal chosen on all runs and the stack coefficients (``stack-oof`` from
@@ -589,6 +782,8 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
         Their inner folds.
     models : dict or None, default None
         The GAC's fitted models by kind (``stack``, and ``stack-oof`` with one training family).
+    set_level : {None, "rank-mean-platt"}, default None
+        Also fit the entry's opt-in ``set_level`` step (:func:`fit_set_level`).
 
     Returns
     -------
@@ -599,7 +794,8 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
     Raises
     ------
     ValueError
-        If ``method`` is not shippable.
+        If ``method`` is not shippable, or ``set_level`` is not None or "rank-mean-platt" on a method other than
+        ``gac``.
 
     Examples
     --------
@@ -618,14 +814,45 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
     """
     if method not in SHIPPABLE:
         raise ValueError(f"method must be one of {SHIPPABLE}, got {method!r}")
+    if set_level not in (None, "rank-mean-platt") or (set_level and method == "gac"):
+        raise ValueError(f"set_level must be None or 'rank-mean-platt' (on top of a transfer method other than "
+                         f"'gac'), got {set_level!r} with {method!r}")
     if method == "gac":
         return None
+    out, _ = _fit_per_run(d, method, variant=variant, seed=seed, inner_folds=inner_folds, models=models)
+    if set_level:
+        out["set_level"] = fit_set_level(d, variant=variant, seed=seed, inner_folds=inner_folds, models=models)
+    return out
+
+
+def fit_set_level(d: dict, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
+                  models: dict | None = None) -> dict:
+    """The ``rank-mean-platt`` set-level entry, as measured by :func:`set_level_methods`: its ``ranker`` is the
+    ``stack-oof`` transfer entry (the GAC's ranker in the mean rank, whatever the per-run method is), its ``coef``
+    the Platt map of every family's within-family mean rank of that ranker's out-of-family logit and the three
+    training-free signals, applied to a scored set of at least ``min_runs`` runs."""
+    from ..calibration.rank_ensemble import fit_rank_mean_platt
+    from ..calibration.transfer_methods import apply_transfer
+
+    ranker, z = _fit_per_run(d, "stack-oof", variant=variant, seed=seed, inner_folds=inner_folds, models=models)
+    kinds = np.where(d["alt"], WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES).astype(object)
+    zs = logit(sigmoid(apply_transfer(ranker, z, d["signals"][ranker["signal"]].to_numpy(), kinds)))
+    a, b = fit_rank_mean_platt(np.column_stack([zs, signal_matrix(d["signals"])]), d["y"], d["groups"])
+    return {"method": "rank-mean-platt", "coef": [a, b], "min_runs": SET_MIN_RUNS, "ranker": ranker,
+            "what": "a run set of at least min_runs runs: sigmoid(a logit(r) + b), r = each run's mean rank within "
+                    "the set of the ranker's logit and the three training-free signals (those defined and not "
+                    "constant on the set); chosen leave-one-family-out"}
+
+
+def _fit_per_run(d: dict, method: str, *, variant: str, seed: int, inner_folds: int, models) -> tuple[dict, object]:
+    """(the per-run transfer entry of ``method``, the GAC logit of every row it was fitted on, or None)."""
     y, sig = d["y"], d["signals"]
     rows = np.arange(len(y))
     name = _best_signal(y, sig)
     s = sig[name].to_numpy()
     fill = float(np.nanmedian(s))
     s = np.where(np.isfinite(s), s, fill)
+    z = None
     if method == "signal":
         a, b = weighted_platt(logit(s), y)
         coef = [0.0, a, b]
@@ -641,7 +868,7 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
         a, b = weighted_platt(logit(s), y)
         out["fallback"] = {"kinds": [WITHOUT_ALTERNATIVES], "coef": [0.0, a, b],
                            "why": "no training run lacked top-k alternatives"}
-    return out
+    return out, z
 
 
 def expected_error_points(choice: TransferChoice, method: str) -> list[dict]:
