@@ -70,7 +70,7 @@ _STATE: dict = {"current": None, "since": 0.0, "done": {}, "error": None, "threa
 
 
 def cache_is_warm() -> bool:
-    """Whether the kernel cache already holds the path solver's largest kernel (a cheap look at file names).
+    """Whether the kernel cache already holds the path solver's L1 kernels (a cheap look at one file name).
 
     Returns
     -------
@@ -88,7 +88,7 @@ def cache_is_warm() -> bool:
     """
     from .numba_cache import cache_dir
 
-    return any((cache_dir() / "htc_core.calibration").glob("*_feature_sign-*.nbi"))
+    return any((cache_dir() / "htc_core.calibration").glob("*_best_on_segment-*.nbi"))
 
 
 def warm(report: Callable[[str, float, float], None] | None = None) -> dict[str, float]:

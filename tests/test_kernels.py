@@ -70,7 +70,7 @@ def test_warmup_fills_an_empty_cache_and_a_new_process_loads_it(tmp_path):
 
     first = run()
     assert "compiling (first time on this machine)" in first
-    assert any((tmp_path / "numba" / "htc_core.calibration").glob("*_feature_sign-*.nbi"))
+    assert any((tmp_path / "numba" / "htc_core.calibration").glob("*_best_on_segment-*.nbi"))
     assert any((tmp_path / "numba" / "htc_core.features").glob("*.nbi"))
     second = run()
     assert "loading them from the cache" in second
