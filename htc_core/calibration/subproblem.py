@@ -243,25 +243,6 @@ def _solve_on_signs(H, g, Hw, alpha, theta, idx, L, rhs, sol, vnew):
 
 
 @njit(cache=True)
-def _less(x, y):
-    """``x < y`` with NaN last (numpy's sort order)."""
-    return x < y or (np.isnan(y) and not np.isnan(x))
-
-
-@njit(cache=True)
-def _argsort_small(t, k, order):
-    """Indices that sort ``t[:k]``, into ``order[:k]`` (a stable insertion sort: k is at most the number of
-    columns, ~45; numba's ``np.argsort`` runs the same insertion sort up to 15 entries, and cost ~1 s to
-    compile)."""
-    for i in range(k):
-        j = i
-        while j > 0 and _less(t[i], t[order[j - 1]]):
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
-
-
-@njit(cache=True)
 def _null_move(H, v, a, idx, L, rhs, sol, u, t, nz, order, out):
     """Where column ``idx[a]`` depends on the active columns before it, ``u`` (``u[idx[a]] = 1``, minus the
     combination on the others) has ``H u = 0``: the model's smooth part is flat along ``v + t u`` and only
@@ -287,7 +268,14 @@ def _null_move(H, v, a, idx, L, rhs, sol, u, t, nz, order, out):
             nz[k] = i
             t[k] = -v[i] / u[i]
             k += 1
-    _argsort_small(t, k, order)
+    # order = argsort(t[:k]), a stable insertion sort with NaN last (numpy's order): k is at most the number of
+    # columns (~45); numba's np.argsort runs the same insertion sort up to 15 entries, and cost ~1 s to compile
+    for i in range(k):
+        j = i
+        while j > 0 and (t[i] < t[order[j - 1]] or (np.isnan(t[order[j - 1]]) and not np.isnan(t[i]))):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
     total = 0.0
     for m in range(k):
         total += abs(u[nz[order[m]]])
@@ -304,14 +292,6 @@ def _null_move(H, v, a, idx, L, rhs, sol, u, t, nz, order, out):
 
 
 @njit(cache=True)
-def _diff(a, b, out):
-    """``out = a - b`` (a plain loop); returns ``out``."""
-    for i in range(a.shape[0]):
-        out[i] = a[i] - b[i]
-    return out
-
-
-@njit(cache=True)
 def _best_on_segment(H, g, w, alpha, v, vnew, best, cand, diff, theta, f_cur):
     """The lowest model value among ``vnew`` and the points of the segment ``v -> vnew`` where an entry of
     ``v`` crosses zero (that entry set to exactly 0); the point is left in ``best`` (``cand``, ``diff``:
@@ -320,7 +300,8 @@ def _best_on_segment(H, g, w, alpha, v, vnew, best, cand, diff, theta, f_cur):
     d = v.shape[0]
     for m in range(d):
         best[m] = vnew[m]
-    f_best = _model(H, g, w, alpha, _diff(vnew, w, diff))
+        diff[m] = vnew[m] - w[m]
+    f_best = _model(H, g, w, alpha, diff)
     for j in range(d):
         if v[j] == 0.0 or v[j] * vnew[j] >= 0.0:
             continue
@@ -328,7 +309,9 @@ def _best_on_segment(H, g, w, alpha, v, vnew, best, cand, diff, theta, f_cur):
         for m in range(d):
             cand[m] = v[m] + t * (vnew[m] - v[m])
         cand[j] = 0.0
-        f = _model(H, g, w, alpha, _diff(cand, w, diff))
+        for m in range(d):
+            diff[m] = cand[m] - w[m]
+        f = _model(H, g, w, alpha, diff)
         if f < f_best:
             f_best = f
             for m in range(d):
