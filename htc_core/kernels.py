@@ -4,8 +4,9 @@ A fresh install (a new checkout, wheel or container: an empty kernel cache, :mod
 compiles each kernel the first time it runs, once per machine; later processes load it from the cache in
 milliseconds. :func:`warm` runs every kernel family once on a few made-up numbers, so that the compile happens
 now, with a visible status, and not in the middle of a fit or a page. Measured on the shared 2-core machine at
-load average 9-20 (docs/benchmarks-coldstart.md): the path solver ~6 s CPU, the Bottom-10% baseline ~1 s, live
-monitoring ~3 s (all three: 10.8 s); with a warm cache they load in about a second.
+load average 5-9 (docs/benchmarks-coldstart.md): the path solver ~3.3 s CPU, live monitoring ~2.8 s, the
+Bottom-10% heap ~0.7 s (compiled only for more than ``baselines.SORTED_RUNS`` runs; fewer are sorted with
+numpy); with a warm cache they load in about a second.
 
 The dashboard calls :func:`start_background` once per server process (a daemon thread), and shows
 :func:`status_text` in its sidebar and in the Calibration page's wait while it runs. A fit that needs a kernel
@@ -61,7 +62,7 @@ FAMILIES: dict[str, Callable[[], None]] = {
     "live monitoring (Monitor)": _monitor,
 }
 # CPU seconds of each family's first compile, measured on the 2-core machine (docs/benchmarks-coldstart.md)
-FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 6.0, "Bottom-10% baseline": 1.0,
+FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 3.5, "Bottom-10% baseline": 0.7,
                    "live monitoring (Monitor)": 3.0}
 
 _RUN = threading.Lock()

@@ -24,7 +24,7 @@ The work is numba kernels (compiled once per machine, then loaded from the on-di
 :mod:`htc_core.numba_cache`) driven by plain Python: :func:`path` and :func:`_solve_one` call one kernel per
 stage, a handful per Newton iteration (microseconds against the Hessian's product). One kernel for the whole
 path, as before, made a fresh install compile for ~16 s CPU (numba optimizes a kernel's callees again inside it,
-level after level); flat, ~5 s. The matrix products and the L2 solve call BLAS / LAPACK through
+level after level); flat, ~3.3 s (docs/benchmarks-coldstart.md). The matrix products and the L2 solve call BLAS / LAPACK through
 ``scipy.linalg.blas`` / ``lapack``: the library numba's own ``@`` and ``np.linalg.solve`` call, with the same
 arguments, so the same bits (numpy's ``@`` uses numpy's own OpenBLAS build, which differed in the last bits of
 the Hessian). Import this module lazily (numba's import costs ~0.5 s).

@@ -22,10 +22,14 @@ an edit anywhere here recompiles every caller (numba's own stamp, one file, once
 previous one compiled in, unnoticed; ``tests/test_numba_cache.py`` holds the new stamp).
 
 Compile time (issue 29): a fresh install compiles these kernels once. They are kept small and flat for that:
-:func:`l1_direction` is plain Python calling three kernels (a kernel calling kernels made numba optimize the
-whole tree again at each level), and the kernels use plain loops, never numba's array expressions, ``argsort``
-or ``np.linalg`` (each brings seconds of compile: shape checks with formatted error messages, a generic sort,
-LAPACK bindings). The arithmetic is unchanged, so the path is the same to the last bit.
+:func:`l1_direction`, :func:`_feature_sign` and :func:`_anderson_sweeps` are plain Python calling one kernel
+per stage (a kernel calling kernels made numba optimize the whole tree again at each level), the scratch
+arrays come from an :class:`L1Workspace` made once per path (no allocation inside a kernel: each of
+``np.empty``/``np.zeros``/``np.ones`` compiled its own implementation), and the kernels use plain loops,
+never numba's array expressions, ``argsort`` or ``np.linalg`` (each brings seconds of compile: shape checks
+with formatted error messages, a generic sort, LAPACK bindings). The arithmetic is unchanged, so the path is
+the same to the last bit (``tests/test_subproblem_driver.py`` runs the replaced kernels as plain Python
+against the driver).
 """
 
 from __future__ import annotations
