@@ -70,14 +70,19 @@ def test_bottom10_is_the_same_on_both_paths(monkeypatch):
     assert np.array_equal(baselines.bottom10(ts), small, equal_nan=True)
 
 
-def test_background_warmup_runs_once_and_leaves_every_family_ready():
+def test_background_warmup_runs_once_and_leaves_the_pages_families_ready():
     started = kernels.start_background()
     assert kernels.start_background() is False          # once per process, whoever asked first
     done, error = kernels.wait_background(timeout=600)
     assert error is None
-    assert set(done) == set(kernels.FAMILIES)
+    assert set(kernels.PAGES) <= set(done) <= set(kernels.FAMILIES)
     assert kernels.status_text() is None                # nothing compiling any more: the sidebar shows nothing
     assert isinstance(started, bool)
+
+
+def test_warm_refuses_an_unknown_family():
+    with pytest.raises(ValueError, match="unknown kernel families"):
+        kernels.warm(families=["nope"])
 
 
 def test_warmup_is_a_documented_command():
