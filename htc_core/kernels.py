@@ -10,9 +10,8 @@ numpy); with a warm cache they load in about a second.
 
 The dashboard calls :func:`start_background` once per server process (a daemon thread) for the families its
 pages run (:data:`PAGES`: the path solver), and shows :func:`status_text` in its sidebar and in the Calibration
-page's wait while it runs. A fit that needs a kernel
-while the thread compiles it waits for numba's compiler lock and then uses the compiled kernel (never a second
-compile).
+page's wait while it runs. A fit that needs a kernel while the thread compiles it waits for numba's compiler
+lock and then uses the compiled kernel (never a second compile).
 """
 
 from __future__ import annotations
