@@ -65,10 +65,10 @@ FAMILIES: dict[str, Callable[[], None]] = {
 FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 3.5, "Bottom-10% baseline": 0.7,
                    "live monitoring (Monitor)": 3.0}
 
-#: the families the dashboard's pages run (its background warm-up compiles these only: the others, compiled in
-#: the same process while a first page evaluates, took the CPU and the GIL from it; the OTLP sink's Monitor
-#: compiles its kernels on its first run, ~3 s CPU once per machine, and Bottom-10% runs the heap kernel only
-#: beyond ``baselines.SORTED_RUNS`` runs)
+# the families the dashboard's pages run (its background warm-up compiles these only: the others, compiled in
+# the same process while a first page evaluates, took the CPU and the GIL from it; the OTLP sink's Monitor
+# compiles its kernels on its first run, ~3 s CPU once per machine, and Bottom-10% runs the heap kernel only
+# beyond ``baselines.SORTED_RUNS`` runs)
 PAGES = ("path solver (fit, evaluate, Calibration)",)
 
 _RUN = threading.Lock()

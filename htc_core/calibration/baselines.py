@@ -206,9 +206,9 @@ def bottom10(ts: TraceSet, r: np.ndarray | None = None, *, fraction: float = BOT
     return _nan_if_empty(s / np.maximum(np.minimum(k, lens), 1), lens)
 
 
-#: up to this many trajectories :func:`bottom10` sorts each with numpy (~6 us a run) instead of calling the
-#: compiled heap, whose first compile costs ~0.7 s CPU in a fresh install (issue 29): the sample runs' 2,000
-#: runs take ~15 ms this way. Both give the same sums to the bit (tests/test_kernels.py).
+# up to this many trajectories :func:`bottom10` sorts each with numpy (~6 us a run) instead of calling the
+# compiled heap, whose first compile costs ~0.7 s CPU in a fresh install (issue 29): the sample runs' 2,000
+# runs take ~15 ms this way. Both give the same sums to the bit (tests/test_kernels.py).
 SORTED_RUNS = 20_000
 
 
