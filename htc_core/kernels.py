@@ -4,13 +4,14 @@ A fresh install (a new checkout, wheel or container: an empty kernel cache, :mod
 compiles each kernel the first time it runs, once per machine; later processes load it from the cache in
 milliseconds. :func:`warm` runs every kernel family once on a few made-up numbers, so that the compile happens
 now, with a visible status, and not in the middle of a fit or a page. Measured on the shared 2-core machine at
-load average 9-20 (docs/benchmarks-coldstart.md): the path solver ~6 s CPU, the Bottom-10% baseline ~1 s, live
-monitoring ~3 s (all three: 10.8 s); with a warm cache they load in about a second.
+load average 5-9 (docs/benchmarks-coldstart.md): the path solver ~3.3 s CPU, live monitoring ~2.8 s, the
+Bottom-10% heap ~0.7 s (compiled only for more than ``baselines.SORTED_RUNS`` runs; fewer are sorted with
+numpy); with a warm cache they load in about a second.
 
-The dashboard calls :func:`start_background` once per server process (a daemon thread), and shows
-:func:`status_text` in its sidebar and in the Calibration page's wait while it runs. A fit that needs a kernel
-while the thread compiles it waits for numba's compiler lock and then uses the compiled kernel (never a second
-compile).
+The dashboard calls :func:`start_background` once per server process (a daemon thread) for the families its
+pages run (:data:`PAGES`: the path solver), and shows :func:`status_text` in its sidebar and in the Calibration
+page's wait while it runs. A fit that needs a kernel while the thread compiles it waits for numba's compiler
+lock and then uses the compiled kernel (never a second compile).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 import time
 from typing import Callable
 
-__all__ = ["FAMILIES", "FIRST_COMPILE_S", "warm", "start_background", "wait_background", "status_text",
+__all__ = ["FAMILIES", "PAGES", "FIRST_COMPILE_S", "warm", "start_background", "wait_background", "status_text",
            "cache_is_warm"]
 
 
@@ -61,16 +62,23 @@ FAMILIES: dict[str, Callable[[], None]] = {
     "live monitoring (Monitor)": _monitor,
 }
 # CPU seconds of each family's first compile, measured on the 2-core machine (docs/benchmarks-coldstart.md)
-FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 6.0, "Bottom-10% baseline": 1.0,
+FIRST_COMPILE_S = {"path solver (fit, evaluate, Calibration)": 3.5, "Bottom-10% baseline": 0.7,
                    "live monitoring (Monitor)": 3.0}
+
+# the families the dashboard's pages run (its background warm-up compiles these only: the others, compiled in
+# the same process while a first page evaluates, took the CPU and the GIL from it; the OTLP sink's Monitor
+# compiles its kernels on its first run, ~3 s CPU once per machine, and Bottom-10% runs the heap kernel only
+# beyond ``baselines.SORTED_RUNS`` runs)
+PAGES = ("path solver (fit, evaluate, Calibration)",)
 
 _RUN = threading.Lock()
 _START = threading.Lock()
-_STATE: dict = {"current": None, "since": 0.0, "done": {}, "error": None, "thread": None, "first": None}
+_STATE: dict = {"current": None, "since": 0.0, "done": {}, "error": None, "thread": None, "first": None,
+               "wanted": tuple(FAMILIES)}
 
 
 def cache_is_warm() -> bool:
-    """Whether the kernel cache already holds the path solver's largest kernel (a cheap look at file names).
+    """Whether the kernel cache already holds the path solver's L1 kernels (a cheap look at one file name).
 
     Returns
     -------
@@ -88,24 +96,32 @@ def cache_is_warm() -> bool:
     """
     from .numba_cache import cache_dir
 
-    return any((cache_dir() / "htc_core.calibration").glob("*_feature_sign-*.nbi"))
+    return any((cache_dir() / "htc_core.calibration").glob("*_best_on_segment-*.nbi"))
 
 
-def warm(report: Callable[[str, float, float], None] | None = None) -> dict[str, float]:
-    """Compile (or load) every kernel family (``htc warmup``).
+def warm(report: Callable[[str, float, float], None] | None = None, families=None) -> dict[str, float]:
+    """Compile (or load) the kernel families (``htc warmup``: every one).
 
     Concurrent callers run one after the other (the second finds the kernels ready). With an empty cache the
-    first call compiles for about 10 s of CPU; later calls, in this or another process, take about a second.
+    path solver compiles for about 3.5 s of CPU, all three families for about 7 s; later calls, in this or
+    another process, take about a second.
 
     Parameters
     ----------
     report : callable, optional
         ``report(family, wall seconds, CPU seconds of this thread)``, called after each family.
+    families : sequence of str, optional
+        Names of ``FAMILIES`` to compile, in this order (default: every one).
 
     Returns
     -------
     dict of str to float
         Family (``FAMILIES``) -> the wall seconds it took in this call.
+
+    Raises
+    ------
+    ValueError
+        If a name of ``families`` is not a key of ``FAMILIES``.
 
     Examples
     --------
@@ -114,12 +130,20 @@ def warm(report: Callable[[str, float, float], None] | None = None) -> dict[str,
     >>> seconds = warm(report=lambda family, wall, cpu: done.append(family))
     >>> list(seconds) == done == list(FAMILIES)
     True
+    >>> list(warm(families=["Bottom-10% baseline"]))
+    ['Bottom-10% baseline']
     """
+    names = tuple(FAMILIES) if families is None else tuple(families)
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown kernel families {unknown}; known: {list(FAMILIES)}")
     out: dict[str, float] = {}
     with _RUN:
         if _STATE["first"] is None:
             _STATE["first"] = not cache_is_warm()
-        for name, fn in FAMILIES.items():
+        _STATE["wanted"] = names
+        for name in names:
+            fn = FAMILIES[name]
             _STATE["current"], _STATE["since"] = name, time.monotonic()
             t0, c0 = time.perf_counter(), time.thread_time()
             try:
@@ -132,15 +156,20 @@ def warm(report: Callable[[str, float, float], None] | None = None) -> dict[str,
     return out
 
 
-def _background() -> None:
+def _background(families) -> None:
     try:
-        warm()
+        warm(families=families)
     except Exception as e:  # noqa: BLE001 - a failed warm-up only means the first fit compiles (and says why)
         _STATE["error"] = f"{type(e).__name__}: {e}"
 
 
-def start_background() -> bool:
+def start_background(families=PAGES) -> bool:
     """Start :func:`warm` in a daemon thread, once per process (what the dashboard does at start).
+
+    Parameters
+    ----------
+    families : sequence of str, default=PAGES
+        The families to compile: by default what the dashboard's pages run (``PAGES``: the path solver).
 
     Returns
     -------
@@ -149,18 +178,19 @@ def start_background() -> bool:
 
     Examples
     --------
-    >>> from htc_core.kernels import FAMILIES, start_background, wait_background
+    >>> from htc_core.kernels import PAGES, start_background, wait_background
     >>> _ = start_background()
     >>> start_background()                  # once per process
     False
     >>> done, error = wait_background()
-    >>> sorted(done) == sorted(FAMILIES) and error is None
+    >>> set(PAGES) <= set(done) and error is None
     True
     """
     with _START:
         if _STATE["thread"] is not None:
             return False
-        _STATE["thread"] = threading.Thread(target=_background, name="htc-kernel-warmup", daemon=True)
+        _STATE["thread"] = threading.Thread(target=_background, args=(families,), name="htc-kernel-warmup",
+                                            daemon=True)
     _STATE["thread"].start()
     return True
 
@@ -216,7 +246,7 @@ def status_text() -> str | None:
     elapsed = time.monotonic() - _STATE["since"]
     if not _STATE["first"]:
         return f"Loading the compiled kernels: {name}…"
-    left = [FIRST_COMPILE_S[n] for n in FAMILIES if n not in _STATE["done"]]
+    left = [FIRST_COMPILE_S[n] for n in _STATE["wanted"] if n not in _STATE["done"]]
     est = max(sum(left) - elapsed, 1.0)
     return (f"Preparing the fitting kernels (first start on this machine, once): {name}, about {est:.0f} s "
             f"left ({elapsed:.0f} s so far)")

@@ -226,7 +226,7 @@ class Monitor:
             self._transfer = getattr(self.model, "transfer", None)
             if self._transfer is not None:   # the GAC's combination with a training-free signal, kept running
                 from .calibration.transfer_methods import RunningSignals
-                self._signals = RunningSignals()
+                self._signals = RunningSignals((self._transfer["signal"],))
             self.reset()
             return
         self.profile = str(getattr(self.model, "profile_", "paper"))
@@ -384,16 +384,14 @@ class Monitor:
         """
         if self._parts is not None:
             return self._add_routed(logprobs, top_logprobs)
-        lp = logprobs
-        if type(lp) is not np.ndarray or lp.dtype != np.float64 or lp.ndim != 1 or not lp.flags.c_contiguous:
-            lp = _chosen(logprobs)
+        lp = logprobs if _is_plain(logprobs, 1) else _chosen(logprobs)
         n = lp.shape[0]
         if n == 0:
             return self.confidence
         top = top_logprobs
         if top is None or self._ignore_alternatives:
             top = _NO_TOP
-        elif type(top) is not np.ndarray or top.dtype != np.float64 or top.ndim != 2 or not top.flags.c_contiguous:
+        elif not _is_plain(top, 2):
             top = _alternatives(top, n)
         if top.shape[0] != n and top.shape[1] != 0:
             raise ValueError(f"top_logprobs has {top.shape[0]} rows but logprobs has {n} tokens")
@@ -424,10 +422,14 @@ class Monitor:
         return self._parts[0] if self._alternatives_seen and len(self._parts) == 2 else self._parts[-1]
 
     def _add_routed(self, logprobs, top_logprobs) -> float:
-        lp = _chosen(logprobs)
+        lp = logprobs if _is_plain(logprobs, 1) else _chosen(logprobs)
         if lp.shape[0] == 0:
             return self.confidence
-        top = _NO_TOP if top_logprobs is None else _alternatives(top_logprobs, lp.shape[0])
+        top = top_logprobs
+        if top is None:
+            top = _NO_TOP
+        elif not _is_plain(top, 2):
+            top = _alternatives(top, lp.shape[0])
         for part in self._parts:   # the first part checks the alternatives too: a bad step changes nothing
             part.add_step(lp, top)
         if top.size and not self._alternatives_seen:
@@ -444,13 +446,12 @@ class Monitor:
     def _transferred(self, lp, top) -> float:
         """The GAC's confidence with its ``transfer`` combination: the routed part's logit and the run's
         training-free signal so far (as ``GeneralCalibrator.predict_proba_traces`` on this prefix)."""
-        from .calibration.transfer_methods import apply_transfer, sigmoid
+        from .calibration.transfer_methods import apply_transfer_one
 
         self._signals.add(lp, top)
         part = self._current_part()
         kind = "with_alternatives" if part is self._parts[0] and len(self._parts) == 2 else "without_alternatives"
-        z = apply_transfer(self._transfer, [part._z], [self._signals.value(self._transfer["signal"])], [kind])
-        return float(sigmoid(z)[0])
+        return apply_transfer_one(self._transfer, part._z, self._signals.value(self._transfer["signal"]), kind)
 
     def add_response(self, response: Any) -> float:
         """Add the step of one raw LLM response and return the confidence so far.
@@ -543,6 +544,12 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_plain(v) for v in obj]
     return obj
+
+
+def _is_plain(values, ndim: int) -> bool:
+    """A C-contiguous float64 numpy array of ``ndim`` dimensions: used as it is (no conversion, no copy)."""
+    return type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == ndim \
+        and values.flags.c_contiguous
 
 
 def _real_array(values) -> np.ndarray:

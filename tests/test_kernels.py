@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from htc_core import kernels
+from htc_core.calibration import baselines
+from htc_core.calibration.baselines import lowest_sums_sorted
 from htc_core.calibration.lowest_sums import lowest_sums
 from htc_core.cli import build_parser
 
@@ -42,14 +44,45 @@ def test_lowest_sums_are_the_sorted_prefix_sums_to_the_bit(segments, data):
     assert np.array_equal(lowest_sums(r, off, k), _reference(r, off, k), equal_nan=True)
 
 
-def test_background_warmup_runs_once_and_leaves_every_family_ready():
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.floats(-1, 1), st.sampled_from([0.0, -0.0, 0.5, float("nan"), float("inf"),
+                                                                      -float("inf")])), max_size=30), max_size=12),
+       st.data())
+def test_numpy_lowest_sums_are_the_kernels_to_the_bit(segments, data):
+    """Bottom-10% of up to baselines.SORTED_RUNS runs sorts with numpy (no compile): the kernel's sums, signed
+    zeros, NaN and infinities included."""
+    lens = np.array([len(s) for s in segments], dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    r = np.array([v for s in segments for v in s], dtype=np.float64)
+    k = np.array(data.draw(st.lists(st.integers(0, 35), min_size=len(segments), max_size=len(segments))),
+                 dtype=np.int64)
+    want, got = lowest_sums(r, off, k), lowest_sums_sorted(r, off, k)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_bottom10_is_the_same_on_both_paths(monkeypatch):
+    from htc_core.synthetic import synthetic_trace_set
+
+    ts = synthetic_trace_set(300, n_steps=4, n_tokens=30, k=5, seed=3)
+    small = baselines.bottom10(ts)
+    monkeypatch.setattr(baselines, "SORTED_RUNS", 0)
+    assert np.array_equal(baselines.bottom10(ts), small, equal_nan=True)
+
+
+def test_background_warmup_runs_once_and_leaves_the_pages_families_ready():
     started = kernels.start_background()
     assert kernels.start_background() is False          # once per process, whoever asked first
     done, error = kernels.wait_background(timeout=600)
     assert error is None
-    assert set(done) == set(kernels.FAMILIES)
+    assert set(kernels.PAGES) <= set(done) <= set(kernels.FAMILIES)
     assert kernels.status_text() is None                # nothing compiling any more: the sidebar shows nothing
     assert isinstance(started, bool)
+
+
+def test_warm_refuses_an_unknown_family():
+    with pytest.raises(ValueError, match="unknown kernel families"):
+        kernels.warm(families=["nope"])
 
 
 def test_warmup_is_a_documented_command():
@@ -70,7 +103,7 @@ def test_warmup_fills_an_empty_cache_and_a_new_process_loads_it(tmp_path):
 
     first = run()
     assert "compiling (first time on this machine)" in first
-    assert any((tmp_path / "numba" / "htc_core.calibration").glob("*_feature_sign-*.nbi"))
+    assert any((tmp_path / "numba" / "htc_core.calibration").glob("*_best_on_segment-*.nbi"))
     assert any((tmp_path / "numba" / "htc_core.features").glob("*.nbi"))
     second = run()
     assert "loading them from the cache" in second

@@ -24,7 +24,7 @@ The work is numba kernels (compiled once per machine, then loaded from the on-di
 :mod:`htc_core.numba_cache`) driven by plain Python: :func:`path` and :func:`_solve_one` call one kernel per
 stage, a handful per Newton iteration (microseconds against the Hessian's product). One kernel for the whole
 path, as before, made a fresh install compile for ~16 s CPU (numba optimizes a kernel's callees again inside it,
-level after level); flat, ~5 s. The matrix products and the L2 solve call BLAS / LAPACK through
+level after level); flat, ~3.3 s (docs/benchmarks-coldstart.md). The matrix products and the L2 solve call BLAS / LAPACK through
 ``scipy.linalg.blas`` / ``lapack``: the library numba's own ``@`` and ``np.linalg.solve`` call, with the same
 arguments, so the same bits (numpy's ``@`` uses numpy's own OpenBLAS build, which differed in the last bits of
 the Hessian). Import this module lazily (numba's import costs ~0.5 s).
@@ -37,7 +37,7 @@ from scipy.linalg import blas, lapack
 
 from ..numba_cache import njit
 
-from .subproblem import l1_direction
+from .subproblem import L1Workspace, l1_direction
 
 # the solver behind htc_core.calibration.solvers.fit_path (the entry point): nothing here is called by a user
 __all__: list[str] = []
@@ -177,21 +177,10 @@ def _gradient(X, y, z, w, alpha, l1, p, r):
     return g, _violation(g, w, alpha, l1)
 
 
-@njit(cache=True)
-def _signs_and_residual(y):
-    """(s = 2 y - 1, 0.5 - y: the residual at w = 0)."""
-    n = y.shape[0]
-    s = np.empty(n)
-    c = np.empty(n)
-    for i in range(n):
-        s[i] = 2.0 * y[i] - 1.0
-        c[i] = 0.5 - y[i]
-    return s, c
-
-
 def _start(X, y):
     """(the signs s = 2 y - 1, the largest gradient entry at w = 0, at least 1e-12)."""
-    s, c = _signs_and_residual(y)
+    s = 2.0 * y - 1.0                    # numpy's elementwise arithmetic: the bits of the loop it replaced
+    c = 0.5 - y
     return s, max(float(np.abs(blas.dgemv(1.0, X.T, c)).max()), 1e-12)
 
 
@@ -202,7 +191,7 @@ def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
     the Hessian's product): one kernel for the whole path made numba optimize every kernel again inside it,
     about 6 of the ~20 s CPU a fresh install spent compiling (issue 29). The arithmetic is the kernels', so
     the path is the same to the last bit."""
-    p, r, Xd, znew, wnew, XD = work
+    p, r, Xd, znew, wnew, XD, ws = work
     f = _objective(z, s, w, alpha, l1)
     it = 0
     while it < max_newton:
@@ -212,7 +201,7 @@ def _solve_one(X, y, s, alpha, l1, eps, max_newton, max_sweeps, w, z, work):
         it += 1
         H = logistic_hessian(X, p, XD)
         if l1:
-            step = l1_direction(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps)
+            step = l1_direction(H, g, w, alpha, max(0.1 * viol, 0.1 * eps), max_sweeps, ws=ws)
         else:
             step = _l2_step(H, g, w, alpha)
         fnew = _line_search(X, s, z, w, g, step, f, alpha, l1, Xd, wnew, znew)
@@ -231,7 +220,7 @@ def path(X, y, alphas, l1, tol, max_newton, max_sweeps, W_out, n_iter_out):
     s, scale = _start(X, y)
     w = np.zeros(d)
     z = np.zeros(n)
-    work = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(d), np.empty((n, d)))
+    work = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(d), np.empty((n, d)), L1Workspace(d))
     eps = tol * scale
     for k in range(alphas.shape[0]):
         n_iter_out[k] = _solve_one(X, y, s, float(alphas[k]), bool(l1), eps, max_newton, max_sweeps, w, z, work)

@@ -22,13 +22,19 @@ an edit anywhere here recompiles every caller (numba's own stamp, one file, once
 previous one compiled in, unnoticed; ``tests/test_numba_cache.py`` holds the new stamp).
 
 Compile time (issue 29): a fresh install compiles these kernels once. They are kept small and flat for that:
-:func:`l1_direction` is plain Python calling three kernels (a kernel calling kernels made numba optimize the
-whole tree again at each level), and the kernels use plain loops, never numba's array expressions, ``argsort``
-or ``np.linalg`` (each brings seconds of compile: shape checks with formatted error messages, a generic sort,
-LAPACK bindings). The arithmetic is unchanged, so the path is the same to the last bit.
+:func:`l1_direction`, :func:`_feature_sign` and :func:`_anderson_sweeps` are plain Python calling one kernel
+per stage (a kernel calling kernels made numba optimize the whole tree again at each level), the scratch
+arrays come from an :class:`L1Workspace` made once per path (no allocation inside a kernel: each of
+``np.empty``/``np.zeros``/``np.ones`` compiled its own implementation), and the kernels use plain loops,
+never numba's array expressions, ``argsort`` or ``np.linalg`` (each brings seconds of compile: shape checks
+with formatted error messages, a generic sort, LAPACK bindings). The arithmetic is unchanged, so the path is
+the same to the last bit (``tests/test_subproblem_driver.py`` runs the replaced kernels as plain Python
+against the driver).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from ..numba_cache import njit
@@ -161,27 +167,10 @@ def _mul(M, v, out):
 
 
 @njit(cache=True)
-def _solve_spd_ones(G):
-    """``G c = 1`` for a symmetric positive definite ``G`` (Cholesky, plain loops); empty if it is not."""
-    k = G.shape[0]
-    L = np.zeros((k, k))
-    idx = np.empty(k, dtype=np.int64)
-    for a in range(k):
-        idx[a] = a
-    if _cholesky_block(G, idx, k, L, 0.0) < k:
-        return np.empty(0)
-    c = np.empty(k)
-    _cholesky_solve(L, k, np.ones(k), c)
-    return c
-
-
-@njit(cache=True)
-def _anderson_weights(hist, depth):
-    """Weights ``c`` (summing to one) of the iterates ``hist[1:]`` that minimize ``|sum_i c_i (hist[i+1] -
-    hist[i])|``: ``G c = 1`` with ``G = U U'`` (``U``: the differences; a 1e-10 relative ridge), then
-    normalized. An empty array when the system is degenerate."""
+def _gram(hist, depth, G):
+    """``G = U U'`` of the differences ``U`` of the iterates ``hist`` (``depth`` x ``depth``, every entry written)
+    plus a 1e-10 relative ridge on the diagonal (:func:`_anderson_weights`)."""
     d = hist.shape[1]
-    G = np.zeros((depth, depth))
     trace = 0.0
     for a in range(depth):
         for b in range(a + 1):
@@ -193,13 +182,24 @@ def _anderson_weights(hist, depth):
         trace += G[a, a]
     for a in range(depth):
         G[a, a] += 1e-10 * max(trace, 1e-300)
-    c = _solve_spd_ones(G)
-    tot = c.sum() if c.shape[0] else 0.0
-    if not np.isfinite(tot) or abs(tot) < 1e-300:
-        return np.empty(0)
-    for a in range(c.shape[0]):
-        c[a] = c[a] / tot
-    return c
+
+
+def _anderson_weights(hist, depth, work):
+    """Weights ``c`` (summing to one) of the iterates ``hist[1:]`` that minimize ``|sum_i c_i (hist[i+1] -
+    hist[i])|``: ``G c = 1`` with ``G = U U'`` (:func:`_gram`) by the Cholesky kernels, then normalized (the
+    sum in order, as numba's ``sum``). None when the system is degenerate. ``work``: (G, L, the indices
+    ``0..depth-1``, ones, c), made once per path (:class:`L1Workspace`)."""
+    G, L, idx, ones, c = work
+    _gram(hist, depth, G)
+    if _cholesky_block(G, idx, depth, L, 0.0) < depth:
+        return None
+    _cholesky_solve(L, depth, ones, c)
+    tot = 0.0
+    for x in c.tolist():
+        tot += x
+    if not math.isfinite(tot) or abs(tot) < 1e-300:
+        return None
+    return c / tot
 
 
 @njit(cache=True)
@@ -223,11 +223,10 @@ def _activate(H, g, Hw, v, theta, alpha):
 
 
 @njit(cache=True)
-def _solve_on_signs(H, g, Hw, alpha, theta, work, vnew):
+def _solve_on_signs(H, g, Hw, alpha, theta, idx, L, rhs, sol, vnew):
     """``vnew``: the model's minimizer with the signs ``theta`` held (``H_AA v_A = (Hw - g - alpha theta)_A``
     on the active set A, 0 elsewhere). Returns (-1 or the position in A of a column that depends on the
     ones before it, the signs of vnew agree with theta)."""
-    idx, L, rhs, sol = work
     k = np.int64(0)    # not the literal 0: numba compiled the callees for Literal[int](0) as well
     for j in range(theta.shape[0]):
         if theta[j] != 0.0:
@@ -248,53 +247,39 @@ def _solve_on_signs(H, g, Hw, alpha, theta, work, vnew):
 
 
 @njit(cache=True)
-def _less(x, y):
-    """``x < y`` with NaN last (numpy's sort order)."""
-    return x < y or (np.isnan(y) and not np.isnan(x))
-
-
-@njit(cache=True)
-def _argsort_small(t, k):
-    """Indices that sort ``t[:k]`` (a stable insertion sort: k is at most the number of columns, ~45; numba's
-    ``np.argsort`` runs the same insertion sort up to 15 entries, and cost ~1 s to compile)."""
-    order = np.empty(k, dtype=np.int64)
-    for i in range(k):
-        j = i
-        while j > 0 and _less(t[i], t[order[j - 1]]):
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
-    return order
-
-
-@njit(cache=True)
-def _null_move(H, v, a, work, out):
+def _null_move(H, v, a, idx, L, rhs, sol, u, t, nz, order, out):
     """Where column ``idx[a]`` depends on the active columns before it, ``u`` (``u[idx[a]] = 1``, minus the
     combination on the others) has ``H u = 0``: the model's smooth part is flat along ``v + t u`` and only
     ``|v + t u|_1`` changes. ``out``: its minimizer, a weighted median of the breakpoints ``-v_i / u_i``
-    (weights ``|u_i|``), with that breakpoint's entry set to exactly 0.
+    (weights ``|u_i|``), with that breakpoint's entry set to exactly 0. ``u``, ``t`` (float) and ``nz``,
+    ``order`` (int64) are scratch space of the length of ``v``.
 
     Plain loops here and in the other kernels of this module, no array expressions: numba compiles a shape
     check for each, whose error message alone brings in numba's string formatting (seconds in a fresh
     install, issue 29)."""
-    idx, L, rhs, sol = work
     d = v.shape[0]
     for b in range(a):
         rhs[b] = H[idx[b], idx[a]]
     _cholesky_solve(L, a, rhs, sol)
-    u = np.zeros(d)
+    for i in range(d):
+        u[i] = 0.0
     u[idx[a]] = 1.0
     for b in range(a):
         u[idx[b]] = -sol[b]
-    nz = np.empty(d, dtype=np.int64)
-    t = np.empty(d)
     k = np.int64(0)    # not the literal 0 (see _solve_on_signs)
     for i in range(d):
         if u[i] != 0.0:
             nz[k] = i
             t[k] = -v[i] / u[i]
             k += 1
-    order = _argsort_small(t, k)
+    # order = argsort(t[:k]), a stable insertion sort with NaN last (numpy's order): k is at most the number of
+    # columns (~45); numba's np.argsort runs the same insertion sort up to 15 entries, and cost ~1 s to compile
+    for i in range(k):
+        j = i
+        while j > 0 and (t[i] < t[order[j - 1]] or (np.isnan(t[order[j - 1]]) and not np.isnan(t[i]))):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
     total = 0.0
     for m in range(k):
         total += abs(u[nz[order[m]]])
@@ -311,22 +296,16 @@ def _null_move(H, v, a, work, out):
 
 
 @njit(cache=True)
-def _diff(a, b, out):
-    """``out = a - b`` (a plain loop); returns ``out``."""
-    for i in range(a.shape[0]):
-        out[i] = a[i] - b[i]
-    return out
-
-
-@njit(cache=True)
-def _best_on_segment(H, g, w, alpha, v, vnew, best, cand):
+def _best_on_segment(H, g, w, alpha, v, vnew, best, cand, diff, theta, f_cur):
     """The lowest model value among ``vnew`` and the points of the segment ``v -> vnew`` where an entry of
-    ``v`` crosses zero (that entry set to exactly 0); the point is left in ``best``."""
+    ``v`` crosses zero (that entry set to exactly 0); the point is left in ``best`` (``cand``, ``diff``:
+    scratch space). Returns (that value, accepted): accepted when it is not above ``f_cur`` (beyond rounding)
+    and ``best`` differs from ``v``; then ``v = best`` and ``theta = sign(v)``."""
     d = v.shape[0]
-    diff = np.empty(d)
     for m in range(d):
         best[m] = vnew[m]
-    f_best = _model(H, g, w, alpha, _diff(vnew, w, diff))
+        diff[m] = vnew[m] - w[m]
+    f_best = _model(H, g, w, alpha, diff)
     for j in range(d):
         if v[j] == 0.0 or v[j] * vnew[j] >= 0.0:
             continue
@@ -334,74 +313,96 @@ def _best_on_segment(H, g, w, alpha, v, vnew, best, cand):
         for m in range(d):
             cand[m] = v[m] + t * (vnew[m] - v[m])
         cand[j] = 0.0
-        f = _model(H, g, w, alpha, _diff(cand, w, diff))
+        for m in range(d):
+            diff[m] = cand[m] - w[m]
+        f = _model(H, g, w, alpha, diff)
         if f < f_best:
             f_best = f
             for m in range(d):
                 best[m] = cand[m]
-    return f_best
+    if not f_best <= f_cur + 1e-10 * max(abs(f_cur), 1.0):
+        return f_best, False
+    same = True
+    for j in range(d):
+        if best[j] != v[j]:
+            same = False
+            break
+    if same:                                     # ties: a crossing at t ~ 0
+        return f_best, False
+    for j in range(d):
+        x = best[j]
+        v[j] = x
+        theta[j] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))   # np.sign
+    return f_best, True
+
+
+class L1Workspace:
+    """The scratch arrays of :func:`l1_direction` for ``d`` columns, made once per path (a fit calls it ~1,000
+    times; making them per call cost more than the kernels' work)."""
+
+    def __init__(self, d: int, depth: int = 5):
+        self.d, self.depth = d, depth
+        (self.Hw, self.v, self.theta, self.vnew, self.best, self.cand, self.diff, self.u, self.t, self.Hd,
+         self.rhs, self.sol, self.diag, self.thresholds) = np.empty((14, d))
+        self.zero = np.zeros(d)
+        self.idx, self.nz, self.order = np.empty((3, d), dtype=np.int64)
+        self.L, self.Ht = np.zeros((d, d)), np.empty((d, d))
+        self.hist = np.empty((depth + 1, d))
+        self.anderson = (np.empty((depth, depth)), np.empty((depth, depth)), np.arange(depth, dtype=np.int64),
+                         np.ones(depth), np.empty(depth))
 
 
 @njit(cache=True)
-def _signs(v, out):
-    """``out = np.sign(v)`` (a plain loop: see :func:`_null_move`)."""
-    for i in range(v.shape[0]):
-        x = v[i]
-        out[i] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))
+def _fs_start(H, g, w, alpha, zero, Hw, v, theta):
+    """:func:`_feature_sign`'s start: ``Hw = H w``, ``v = w``, ``theta = sign(w)`` (as ``np.sign``); returns
+    (the model at ``step = 0``, whether ``w`` is all zeros)."""
+    _mul(H, w, Hw)
+    settled = True
+    for j in range(w.shape[0]):
+        x = w[j]
+        v[j] = x
+        theta[j] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))
+        if theta[j] != 0.0:
+            settled = False
+    return _model(H, g, w, alpha, zero), settled
 
 
-@njit(cache=True)
-def _same(a, b):
-    """``np.all(a == b)`` (a plain loop)."""
-    for i in range(a.shape[0]):
-        if a[i] != b[i]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _feature_sign(H, g, w, alpha, max_iter):
+def _feature_sign(H, g, w, alpha, max_iter, ws=None):
     """A start for the subproblem: feature-sign search (Lee, Battle, Raina and Ng, "Efficient sparse coding
     algorithms", NIPS 2006) in ``v = w + step`` from ``v = w``. With the signs of v held, the model is a
     quadratic solved exactly on the nonzero coordinates; a sign that would flip is stopped at zero when
     that is lower; when the signs hold, the inactive coordinate that most violates optimality joins. An
     active column that depends on the others (a singular block of H) is handled by :func:`_null_move`,
     which zeroes one column of the dependency. Each accepted move lowers the model; it stops at the exact
-    minimizer, where a move would raise it (beyond rounding) or change nothing, or after ``max_iter`` moves. Returns the step (zeros
-    when nothing lowered the model)."""
-    d = w.shape[0]
-    Hw = np.empty(d)
-    _mul(H, w, Hw)
-    v = w.copy()
-    theta = np.empty(d)
-    _signs(v, theta)
-    work = (np.empty(d, dtype=np.int64), np.zeros((d, d)), np.empty(d), np.empty(d))
-    vnew, best, cand = np.empty(d), np.empty(d), np.empty(d)
-    f_cur = _model(H, g, w, alpha, np.zeros(d))
-    diff = np.empty(d)
-    settled = True
-    for j in range(d):
-        if theta[j] != 0.0:
-            settled = False
+    minimizer, where a move would raise it (beyond rounding) or change nothing, or after ``max_iter`` moves.
+    Returns the step (zeros when nothing lowered the model). ``ws``: an :class:`L1Workspace` (made here if None).
+
+    Plain Python calling one kernel per stage (one or two moves per Newton iteration mostly): as one kernel it
+    compiled its callees into itself again, ~1 s CPU of a fresh install's compile (issue 29). The arithmetic
+    is the kernels', so the same bits."""
+    ws = ws if ws is not None and ws.d == w.shape[0] else L1Workspace(w.shape[0])
+    Hw, v, theta, best = ws.Hw, ws.v, ws.theta, ws.best
+    f_cur, settled = _fs_start(H, g, w, alpha, ws.zero, Hw, v, theta)
     for _ in range(max_iter):
         if settled and not _activate(H, g, Hw, v, theta, alpha):
             break
-        dependent, settled = _solve_on_signs(H, g, Hw, alpha, theta, work, vnew)
+        dependent, settled = _solve_on_signs(H, g, Hw, alpha, theta, ws.idx, ws.L, ws.rhs, ws.sol, ws.vnew)
         if dependent >= 0:
-            _null_move(H, v, dependent, work, best)
-            f = _model(H, g, w, alpha, _diff(best, w, diff))
+            _null_move(H, v, dependent, ws.idx, ws.L, ws.rhs, ws.sol, ws.u, ws.t, ws.nz, ws.order, best)
+            f = _model(H, g, w, alpha, np.subtract(best, w, out=ws.diff))
+            accepted = f <= f_cur + 1e-10 * max(abs(f_cur), 1.0) and not np.array_equal(best, v)
+            if accepted:                      # as in _best_on_segment (a rare move: numpy, the same bits)
+                v[:] = best
+                np.sign(v, out=theta)
         else:
-            f = _best_on_segment(H, g, w, alpha, v, vnew, best, cand)
-        if not f <= f_cur + 1e-10 * max(abs(f_cur), 1.0) or _same(best, v):    # ties: a crossing at t ~ 0
+            f, accepted = _best_on_segment(H, g, w, alpha, v, ws.vnew, best, ws.cand, ws.diff, theta, f_cur)
+        if not accepted:
             break
-        for j in range(d):
-            v[j] = best[j]
         f_cur = min(f, f_cur)
-        _signs(v, theta)
-    return _diff(v, w, diff)
+    return v - w
 
 
-def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
+def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5, ws=None):
     """Newton direction of the L1 subproblem: coordinate descent with Anderson extrapolation (Bertrand and
     Massias, "Anderson acceleration of coordinate descent", AISTATS 2021), started from
     :func:`_feature_sign`'s step (mostly the exact minimizer already: one sweep confirms it). Every ``depth`` sweeps the last
@@ -409,44 +410,63 @@ def l1_direction(H, g, w, alpha, inner_tol, max_sweeps, depth=5):
     when it lowers the subproblem's objective; the sweeps then go on from it, and they alone decide
     convergence (same fixed point, same stopping rule as plain coordinate descent). With ~45 correlated
     columns near alpha = 0 plain coordinate descent stalls at ``max_sweeps`` in every Newton iteration.
+    ``ws``: an :class:`L1Workspace` of this size and depth, reused across calls (the path makes one).
 
-    Plain Python calling three kernels (once per Newton iteration: a few microseconds): one kernel that called
-    the other two made numba optimize both of them again inside it, ~1.5 s more compile in a fresh install."""
-    Ht = np.ascontiguousarray(H.T)               # what _l1_setup computes, in numpy: the same bits, no compile
-    diag = Ht.diagonal().copy()
-    thresholds = np.divide(alpha, diag, out=np.zeros_like(diag), where=diag > 1e-10)
-    step = _feature_sign(H, g, w, alpha, 4 * w.shape[0])
-    _anderson_sweeps(H, Ht, diag, thresholds, g, w, alpha, inner_tol, max_sweeps, depth, step)
+    Plain Python calling a few kernels per Newton iteration (a few microseconds): kernels that called the
+    others made numba optimize them again inside each caller, seconds more compile in a fresh install."""
+    if ws is None or ws.d != w.shape[0] or ws.depth != depth:
+        ws = L1Workspace(w.shape[0], depth)
+    _l1_prepare(H, alpha, ws.Ht, ws.diag, ws.thresholds)
+    step = _feature_sign(H, g, w, alpha, 4 * w.shape[0], ws)
+    _anderson_sweeps(H, g, w, alpha, inner_tol, max_sweeps, step, ws)
     return step
 
 
 @njit(cache=True)
-def _anderson_sweeps(H, Ht, diag, thresholds, g, w, alpha, inner_tol, max_sweeps, depth, step):
-    """The sweeps of :func:`l1_direction` from ``step`` (updated in place)."""
-    d = w.shape[0]
-    Hd = np.empty(d)
-    _mul(H, step, Hd)
-    hist = np.empty((depth + 1, d))
-    cand = np.empty(d)
-    k = 0
-    for sweep in range(max_sweeps):
+def _l1_prepare(H, alpha, Ht, diag, thresholds):
+    """What :func:`_l1_setup` computes, into the workspace's arrays (the same arithmetic)."""
+    d = H.shape[0]
+    for i in range(d):
+        for j in range(d):
+            Ht[i, j] = H[j, i]
+    for j in range(d):
+        diag[j] = Ht[j, j]
+        thresholds[j] = alpha / diag[j] if diag[j] > 1e-10 else 0.0
+
+
+@njit(cache=True)
+def _sweeps(H, Ht, diag, thresholds, g, w, step, Hd, inner_tol, hist, n, start):
+    """Up to ``n`` sweeps (:func:`_cd_sweep`) from ``step`` (``start``: first ``Hd = H step``); the iterate after
+    each sweep that did not converge into ``hist[i]``. Returns (the sweeps run, converged)."""
+    if start:
+        _mul(H, step, Hd)
+    for i in range(n):
         if _cd_sweep(Ht, diag, thresholds, g, w, step, Hd) <= inner_tol:
+            return i + 1, True
+        for m in range(step.shape[0]):
+            hist[i, m] = step[m]
+    return n, False
+
+
+def _anderson_sweeps(H, g, w, alpha, inner_tol, max_sweeps, step, ws):
+    """The sweeps of :func:`l1_direction` from ``step`` (updated in place): ``depth + 1`` sweeps in a kernel,
+    then the extrapolation here (once per ``depth + 1`` sweeps; most subproblems converge in the first sweep).
+    One kernel for the whole loop compiled the Anderson solve into itself again (~0.5 s CPU of a fresh
+    install's compile, issue 29); the arithmetic is the same, so the same bits."""
+    depth, Hd, hist = ws.depth, ws.Hd, ws.hist
+    done = 0
+    while done < max_sweeps:
+        n, converged = _sweeps(H, ws.Ht, ws.diag, ws.thresholds, g, w, step, Hd, inner_tol, hist,
+                               min(depth + 1, max_sweeps - done), done == 0)
+        done += n
+        if converged or n < depth + 1:
             break
-        for m in range(d):
-            hist[k, m] = step[m]
-        k += 1
-        if k < depth + 1:
+        c = _anderson_weights(hist, depth, ws.anderson)
+        if c is None:
             continue
-        k = 0
-        c = _anderson_weights(hist, depth)
-        if c.shape[0] == 0:
-            continue
-        for m in range(d):
-            acc = 0.0
-            for a in range(depth):
-                acc += c[a] * hist[a + 1, m]
-            cand[m] = acc
+        cand = np.zeros(ws.d)
+        for a in range(depth):                  # the kernel's loop order: 0 + c_0 h_1 + c_1 h_2 + ...
+            cand += c[a] * hist[a + 1]
         if _model(H, g, w, alpha, cand) < _model(H, g, w, alpha, step):
-            for m in range(d):
-                step[m] = cand[m]
+            step[:] = cand
             _mul(H, step, Hd)

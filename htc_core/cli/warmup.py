@@ -25,7 +25,7 @@ def cmd_warmup(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("warmup", help="compile the fitting kernels now (once per machine, ~10 s CPU)",
+    p = sub.add_parser("warmup", help="compile the fitting kernels now (once per machine, ~7 s CPU)",
                        description="Compile htc's numba kernels (path solver, Bottom-10% baseline, live monitoring) "
                                    "into the kernel cache ($HTC_CACHE_DIR/numba, else ~/.cache/htc/numba), so that "
                                    "the first fit, evaluation, score or dashboard page of a fresh install does not "

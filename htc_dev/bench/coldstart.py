@@ -1,6 +1,6 @@
 """Cold start vs warm start (issue 29, item 3): what a first call costs in a fresh install.
 
-    python -m htc_dev.bench coldstart [--skip-evaluate] [--only JOB] [--repeats 3] [--browser]
+    python -m htc_dev.bench coldstart [--skip-evaluate] [--only JOB] [--repeats 3] [--browser] [--kernels]
 
 Each job runs in a new process, first with an empty kernel cache (``HTC_CACHE_DIR`` pointed at a new
 folder: what a fresh checkout, wheel install or container sees), then again with the cache that run left (what
@@ -19,6 +19,9 @@ its wall time and the cold - warm difference (the compile wait); with ``--repeat
 ``--browser`` adds the Calibration page's first visit in a real server and Chromium (seconds from the click to
 the page complete, wall time: the server's CPU is not separable from the browser's), once with an empty kernel
 cache and once with the cache that visit left.
+
+``--kernels`` adds where the first fit's compile goes, function by function (numba's compile events:
+:mod:`htc_dev.bench.compile_profile`).
 
 Every job gets its own empty cache, so no job warms another's kernels. The machine's load average is printed
 with the figures (the CPU time of a compile barely depends on it; the wall time does).
@@ -123,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3, help="cold/warm pairs per job, minimum printed (default: 3)")
     ap.add_argument("--only", choices=tuple(JOBS), action="append", help="run only this job (repeatable)")
     ap.add_argument("--browser", action="store_true", help="also the Calibration page in Chromium, cold and warm")
+    ap.add_argument("--kernels", action="store_true", help="also the first fit's compile CPU per kernel")
     args = ap.parse_args(argv)
     jobs = [j for j in (args.only or JOBS) if not (args.skip_evaluate and j == "evaluate")]
     print(f"load average {os.getloadavg()[0]:.1f} at start; CPU = user + system of the child process; minimum of "
@@ -141,6 +145,10 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"Calibration page, first visit in a real server, click to complete (wall): cold cache "
                   f"{visit[0]:.1f} s, warm cache {visit[1]:.1f} s")
+    if args.kernels:
+        from .compile_profile import print_kernels
+
+        print_kernels()
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
