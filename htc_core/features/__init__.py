@@ -10,14 +10,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..traces import TraceSet
 from . import dynamics, position, stability, structure
 from .registry import FAMILIES, FeatureSpec
 from .steps import EPS, FeatureContext, StepStats, build_context, step_stats
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 _MODULES = (dynamics, position, stability, structure)
 
@@ -227,7 +230,7 @@ class FeatureMatrix:
         """
         return self.values[:, get_feature(name).index]
 
-    def to_frame(self, meta: pd.DataFrame | None = None) -> pd.DataFrame:
+    def to_frame(self, meta: "pd.DataFrame | None" = None) -> "pd.DataFrame":
         """The features as a DataFrame.
 
         Parameters
@@ -251,6 +254,8 @@ class FeatureMatrix:
         >>> frame.index.name, frame.shape
         ('id', (500, 48))
         """
+        import pandas as pd
+
         if meta is not None:
             df = pd.DataFrame(self.values, columns=list(self.names))
             head = meta[["id", "dataset", "model", "success"]].reset_index(drop=True)
