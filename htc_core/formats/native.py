@@ -118,7 +118,11 @@ def typed_steps(rec: TrajectoryRecord, steps: list[dict], lp: np.ndarray, top: n
                 lens: list[int]) -> bool:
     """``fast_steps`` for steps whose numbers ``typedjson.decode_steps`` already holds as arrays (the logprobs of
     all steps, their [tokens, k] alternatives or None, the tokens per step): the same checks on whole arrays."""
-    if not _in_range(lp) or (top is not None and not _in_range(top)):
+    numbers = lp.base if top is not None and lp.base is not None and top.base is lp.base else None
+    if numbers is not None and numbers.size == lp.size + top.size:   # one array of the line: one pass
+        if not _in_range(numbers):
+            return False
+    elif not _in_range(lp) or (top is not None and not _in_range(top)):
         return False
     return _take_clean(rec, steps, lp, top, lens)
 
