@@ -68,6 +68,13 @@ class MetaTable:
     ----------
     columns : dict of str to ndarray
         Every name of ``META_COLUMNS``, each array of the same length.
+
+    Examples
+    --------
+    >>> from htc_core.traces import MetaTable
+    >>> t = MetaTable.from_rows([{"id": "a", "success": True}, {"id": "b"}])
+    >>> len(t), t.column("success").tolist()
+    (2, [1.0, nan])
     """
 
     __slots__ = ("columns",)
@@ -85,14 +92,48 @@ class MetaTable:
         return len(self.columns["id"])
 
     def column(self, name: str) -> np.ndarray:
-        """The array of one column (the table's own: copy it before changing it)."""
+        """The array of one column.
+
+        Parameters
+        ----------
+        name : str
+            One of ``META_COLUMNS``.
+
+        Returns
+        -------
+        ndarray
+            The table's own array (copy it before changing it).
+
+        Examples
+        --------
+        >>> from htc_core.traces import MetaTable
+        >>> MetaTable.from_rows([{"id": "a"}]).column("id").tolist()
+        ['a']
+        """
         if name not in self.columns:
             raise ValueError(f"name must be one of {', '.join(META_COLUMNS)}, got {name!r}")
         return self.columns[name]
 
     @classmethod
     def from_rows(cls, rows: list[dict]) -> "MetaTable":
-        """From one dict per trajectory (a missing key: None / NaN)."""
+        """A table from one dict per trajectory.
+
+        Parameters
+        ----------
+        rows : list of dict
+            Column name -> value; a missing key is None (NaN for the number columns). ``success`` is True /
+            False / None (pandas' NA reads as None), ``verbalized_confidence`` a number or None.
+
+        Returns
+        -------
+        MetaTable
+
+        Examples
+        --------
+        >>> from htc_core.traces import MetaTable
+        >>> MetaTable.from_rows([{"id": "a", "verbalized_confidence": 0.5}]).column("verbalized_confidence")
+        array([0.5])
+        """
         cols: dict[str, np.ndarray] = {}
         for c in META_COLUMNS:
             vals = [r.get(c) for r in rows]
@@ -106,7 +147,24 @@ class MetaTable:
 
     @classmethod
     def empty(cls, n: int = 0) -> "MetaTable":
-        """``n`` runs that carry no metadata (``metadata`` is ``"{}"``)."""
+        """The table of ``n`` runs that carry no metadata.
+
+        Parameters
+        ----------
+        n : int, default=0
+            Rows.
+
+        Returns
+        -------
+        MetaTable
+            Every text column None, ``metadata`` ``"{}"``, the number columns NaN.
+
+        Examples
+        --------
+        >>> from htc_core.traces import MetaTable
+        >>> MetaTable.empty(2).column("metadata").tolist()
+        ['{}', '{}']
+        """
         cols = {c: np.full(n, np.nan) if c in NUMBER_COLUMNS else np.full(n, None, dtype=object)
                 for c in META_COLUMNS}
         cols["metadata"] = np.full(n, "{}", dtype=object)
@@ -114,7 +172,24 @@ class MetaTable:
 
     @classmethod
     def from_frame(cls, df: "pd.DataFrame") -> "MetaTable":
-        """From a metadata DataFrame (``TraceSet.meta``); columns other than ``META_COLUMNS`` are dropped."""
+        """A table from a metadata DataFrame.
+
+        Parameters
+        ----------
+        df : DataFrame
+            A frame with the columns of ``META_COLUMNS`` (``TraceSet.meta``); other columns are dropped.
+
+        Returns
+        -------
+        MetaTable
+
+        Examples
+        --------
+        >>> from htc_core.traces import MetaTable
+        >>> frame = MetaTable.from_rows([{"id": "a", "success": False}]).to_frame()
+        >>> MetaTable.from_frame(frame).column("success").tolist()
+        [0.0]
+        """
         cols = {}
         for c in META_COLUMNS:
             if c == "success":
@@ -126,8 +201,20 @@ class MetaTable:
         return cls(cols)
 
     def to_frame(self) -> "pd.DataFrame":
-        """The DataFrame of ``TraceSet.meta``: text columns of str / None (object), ``success`` nullable
-        boolean, ``verbalized_confidence`` float64."""
+        """The table as the DataFrame of ``TraceSet.meta``.
+
+        Returns
+        -------
+        DataFrame
+            Text columns of str / None (object dtype), ``success`` nullable boolean, ``verbalized_confidence``
+            float64; a fresh frame, its arrays copied.
+
+        Examples
+        --------
+        >>> from htc_core.traces import MetaTable
+        >>> MetaTable.from_rows([{"id": "a", "success": True}]).to_frame()["success"].dtype
+        BooleanDtype
+        """
         import pandas as pd
 
         out: dict[str, Any] = {}
@@ -142,12 +229,46 @@ class MetaTable:
         return pd.DataFrame(out)
 
     def take(self, indices: np.ndarray) -> "MetaTable":
-        """The rows at ``indices`` (an int array), in that order."""
+        """Some rows of the table.
+
+        Parameters
+        ----------
+        indices : ndarray of int
+            Row positions, in the order wanted.
+
+        Returns
+        -------
+        MetaTable
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from htc_core.traces import MetaTable
+        >>> MetaTable.from_rows([{"id": "a"}, {"id": "b"}]).take(np.array([1, 0])).column("id").tolist()
+        ['b', 'a']
+        """
         return MetaTable({c: v[indices] for c, v in self.columns.items()})
 
     @staticmethod
     def concat(tables: Sequence["MetaTable"]) -> "MetaTable":
-        """The rows of every table one after the other."""
+        """Tables one after the other.
+
+        Parameters
+        ----------
+        tables : sequence of MetaTable
+            At least one.
+
+        Returns
+        -------
+        MetaTable
+            The rows of every table, in order.
+
+        Examples
+        --------
+        >>> from htc_core.traces import MetaTable
+        >>> len(MetaTable.concat([MetaTable.empty(2), MetaTable.empty(1)]))
+        3
+        """
         return MetaTable({c: np.concatenate([t.columns[c] for t in tables]) for c in META_COLUMNS})
 
 
