@@ -144,6 +144,22 @@ class TraceSet:
 
     # -------------------------------------------------------------- metadata
     def _get_meta(self) -> "pd.DataFrame":
+        """The metadata table of the trajectories.
+
+        Returns
+        -------
+        DataFrame
+            One row per trajectory, columns ``META_COLUMNS``; built from the plain columns on first access, and
+            from then on the metadata (see the class docstring). Assigning a DataFrame or a ``MetaTable``
+            replaces it.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.meta.loc[0, "model"]
+        'Gemma3-270M-greedy'
+        """
         if self._meta_frame is None:
             self._meta_frame, self._meta_table = self._meta_table.to_frame(), None
         return self._meta_frame
@@ -743,21 +759,8 @@ class TraceSet:
         )
 
 
-TraceSet.meta = property(TraceSet._get_meta, TraceSet._set_meta, doc="""The metadata table of the trajectories.
+TraceSet.meta = property(TraceSet._get_meta, TraceSet._set_meta)  # the dataclass field, read lazily
 
-Returns
--------
-DataFrame
-    One row per trajectory, columns ``META_COLUMNS``; built from the plain columns on first access, and from
-    then on the metadata (see the class docstring). Assigning a DataFrame or a ``MetaTable`` replaces it.
-
-Examples
---------
->>> import htc_core as htc
->>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
->>> ts.meta.loc[0, "model"]
-'Gemma3-270M-greedy'
-""")
 
 
 def _concat_meta(sets: Sequence[TraceSet]) -> "pd.DataFrame | MetaTable":
