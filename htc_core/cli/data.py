@@ -58,10 +58,18 @@ def cmd_features(args: argparse.Namespace) -> int:
                 fm = extract(ts, profile=args.profile, top_k=args.top_k)
             except ValueError as e:
                 raise CLIError(str(e)) from None
-            w.write(fm.to_frame(ts.meta))
+            w.write_columns(feature_columns(ts, fm), booleans=("success",))
         report_problems(reader)  # nothing read: an error, and the previous output is kept
     print(f"wrote {w.rows} trajectories x 48 features to {out}")
     return 0
+
+
+def feature_columns(ts, fm) -> dict:
+    """What ``htc features`` writes, as columns: ``id``, ``dataset``, ``model``, ``success``, then the features
+    (the layout of ``FeatureMatrix.to_frame(ts.meta)``, without building the metadata DataFrame)."""
+    cols = {c: ts.meta_column(c) for c in ("id", "dataset", "model", "success")}
+    cols.update((name, fm.values[:, j]) for j, name in enumerate(fm.names))
+    return cols
 
 
 def cmd_import(args: argparse.Namespace) -> int:

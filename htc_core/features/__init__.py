@@ -9,15 +9,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..traces import TraceSet
 from . import dynamics, position, stability, structure
 from .registry import FAMILIES, FeatureSpec
 from .steps import EPS, FeatureContext, StepStats, build_context, step_stats
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 _MODULES = (dynamics, position, stability, structure)
 
@@ -227,7 +231,7 @@ class FeatureMatrix:
         """
         return self.values[:, get_feature(name).index]
 
-    def to_frame(self, meta: pd.DataFrame | None = None) -> pd.DataFrame:
+    def to_frame(self, meta: "pd.DataFrame | None" = None) -> "pd.DataFrame":
         """The features as a DataFrame.
 
         Parameters
@@ -251,6 +255,8 @@ class FeatureMatrix:
         >>> frame.index.name, frame.shape
         ('id', (500, 48))
         """
+        import pandas as pd
+
         if meta is not None:
             df = pd.DataFrame(self.values, columns=list(self.names))
             head = meta[["id", "dataset", "model", "success"]].reset_index(drop=True)
@@ -283,6 +289,21 @@ class FeatureMatrix:
         if idx.dtype != bool and idx.size and not np.issubdtype(idx.dtype, np.integer):
             raise IndexError(f"rows must be integer positions or a boolean mask, got {idx.dtype} values")
         return FeatureMatrix(self.values[idx], self.ids[idx], self.profile, self.top_k, self.names)
+
+
+#: from this many tokens on, the token confidences' row sums (a BLAS matrix-vector product over [n, k], memory
+#: bound) run on one BLAS thread: with OpenBLAS's threads the 1.5 M tokens of the ingest bench cost 0.05 s more
+#: CPU (the threads spin), for the same sums (BLAS splits the rows, not the sums); below it, setting the
+#: limit (about 3 ms) would cost more than it saves
+BLAS_LIMIT_TOKENS = 100_000
+
+
+def _blas_limit(n_tokens: int):
+    if n_tokens < BLAS_LIMIT_TOKENS:
+        return contextlib.nullcontext()
+    from ..calibration.blas_threads import one_blas_thread
+
+    return one_blas_thread()
 
 
 def extract(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> FeatureMatrix:
@@ -321,7 +342,8 @@ def extract(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> FeatureM
         raise ValueError(f"every trajectory needs at least one step; empty: {list(bad)}")
     if np.any(ts.tokens_per_step == 0):
         raise ValueError("every step needs at least one token (readers drop empty steps)")
-    ctx = build_context(ts, profile=profile, top_k=top_k)
+    with _blas_limit(ts.n_tokens):
+        ctx = build_context(ts, profile=profile, top_k=top_k)
     values = np.empty((ts.n_trajectories, N_FEATURES), dtype=np.float64)
     for mod in _MODULES:
         for name, arr in mod.compute(ctx).items():

@@ -155,7 +155,7 @@ def _sample_lines(path: Path, s: Sample, max_values: int, max_bytes: int) -> Non
     try:
         for no, raw in iter_lines(path):
             seen += len(raw)
-            if raw.strip():
+            if raw and not raw.isspace():
                 try:
                     obj = loads(raw)
                 except ParseError as e:

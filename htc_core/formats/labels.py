@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..report import LoadReport
-from ..traces import TraceSet
+from ..traces import MetaTable, TraceSet
 from .common import type_name, verbalized
 from .label_rows import label_rows
 from .records import ID_KEYS
@@ -367,8 +366,7 @@ def apply_labels(ts: TraceSet, labels: dict[str, dict], info: LabelJoin, used: s
     Counts go to ``info`` and the matched ids to ``used``. Called once per chunk when reading in chunks
     (``formats.chunks``), then ``finish_join`` reports over all of them.
     """
-    meta = ts.meta.copy()
-    cols = _Columns.of(meta)
+    cols = _Columns.of(ts)
     for i, tid in enumerate(cols.ids):
         row = labels.get(tid)
         if row is None:
@@ -384,9 +382,8 @@ def apply_labels(ts: TraceSet, labels: dict[str, dict], info: LabelJoin, used: s
         info.labeled += "success" in row
         if cols.apply(i, row):
             info.success_changed += 1
-    cols.write(meta)
-    info.trajectories += len(meta)
-    return dataclasses.replace(ts, meta=meta)
+    info.trajectories += ts.n_trajectories
+    return dataclasses.replace(ts, meta=cols.meta(ts))
 
 
 def finish_join(info: LabelJoin, labels: dict[str, dict], used: set[str], report: LoadReport,
@@ -411,18 +408,19 @@ class _Columns:
     mds: list
 
     @classmethod
-    def of(cls, meta: pd.DataFrame) -> "_Columns":
-        """The columns of a trace set's ``meta`` table, copied."""
-        return cls(meta["id"].tolist(), meta["success"].tolist(),
-                   meta["verbalized_confidence"].to_numpy(dtype=np.float64, copy=True),
-                   {c: meta[c].tolist() for c in TEXT_COLUMNS}, meta["metadata"].tolist())
+    def of(cls, ts: TraceSet) -> "_Columns":
+        """The columns of a trace set's metadata, copied (``success`` as True / False / None), without building
+        its DataFrame."""
+        success = [None if np.isnan(v) else bool(v) for v in ts.meta_column("success").tolist()]
+        return cls(ts.meta_column("id").tolist(), success, ts.meta_column("verbalized_confidence").copy(),
+                   {c: ts.meta_column(c).tolist() for c in TEXT_COLUMNS}, ts.meta_column("metadata").tolist())
 
     def apply(self, i: int, row: dict) -> bool:
         """Write a labels row into trajectory ``i``; True when it changed an existing success label."""
         changed = False
         if "success" in row:
             old = self.success[i]
-            if old is not pd.NA and old is not None and bool(old) != row["success"]:
+            if old is not None and old != row["success"]:
                 changed = True
             self.success[i] = row["success"]
         for c in TEXT_COLUMNS:
@@ -440,14 +438,25 @@ class _Columns:
             self.mds[i] = json.dumps(md, ensure_ascii=False, default=str)
         return changed
 
-    def write(self, meta: pd.DataFrame) -> None:
-        """Write the columns back into ``meta`` (with their dtypes)."""
-        meta["success"] = pd.array([None if (v is pd.NA or v is None) else bool(v) for v in self.success],
-                                   dtype="boolean")
-        meta["verbalized_confidence"] = self.vcs
-        for c in TEXT_COLUMNS:
-            meta[c] = pd.Series(self.text[c], dtype=object)
-        meta["metadata"] = pd.Series(self.mds, dtype=object)
+    def meta(self, ts: TraceSet):
+        """The trace set's metadata with the joined columns: a ``MetaTable``, or a copy of its DataFrame (with
+        any extra column) when it holds one."""
+        cols = {"success": np.array([np.nan if v is None else float(bool(v)) for v in self.success]),
+                "verbalized_confidence": self.vcs, "metadata": _objects(self.mds),
+                **{c: _objects(self.text[c]) for c in TEXT_COLUMNS}}
+        if not ts.has_meta_frame:
+            return MetaTable({**{c: ts.meta_column(c) for c in ("id", "source")}, **cols})
+        meta = ts.meta.copy()
+        joined = MetaTable({**{c: meta[c].to_numpy(dtype=object) for c in ("id", "source")}, **cols}).to_frame()
+        for c in cols:
+            meta[c] = joined[c]
+        return meta
+
+
+def _objects(values: list) -> np.ndarray:
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
 
 
 def _report_join(info: LabelJoin, labels: dict[str, dict], n: int, report: LoadReport, max_listed: int) -> None:

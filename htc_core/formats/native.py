@@ -118,7 +118,11 @@ def typed_steps(rec: TrajectoryRecord, steps: list[dict], lp: np.ndarray, top: n
                 lens: list[int]) -> bool:
     """``fast_steps`` for steps whose numbers ``typedjson.decode_steps`` already holds as arrays (the logprobs of
     all steps, their [tokens, k] alternatives or None, the tokens per step): the same checks on whole arrays."""
-    if not _in_range(lp) or (top is not None and not _in_range(top)):
+    numbers = lp.base if top is not None and lp.base is not None and top.base is lp.base else None
+    if numbers is not None and numbers.size == lp.size + top.size:   # one array of the line: one pass
+        if not _in_range(numbers):
+            return False
+    elif not _in_range(lp) or (top is not None and not _in_range(top)):
         return False
     return _take_clean(rec, steps, lp, top, lens)
 
@@ -132,19 +136,29 @@ def _take_clean(rec: TrajectoryRecord, steps: list, lp: np.ndarray, top: np.ndar
                 ) -> bool:
     """The shared tail of ``fast_steps`` / ``typed_steps``: token checks, then the arrays into ``rec``."""
     toks = [st.get("tokens") for st in steps]
-    for st, t, n in zip(steps, toks, lens):
-        if t is not None and (type(t) is not list or len(t) != n or not set(map(type, t)) <= {str}):
-            return False
-        tt = st.get("top_tokens")
-        if tt is not None and (type(tt) is not list or len(tt) != n):
-            return False
+    if toks.count(None) != len(toks) or any("top_tokens" in st for st in steps):
+        for st, t, n in zip(steps, toks, lens):
+            if t is not None and (type(t) is not list or len(t) != n or not set(map(type, t)) <= {str}):
+                return False
+            tt = st.get("top_tokens")
+            if tt is not None and (type(tt) is not list or len(tt) != n):
+                return False
     if top is not None and (top[:, 1:] > top[:, :-1]).any():  # APIs list them sorted: sort only when they are not
         top = -np.sort(-top, axis=1)
     rec.flat_logprob, rec.flat_top, rec.step_lengths = lp, top, np.array(lens, dtype=np.int64)
     rec.steps_tokens = toks
-    rec.steps_name = [optional_text(st.get("name")) or "" for st in steps]
-    rec.steps_text = [optional_text(st.get("text")) for st in steps]
+    names = [st.get("name") for st in steps]
+    if not set(map(type, names)) <= {str}:   # the usual case: every name a string, kept as it is ("" stays "")
+        names = [optional_text(v) or "" for v in names]
+    rec.steps_name = names
+    texts = [st.get("text") for st in steps]
+    if not set(map(type, texts)) <= _STR_OR_NONE:
+        texts = [optional_text(v) for v in texts]
+    rec.steps_text = texts
     return True
+
+
+_STR_OR_NONE = {str, type(None)}
 
 
 def _clean(values: list, no_bools: bool) -> np.ndarray | None:

@@ -8,10 +8,9 @@ id an earlier file used is kept as ``id@file-stem``).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..report import LoadReport, Problem, shorten
 from ..traces import TraceSetBuilder, TrajectoryRecord
@@ -155,15 +154,28 @@ def fail(acc: TrajAcc | None, report: LoadReport, file: str, line: int | None, r
                  trajectory_id=acc.id if acc is not None else tid)
 
 
-@contextmanager
-def guarded(report: LoadReport, file: str, line: int | None, acc: TrajAcc | None = None,
-            what: str = "record") -> Iterator[None]:
+class guarded:  # noqa: N801 - used as a function: ``with guarded(report, file, line):``
     """Run the reading of one record (a line, an array element, a document): any exception becomes an error
-    of that record (rejecting ``acc`` when given) and the reader goes on with the next one."""
-    try:
-        yield
-    except Exception as e:  # noqa: BLE001 - one bad record never costs the others
-        fail(acc, report, file, line, f"this {what} could not be read ({type(e).__name__}: {shorten(str(e), 120)})")
+    of that record (rejecting ``acc`` when given) and the reader goes on with the next one.
+
+    A class rather than a ``contextmanager`` generator: it runs once or twice per line of every file read
+    (about 2 us less each)."""
+
+    __slots__ = ("report", "file", "line", "acc", "what")
+
+    def __init__(self, report: LoadReport, file: str, line: int | None, acc: TrajAcc | None = None,
+                 what: str = "record"):
+        self.report, self.file, self.line, self.acc, self.what = report, file, line, acc, what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, e, tb) -> bool:
+        if kind is None or not issubclass(kind, Exception):  # one bad record never costs the others
+            return False
+        fail(self.acc, self.report, self.file, self.line,
+             f"this {self.what} could not be read ({kind.__name__}: {shorten(str(e), 120)})")
+        return True
 
 
 def build_record(acc: TrajAcc, report: LoadReport, defaults: dict | None, framework: str | None = None

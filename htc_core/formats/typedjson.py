@@ -62,7 +62,8 @@ def _parser() -> simdjson.Parser:
 def decode_steps(raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[int]] | None:
     """(record with Python values, the logprobs of all steps in one array, their [tokens, k] alternatives or None,
     the tokens per step), or None when the line is not provably plain (see the module docstring). The record's
-    steps keep every field but ``top_logprobs``; their ``logprobs`` is a ``range`` of its length."""
+    steps keep every field but ``top_logprobs``; their ``logprobs`` is a ``range`` of its length. The logprobs
+    and the alternatives are views of one array (``lp.base``) holding all the numbers of the line."""
     if len(raw) > MAX_LINE or raw.startswith(_BOM):  # simdjson skips a BOM that the general path reports
         return None
     try:
@@ -103,11 +104,14 @@ def _split(doc: Any, raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, l
         return None  # alternatives on some steps only, or of another k: the general path decides
     if not _flat_values(raw, [1] * len(got.lens), got.keyed):
         return None
-    lp = np.frombuffer(bytearray().join(got.lp), dtype=np.float64)  # one copy of the line's numbers, writable
+    # one copy of the line's numbers, writable: the logprobs, then the alternatives (the range check is one pass)
+    numbers = np.frombuffer(bytearray().join(got.lp + got.top), dtype=np.float64)
+    n = sum(got.lens)
+    lp = numbers[:n]
     top = None
     if got.top:
-        top = np.frombuffer(bytearray().join(got.top), dtype=np.float64).reshape(-1, got.widths.pop())
-    if lp.size != sum(got.lens) or (top is not None and top.shape[0] != lp.size):
+        top = numbers[n:].reshape(-1, got.widths.pop())
+    if n > numbers.size or (top is not None and top.shape[0] != n) or (top is None and numbers.size != n):
         return None
     obj["steps"] = out_steps
     return obj, lp, top, got.lens
@@ -169,11 +173,15 @@ def _flat_values(raw: bytes, lp_wants: list[int], top_wants: list[int | None]) -
     numbers the flattening buffer counted.
 
     One scan over the line for both keys; either key anywhere else (in metadata, or as a text) and that line
-    takes the general path. Each value holds numbers and brackets only (its buffer proved it), so it ends
-    before the next quote or brace."""
+    takes the general path. Each value holds numbers and brackets only (its buffer proved it); the brackets are
+    counted up to the next quote (or the end of the line): between the end of the value and that quote come
+    only ``,`` ``}`` ``]`` ``{`` and blanks, since what follows a step is another step (an object, whose first
+    key is a quote; any other element fails ``_step``) or the end of the steps array and then a key or the end
+    of the record."""
     wants = {34: lp_wants, 95: top_wants}  # the byte before 'logprobs"': a quote, or the '_' of '"top_'
     seen = {34: 0, 95: 0}
-    pos = raw.find(_SUFFIX)
+    find, count, n = raw.find, raw.count, len(raw)
+    pos = find(_SUFFIX)
     while pos >= 0:
         before = raw[pos - 1]
         if before == 34 or (before == 95 and raw[pos - 5:pos] == b'"top_'):
@@ -181,21 +189,19 @@ def _flat_values(raw: bytes, lp_wants: list[int], top_wants: list[int | None]) -
             if i >= len(wants[before]):
                 return False
             seen[before] = i + 1
-            pos = _value_start(raw, pos + len(_SUFFIX))
+            pos = _value_start(raw, pos + 9)  # 9: len(_SUFFIX)
             want = wants[before][i]
             if pos < 0 or (want is None) != (raw[pos] != 91):  # '[' unless the value is null
                 return False
             if want is not None:
-                quote = raw.find(b'"', pos)
-                quote = len(raw) if quote < 0 else quote
-                brace = raw.find(b"}", pos, quote)
-                end = quote if brace < 0 else brace
-                if raw.count(b"[", pos, end) != want:
+                end = find(b'"', pos)
+                end = n if end < 0 else end
+                if count(b"[", pos, end) != want:
                     return False
                 pos = end
         else:
-            pos += len(_SUFFIX)
-        pos = raw.find(_SUFFIX, pos)
+            pos += 9
+        pos = find(_SUFFIX, pos)
     return seen[34] == len(lp_wants) and seen[95] == len(top_wants)
 
 

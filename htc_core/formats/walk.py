@@ -141,7 +141,7 @@ def iter_values(lines: Iterable[tuple[int, bytes]], report: LoadReport, file: st
     for no, raw in lines:
         if not counted:
             report.lines_read += 1
-        if not raw.strip():
+        if not raw or raw.isspace():  # strip() would copy the line (37 KB a line in the ingest bench)
             continue
         value = _NOTHING
         with guarded(report, file, no, what="line"):

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from .stepfields import Columns
-from .traceset import TraceSet, meta_frame
+from .metatable import MetaTable
+from .traceset import TraceSet
 
 __all__ = ["TraceSetBuilder", "TrajectoryRecord"]
 
@@ -236,7 +236,7 @@ class TraceSetBuilder:
             "question": rec.question,
             "answer": rec.answer,
             "gold": rec.gold,
-            "success": pd.NA if rec.success is None else bool(rec.success),
+            "success": None if rec.success is None else bool(rec.success),
             "verbalized_confidence": np.nan if rec.verbalized_confidence is None else float(rec.verbalized_confidence),
             "source": rec.source,
             "metadata": json.dumps(rec.metadata, ensure_ascii=False, default=str) if rec.metadata else "{}",
@@ -292,7 +292,7 @@ class TraceSetBuilder:
             for a, t in zip(self._lp, self._tok):
                 flat.extend(t if t is not None else [None] * len(a))
             tokens = np.array(flat, dtype=object)
-        meta = meta_frame(self._meta_rows)
+        meta = MetaTable.from_rows(self._meta_rows)
         return TraceSet(
             logprob=logprob,
             top_logprobs=top,

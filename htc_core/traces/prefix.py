@@ -99,7 +99,8 @@ def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> Trac
     if not isinstance(ts, TraceSet):
         raise ValueError(f"ts must be a TraceSet, got {type(ts).__name__}")
     keep = prefix_lengths(ts, steps, fraction=fraction)
-    return _gather(ts, np.arange(ts.n_trajectories), keep, ts.meta)
+    runs = np.arange(ts.n_trajectories)
+    return _gather(ts, runs, keep, ts.meta_taken(runs))
 
 
 def prefix_pairs(ts: TraceSet, runs, lengths) -> TraceSet:
@@ -141,7 +142,7 @@ def prefix_pairs(ts: TraceSet, runs, lengths) -> TraceSet:
     if np.any(lengths < 1):
         raise ValueError("lengths must be >= 1 (a prefix has at least one step)")
     keep = np.minimum(lengths, ts.steps_per_trajectory[runs])
-    return _gather(ts, runs, keep, ts.meta.iloc[runs].reset_index(drop=True))
+    return _gather(ts, runs, keep, ts.meta_taken(runs))
 
 
 def _gather(ts: TraceSet, runs: np.ndarray, keep: np.ndarray, meta) -> TraceSet:

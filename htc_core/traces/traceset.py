@@ -8,54 +8,35 @@ Everything downstream (features, calibrators, store, pages) reads this form.
 from __future__ import annotations
 
 import json
+import math
+import sys
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from . import stepfields as _sf
+from .metatable import META_COLUMNS, NUMBER_COLUMNS, MetaTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["TraceSet", "concat", "META_COLUMNS"]
 
-META_COLUMNS = (
-    "id",
-    "dataset",
-    "model",
-    "framework",
-    "question",
-    "answer",
-    "gold",
-    "success",
-    "verbalized_confidence",
-    "source",
-    "metadata",
-)
 
-
-def empty_meta(n: int = 0) -> pd.DataFrame:
+def empty_meta(n: int = 0) -> "pd.DataFrame":
     """The metadata frame of ``n`` runs that carry no metadata (every column present, typed, empty)."""
-    return meta_frame([{"metadata": "{}"} for _ in range(n)])
+    return MetaTable.empty(n).to_frame()
 
 
-def meta_frame(rows: list[dict]) -> pd.DataFrame:
+def meta_frame(rows: list[dict]) -> "pd.DataFrame":
     """Metadata table with fixed dtypes: text columns hold str or None (never NaN)."""
-    cols: dict[str, pd.Series] = {}
-    for c in META_COLUMNS:
-        vals = [r.get(c) for r in rows]
-        if c == "success":
-            cols[c] = pd.Series([pd.NA if v is None or v is pd.NA else bool(v) for v in vals], dtype="boolean")
-        elif c == "verbalized_confidence":
-            cols[c] = pd.Series([np.nan if v is None else float(v) for v in vals], dtype="float64")
-        else:
-            arr = np.empty(len(vals), dtype=object)
-            arr[:] = vals
-            cols[c] = pd.Series(arr, dtype=object)
-    return pd.DataFrame(cols)
+    return MetaTable.from_rows(rows).to_frame()
 
 
 def _text(v: Any) -> str | None:
-    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+    pd = sys.modules.get("pandas")
+    if v is None or (pd is not None and v is pd.NA) or (isinstance(v, float) and math.isnan(v)):
         return None
     return str(v)
 
@@ -78,9 +59,13 @@ class TraceSet:
         Token offsets of each step (int64).
     traj_offsets : ndarray of shape (n_trajectories + 1,)
         Step offsets of each trajectory (int64).
-    meta : DataFrame
+    meta : DataFrame or MetaTable
         One row per trajectory, columns ``META_COLUMNS`` (id, dataset, model, framework, question, answer,
-        gold, success, verbalized_confidence, source, metadata as a JSON string).
+        gold, success, verbalized_confidence, source, metadata as a JSON string). The readers give a
+        :class:`~htc_core.traces.metatable.MetaTable` (plain columns); reading ``ts.meta`` always returns a
+        DataFrame, built on first access (until then pandas is not imported), and from then on that
+        DataFrame is the metadata (changes made to it are seen by ``labels``, ``ids``, ``take``, ...).
+        ``meta_column`` reads one column without building the DataFrame.
     step_name, step_text : ndarray of shape (n_steps,), optional
         Step names and texts.
     tokens : ndarray of shape (n_tokens,), optional
@@ -106,7 +91,7 @@ class TraceSet:
     top_logprobs: np.ndarray
     step_offsets: np.ndarray
     traj_offsets: np.ndarray
-    meta: pd.DataFrame
+    meta: "pd.DataFrame | MetaTable"
     step_name: np.ndarray | None = None
     step_text: np.ndarray | None = None
     tokens: np.ndarray | None = None
@@ -126,7 +111,6 @@ class TraceSet:
             self.step_name = np.full(n_steps, "", dtype=object)
         if self.step_text is None:
             self.step_text = np.full(n_steps, None, dtype=object)
-        self.meta = self.meta.reset_index(drop=True)
         self.step_fields = _sf.normalize(self.step_fields, n_steps)
         self._check()
 
@@ -146,9 +130,10 @@ class TraceSet:
             raise ValueError("traj_offsets must start at 0 and end at the number of steps")
         if np.any(np.diff(self.traj_offsets) < 0):
             raise ValueError("traj_offsets must be non-decreasing")
-        if len(self.meta) != len(self.traj_offsets) - 1:
+        n_meta = len(self._meta_table if self._meta_frame is None else self._meta_frame)
+        if n_meta != len(self.traj_offsets) - 1:
             raise ValueError(
-                f"meta must have one row per trajectory ({len(self.traj_offsets) - 1}), got {len(self.meta)}"
+                f"meta must have one row per trajectory ({len(self.traj_offsets) - 1}), got {n_meta}"
             )
         for name in ("step_name", "step_text"):
             arr = getattr(self, name)
@@ -156,6 +141,115 @@ class TraceSet:
                 raise ValueError(f"{name} must have {n_steps} entries, got {len(arr)}")
         if self.tokens is not None and len(self.tokens) != n_tok:
             raise ValueError(f"tokens must have {n_tok} entries, got {len(self.tokens)}")
+
+    # -------------------------------------------------------------- metadata
+    def _get_meta(self) -> "pd.DataFrame":
+        """The metadata table of the trajectories.
+
+        Returns
+        -------
+        DataFrame
+            One row per trajectory, columns ``META_COLUMNS``; built from the plain columns on first access, and
+            from then on the metadata (see the class docstring). Assigning a DataFrame or a ``MetaTable``
+            replaces it.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.meta.loc[0, "model"]
+        'Gemma3-270M-greedy'
+        """
+        if self._meta_frame is None:
+            self._meta_frame, self._meta_table = self._meta_table.to_frame(), None
+        return self._meta_frame
+
+    def _set_meta(self, value: "pd.DataFrame | MetaTable") -> None:
+        if isinstance(value, MetaTable):
+            self._meta_table, self._meta_frame = value, None
+            return
+        pd = sys.modules.get("pandas")
+        if pd is None or not isinstance(value, pd.DataFrame):
+            raise ValueError(f"meta must be a pandas DataFrame or a MetaTable, got {type(value).__name__}")
+        self._meta_table, self._meta_frame = None, value.reset_index(drop=True)
+
+    def meta_column(self, name: str) -> np.ndarray:
+        """One metadata column as an array, without building the ``meta`` DataFrame.
+
+        Parameters
+        ----------
+        name : str
+            One of ``META_COLUMNS``.
+
+        Returns
+        -------
+        ndarray of shape (n_trajectories,)
+            float64 for ``success`` (1.0 / 0.0, NaN when unlabeled) and ``verbalized_confidence`` (NaN when
+            absent), else an object array of str or None. Do not change it in place.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/")
+        >>> ts.meta_column("id")[:1].tolist() == ts.ids[:1].tolist()
+        True
+        """
+        if name not in META_COLUMNS:
+            raise ValueError(f"name must be one of {', '.join(META_COLUMNS)}, got {name!r}")
+        if self._meta_frame is None:
+            return self._meta_table.column(name)
+        col = self._meta_frame[name]
+        if name == "success":
+            return col.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        if name in NUMBER_COLUMNS:
+            return col.to_numpy(dtype=np.float64)
+        return col.to_numpy(dtype=object)
+
+    @property
+    def has_meta_frame(self) -> bool:
+        """Whether the metadata is held as a DataFrame rather than as the plain columns of a ``MetaTable``.
+
+        Returns
+        -------
+        bool
+            True once ``meta`` was read, or when the set was given a DataFrame.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> before = ts.has_meta_frame
+        >>> _ = ts.meta
+        >>> before, ts.has_meta_frame
+        (False, True)
+        """
+        return self._meta_frame is not None
+
+    def meta_taken(self, idx: np.ndarray) -> "pd.DataFrame | MetaTable":
+        """The metadata of some trajectories, in the form this set holds it.
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Trajectory positions, in the order wanted.
+
+        Returns
+        -------
+        DataFrame or MetaTable
+            A DataFrame (with any extra column a user added) when the set holds one, else a ``MetaTable``: what
+            a new ``TraceSet`` of those trajectories takes as ``meta``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts.meta_taken(np.array([1, 0])).column("id").tolist()
+        ['units-0001-Gemma3-270M-greedy', 'units-0000-Gemma3-270M-greedy']
+        """
+        if self._meta_frame is None:
+            return self._meta_table.take(idx)
+        return self._meta_frame.iloc[idx].reset_index(drop=True)
 
     # ------------------------------------------------------------ properties
     @property
@@ -244,7 +338,7 @@ class TraceSet:
         >>> ts.ids[:2].tolist()
         ['units-0000-Gemma3-270M-greedy', 'units-0001-Gemma3-270M-greedy']
         """
-        return self.meta["id"].to_numpy(dtype=object)
+        return self.meta_column("id").copy()
 
     @property
     def steps_per_trajectory(self) -> np.ndarray:
@@ -312,8 +406,7 @@ class TraceSet:
         >>> ts.labels.tolist()
         [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
         """
-        s = self.meta["success"]
-        return s.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        return self.meta_column("success").copy()
 
     @property
     def has_labels(self) -> bool:
@@ -330,7 +423,7 @@ class TraceSet:
         >>> ts.has_labels, htc.TraceSet.empty().has_labels
         (True, False)
         """
-        return bool(self.n_trajectories) and not self.meta["success"].isna().any()
+        return bool(self.n_trajectories) and not np.isnan(self.meta_column("success")).any()
 
     def step_trajectory_index(self) -> np.ndarray:
         """Trajectory index of every step.
@@ -387,7 +480,7 @@ class TraceSet:
         >>> ts.metadata_of(0)["stop_reason"]
         'final_answer'
         """
-        raw = self.meta["metadata"].iat[i]
+        raw = self.meta_column("metadata")[i] if self._meta_frame is None else self._meta_frame["metadata"].iat[i]
         try:
             return json.loads(raw) if raw else {}
         except (TypeError, ValueError):
@@ -449,7 +542,7 @@ class TraceSet:
             top_logprobs=self.top_logprobs[tok_idx],
             step_offsets=step_off,
             traj_offsets=traj_off,
-            meta=self.meta.iloc[idx].reset_index(drop=True),
+            meta=self.meta_taken(idx),
             step_name=self.step_name[step_idx],
             step_text=self.step_text[step_idx],
             tokens=None if self.tokens is None else self.tokens[tok_idx],
@@ -553,7 +646,7 @@ class TraceSet:
         >>> len(ts.labeled())
         500
         """
-        return self.filter(~self.meta["success"].isna().to_numpy())
+        return self.filter(~np.isnan(self.meta_column("success")))
 
     # ------------------------------------------------------------ iteration
     def trajectory(self, i: int) -> dict:
@@ -583,7 +676,7 @@ class TraceSet:
         >>> step["text"], len(step["logprobs"]), len(step["top_logprobs"][0])
         ('Final Answer: 5.03', 11, 5)
         """
-        row = self.meta.iloc[i]
+        row = self._meta_row(i)
         steps = []
         for s in range(self.traj_offsets[i], self.traj_offsets[i + 1]):
             a, b = self.step_offsets[s], self.step_offsets[s + 1]
@@ -602,8 +695,6 @@ class TraceSet:
                         [t for t, v in zip(tt, r) if not np.isnan(v)] for tt, r in zip(self.top_tokens[a:b], top)
                     ]
             steps.append(step)
-        success = row["success"]
-        vc = row["verbalized_confidence"]
         return {
             "id": _text(row["id"]),
             "dataset": _text(row["dataset"]),
@@ -612,11 +703,26 @@ class TraceSet:
             "question": _text(row["question"]),
             "answer": _text(row["answer"]),
             "gold": _text(row["gold"]),
-            "success": None if pd.isna(success) else bool(success),
-            "verbalized_confidence": None if pd.isna(vc) else float(vc),
+            "success": row["success"],
+            "verbalized_confidence": row["verbalized_confidence"],
             "metadata": self.metadata_of(i),
             "steps": steps,
         }
+
+    def _meta_row(self, i: int) -> dict:
+        """Trajectory ``i``'s metadata: text as str or None, success as bool or None, the confidence as float
+        or None."""
+        if self._meta_frame is None:
+            row = {c: v[i] for c, v in self._meta_table.columns.items()}
+            s, vc = row["success"], row["verbalized_confidence"]
+            row["success"] = None if np.isnan(s) else bool(s)
+        else:
+            row = self._meta_frame.iloc[i]
+            s, vc = row["success"], row["verbalized_confidence"]
+            row = {c: row[c] for c in META_COLUMNS}
+            row["success"] = None if _text(s) is None else bool(s)
+        row["verbalized_confidence"] = None if _text(vc) is None else float(vc)
+        return {c: row[c] if c in NUMBER_COLUMNS else _text(row[c]) for c in META_COLUMNS}
 
     def __repr__(self) -> str:
         return (
@@ -649,8 +755,21 @@ class TraceSet:
             top_logprobs=np.zeros((0, k)),
             step_offsets=np.zeros(1, dtype=np.int64),
             traj_offsets=np.zeros(1, dtype=np.int64),
-            meta=empty_meta(0),
+            meta=MetaTable.empty(0),
         )
+
+
+TraceSet.meta = property(TraceSet._get_meta, TraceSet._set_meta)  # the dataclass field, read lazily
+
+
+
+def _concat_meta(sets: Sequence[TraceSet]) -> "pd.DataFrame | MetaTable":
+    tables = [s._meta_table for s in sets]
+    if all(t is not None for t in tables):
+        return MetaTable.concat(tables)
+    import pandas as pd
+
+    return pd.concat([s.meta for s in sets], ignore_index=True)
 
 
 def concat_ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -731,7 +850,7 @@ def concat(sets: Sequence[TraceSet]) -> TraceSet:
         top_logprobs=_pad_top([s.top_logprobs for s in sets], k),
         step_offsets=np.concatenate(step_off),
         traj_offsets=np.concatenate(traj_off),
-        meta=pd.concat([s.meta for s in sets], ignore_index=True),
+        meta=_concat_meta(sets),
         step_name=np.concatenate([s.step_name for s in sets]),
         step_text=np.concatenate([s.step_text for s in sets]),
         tokens=np.concatenate([s.tokens for s in sets]) if have_tokens else None,

@@ -7,9 +7,10 @@
    temporary folder. Every figure is the CPU time (user + system, best of ``--repeats``) of a NEW process, start
    included: the floors stream the file line by line through stdlib ``json.loads`` and through
    ``orjson.loads`` and drop each decoded value; the start alone (``python -c "import numpy"``, and ``htc
-   features`` on a 1-line file: interpreter, numpy, pandas, pyarrow); ``formats.load`` (the reader: parse,
-   checks, arrays); ``htc features FILE --out X.csv`` end to end (reader, 48 features, CSV written; kernels
-   already in the cache).
+   features`` on a 1-line file: interpreter, numpy, simdjson, the readers, pyarrow for the CSV; no pandas);
+   ``formats.load`` (the reader: parse, checks, arrays); ``htc features FILE --out X.csv`` end to end (reader,
+   48 features, CSV written). Then where the CPU of one ``htc features`` process goes (``breakdown``: the
+   command's main steps timed in place, in a new process).
    Targets (issue 29): ``htc features`` <= 1.0x the stdlib pass and <= 3x the orjson pass.
 2. Scaling. Files of N small trajectories (5 steps x 20 tokens, no alternatives, the issue's 1M case) for
    each N of ``--sizes``; ``htc features`` runs in a fresh process per size and its wall time, CPU time and
@@ -64,10 +65,16 @@ def write_file(path: Path, n_traj: int, n_steps: int, n_tokens: int, k: int, see
     return path
 
 
-#: the floors: a new Python process that streams the file line by line and drops every decoded value
-FLOOR = {"json": "import json, sys\nfor line in open(sys.argv[1], 'rb'):\n    json.loads(line)\n",
-         "orjson": "import orjson, sys\nfor line in open(sys.argv[1], 'rb'):\n    orjson.loads(line)\n"}
+#: the floors: a new Python process that streams the file line by line and drops every decoded value. The file
+#: is read with the 1 MB buffer the readers use (``jsonio.open_binary``): the default 8 KB buffer costs 0.04-0.05 s
+#: more CPU on the 112 MB file, which would flatter every ratio
+FLOOR = {"json": "import json, sys\nfor line in open(sys.argv[1], 'rb', buffering=1 << 20):\n    json.loads(line)\n",
+         "orjson": "import orjson, sys\nfor line in open(sys.argv[1], 'rb', buffering=1 << 20):\n"
+                   "    orjson.loads(line)\n"}
 READER = "import sys\nfrom htc_core.formats import load\nload(sys.argv[1])\n"
+#: what the typed decode starts from: simdjson's parse of each line, the document dropped (no value converted)
+SIMDJSON = ("import simdjson, sys\np = simdjson.Parser()\nfor line in open(sys.argv[1], 'rb', buffering=1 << 20):\n"
+            "    doc = p.parse(line)\n    del doc\n")
 START = "import numpy\n"
 
 
@@ -90,6 +97,8 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
     fl = floors(path, repeats)
     one = write_file(DIR / "native-1x10x50-top5.jsonl", 1, 10, 50, 5)
     rows = {"floor: stdlib json.loads, streaming": fl["json"], "floor: orjson.loads, streaming": fl["orjson"],
+            "simdjson parse, streaming (reference)": min(_run_script(SIMDJSON, [str(path)])[1]
+                                                         for _ in range(repeats)),
             "start: python + numpy (no input)": min(_run_script(START, [])[1] for _ in range(repeats)),
             "start: htc features on a 1-line file": min(_run_measured(["features", str(one), "--out", str(out)])[1]
                                                         for _ in range(repeats)),
@@ -104,11 +113,75 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
     start = rows["start: htc features on a 1-line file"]
     print_fn(f"htc features / streaming json.loads CPU: {ratio:.2f}x (target <= 1.0x); / orjson.loads: "
              f"{ratio_or:.2f}x (target <= 3x)")
-    print_fn(f"of which the start (interpreter, numpy, pandas, pyarrow; 1-line file): {start:.2f} s = "
+    print_fn(f"of which the start (interpreter, numpy, simdjson, readers, pyarrow; 1-line file): {start:.2f} s = "
              f"{start / fl['json']:.2f}x the whole json.loads pass; after the start: "
              f"{(rows['htc features end to end'] - start) / fl['json']:.2f}x json.loads")
-    return {"mb": size / 1e6, **rows, "ratio": ratio, "ratio_orjson": ratio_or,
+    parts = breakdown(path, print_fn)
+    return {"mb": size / 1e6, **rows, "ratio": ratio, "ratio_orjson": ratio_or, "breakdown": parts,
             "calllog": calllog_speed(print_fn, repeats=repeats)}
+
+
+#: ``htc features`` in a child process with its main steps wrapped in CPU timers (the wrapping costs about
+#: 1 us a call, 20k calls on the bench file); prints ``step<TAB>seconds`` lines
+_BREAKDOWN = r"""
+import resource, sys, time
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+acc = {}
+def wrap(owner, name, label):
+    f = getattr(owner, name)
+    def timed(*a, **k):
+        t = time.process_time()
+        try:
+            return f(*a, **k)
+        finally:
+            acc[label] = acc.get(label, 0.0) + time.process_time() - t
+    setattr(owner, name, timed)
+from htc_core.cli import main
+import htc_core.features as feats
+import htc_core.formats as fmts
+import htc_core.formats.chunks as chunks
+import htc_core.formats.native as native
+import htc_core.tablewriter as tw
+import htc_core.traces.builder as builder
+start = cpu()
+wrap(fmts, "detect", "format detection (8 MB sample)")
+wrap(native, "decode_steps", "typed decode (simdjson parse, shape proofs, copies)")
+wrap(native, "typed_steps", "range, order and token checks")
+wrap(native, "native_detail", "step diagnosis fields")
+wrap(chunks, "add_record", "add_record + builder.add")
+wrap(builder.TraceSetBuilder, "build", "builder.build (concatenation)")
+wrap(feats, "extract", "the 48 features")
+wrap(tw.TableWriter, "write_columns", "CSV (pyarrow import included)")
+main(["features", sys.argv[1], "--out", sys.argv[2]])
+total = cpu()
+print("interpreter + imports before the command	%f" % start)
+for k, v in acc.items():
+    print("%s	%f" % (k, v))
+print("the rest: reading lines, the record loop, fields	%f" % (total - start - sum(acc.values())))
+print("total	%f" % total)
+"""
+
+
+def breakdown(path: Path, print_fn=print, repeats: int = 3) -> dict:
+    """Where the CPU of an ``htc features`` process on ``path`` goes: each step's minimum over ``repeats`` new
+    processes (a step's time moves with the load and with fresh memory, by up to 2x between runs)."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    parts: dict[str, float] = {}
+    for _ in range(repeats):
+        p = subprocess.run([sys.executable, "-c", _BREAKDOWN, str(path), str(DIR / "features.csv")], env=env,
+                           capture_output=True, text=True, check=True)
+        for ln in p.stdout.splitlines():
+            if "\t" in ln:
+                k, v = ln.split("\t")
+                parts[k] = min(parts.get(k, float("inf")), float(v))
+    print_fn(f"where the CPU of an htc features process goes (steps timed in place, each the minimum of "
+             f"{repeats} processes; the total is the best whole run):")
+    for k, v in parts.items():
+        print_fn(f"  {k:52s} {v:6.3f} s")
+    return parts
 
 
 def calllog_speed(print_fn=print, size_mb: float = 50, repeats: int = 2) -> dict:
