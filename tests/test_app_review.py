@@ -13,6 +13,7 @@ import pytest
 from htc_core.app import views
 
 from apptest_kit import first_lines, go, new_app, problems, SAMPLE_RUNS
+from conftest import REPO
 
 pytestmark = pytest.mark.app
 
@@ -82,3 +83,31 @@ def test_worst_mistakes_give_the_reason_that_pushed_the_wrong_way(app):
     assert all("lowers the confidence" in r for r in successes), successes
     logits = [float(re.search(r"logit ([-+0-9.]+)\)", r).group(1)) for r in reasons]   # (markdown escapes removed)
     assert all(v > 0 for v in logits[:4]) and all(v < 0 for v in logits[4:]), logits
+
+
+def test_blank_missing_shows_a_dash_not_the_word_none():
+    frame = pd.DataFrame({"dataset": ["a", None, float("nan"), "  "], "line": [3.0, float("nan"), 7.0, 1.0],
+                          "steps": [1, 2, 3, 4]})
+    out = views.blank_missing(frame, ["dataset", "line", "absent"])
+    assert list(out["dataset"]) == ["a", "—", "—", "—"]
+    assert list(out["line"]) == ["3", "—", "7", "1"]         # whole numbers keep their integer form
+    assert list(out["steps"]) == [1, 2, 3, 4] and pd.isna(frame["dataset"].iat[1])   # others, and the input, untouched
+
+
+def test_upload_report_and_browse_table_show_no_none_and_sort_names_no_stale_column(app):
+    foreign = REPO / "tests" / "fixtures" / "foreign"
+    files = [(f.name, f.read_bytes(), "application/octet-stream")
+             for f in (foreign / "otel_phoenix.parquet", foreign / "react_calllog.jsonl", REPO / "docs" / "house.md")]
+    app.file_uploader(key="upload_files").set_value(files)
+    next(b for b in app.button if b.label == "Upload and store").click()
+    app.run()
+    assert not problems(app), problems(app)
+    report = next(d.value for d in app.dataframe if "severity" in d.value.columns)
+    assert len(report) >= 2 and "house.md" in set(report["file"])
+    for c in ("line", "trajectory", "field", "value"):
+        assert not report[c].isna().any() and "None" not in set(report[c]), (c, list(report[c]))
+    browse = next(d.value for d in app.dataframe if "question" in d.value.columns)
+    for c in ("dataset", "model", "question"):
+        assert not browse[c].isna().any() and "None" not in set(browse[c]), (c, list(browse[c]))
+    sort = app.selectbox(key="browse_sort")
+    assert sort.options[0] == "confidence (the column chosen above)"

@@ -331,6 +331,16 @@ def _missing(v) -> bool:
     return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
 
 
+def blank_missing(frame: pd.DataFrame, columns: Sequence[str], missing: str = "—") -> pd.DataFrame:
+    """``frame`` for a table on screen: None / NaN / blank text in ``columns`` (those present) shown as
+    ``missing`` (st.dataframe writes the word "None" in a cell that has no value)."""
+    out = frame.copy()
+    for c in columns:
+        if c in out.columns:     # a whole number read as float (a column with gaps) keeps its integer form
+            out[c] = [shown_text(int(v) if isinstance(v, float) and v.is_integer() else v, missing) for v in out[c]]
+    return out
+
+
 def shown_text(v, missing: str = "—") -> str:
     """A metadata text for display: ``missing`` for None / NaN / blank (never the words 'None' or 'nan')."""
     return missing if _missing(v) else str(v)
