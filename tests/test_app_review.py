@@ -111,3 +111,15 @@ def test_upload_report_and_browse_table_show_no_none_and_sort_names_no_stale_col
         assert not browse[c].isna().any() and "None" not in set(browse[c]), (c, list(browse[c]))
     sort = app.selectbox(key="browse_sort")
     assert sort.options[0] == "confidence (the column chosen above)"
+
+
+def test_md_code_shows_backticked_parts_as_code_and_escapes_the_rest():
+    from htc_core.app.layout import md, md_code
+
+    line = "fitted on 2026-11-27 (as `htc fit --prior gac`), saved as model `f0bf17a96935` by <b>*me*</b>"
+    out = md_code(line)
+    assert "`htc fit --prior gac`" in out and "`f0bf17a96935`" in out      # code spans, backticks unescaped
+    assert "<b>" not in out and "\\*me\\*" in out                          # the rest is inert, as md makes it
+    assert out.startswith(md("fitted on 2026-11-27 (as "))
+    assert md_code("one ` unmatched") == md("one ` unmatched")             # no half code span
+    assert md_code("no code at all") == md("no code at all")

@@ -304,6 +304,16 @@ def run_set_ids(chosen, names: dict) -> list[str]:
     return out
 
 
+def md_code(text) -> str:
+    """:func:`md` for a line of ours whose `backticked` parts are commands or ids: those parts shown as code (a
+    code span shows its text literally: nothing in it is rendered), the rest escaped like :func:`md` (which alone
+    would show the backticks themselves). A line with an unmatched backtick goes through :func:`md` whole."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:
+        return md(text)
+    return "".join(md(p) if i % 2 == 0 else f"`{p}`" for i, p in enumerate(parts))
+
+
 def md(text) -> str:
     """Untrusted text made inert wherever Streamlit renders markdown (st.markdown/caption/info/..., and the
     labels of expanders, tabs, metrics and widgets): the one escaping helper of the dashboard.
