@@ -74,7 +74,7 @@ with ui.page_errors("runs"):
         for line in import_views.import_details(rep):
             st.caption(ui.md(line))
         if len(problem_table):
-            st.dataframe(views.blank_missing(problem_table, ["line", "trajectory", "field", "value"], missing=""),
+            st.dataframe(views.blank_missing(problem_table, ["trajectory", "field", "value"], missing=""),
                          hide_index=True, width="stretch",
                          column_config={"reason": st.column_config.TextColumn("reason", width="large")})
             with st.expander("Every problem in full (reasons are not cut off here)"):
