@@ -34,7 +34,7 @@ logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name
 ui.configure(app_dir=Path(__file__).resolve().parent)
 
 pages = [
-    st.Page(ui.PAGES["runs"], title="Runs", icon=":material/folder_open:", default=True),
+    st.Page(ui.PAGES["runs"], title="Runs", icon=":material/folder_open:", default=True, url_path=ui.RUNS_HOME),
     st.Page(ui.PAGES["calibration"], title="Calibration", icon=":material/straighten:"),
     st.Page(ui.PAGES["weights"], title="Feature weights", icon=":material/balance:"),
     st.Page(ui.PAGES["feature_space"], title="Feature space", icon=":material/scatter_plot:"),
@@ -45,7 +45,10 @@ pages = [
     st.Page(ui.PAGES["label"], title="Label", icon=":material/label:"),
     st.Page(ui.PAGES["side_by_side"], title="Side by side", icon=":material/view_column_2:"),
 ]
+pages.append(ui.runs_alias(pages[0]))      # /runs: forwards to Runs at "/" (no "Page not found" dialog)
 nav = st.navigation(pages)
+if nav.url_path == ui.RUNS_ALIAS:
+    nav.run()                                # forwards (st.switch_page), before anything is read
 ui.follow_deep_link()
 if notice is None:      # the page's title at once, while the sidebar is read (the page draws its own after it)
     opening.title(nav.title)

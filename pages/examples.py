@@ -28,7 +28,8 @@ with ui.page_errors("examples"):
                     with st.container(border=True):
                         st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
                         st.text(f"Question: {ui.isolate(row['question'] or '—')}")
-                        st.text(f"Answer:   {ui.isolate(row['answer'] or '—')}\nGold:     {ui.isolate(row['gold'] or '—')}")
+                        st.text(f"Answer:   {ui.isolate(row['answer'] or '— (no final answer)')}\n"
+                            f"Gold:     {ui.isolate(row['gold'] or '—')}")
                         st.metric(f"confidence ({scorer.name})", explain.format_confidence(row["confidence"]))
                         if st.button("Open in the inspector", key=f"ex_unl_{title[:5]}_{i}"):
                             ui.open_in_inspector(row["key"])
@@ -77,7 +78,8 @@ with ui.page_errors("examples"):
                 with st.container(border=True):
                     st.caption(f"{ui.md(row['id'])} · {ui.md(row['dataset'])} · {ui.md(row['model'])}")
                     st.text(f"Question: {ui.isolate(row['question'] or '—')}")
-                    st.text(f"Answer:   {ui.isolate(row['answer'] or '—')}\nGold:     {ui.isolate(row['gold'] or '—')}")
+                    st.text(f"Answer:   {ui.isolate(row['answer'] or '— (no final answer)')}\n"
+                            f"Gold:     {ui.isolate(row['gold'] or '—')}")
                     m1, m2, m3 = st.columns(3)
                     m1.metric(f"{baseline}", f"{row['baseline']:.2f}")
                     m2.metric(f"{htc}", f"{row['htc']:.2f}", delta=f"{row['change']:+.2f}",
@@ -89,8 +91,9 @@ with ui.page_errors("examples"):
     st.divider()
     st.subheader(f"{htc}'s own worst mistakes")
     st.caption("The failures it was most confident about and the successes it doubted most, by out-of-fold "
-               "confidence, with each run's structural flags and the strongest reason of the fold model that gave "
-               "that confidence (the inspector explains the same number).")
+               "confidence, with each run's structural flags and, from the fold model that gave that confidence, "
+               "the strongest reason that pushed it the wrong way: up for a failure, down for a success (the "
+               "inspector explains the same number).")
     worst = views.mistakes_for(ws, ev, htc=htc, n=int(n))
     left, right = st.columns(2)
     for col, title, frame in ((left, "Most confident failures", worst.confident_failures),
@@ -109,6 +112,6 @@ with ui.page_errors("examples"):
                     if row["flags"]:
                         st.warning("Flags: " + ui.md(row["flags"]))
                     if "reason" in row:
-                        st.caption("Top reason: " + ui.md(row["reason"]))
+                        st.caption("Top reason for the mistake: " + ui.md(row["reason"]))
                     if st.button("Open in the inspector", key=f"ex_worst_{title[:5]}_{i}"):
                         ui.open_in_inspector(row["key"])

@@ -68,7 +68,8 @@ with ui.page_errors("inspector"):
     m = st.columns(4)
     m[0].metric(shown.headline, explain.format_confidence(shown.confidence))
     if shown.in_sample is not None:
-        m[1].metric("fitted on the whole selection (in-sample)", explain.format_confidence(shown.in_sample))
+        m[1].metric(f"{method} (in-sample)", explain.format_confidence(shown.in_sample),   # short: never cut
+                    help=f"{method} fitted on every labeled run of the selection, this run included")
     m[2].metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}")
     m[3].metric("LastStep-TP", f"{row['LastStep-TP']:.2f}")
     st.caption("Explained by " + ui.md(shown.what) + ".")

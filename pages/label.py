@@ -6,7 +6,7 @@ from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
 opening.say("Label")   # the title before this page's imports (or, on a new server's first request, a notice)
 
-from htc_core.app import label_glue, label_panels, ui
+from htc_core.app import label_glue, label_panels, ui, views
 
 ui.require_app("label")
 st.caption("Label the proposed runs: the queue spreads them over the whole confidence range, so the calibration "
@@ -35,7 +35,8 @@ with ui.page_errors("label"):
             row = ws.frame().iloc[i]
             st.subheader(f"Run {ui.md(row['id'])}")
             conf = label_glue.current_confidence(ws, view, i)
-            st.caption(f"dataset {ui.md(row['dataset'])} · model {ui.md(row['model'])} · {row['steps']} steps · "
+            st.caption(f"dataset {ui.md(views.shown_text(row['dataset']))} · model {ui.md(views.shown_text(row['model']))} · "
+                       f"{row['steps']} steps · "
                        f"current confidence {conf:.2f}")
             label_glue.label_bar(ws, i, key="queue")   # a label is stored by the button's callback, before this
     with right:

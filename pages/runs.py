@@ -74,7 +74,8 @@ with ui.page_errors("runs"):
         for line in import_views.import_details(rep):
             st.caption(ui.md(line))
         if len(problem_table):
-            st.dataframe(problem_table, hide_index=True, width="stretch",
+            st.dataframe(views.blank_missing(problem_table, ["trajectory", "field", "value"], missing=""),
+                         hide_index=True, width="stretch",
                          column_config={"reason": st.column_config.TextColumn("reason", width="large")})
             with st.expander("Every problem in full (reasons are not cut off here)"):
                 st.text(import_views.problems_text(rep))
@@ -179,8 +180,10 @@ with ui.page_errors("runs"):
     filters = dict(datasets=f_ds, models=f_ms, label=f_label, confidence=conf_col, values=values,
                    confidence_range=f_range, text=f_text, flags=f_flags)
     c7, c8, c9, c10 = st.columns([2, 1, 1, 1])
+    # the option's words never name the column: a selectbox kept showing the name it had when its value was set
+    # (after an upload, "confidence (HTC-Reduced (OOF))" over a table sorted by GlobalTrace-TP)
     f_sort = c7.selectbox("Sort by", ["confidence", *sql_views.SORTABLE], key="browse_sort",
-                          format_func=lambda c: f"confidence ({conf_col})" if c == "confidence" else c)
+                          format_func=lambda c: "confidence (the column chosen above)" if c == "confidence" else c)
     f_sort = conf_col if f_sort == "confidence" else f_sort
     f_desc = c8.toggle("Descending", key="browse_desc")
     f_size = c9.selectbox("Rows per page", sql_views.PAGE_SIZES, index=1, key="browse_page_size")
@@ -195,7 +198,8 @@ with ui.page_errors("runs"):
                "Select a row to open it in the inspector.")
     view = shown.rows[["key", "id", "dataset", "model", "success", conf_col, "flags", "steps", "tokens", "question",
                        "answer", "gold"]]
-    event = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
+    event = st.dataframe(views.blank_missing(view, ["dataset", "model", "flags", "question", "answer", "gold"]),
+                         hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key="browse_table",
                          column_config={"key": None, conf_col: st.column_config.NumberColumn(format="%.3f"),
                                         "flags": st.column_config.TextColumn(width="medium"),

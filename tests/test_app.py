@@ -75,7 +75,7 @@ def test_every_page_with_sample_runs(app):
     assert len(worst) == 2 * 4                                    # 4 per side; the selection has both outcomes
     assert app.subheader[2].value.endswith("own worst mistakes")
     assert len(app.metric) == 3 * len(shown) + len(worst)         # baseline, HTC and outcome; one per mistake
-    assert any(c.value.startswith("Top reason: ") for c in app.caption)
+    assert any(c.value.startswith("Top reason for the mistake: ") for c in app.caption)
 
 
 def test_early_warning_curve_on_the_calibration_page(app):

@@ -175,6 +175,20 @@ def test_a_pasted_runs_link_applies_its_filters_and_sort_and_drops_junk(server, 
     _close(other)
 
 
+def test_runs_path_opens_the_runs_page_with_its_link_and_no_page_not_found(server, browser):  # noqa: F811
+    """Runs is the default page, served at "/"; "/runs" (typed, or an old link) forwards there with its parameters
+    instead of showing Streamlit's "Page not found" dialog over the Runs page."""
+    other = _open(browser, f"{server['url']}/runs?label=failure&sort=steps", "Runs")
+    assert other.get_by_text("Page not found").count() == 0
+    assert urlparse(other.url).path == "/"
+    assert _choice(other, "Label") == "failure" and _choice(other, "Sort by") == "steps"
+    q = _query(other)
+    assert q["label"] == ["failure"] and q["sort"] == ["steps"]
+    nav = other.locator('[data-testid="stSidebarNav"]').inner_text()
+    assert nav.count("Runs") == 1                 # the forwarding page is hidden from the sidebar
+    _close(other)
+
+
 # ------------------------------------------------------------------ Calibration
 RELIABILITY_TARGET = """() => { const gd = document.querySelectorAll('.js-plotly-plot')[0];
     const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, pts = [];

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..explain import Mistakes, explain_runs, explain_trajectory, run_reasons, shape_curves, worst_mistakes
+from ..explain.reasons import reason_text
 from .workspace import Workspace
 
 __all__ = ["oof_column", "export_frame", "step_texts", "signal_frame", "mistakes_for"]
@@ -91,24 +92,39 @@ def signal_frame(explanation) -> pd.DataFrame:
 def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, explain: bool = True) -> Mistakes:
     """:func:`htc_core.explain.worst_mistakes` of ``htc`` on the evaluated trajectories (out-of-fold
     confidences) with their structural flags, workspace ``key`` and (``explain``) the top reason of each from
-    the fold model that produced its confidence (the inspector's explanation of the same number)."""
+    the fold model that produced its confidence (the inspector's explanation of the same number): the strongest
+    reason that pushed the confidence the wrong way (up for a failure, down for a success), the one that answers
+    "why this mistake"."""
     res = evaluated.result
     pos = evaluated.positions
     meta = ws.ts.meta.iloc[pos].reset_index(drop=True)
     flags = ws.flags
     sub = type(flags)(frame=flags.frame.iloc[pos].reset_index(drop=True), available=flags.available)
     out = worst_mistakes(meta, res.labels, res.oof[htc], method=htc, flags=sub, n=n)
-    for frame in (out.confident_failures, out.doubted_successes):
+    for frame, wrong_way in ((out.confident_failures, 1.0), (out.doubted_successes, -1.0)):
         rows = [int(pos[int(p)]) for p in frame["position"]]
         frame["key"] = [str(ws.keys[r]) for r in rows]
         if explain and res.fold_models.get(htc):
-            frame["reason"] = [_top_reason(res.fold_model(htc, int(p)), ws, r)
+            frame["reason"] = [mistake_reason(res.fold_model(htc, int(p)), ws, r, wrong_way)
                                for p, r in zip(frame["position"], rows)]
     return out
 
 
-def _top_reason(model, ws: Workspace, row: int) -> str:
+#: a signal moving the logit by less than this is no reason (as :func:`htc_core.explain.explain_trajectory`)
+MIN_REASON = 0.05
+
+
+def mistake_reason(model, ws: Workspace, row: int, wrong_way: float) -> str:
+    """The strongest reason of ``model`` that moved run ``row``'s logit in the sign of ``wrong_way`` (+1: raised
+    a failure's confidence, -1: lowered a success's), in the inspector's words; the strongest reason of any sign
+    when none did."""
     expl = explain_trajectory(model, ws.features, row, labels=ws.labels, groups=ws.ts.meta["dataset"], n_reasons=1)
+    sig = expl.signals
+    if sig is not None and len(sig):
+        pushed = sig[(sig["contribution"] * wrong_way >= MIN_REASON)]
+        if len(pushed):
+            r = pushed.iloc[0]
+            return reason_text(r["name"], r["value"], r["direction"], r["comparison"], r["contribution"])
     return expl.reasons[0] if expl.reasons else "no feature moves this run far from the model's intercept"
 
 

@@ -11,7 +11,7 @@ from ..label_rules import ANSWER_KINDS, FIELD_OPS, AnswerRule, FieldRule, previe
 from . import adapted_scorer, label_glue, session
 from ..viz import plots
 from .label_views import LabelQueueView
-from .layout import md
+from .layout import md, md_code
 from .workspace import Workspace
 
 __all__ = ["estimate_panel", "download_panel", "conflicts_panel", "rules_panel", "scorer_card"]
@@ -70,14 +70,16 @@ def scorer_card(ws: Workspace, *, key: str = "scorer_card", actions: bool = Fals
                "evaluation held out, on Runs, Examples, the inspector, the CSV export and the HTML report.")
     with st.expander(f"Card of {md(scorer.name)}", expanded=actions):
         for line in scorer.card_lines():
-            st.markdown("- " + md(line))
+            st.markdown("- " + md_code(line))     # its `htc fit ...` command and model id as code
         if not actions:
             return scorer
         c = st.columns(2)
-        if c[0].button("Save the adapted model in the store", key=f"{key}_save",
-                       help="A copy that stays when more labels refit the selection's scorer"):
+        if c[0].button("Save in the store", key=f"{key}_save",     # short: the card's half column holds it whole
+                       help="Save the adapted model in the store: a copy that stays when more labels refit the "
+                            "selection's scorer"):
             st.session_state[f"{key}_saved"] = (adapted_scorer.keep(scorer), scorer.name)
-        c[1].download_button("Download the adapted model (JSON)", adapted_scorer.model_file_text(scorer),
+        c[1].download_button("Download (JSON)", adapted_scorer.model_file_text(scorer),
+                             help="The adapted model as the JSON model file `htc score` reads",
                              file_name="htc-adapted-gac.json", mime="application/json", key=f"{key}_download")
         saved = st.session_state.get(f"{key}_saved")
         if saved:
@@ -105,7 +107,7 @@ def download_panel(ws: Workspace) -> None:
                        key="label_download")
     hist = label_glue.labels().history(run_sets)
     if len(hist):
-        with st.expander(f"Label history ({len(hist)} entries)"):
+        with st.expander(f"Label history ({len(hist)} {'entry' if len(hist) == 1 else 'entries'})"):
             st.dataframe(hist.tail(200), hide_index=True, width="stretch")
 
 

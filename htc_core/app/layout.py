@@ -45,6 +45,21 @@ def follow_deep_link() -> None:
         st.switch_page(target)
 
 
+#: the Runs page is the default page, served at "/"; ``/runs`` (typed, or a link such as ``/runs?label=failure``)
+#: is a hidden page that forwards there with its query parameters, instead of Streamlit's "Page not found" dialog
+RUNS_ALIAS = "runs"
+#: the Runs page's own URL pathname, which Streamlit reserves although it serves the default page at "/"
+RUNS_HOME = "runs_home"
+
+
+def runs_alias(runs_page) -> st.Page:
+    """The hidden page at ``/runs`` (see :data:`RUNS_ALIAS`); app.py runs it at once when it is the one asked for,
+    before the store is read, so the forward costs nothing."""
+    def forward_to_runs() -> None:
+        st.switch_page(runs_page, query_params={k: st.query_params.get_all(k) for k in st.query_params})
+    return st.Page(forward_to_runs, title="Runs", url_path=RUNS_ALIAS, visibility="hidden")
+
+
 #: session-state flag: this session's view was already restored from its URL
 URL_RESTORED = "htc_url_restored"
 #: the query parameters of a first request that :func:`require_app` handed over to app.py
@@ -287,6 +302,16 @@ def run_set_ids(chosen, names: dict) -> list[str]:
         hits = [v] if v in names else [i for i, n in names.items() if n == v]
         out.extend(h for h in hits if h not in out)
     return out
+
+
+def md_code(text) -> str:
+    """:func:`md` for a line of ours whose `backticked` parts are commands or ids: those parts shown as code (a
+    code span shows its text literally: nothing in it is rendered), the rest escaped like :func:`md` (which alone
+    would show the backticks themselves). A line with an unmatched backtick goes through :func:`md` whole."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:
+        return md(text)
+    return "".join(md(p) if i % 2 == 0 else f"`{p}`" for i, p in enumerate(parts))
 
 
 def md(text) -> str:

@@ -22,8 +22,9 @@ from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cach
                       computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
                       start_evaluation, timed_spinner)
 from .fits import dataset_weights, early_warning, fitted_gam, fitted_model, projection
-from .layout import (apply_ab_url, follow_deep_link, guard, md, open_in_inspector, page_errors, require_app,
-                     restore_from_url, run_set_ids, set_url_id, sidebar, valid_choice, write_ab_url, write_url)
+from .layout import (RUNS_ALIAS, RUNS_HOME, apply_ab_url, follow_deep_link, guard, md, open_in_inspector,
+                     page_errors, require_app, restore_from_url, run_set_ids, runs_alias, set_url_id, sidebar,
+                     valid_choice, write_ab_url, write_url)
 from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, LAST_UPLOAD, MODELS, PAGES, PROFILE, RUNSETS,
                       SAMPLE_DIR, SAMPLE_DIR_NAME, SEEDS, TOP_K, bootstrap, cache_key, configure, data_dir,
                       full_workspace, get_store, parse_cli, run_set_names, selection, settings, store, workspace,
@@ -37,7 +38,7 @@ __all__ = [
     "full_workspace", "get_store", "parse_cli", "run_set_names", "selection", "settings", "store", "workspace",
     "workspace_for_profile",
     # layout
-    "follow_deep_link", "guard", "isolate", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
+    "RUNS_ALIAS", "RUNS_HOME", "runs_alias", "follow_deep_link", "guard", "isolate", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
     "restore_from_url", "write_url", "set_url_id", "run_set_ids", "apply_ab_url", "valid_choice", "write_ab_url",
     # compute
     "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_parts",

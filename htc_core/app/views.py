@@ -272,7 +272,9 @@ class LinkedPair:
 
 def linked_pair(ws: Workspace, linked: Sequence, current: Sequence) -> LinkedPair:
     """The runs a link names (``linked``: an id or key per side, or None) where the selection holds them, else
-    ``current`` (the pair chosen before, e.g. a flipped pair of Compare run sets)."""
+    ``current`` (the pair chosen before, e.g. a flipped pair of Compare run sets). A side left open is filled so
+    that the page never opens on one run twice: run A the longest trajectory (the inspector's default), run B
+    its :func:`partner`."""
     keys, missing = list(current), []
     for side, wanted in enumerate(linked):
         if wanted:
@@ -281,7 +283,28 @@ def linked_pair(ws: Workspace, linked: Sequence, current: Sequence) -> LinkedPai
                 missing.append(wanted)
             else:
                 keys[side] = str(ws.keys[position])
+    frame = ws.frame()
+    if len(frame) and keys[0] is None:
+        keys[0] = str(frame["key"].iat[trajectory_choices(frame, "", None)[1]])
+    if len(frame) and keys[1] is None:
+        keys[1] = str(frame["key"].iat[partner(frame, ws.position_of(keys[0]))])
     return LinkedPair(tuple(keys), missing)
+
+
+def partner(frame: pd.DataFrame, position: int) -> int:
+    """The run to show next to run ``position`` when nobody chose one: the same question answered by another
+    model, else the same question in another run, else the next longest trajectory (``position`` itself only
+    when the selection holds one run)."""
+    others = np.flatnonzero(np.arange(len(frame)) != position)
+    if len(others) == 0:
+        return int(position)
+    same_q = others[(frame["question"].to_numpy()[others] == frame["question"].iat[position])]
+    other_model = same_q[frame["model"].to_numpy()[same_q] != frame["model"].iat[position]]
+    for pool in (other_model, same_q):
+        if len(pool):
+            return int(pool[0])
+    steps = frame["steps"].to_numpy()[others]
+    return int(others[np.argsort(-steps, kind="stable")[0]])
 
 
 def short_key(value) -> str:
@@ -306,6 +329,16 @@ def trajectory_label(frame: pd.DataFrame, position: int) -> str:
 
 def _missing(v) -> bool:
     return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
+
+
+def blank_missing(frame: pd.DataFrame, columns: Sequence[str], missing: str = "—") -> pd.DataFrame:
+    """``frame`` for a table on screen: None / NaN / blank text in ``columns`` (those present) shown as
+    ``missing`` (st.dataframe writes the word "None" in a cell that has no value)."""
+    out = frame.copy()
+    for c in columns:
+        if c in out.columns:     # a whole number read as float (a column with gaps) keeps its integer form
+            out[c] = [shown_text(int(v) if isinstance(v, float) and v.is_integer() else v, missing) for v in out[c]]
+    return out
 
 
 def shown_text(v, missing: str = "—") -> str:

@@ -1,0 +1,125 @@
+"""What a demanding new user found wrong on the dashboard (the ui-review pass, docs/ui-review.md), each fixed
+and checked here: Side by side opened on one run twice, the inspector cut its in-sample metric's label, and the
+Examples page's worst mistakes gave a reason that pushed the confidence the right way ("why was this success
+doubted?" answered by a reason that raised its confidence). On the project's own sample runs."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from htc_core.app import views
+
+from apptest_kit import first_lines, go, new_app, problems, SAMPLE_RUNS
+from conftest import REPO
+
+pytestmark = pytest.mark.app
+
+
+def test_partner_is_the_same_question_by_another_model_else_another_run():
+    frame = pd.DataFrame({"question": ["q1", "q2", "q1", "q1", None, None],
+                          "model": ["a", "a", "a", "b", "a", "b"],
+                          "steps": [3, 9, 4, 2, 5, 1]})
+    assert views.partner(frame, 0) == 3          # same question, other model
+    assert views.partner(frame, 3) == 0          # and back
+    assert views.partner(frame, 2) == 3
+    assert views.partner(frame, 1) == 4          # no other run of q2: the longest other trajectory (not itself)
+    assert views.partner(frame, 4) == 1          # a missing question matches nothing
+    assert views.partner(frame.iloc[:1], 0) == 0  # one run: itself, nothing else to show
+
+
+@pytest.fixture(scope="module")
+def sample_dir(tmp_path_factory):
+    sources = [SAMPLE_RUNS / "arithmetic" / f"arithmetic_SmolLM2-135M-{tag}.jsonl" for tag in ("greedy", "sampled-t0.7")]
+    return first_lines(tmp_path_factory.mktemp("review_samples"), sources, 60)
+
+
+@pytest.fixture
+def app(tmp_path, sample_dir, monkeypatch):
+    at = new_app(monkeypatch, tmp_path / "data", sample_dir)
+    at.run()
+    assert not problems(at), problems(at)
+    return at
+
+
+def _picked(at, side: str) -> str:
+    return next(s for s in at.selectbox if s.key.startswith(f"sbs_pick_{side}")).value
+
+
+def test_side_by_side_opens_on_two_different_runs_of_one_question(app):
+    go(app, "side_by_side")
+    assert not problems(app), problems(app)
+    frame = app.session_state["sbs_shown"]
+    assert frame[0] != frame[1]                       # never the same run twice
+    a, b = _picked(app, "A"), _picked(app, "B")
+    assert a != b
+    ids = [c.value.split(" · ")[0] for c in app.caption if " steps · " in c.value]
+    assert len(ids) == 2 and ids[0] != ids[1]
+    # the same task by the other model (greedy vs sampled): the ids differ by the model part only
+    assert re.sub(r"-SmolLM2.*", "", ids[0]) == re.sub(r"-SmolLM2.*", "", ids[1])
+    app.run()                                          # a rerun keeps the pair
+    assert app.session_state["sbs_shown"] == frame
+
+
+def test_inspector_metric_labels_are_short_enough_to_show_whole(app):
+    go(app, "inspector")
+    assert not problems(app), problems(app)
+    labels = [m.label for m in app.metric]
+    assert any(lab.endswith("(in-sample)") for lab in labels), labels
+    assert all(len(lab) <= 36 for lab in labels), labels      # a quarter of the page: about 36 characters fit
+
+
+def test_worst_mistakes_give_the_reason_that_pushed_the_wrong_way(app):
+    go(app, "examples")
+    assert not problems(app), problems(app)
+    top = "Top reason for the mistake: "
+    reasons = [c.value.removeprefix(top).replace("\\", "") for c in app.caption if c.value.startswith(top)]
+    n = len([b for b in app.button if b.label == "Open in the inspector"])
+    assert len(reasons) == n == 8                     # 4 per side
+    failures, successes = reasons[:4], reasons[4:]   # left column (confident failures) first
+    assert all("raises the confidence" in r for r in failures), failures
+    assert all("lowers the confidence" in r for r in successes), successes
+    logits = [float(re.search(r"logit ([-+0-9.]+)\)", r).group(1)) for r in reasons]   # (markdown escapes removed)
+    assert all(v > 0 for v in logits[:4]) and all(v < 0 for v in logits[4:]), logits
+
+
+def test_blank_missing_shows_a_dash_not_the_word_none():
+    frame = pd.DataFrame({"dataset": ["a", None, float("nan"), "  "], "line": [3.0, float("nan"), 7.0, 1.0],
+                          "steps": [1, 2, 3, 4]})
+    out = views.blank_missing(frame, ["dataset", "line", "absent"])
+    assert list(out["dataset"]) == ["a", "—", "—", "—"]
+    assert list(out["line"]) == ["3", "—", "7", "1"]         # whole numbers keep their integer form
+    assert list(out["steps"]) == [1, 2, 3, 4] and pd.isna(frame["dataset"].iat[1])   # others, and the input, untouched
+
+
+def test_upload_report_and_browse_table_show_no_none_and_sort_names_no_stale_column(app):
+    foreign = REPO / "tests" / "fixtures" / "foreign"
+    files = [(f.name, f.read_bytes(), "application/octet-stream")
+             for f in (foreign / "otel_phoenix.parquet", foreign / "react_calllog.jsonl", REPO / "docs" / "house.md")]
+    app.file_uploader(key="upload_files").set_value(files)
+    next(b for b in app.button if b.label == "Upload and store").click()
+    app.run()
+    assert not problems(app), problems(app)
+    report = next(d.value for d in app.dataframe if "severity" in d.value.columns)
+    assert len(report) >= 2 and "house.md" in set(report["file"])
+    for c in ("trajectory", "field", "value"):      # (line stays a number column, so that it sorts as numbers)
+        assert not report[c].isna().any() and "None" not in set(report[c]), (c, list(report[c]))
+    browse = next(d.value for d in app.dataframe if "question" in d.value.columns)
+    for c in ("dataset", "model", "question"):
+        assert not browse[c].isna().any() and "None" not in set(browse[c]), (c, list(browse[c]))
+    sort = app.selectbox(key="browse_sort")
+    assert sort.options[0] == "confidence (the column chosen above)"
+
+
+def test_md_code_shows_backticked_parts_as_code_and_escapes_the_rest():
+    from htc_core.app.layout import md, md_code
+
+    line = "fitted on 2026-11-27 (as `htc fit --prior gac`), saved as model `f0bf17a96935` by <b>*me*</b>"
+    out = md_code(line)
+    assert "`htc fit --prior gac`" in out and "`f0bf17a96935`" in out      # code spans, backticks unescaped
+    assert "<b>" not in out and "\\*me\\*" in out                          # the rest is inert, as md makes it
+    assert out.startswith(md("fitted on 2026-11-27 (as "))
+    assert md_code("one ` unmatched") == md("one ` unmatched")             # no half code span
+    assert md_code("no code at all") == md("no code at all")
