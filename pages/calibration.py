@@ -173,7 +173,8 @@ with ui.page_errors("calibration"):
     else:
         st.caption("Compares, out of fold on the labeled runs, the shipped GAC zero-shot, HTC-Reduced fitted from "
                    "scratch, and the GAC adapted to the labels (`htc fit --prior gac`: its logit recalibrated and its "
-                   "weights shrunk toward the GAC's, the strength chosen by inner CV); then adapts it on all of them.")
+                   "weights shrunk toward the GAC's, the strength chosen by the evidence of the labels); then adapts "
+                   "it on all of them.")
         if st.button(f"Adapt the GAC with these {av.n_labels:,} labels", key="adapt_button"):
             st.session_state["adapt_shown"] = True
         if st.session_state.get("adapt_shown"):
@@ -183,7 +184,7 @@ with ui.page_errors("calibration"):
                            "zero-shot numbers here are in-sample (optimistic); `htc adapt-curve` measures it honestly.")
             left, right = st.columns([2, 3])
             left.dataframe(adapt_views.metrics_table(cmp), hide_index=True)
-            left.markdown(f"Adapted model's inner-CV choice on all {cmp.n} runs: **{ui.md(cmp.choice)}** "
+            left.markdown(f"Adapted model's choice on all {cmp.n} runs: **{ui.md(cmp.choice)}** "
                           f"({cmp.n_folds} outer folds).")
             left.download_button("Download the adapted model (JSON)", json.dumps(cmp.model, indent=1),
                                  file_name="htc-adapted-gac.json", mime="application/json", key="adapt_download")

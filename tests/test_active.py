@@ -20,7 +20,7 @@ from htc_core.formats import load, native
 
 @settings(max_examples=150, deadline=None)
 @given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=60), data=st.data(),
-       strategy=st.sampled_from(STRATEGIES), n=st.integers(1, 70))
+       strategy=st.sampled_from([s for s in STRATEGIES if s != "refit"]), n=st.integers(1, 70))
 def test_select_never_proposes_a_labeled_run_nor_twice(scores, data, strategy, n):
     labeled = data.draw(st.lists(st.booleans(), min_size=len(scores), max_size=len(scores)))
     pick = select(scores, labeled, n, strategy=strategy, seed=3)
@@ -52,6 +52,8 @@ def test_bad_arguments():
         select([0.1, 0.2], [False], 1)
     with pytest.raises(ValueError, match="finite"):
         select([np.nan], [False], 1)
+    with pytest.raises(ValueError, match="needs the current model"):
+        select([0.1], [False], 1, strategy="refit")
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +124,36 @@ def test_variance_reduction_lowers_the_integrated_variance_and_still_spreads():
         [_integrated_variance(s, r) for r in randoms])
     # the default draws over the whole range, not only at two logits as the greedy design does
     assert len(np.unique(confidence_bins(s, 10)[drawn])) >= 6
+
+
+def _refit_integrated_variance(model, X, picked, lam):
+    """mean over all runs of (p(1-p))^2 u' M^-1 u in the refit's parameter space (as refit_variance)."""
+    unit = __import__("copy").copy(model)
+    unit.coef_ = np.ones_like(model.coef_)
+    u = np.column_stack([unit.contributions(X), np.ones(len(X))])
+    p = model.predict_proba(X)[:, 1]
+    w = p * (1 - p)
+    M = np.diag(np.append(np.full(u.shape[1] - 1, lam), 1.0)) + (u[picked] * w[picked, None]).T @ u[picked]
+    return float(np.mean(w ** 2 * np.einsum("ij,jk,ik->i", u, np.linalg.inv(M), u)))
+
+
+def test_refit_variance_aims_at_the_refits_uncertainty(units):
+    from htc_core.calibration.active import linear_prior, refit_variance
+
+    fm, y = units
+    prior = linear_prior("gac", fm)
+    free = np.zeros(len(y), bool)
+    greedy = refit_variance(prior, fm, free, 20, np.random.default_rng(1), sharpness=50)
+    drawn = refit_variance(prior, fm, free, 20, np.random.default_rng(1))
+    assert len(set(drawn.tolist())) == 20 and not free[drawn].any()
+    rng = np.random.default_rng(0)
+    randoms = [rng.permutation(len(y))[:20] for _ in range(30)]
+    lam = 300.0            # the prior not adapted yet: the largest pull of the grid
+    v = lambda picked: _refit_integrated_variance(prior, fm, picked, lam)     # noqa: E731
+    assert v(greedy) < v(drawn) < np.mean([v(r) for r in randoms])
+    lab = np.full(len(y), np.nan)
+    lab[drawn] = y[drawn]
+    step = queue_step(fm, lab, "gac", n=10, strategy="refit", seed=2)
+    assert step.adapted and len(step.positions) == 10 and np.isnan(lab[step.positions]).all()
+    with pytest.raises(ValueError, match="one value per run"):
+        refit_variance(prior, fm, free[:5], 3, rng)

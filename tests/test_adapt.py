@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from htc_core.calibration.adapt import DEFAULT_STRENGTHS
+from htc_core.calibration.adapt import DEFAULT_STRENGTHS, fit_with_prior
 from htc_core.experiments.adapt_curve import _prior_for_curve, adapt_traces, adaptation_curve
 from htc_core.experiments.gac_entries import gac_adapted
 from htc_core.calibration.calibrators import HTCCalibrator
@@ -53,7 +53,14 @@ def test_grid_holds_prior_recalibrated_shrinkage_and_no_prior_and_the_choice_is_
     assert names[0] == "prior" and names[1] == "recalibrated prior" and names[-1] == "no prior"
     assert sorted(r["lambda"] for r in a["grid"] if r["kind"] == "shrink") == sorted(DEFAULT_STRENGTHS)
     ok = [r for r in a["grid"] if r["available"]]
-    assert a["choice"] == min(ok, key=lambda r: r["log_loss"])["name"]
+    assert "no prior" not in [r["name"] for r in ok]        # the leave-one-out criterion: no plain-HTC candidate
+    best = min(ok, key=lambda r: r["log_loss"])
+    # the most prior-like candidate within one standard error of the lowest leave-one-out log loss
+    [chosen] = [r for r in ok if r.get("chosen_within_one_se")]
+    assert a["choice"] == chosen["name"] and chosen["log_loss"] >= best["log_loss"]
+    assert names.index(chosen["name"]) <= names.index(best["name"])
+    cv = fit_with_prior(HTCCalibrator(prior=gac), fm.take(tr), ts.labels[tr], criterion="cv").adaptation_
+    assert cv["choice"] == min((r for r in cv["grid"] if r["available"]), key=lambda r: r["log_loss"])["name"]
     assert a["prior"] == "gac/without_alternatives"     # UALA lists no alternatives: the chosen-profile model
     assert m.profile_ == "chosen" and list(m.feature_names_in_) == list(gac.models["without_alternatives"].feature_names_in_)
 
@@ -101,10 +108,12 @@ def test_fallbacks_with_very_few_labels_are_said(uala, gac):
     p0 = gac.models["without_alternatives"].predict_proba(fm)[:, 1]
     assert np.allclose(only.predict_proba(fm)[:, 1], p0)
     one = np.concatenate([pos[:9], neg[:1]])
-    m = HTCCalibrator(prior=gac).fit(fm.take(one), y[one])
+    m = fit_with_prior(HTCCalibrator(prior=gac), fm.take(one), y[one], criterion="cv")
     assert m.adaptation_["choice"] == "recalibrated prior" and "no inner CV" in " ".join(m.adaptation_["notes"])
+    m = HTCCalibrator(prior=gac).fit(fm.take(one), y[one])      # leave-one-out: defined with a single failure
+    assert m.adaptation_["grid"] and "leave-one-out" in " ".join(m.adaptation_["notes"])
     few = np.concatenate([pos[:9], neg[:3]])   # 12 labels, 3 failures: 3 stratified folds
-    m = HTCCalibrator(prior=gac).fit(fm.take(few), y[few])
+    m = fit_with_prior(HTCCalibrator(prior=gac), fm.take(few), y[few], criterion="cv")
     assert "3 stratified folds" in " ".join(m.adaptation_["notes"])
     assert m.adaptation_["grid"] and m.adaptation_["choice"] in [r["name"] for r in m.adaptation_["grid"]]
 
@@ -197,7 +206,7 @@ def test_cli_fit_with_prior(tmp_path, capsys, uala_run_a):
     out = tmp_path / "m.json"
     assert main(["fit", str(uala_run_a), "--prior", "gac", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "Inner-CV choice" in text and "recalibrated prior" in text and "no prior" in text
+    assert "Choice: " in text and "recalibrated prior" in text and "no prior" in text
     obj = json.loads(out.read_text())
     assert obj["adaptation"]["prior"] == "gac/without_alternatives" and obj["profile"] == "chosen"
     assert main(["fit", str(uala_run_a), "--prior", "gac", "--variant", "gam", "--out", str(out)]) == 2

@@ -13,5 +13,5 @@ def test_adapt_the_gac_on_the_calibration_page(app):  # noqa: F811
     assert not problems(app), problems(app)
     [table] = [d.value for d in app.dataframe if "AUROC ↑" in d.value.columns and "GAC adapted" in set(d.value.method)]
     assert set(table.method) == {"GAC zero-shot", "HTC from scratch", "GAC adapted"}
-    assert any("inner-CV choice" in m.value for m in app.markdown)
+    assert any("Adapted model's choice" in m.value for m in app.markdown)
     assert any("in-sample" in c.value for c in app.caption)      # the shipped GAC saw arithmetic runs

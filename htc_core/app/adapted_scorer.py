@@ -65,7 +65,7 @@ class AdaptedScorer:
         c = self.card
         est = c.get("estimate_out_of_fold") or {}
         lines = [f"the shipped GAC adapted to {c.get('labels_used', '?')} labels of this selection on "
-                 f"{c.get('fitted', '?')} (as `htc fit --prior gac`), inner-CV choice: {c.get('adaptation') or '?'}",
+                 f"{c.get('fitted', '?')} (as `htc fit --prior gac`), choice: {c.get('adaptation') or '?'}",
                  f"saved in the store as model `{self.model_id}`"]
         if est.get("ece") is not None:
             num = lambda k: "–" if est.get(k) is None else f"{est[k]:.3f}"    # noqa: E731 (None: not defined yet)

@@ -53,7 +53,7 @@ def estimate_panel(ws: Workspace, view: LabelQueueView | None, job) -> None:
         st.plotly_chart(plots.reliability_figure(view.curves, height=420), key="label_curves")
     if view.model is not None:
         with st.expander("Adapted model (the selection's scorer)", expanded=False):
-            st.markdown(f"GAC adapted to **{view.n_labeled} labels** on {md(view.created)}; inner-CV choice: "
+            st.markdown(f"GAC adapted to **{view.n_labeled} labels** on {md(view.created)}; choice: "
                         f"{md(view.choice)}. Saved in the store as model "
                         f"`{md(label_glue.saved_model_id(ws) or 'pending')}`.")
             for n in view.notes + list(view.model.adaptation_.get("notes", [])):

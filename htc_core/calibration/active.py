@@ -10,9 +10,9 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
   run comes from the bin with the fewest labels so far, relative to its share of the runs (ties: the bin whose
   labeled accuracy is least certain, ``sqrt(p(1-p)/(n+1))``), a random unlabeled run inside it. The labels cover the
   whole confidence range in proportion, so the refitted slope and intercept rest on every part of it and the labeled
-  runs stay representative (the bootstrap estimate below needs no weights). Measured on fresh seeds 200-219
-  (docs/labeling.md): at 10 labels clearly lower adapted ECE than random order (0.137 vs 0.174 on the sample
-  runs), at 30 labels within the noise (sample runs 0.109 vs 0.112, foreign HotpotQA 0.127 vs 0.110);
+  runs stay representative (the bootstrap estimate below needs no weights). Measured with the leave-one-out refit
+  on fresh seeds 300-319 (docs/labeling.md): at 30 labels 0.104 vs 0.116 for random order on the sample runs,
+  0.101 vs 0.104 on the foreign HotpotQA runs (on seeds 300-304: 0.098 vs 0.116 and 0.102 vs 0.076);
 - ``calibration``: like ``stratified``, but each bin's share is weighted by its expected reduction of calibration
   error: the standard error of its accuracy estimate ``sqrt(p(1-p))`` times its mass (Neyman allocation for the
   ECE, whose error is the mass-weighted error of the bins' accuracies). Measured: at 30 labels 0.033 lower than
@@ -24,6 +24,12 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
   weighted, I-optimal design for the slope and intercept of the logit, drawn in proportion to each run's gain:
   :func:`variance_reduction`). Its one setting, :data:`VARIANCE_SHARPNESS`, was chosen on development seeds
   100-119; on them it was not better than random order at 30 labels (docs/labeling.md);
+- ``refit``: labels that shrink the adapted model's own uncertainty where the runs are: the same density-weighted
+  I-optimal design, in the refit's full parameter space (every weight, with the pull toward the prior the refit
+  chose as the prior precision; :func:`refit_variance`). Needs the current model and the runs' features
+  (``select(..., model=, X=)``; :func:`queue_step` passes them). Measured: worse than random order at 10-40 labels
+  (it chases the runs with the most leverage on the 48 weights; fresh seeds 300-319, 30 labels: 0.125 vs 0.116 on
+  the sample runs, 0.170 vs 0.104 on HotpotQA), about level from 50-60 labels;
 - ``random``: uniform over the unlabeled runs (the baseline of the benchmark);
 - ``uncertainty``: the unlabeled runs closest to confidence 0.5 (classic uncertainty sampling, for comparison).
 
@@ -34,6 +40,7 @@ the ECE interval is narrow enough. ``python -m htc_dev.bench label_queue`` compa
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass, field
 
@@ -42,10 +49,11 @@ import numpy as np
 from .calibrators import HTCCalibrator
 from .metrics import auroc, expected_calibration_error
 
-__all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "VARIANCE_SHARPNESS", "variance_reduction", "select", "queue_step", "QueueStep", "estimate", "Estimate",
+__all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "VARIANCE_SHARPNESS", "variance_reduction", "refit_variance",
+           "REFIT_SHARPNESS", "select", "queue_step", "QueueStep", "estimate", "Estimate",
            "stop_suggestion", "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
 
-STRATEGIES = ("stratified", "calibration", "variance", "random", "uncertainty")
+STRATEGIES = ("stratified", "calibration", "variance", "refit", "random", "uncertainty")
 # the strategy the page and ``htc label next`` use (docs/labeling.md: the better of the two bin strategies measured)
 DEFAULT_STRATEGY = "stratified"
 # labels of each outcome needed before the prior is adapted (fewer: the prior's own scores drive the queue)
@@ -69,7 +77,7 @@ def _check(scores, labeled, n, strategy, n_bins) -> tuple[np.ndarray, np.ndarray
 
 
 def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, seed: int = 42,
-           n_bins: int = 10) -> np.ndarray:
+           n_bins: int = 10, model=None, X=None, sharpness: float | None = None) -> np.ndarray:
     """Positions of the next (at most) ``n`` runs to label, in the order to label them.
 
     Never a labeled run; seeded. The strategies are described in the module docstring.
@@ -82,17 +90,28 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
         True where a run already has a label.
     n : int, default=10
         How many runs to propose (fewer when fewer are unlabeled).
-    strategy : {"stratified", "calibration", "variance", "random", "uncertainty"}, default="stratified"
+    strategy : {"stratified", "calibration", "variance", "refit", "random", "uncertainty"}, default="stratified"
         How to choose them.
     seed : int, default=42
         Seed of the random choices.
     n_bins : int, default=10
         Equal-mass confidence bins of the bin strategies.
+    model : HTCCalibrator, optional
+        The current model (needed by ``refit`` only, with ``X``; see :func:`refit_variance`).
+    X : FeatureMatrix, DataFrame or array, optional
+        Every run's features (``refit`` only).
+    sharpness : float, optional
+        The exponent of ``variance`` and ``refit`` (None: :data:`VARIANCE_SHARPNESS` / :data:`REFIT_SHARPNESS`).
 
     Returns
     -------
     ndarray of int64
         Positions into ``scores``.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments, or ``refit`` without ``model`` and ``X``.
 
     Examples
     --------
@@ -117,7 +136,11 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
         order = np.lexsort((rng.random(len(free)), np.abs(s[free] - 0.5)))
         return free[order[:n]].astype(np.int64)
     if strategy == "variance":
-        return variance_reduction(s, lab, n, rng)
+        return variance_reduction(s, lab, n, rng, sharpness=sharpness)
+    if strategy == "refit":
+        if model is None or X is None:
+            raise ValueError("strategy 'refit' needs the current model and the runs' features (model=..., X=...)")
+        return refit_variance(model, X, lab, n, rng, sharpness=sharpness)
     return _stratified(s, lab, n, rng, n_bins, weighted=strategy == "calibration")
 
 
@@ -220,10 +243,15 @@ def variance_reduction(scores, labeled, n: int, rng, *, sharpness: float | None 
     s = np.clip(np.asarray(scores, dtype=np.float64), 1e-4, 1 - 1e-4)
     t = np.log(s / (1 - s))
     u = np.column_stack([np.ones_like(t), t])
-    w = s * (1 - s)
-    lab = np.asarray(labeled, dtype=bool)
-    A = (u * (w ** 2)[:, None]).T @ u / len(t)
-    M = RECAL_PENALTY * np.eye(2) + (u[lab] * w[lab, None]).T @ u[lab]
+    return _i_optimal_draws(u, s * (1 - s), np.asarray(labeled, dtype=bool), RECAL_PENALTY * np.ones(2), n, rng, k)
+
+
+def _i_optimal_draws(u, w, lab, pen, n, rng, k) -> np.ndarray:
+    """Draw ``n`` unlabeled rows, each with probability ``gain ** k``: the expected reduction of the mean over all
+    rows of ``w^2 u' M^-1 u`` (the delta-method variance of the probability) once the row's label is in, with ``M``
+    the posterior precision ``diag(pen) + sum over labeled rows of w u u'`` (updated after each draw)."""
+    A = (u * (w ** 2)[:, None]).T @ u / len(w)
+    M = np.diag(pen) + (u[lab] * w[lab, None]).T @ u[lab]
     free = np.flatnonzero(~lab)
     out = []
     for _ in range(min(n, len(free))):
@@ -238,6 +266,73 @@ def variance_reduction(scores, labeled, n: int, rng, *, sharpness: float | None 
         M = M + w[i] * np.outer(u[i], u[i])
         free = np.delete(free, j)
     return np.asarray(out, dtype=np.int64)
+
+
+# how sharply :func:`refit_variance` prefers the runs whose label shrinks the refit's uncertainty most (as
+# :data:`VARIANCE_SHARPNESS`); chosen on development seeds 100-119 (docs/labeling.md)
+REFIT_SHARPNESS = 1.0
+
+
+def refit_variance(model, X, labeled, n: int, rng, *, sharpness: float | None = None) -> np.ndarray:
+    """Positions of the next ``n`` runs to label, aimed at the adapted model's own uncertainty.
+
+    The refit (:mod:`~htc_core.calibration.adapt`) is a logistic model on the prior's standardized features with a
+    Gaussian prior: precision ``lambda`` on the weights (the pull toward the prior the refit chose; the largest of
+    :data:`~htc_core.calibration.adapt.DEFAULT_STRENGTHS` while it keeps the prior or only recalibrates it) and
+    :data:`~htc_core.calibration.adapt.RECAL_PENALTY` on the intercept. Its Laplace posterior gives every run's
+    predicted probability a variance; a run's gain is how much its label is expected to reduce that variance
+    averaged over all runs (a density-weighted, I-optimal design in the refit's full parameter space, the
+    generalization of :func:`variance_reduction` from the two recalibration parameters to every weight). Each next
+    run is drawn with probability ``gain ** sharpness`` and the posterior updated before the next draw.
+
+    Parameters
+    ----------
+    model : HTCCalibrator
+        The current model: the prior itself or the prior adapted to the labels so far (its ``mean_``/``scale_``
+        standardize ``X``; ``adaptation_["lambda"]`` is the chosen pull).
+    X : array-like or FeatureMatrix
+        Every run's features, in the columns the model reads.
+    labeled : array-like of bool
+        True where a run already has a label.
+    n : int
+        How many runs to propose.
+    rng : numpy.random.Generator
+        The source of the draws.
+    sharpness : float, optional
+        Exponent of the gain (None: :data:`REFIT_SHARPNESS`); 0 is random order.
+
+    Returns
+    -------
+    ndarray of int
+        Positions into ``X``, never a labeled one, in the order to label them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.calibrators import HTCCalibrator
+    >>> from htc_core.calibration.active import refit_variance
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)); y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    >>> model = HTCCalibrator(alphas=(1.0,)).fit(X, y)
+    >>> lab = np.zeros(200, dtype=bool); lab[:20] = True
+    >>> pos = refit_variance(model, X, lab, 5, np.random.default_rng(1))
+    >>> len(pos), bool(lab[pos].any())
+    (5, False)
+    """
+    from .adapt import DEFAULT_STRENGTHS, RECAL_PENALTY
+
+    k = REFIT_SHARPNESS if sharpness is None else float(sharpness)
+    lab = np.asarray(labeled, dtype=bool).reshape(-1)
+    p = np.clip(_scores(model, X), 1e-4, 1 - 1e-4)
+    if len(p) != len(lab):
+        raise ValueError(f"labeled must have one value per run of X ({len(p)}), got {len(lab)}")
+    lam = (getattr(model, "adaptation_", None) or {}).get("lambda") or max(DEFAULT_STRENGTHS)
+    unit = copy.copy(model)
+    unit.coef_ = np.ones_like(model.coef_)
+    Z = np.asarray(unit.contributions(X), dtype=np.float64)     # the standardized features, the model's columns
+    u = np.column_stack([Z, np.ones(len(p))])
+    pen = np.append(np.full(Z.shape[1], float(lam)), float(RECAL_PENALTY))
+    return _i_optimal_draws(u, p * (1 - p), lab, pen, n, rng, k)
 
 
 # ------------------------------------------------------------------ the loop
@@ -422,7 +517,8 @@ def queue_step(X, y, prior, *, n: int = 10, strategy: str = DEFAULT_STRATEGY, se
     s = _scores(model, X)
     if len(s) != len(y):
         raise ValueError(f"y must have one value per run of X ({len(s)}), got {len(y)}")
-    pos = select(s, np.isfinite(y), n, strategy=strategy, seed=seed + int(np.isfinite(y).sum()), n_bins=n_bins)
+    pos = select(s, np.isfinite(y), n, strategy=strategy, seed=seed + int(np.isfinite(y).sum()), n_bins=n_bins,
+                 model=model, X=X)
     notes = [] if adapted else ["the labels hold one outcome only (or none): the prior's scores pick the runs"]
     return QueueStep(pos, s, model, adapted, int(np.isfinite(y).sum()), strategy, notes)
 

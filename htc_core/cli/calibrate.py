@@ -210,10 +210,11 @@ def _fit_with_prior(args: argparse.Namespace, ts, out) -> int:
     out = model.save(out)
     a = model.adaptation_
     print(f"adapted {a['prior']} to {len(ts)} labeled trajectories (success rate {ts.labels.mean():.3f}); features: "
-          f"profile {model.profile_!r}, top-k {model.top_k_} (the prior's). Inner-CV choice: {a['choice']}")
+          f"profile {model.profile_!r}, top-k {model.top_k_} (the prior's). Choice: {a['choice']} (by {a['criterion']})")
     for r in a["grid"]:
-        score = f"{r['log_loss']:.4f}" if r["available"] else "not available"
-        print(f"  {'*' if r['name'] == a['choice'] else ' '} {r['name']:<38} log loss {score}")
+        key, label = ("log_evidence", "log evidence") if "log_evidence" in r else ("log_loss", "log loss")
+        score = f"{r[key]:.4f}" if r["available"] else "not a candidate"
+        print(f"  {'*' if r['name'] == a['choice'] else ' '} {r['name']:<38} {label} {score}")
     for n in a["notes"]:
         print(f"note: {n}")
     print(f"wrote {out}")

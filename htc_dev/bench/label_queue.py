@@ -16,6 +16,7 @@ seeds) per target and strategy, the mean over targets, and the done-when line (q
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import json
 import os
 import time
@@ -61,12 +62,12 @@ def _prior(ts, target: str, cache: Path):
 def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes):
     """ECE/Brier/AUROC on ``test`` after each budget of ``sizes``, labels proposed by ``strategy`` from ``pool``."""
     from htc_core.calibration import active
-    from htc_core.calibration.active import adapt_to_labels, select
+    from htc_core.calibration.active import adapt_to_labels
     from htc_core.experiments.grouping import score_metrics
 
     name, _, sharp = strategy.partition("@")      # "variance@2": the variance strategy with sharpness 2
-    if sharp:
-        active.VARIANCE_SHARPNESS = float(sharp)
+    sharpness = float(sharp) if sharp else None
+    select = partial(active.select, sharpness=sharpness) if sharp else active.select
 
     sub = fm.take(pool)
     lab = np.full(len(pool), np.nan)
@@ -75,7 +76,7 @@ def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes):
     while int(np.isfinite(lab).sum()) < max(sizes):
         s = model.predict_proba(sub)[:, 1]
         have = np.isfinite(lab)
-        pick = select(s, have, batch, strategy=name, seed=seed * 1000 + int(have.sum()))
+        pick = select(s, have, batch, strategy=name, seed=seed * 1000 + int(have.sum()), model=model, X=sub)
         lab[pick] = y[pool][pick]
         model, _ = adapt_to_labels(sub, lab, prior, random_state=seed)
         n = int(np.isfinite(lab).sum())
@@ -108,7 +109,8 @@ def _target(ts, target, args, cache):
                 res[strategy][n].append(m)
     return {"target": target, "n": len(y), "positive_rate": float(y.mean()), "zero_shot_ece": float(np.mean(zero)),
             "curves": {s: {n: {k: float(np.mean([m[k] for m in v])) for k in ("ece", "brier", "auroc")}
-                           | {"ece_std": float(np.std([m["ece"] for m in v]))} for n, v in c.items()}
+                           | {"ece_std": float(np.std([m["ece"] for m in v])), "ece_seeds": [m["ece"] for m in v]}
+                           for n, v in c.items()}
                        for s, c in res.items()}}
 
 
@@ -177,12 +179,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--strategies", default="calibration,stratified,random")
     ap.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "htc-bench-priors"))
+    ap.add_argument("--criterion", choices=("evidence", "loo", "cv"), default=None,
+                    help="how the refit chooses its pull toward the prior (default: the library's, "
+                         "htc_core.calibration.adapt.DEFAULT_CRITERION)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ap.add_argument("--diagnose", action="store_true", help="print the headroom and noise of the comparison instead "
                                                              "(floor, spread of random draws, the refit's choices)")
     args = ap.parse_args(argv)
     args.sizes = sorted(int(s) for s in args.sizes.split(","))
     args.strategies = args.strategies.split(",")
+    if args.criterion:
+        from htc_core.calibration import adapt
+
+        adapt.DEFAULT_CRITERION = args.criterion
+    if os.environ.get("HTC_BENCH_LOO_TOLERANCE"):       # development only: the loo criterion's tolerance
+        from htc_core.calibration import adapt
+
+        adapt.LOO_TOLERANCE = float(os.environ["HTC_BENCH_LOO_TOLERANCE"])
     t0, c0 = time.perf_counter(), time.process_time()
     ts = _data(args)
     if args.diagnose:
