@@ -33,12 +33,15 @@ with ui.page_errors("label"):
             st.success("Every run of the selection is labeled (or skipped in this session).")
         else:
             row = ws.frame().iloc[i]
-            st.subheader(f"Run {ui.md(row['id'])}")
             conf = label_glue.current_confidence(ws, view, i)
-            st.caption(f"dataset {ui.md(views.shown_text(row['dataset']))} · model {ui.md(views.shown_text(row['model']))} · "
-                       f"{row['steps']} steps · "
-                       f"current confidence {conf:.2f}")
-            label_glue.label_bar(ws, i, key="queue")   # a label is stored by the button's callback, before this
+
+            def heading() -> None:      # drawn by the label bar once the run's keys are live in the browser
+                st.subheader(f"Run {ui.md(row['id'])}")
+                st.caption(f"dataset {ui.md(views.shown_text(row['dataset']))} · "
+                           f"model {ui.md(views.shown_text(row['model']))} · {row['steps']} steps · "
+                           f"current confidence {conf:.2f}")
+
+            label_glue.label_bar(ws, i, key="queue", heading=heading)   # a label is stored by the button's callback
     with right:
         label_panels.estimate_panel(ws, view, job)
         label_panels.scorer_card(ws, key="label_card", actions=True)

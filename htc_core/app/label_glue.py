@@ -175,10 +175,14 @@ def record(ws: Workspace, i: int, value: str, *, note: str = "", force: bool = F
     return labels().record(str(ws.run_set[i]), [str(ws.ts.ids[i])], value, source="person", note=note, force=force)
 
 
-def _evidence(ws: Workspace, i: int) -> None:
+def _run_evidence(ws: Workspace, i: int):
+    """Run ``i``'s outcome evidence (:func:`~htc_core.app.label_views.evidence`), computed before the bar draws."""
     s = session.settings()
     one, j = ws.trajectory(i)
-    ev = evidence(trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"]), ws.flags.of(i))
+    return evidence(trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"]), ws.flags.of(i))
+
+
+def _draw_evidence(ev) -> None:
     c = st.columns(2)
     c[0].markdown("**Final answer**")
     c[0].code(ev.answer if ev.answer is not None else "(none)", language=None, wrap_lines=True)
@@ -241,24 +245,43 @@ def _feedback(key: str) -> None:
 
 
 def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, evidence_first: bool = True,
-              inspect_key: str | None = None):
+              inspect_key: str | None = None, heading=None):
     """The run's outcome evidence and its label buttons (``s`` success, ``f`` failure, ``x`` skip; with
     ``navigate``: ``p``/``n`` previous/next run, moving ``inspect_key``). The buttons act through callbacks
     (:func:`_on_label`): a key is applied once or refused visibly, never lost while the page redraws. Returns the
-    value clicked in the run that applied it, or None."""
-    if evidence_first:
-        _evidence(ws, i)
-    _feedback(key)
-    render = int(_bar_state(key, "render") or 0) + 1
-    st.session_state[f"{key}_render"] = render
+    value clicked in the run that applied it, or None.
+
+    ``heading`` (a function drawing the run's title, or None) and the evidence are drawn above the buttons but sent
+    to the browser after them (a slot kept for them, filled last, everything computed before the first element):
+    Streamlit binds a button's keyboard shortcut when the button mounts in the browser, and the run's title used to
+    show while its buttons were still on their way (up to a second under load), so a key pressed as soon as the run
+    appeared reached no button and was lost without a trace. Now a run's title never shows before its keys are
+    live, and the slot is emptied first, so the previous run's title and evidence are gone before its buttons
+    are replaced (a key on those is refused, never applied to a run not on screen)."""
+    ev = _run_evidence(ws, i) if evidence_first else None
     cur = labels().current([str(ws.run_set[i])])
     cur = cur[cur["id"] == str(ws.ts.ids[i])]
     now = "unlabeled" if cur.empty else f"{cur['value'].iat[0]} ({cur['source'].iat[0]})"
     scored = adapted_confidence(ws, i)
+    slot = st.empty() if (heading is not None or ev is not None) else None
+    _feedback(key)
+    render = int(_bar_state(key, "render") or 0) + 1
+    st.session_state[f"{key}_render"] = render
     st.caption(f"Current label: **{md(now)}** · keys: s success, f failure, x skip"
                + (", p previous, n next" if navigate else "")
                + ("" if scored is None else f" · the selection's adapted GAC ({scored[1].get('labels_used', '?')} "
                                             f"labels, {md(scored[1].get('fitted', ''))}): {scored[0]:.2f}"))
+    clicked = _buttons(ws, i, key=key, render=render, navigate=navigate, inspect_key=inspect_key)
+    if slot is not None:
+        with slot.container():
+            if heading is not None:
+                heading()
+            if ev is not None:
+                _draw_evidence(ev)
+    return clicked
+
+
+def _buttons(ws: Workspace, i: int, *, key: str, render: int, navigate: bool, inspect_key: str | None):
     cols = st.columns(5 if navigate else 3)
     clicked = None
     target = (str(ws.run_set[i]), str(ws.ts.ids[i]), int(i))
