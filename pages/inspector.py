@@ -46,20 +46,24 @@ with ui.page_errors("inspector"):
                    "Explained by the shipped GAC: no calibrator can be fitted on this selection.")
 
     row = frame.iloc[i]
-    st.caption(f"{ui.md(views.clipped(row['id']))} · dataset {ui.md(views.clipped(views.shown_text(row['dataset'])))} · "
-               f"model {ui.md(views.clipped(views.shown_text(row['model'])))} · framework "
-               f"{ui.md(views.clipped(views.shown_text(row['framework'])))} · {row['steps']} steps · {row['tokens']} tokens · "
-               f"{views.outcome_word(row['success'])}")
     raised = ws.flags.of(i)
-    if raised:
-        st.warning("**Structural flags:** " + "; ".join(raised) + ".")
-    else:
-        checked = ", ".join(explain.FLAGS[f] for f in ws.flags.available) or "nothing the data can decide"
-        st.caption(f"No structural flag raised (checked: {checked}).")
     s = ui.settings()
     one, j = ws.trajectory(i)     # this run's tokens only (the workspace keeps them in the store)
-    trajectory_panel.render_answer(trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"]))
-    label_glue.inspector_label_bar(ws, i, ui.INSPECT)     # Success / Failure / Skip, previous / next (keys s f x p n)
+    answer = trajectory_view.trajectory_view(one, j, profile=s["profile"], top_k=s["top_k"])
+
+    def heading() -> None:    # the run above its label bar, sent after the bar's buttons (keys live once it shows)
+        st.caption(f"{ui.md(views.clipped(row['id']))} · dataset {ui.md(views.clipped(views.shown_text(row['dataset'])))} · "
+                   f"model {ui.md(views.clipped(views.shown_text(row['model'])))} · framework "
+                   f"{ui.md(views.clipped(views.shown_text(row['framework'])))} · {row['steps']} steps · {row['tokens']} tokens · "
+                   f"{views.outcome_word(row['success'])}")
+        if raised:
+            st.warning("**Structural flags:** " + "; ".join(raised) + ".")
+        else:
+            checked = ", ".join(explain.FLAGS[f] for f in ws.flags.available) or "nothing the data can decide"
+            st.caption(f"No structural flag raised (checked: {checked}).")
+        trajectory_panel.render_answer(answer)
+
+    label_glue.inspector_label_bar(ws, i, ui.INSPECT, heading=heading)   # Success / Failure / Skip, previous / next
 
     evaluated = shown_conf.evaluation_for(ws, i, variant)
     shown = shown_conf.shown_confidence(ws, i, variant, evaluated)

@@ -296,10 +296,11 @@ def _buttons(ws: Workspace, i: int, *, key: str, render: int, navigate: bool, in
     return clicked
 
 
-def inspector_label_bar(ws: Workspace, i: int, inspect_key: str) -> None:
-    """The inspector's label bar (its answer, gold and flags are already on screen above it): label run ``i``,
-    or move to the previous / next run of the selection (``inspect_key``: the session key of the shown run)."""
-    label_bar(ws, i, key="insp_label", navigate=True, evidence_first=False, inspect_key=inspect_key)
+def inspector_label_bar(ws: Workspace, i: int, inspect_key: str, heading=None) -> None:
+    """The inspector's label bar: label run ``i``, or move to the previous / next run of the selection
+    (``inspect_key``: the session key of the shown run). ``heading`` draws the run above the bar (its id, flags,
+    answer and gold), sent after the buttons as in :func:`label_bar`."""
+    label_bar(ws, i, key="insp_label", navigate=True, evidence_first=False, inspect_key=inspect_key, heading=heading)
     if conflict_prompt("insp_label"):
         st.rerun()
 
