@@ -238,6 +238,12 @@ def _is_store_error(e: BaseException) -> bool:
 SELECT_UPLOAD = "htc_select_upload"
 
 
+def clear_filters() -> None:
+    """The sidebar's "Clear the filters" button: every run set, dataset and model selected again."""
+    for key in (RUNSETS, DATASETS, MODELS):
+        st.session_state[key] = []
+
+
 def sidebar() -> None:
     """Data selection and settings (drawn by app.py on every run, so they hold across pages)."""
     full = full_workspace()
@@ -263,6 +269,11 @@ def sidebar() -> None:
             st.multiselect("Datasets", ds_all, key=DATASETS, placeholder="all datasets")
             st.multiselect("Models", ms_all, key=MODELS, placeholder="all models")
             st.caption(f"{len(workspace()):,} of {len(full):,} trajectories selected")
+            # also the tab's first st.button: Streamlit's browser code loads its Button component lazily, on the
+            # first button a tab draws, and until then a button's keyboard shortcut is not bound; drawn here, before
+            # any page, it is loaded before a page's label bar (the first key on the Label page: docs/labeling.md)
+            st.button("Clear the filters", key="sidebar_clear", on_click=clear_filters, type="tertiary",
+                      disabled=not any(st.session_state.get(k) for k in (RUNSETS, DATASETS, MODELS)))
         else:
             st.caption("no runs stored yet")
         with st.expander("Settings"):
