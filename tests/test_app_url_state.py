@@ -280,3 +280,17 @@ def test_compare_side_by_side_and_weights_round_trip(new_app):
     again = new_app(url, page="weights")
     assert not problems(again), problems(again)
     assert again.toggle(key="w_only_kept").value is True and again.radio(key="w_heat_variant").value == "reduced"
+
+
+def test_clear_the_filters_selects_every_run_again(new_app):
+    """The sidebar's "Clear the filters" (also each tab's first st.button, so the Label page's keys are live at
+    once: docs/labeling.md): disabled while nothing is filtered; clears run sets, datasets and models, and the URL."""
+    at = new_app()
+    assert at.button(key="sidebar_clear").disabled
+    models = at.multiselect(key=ui.MODELS)
+    models.set_value([models.options[0]]).run()
+    assert at.query_params.get("models") and not at.button(key="sidebar_clear").disabled
+    at.button(key="sidebar_clear").click().run()
+    assert at.multiselect(key=ui.MODELS).value == [] and at.multiselect(key=ui.RUNSETS).value == []
+    assert "models" not in at.query_params and at.button(key="sidebar_clear").disabled
+    assert not problems(at)
