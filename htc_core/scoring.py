@@ -50,44 +50,84 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     >>> table.loc[0, "id"], round(float(table.loc[0, "confidence"]), 3), table.loc[0, "gac_model"]
     ('units-0000-Gemma3-270M-greedy', 0.511, 'with_alternatives')
     """
-    import numpy as np
     import pandas as pd
 
-    from .calibration.baselines import BASELINE_COLUMNS, baseline_confidences
-    from .calibration.general import GeneralCalibrator
+    df = pd.DataFrame(score_columns(model, ts, verbalized_column=verbalized_column, set_level=set_level))
+    if explain:
+        df = pd.concat([df, explained_columns(model, ts)], axis=1)
+    return df
+
+
+def score_columns(model, ts, *, verbalized_column: bool | None = None, set_level: bool = False) -> dict:
+    """The columns of :func:`score_frame` (without ``explain``) as numpy arrays: numpy only, no pandas.
+
+    What ``htc score`` writes (with :meth:`~htc_core.tablewriter.TableWriter.write_columns`): with a model of
+    :func:`htc_core.calibration.models.load_scorer`, scoring imports neither pandas, scikit-learn nor scipy.
+
+    Parameters
+    ----------
+    model : LinearScorer, GACScorer, HTCCalibrator, HTCGAM or GeneralCalibrator
+        A fitted model (:func:`htc_core.calibration.models.load_scorer` or :func:`htc_core.load_model`).
+    ts : TraceSet
+        The runs to score.
+    verbalized_column : bool, optional
+        As in :func:`score_frame`.
+    set_level : bool, default False
+        As in :func:`score_frame`.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The columns in :func:`score_frame`'s order: ``id`` (object), ``confidence``, (``gac_model``,
+        ``confidence_per_run``), then the baselines (float64).
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.models import load_scorer
+    >>> from htc_core.scoring import score_columns
+    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> cols = score_columns(load_scorer("gac"), ts)
+    >>> list(cols)
+    ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
+    >>> round(float(cols["confidence"][0]), 3)
+    0.511
+    """
+    import numpy as np
+
+    from .calibration.baselines import BASELINE_COLUMNS, baseline_arrays
+    from .calibration.linear_scoring import GACScoring
     from .features import extract
 
-    gac = isinstance(model, GeneralCalibrator)
+    cols = {"id": np.asarray(ts.ids, dtype=object)}
     # ValueError: scores that would not be finite, never written as NaN
-    if gac:
+    if isinstance(model, GACScoring):       # a GeneralCalibrator or a GACScorer
         profile, top_k = "paper", 5
         p, per_run = model.confidences_traces(ts, set_level=set_level)
-        df = pd.DataFrame({"id": ts.ids, "confidence": p, "gac_model": model.kinds(ts)})
+        cols["confidence"], cols["gac_model"] = p, model.kinds(ts)
         if set_level and (model.transfer or {}).get("set_level"):
-            df["confidence_per_run"] = per_run      # every chunk, so that chunks share their columns
+            cols["confidence_per_run"] = per_run      # every chunk, so that chunks share their columns
     else:
         # the features of the model's own token-confidence profile and top-k (recorded in the model file)
         profile, top_k = model.profile_, model.top_k_
         fm = extract(ts, profile=profile, top_k=top_k)
-        df = pd.DataFrame({"id": ts.ids, "confidence": model.predict_proba(fm)[:, 1]})
-    base = baseline_confidences(ts, profile=profile, top_k=top_k)
+        cols["confidence"] = np.ascontiguousarray(model.predict_proba(fm)[:, 1])
+    base = baseline_arrays(ts, profile=profile, top_k=top_k)
     if verbalized_column and "Verbalized" not in base:
         base["Verbalized"] = np.full(ts.n_trajectories, np.nan)
-    for col in base:
+    for col, v in base.items():
         if col != "Verbalized" or verbalized_column is not False:
-            df[BASELINE_COLUMNS[col]] = base[col].to_numpy()
-    if explain:
-        df = pd.concat([df, explained_columns(model, ts)], axis=1)
-    return df
+            cols[BASELINE_COLUMNS[col]] = v
+    return cols
 
 
 def _scorer_names(model, ts):
     """Per run, the model that scored it in words, and (models, index of each run's model) for the reasons."""
     import numpy as np
 
-    from .calibration.general import GeneralCalibrator
+    from .calibration.linear_scoring import GACScoring
 
-    if isinstance(model, GeneralCalibrator):
+    if isinstance(model, GACScoring):
         kinds = np.asarray(model.kinds(ts), dtype=object)
         names = sorted(k for k, m in model.models.items() if m is not None)
         scorer = [f"{model.name.upper()} ({k.replace('_', ' ')} model, zero-shot)" for k in kinds]
@@ -210,4 +250,4 @@ def explained_columns(model, ts, *, n_reasons: int = 3):
     return pd.concat([out, base], axis=1)
 
 
-__all__ = ["score_frame", "explained_columns", "out_of_fold"]
+__all__ = ["score_frame", "score_columns", "explained_columns", "out_of_fold"]

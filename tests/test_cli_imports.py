@@ -84,6 +84,45 @@ def test_score_imports_no_app_or_learning_library(tmp_path):
     assert not loaded & {"duckdb", "streamlit", "plotly", "torch"}
 
 
+#: what scoring a fitted JSON model needs: the model file read by calibration.linear_scoring (numpy), the features,
+#: the baselines, the applicability check and Arrow's CSV writer; never pandas, scipy, scikit-learn or numba
+SCORING = {"numpy", "pyarrow"}
+HEAVY = {"pandas", "scipy", "sklearn", "numba", "threadpoolctl"}
+
+
+@pytest.mark.parametrize("model", ["gac", "gac-full", "gac-prefix"])
+def test_score_with_a_shipped_gac_imports_numpy_only(tmp_path, model):
+    jsonl = ROOT / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+    loaded = loaded_by(["score", model, str(jsonl), "--out", str(tmp_path / "s.csv")])
+    assert loaded <= SCORING and not loaded & HEAVY, loaded
+
+
+def test_score_with_a_model_file_of_htc_fit_imports_numpy_only(tmp_path):
+    for variant in ("reduced", "full"):
+        model = tmp_path / f"{variant}.json"
+        p = subprocess.run([sys.executable, "-m", "htc_core", "fit", str(SAMPLE), "--variant", variant, "--out",
+                            str(model)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        # a directory of JSONL files, read chunk by chunk, with the applicability check of an HTC model
+        loaded = loaded_by(["score", str(model), str(SAMPLE), "--out", str(tmp_path / "s.csv")])
+        assert loaded <= SCORING and not loaded & HEAVY, (variant, loaded)
+
+
+def test_score_as_a_set_imports_numpy_only_and_parquet_adds_pandas_only(tmp_path):
+    # --as-set ranks the runs of a chunk (numpy's average ranks, scipy's rankdata to the bit)
+    loaded = loaded_by(["score", "gac", str(SAMPLE), "--as-set", "--out", str(tmp_path / "s.csv")])
+    assert loaded <= SCORING and not loaded & HEAVY, loaded
+    # Parquet is written from a DataFrame (its schema's pandas metadata)
+    loaded = loaded_by(["score", "gac", str(SAMPLE), "--out", str(tmp_path / "s.parquet")])
+    assert "pandas" in loaded and not loaded & {"scipy", "sklearn", "numba", "threadpoolctl"}, loaded
+
+
+def test_score_explain_loads_the_estimator_it_explains_with(tmp_path):
+    loaded = loaded_by(["score", "gac", str(SAMPLE / "units_SmolLM2-135M-greedy.jsonl"), "--explain", "--out",
+                        str(tmp_path / "s.csv")])
+    assert {"pandas", "sklearn"} <= loaded                 # asked for: reasons and out-of-fold scores
+
+
 WORKER = r"""
 import json, sys
 from htc_core.engines.common import Task, map_batches, pieces_batch, split_inputs

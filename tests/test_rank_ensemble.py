@@ -4,6 +4,8 @@ with a known answer, and the GAC's set-level transfer built on it."""
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm
 
 from htc_core.calibration import rank_ensemble as rk
@@ -208,3 +210,15 @@ def test_htc_score_scores_run_by_run_and_a_chunk_as_a_set_on_request(tmp_path, c
     c = pd.read_csv(tmp_path / "c.csv")
     assert list(c.columns) == list(a.columns)
     np.testing.assert_allclose(c.confidence, b.confidence, rtol=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=16), min_size=1, max_size=60))
+def test_average_ranks_are_scipys_rankdata_to_the_bit(values):
+    # numpy alone, so that `htc score --as-set` imports no scipy: the same numbers, ties (many at width 16) included
+    from scipy.stats import rankdata
+
+    from htc_core.calibration.rank_ensemble import average_ranks
+
+    x = np.asarray(values, dtype=np.float64)
+    assert np.array_equal(average_ranks(x), rankdata(x))

@@ -24,12 +24,16 @@ single-signal baseline.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..confidence import token_confidence
 from ..features.segments import seg_mean, seg_min, seg_sum
 from ..traces import TraceSet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "RAW_BASELINES", "BASELINE_COLUMNS", "token_probabilities", "last_step_tp", "global_trace_tp", "bottom10",
@@ -341,7 +345,8 @@ def verbalized(ts: TraceSet) -> np.ndarray:
     >>> verbalized(ts).tolist()
     [0.9, nan]
     """
-    return _check_ts(ts).meta["verbalized_confidence"].to_numpy(dtype=np.float64)
+    # a copy of the metadata column (float64, NaN where absent), without building the meta DataFrame
+    return np.array(_check_ts(ts).meta_column("verbalized_confidence"), dtype=np.float64)
 
 
 def baseline_confidences(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> pd.DataFrame:
@@ -374,6 +379,13 @@ def baseline_confidences(ts: TraceSet, *, profile: str = "paper", top_k: int = 5
     0          0.7             0.7       0.5          0.7   0.7         0.9
     1          0.4             0.4       0.2          0.4   0.4         NaN
     """
+    import pandas as pd
+
+    return pd.DataFrame(baseline_arrays(ts, profile=profile, top_k=top_k))
+
+
+def baseline_arrays(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> dict:
+    """The columns of :func:`baseline_confidences` as a dict of float64 arrays, in its order (no pandas)."""
     r = token_probabilities(ts, profile=profile, top_k=top_k)
     cols = {
         "LastStep-TP": last_step_tp(ts, r),
@@ -385,7 +397,7 @@ def baseline_confidences(ts: TraceSet, *, profile: str = "paper", top_k: int = 5
     v = verbalized(ts)
     if np.isfinite(v).any():
         cols["Verbalized"] = v
-    return pd.DataFrame(cols)
+    return cols
 
 
 class TemperatureScaling:

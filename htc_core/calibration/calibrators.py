@@ -46,6 +46,7 @@ from .blas_threads import one_blas_thread
 from .inputs import check_positive_int, default_feature_names, unpack_features_and_names
 from .inputs import TraceSetMixin, align_columns, check_predict_data, check_saveable_labels, validate_fit_data
 from .shift import feature_stats
+from .linear_scoring import check_feature_profile, linear_score
 from .metrics import fast_auroc, fast_brier, fast_ece
 from .model_file import (DEFAULT_PROFILE, DEFAULT_TOP_K, MODEL_FORMAT, model_to_dict, parse_model_dict,
                          parse_model_text, read_model_file)
@@ -345,11 +346,7 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
     def _checked(self, X) -> np.ndarray:
         self._check_fitted()
         values, names, of_matrix = unpack_features_and_names(X)
-        if of_matrix is not None and of_matrix != (self.profile_, self.top_k_):
-            raise ValueError(f"X is a FeatureMatrix computed with profile {of_matrix[0]!r} and top_k {of_matrix[1]}, "
-                             f"but this model was fitted on features of profile {self.profile_!r} and top_k "
-                             f"{self.top_k_}; extract the features with extract(ts, profile={self.profile_!r}, "
-                             f"top_k={self.top_k_})")
+        check_feature_profile(of_matrix, self.profile_, self.top_k_)
         values = align_columns(values, names, [str(n) for n in self.feature_names_in_])
         return check_predict_data(self, values)
 
@@ -449,15 +446,8 @@ class HTCCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> bool(np.allclose(s, model.contributions(fm).sum(axis=1) + model.intercept_[0]))
         True
         """
-        X = self._checked(X)
-        w = self.coef_[0] / self.scale_
-        with np.errstate(over="ignore", invalid="ignore"):
-            z = X @ w + (self.intercept_[0] - float(self.mean_ @ w))
-        if np.isnan(z).any():  # never a silent NaN score
-            rows = np.flatnonzero(np.isnan(z))
-            raise ValueError(f"the model's score is not a number for {rows.size} of {z.size} rows (first: row "
-                             f"{int(rows[0])}): their features are far outside the range the model can score")
-        return z
+        # the maths is linear_scoring's (shared with LinearScorer, which htc score loads without scikit-learn)
+        return linear_score(self._checked(X), self.coef_[0], self.intercept_[0], self.mean_, self.scale_)
 
     def predict_proba(self, X) -> np.ndarray:
         """The calibrated probabilities of failure and success.

@@ -25,7 +25,6 @@ The file is JSON (``"format": "htc-gac"``) holding both model files and the mode
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -38,17 +37,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from .calibrators import HTCCalibrator
 from .inputs import TraceSetMixin, check_predict_data, check_saveable_labels, unpack_features, validate_fit_data
+# the scoring maths (routing, transfer, set level, assessment) and the file's frame live in linear_scoring, which
+# scores without scikit-learn (htc score); the names below are re-exported from here as before
+from .linear_scoring import (GAC_FORMAT, GAC_FORMAT_VERSION, KIND_PROFILE, KINDS, WITH_ALTERNATIVES,  # noqa: F401
+                             WITHOUT_ALTERNATIVES, GACScoring, check_gac_models, check_transfer, has_alternatives,
+                             parse_gac_dict)
 from .model_file import read_model_file
 from .solvers import DEFAULT_ALPHAS
 
 __all__ = ["GeneralCalibrator", "GACScores", "check_transfer", "GAC_FORMAT", "GAC_FORMAT_VERSION", "fit_general", "gac_features",
            "load_any_model"]
 
-GAC_FORMAT = "htc-gac"
-GAC_FORMAT_VERSION = 1
-#: the two kinds of run the GAC tells apart (a sub-model each)
-WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES = "with_alternatives", "without_alternatives"
-KINDS = (WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES)
 
 
 @dataclass
@@ -143,17 +142,6 @@ class GACScores:
 #: the column of :func:`gac_features` that routes each run, and the prefixes of its two feature blocks
 ROUTING_COLUMN = "has_alternatives"
 BLOCK_PREFIX = {WITH_ALTERNATIVES: "paper:", WITHOUT_ALTERNATIVES: "chosen:"}
-KIND_PROFILE = {WITH_ALTERNATIVES: "paper", WITHOUT_ALTERNATIVES: "chosen"}
-
-
-def has_alternatives(ts) -> np.ndarray:
-    """bool [n_trajectories]: whether each run lists top-k alternatives for at least one token."""
-    n = ts.n_trajectories
-    if ts.top_logprobs.shape[1] == 0 or ts.n_tokens == 0:
-        return np.zeros(n, dtype=bool)
-    tok_traj = np.repeat(ts.step_trajectory_index(), np.diff(ts.step_offsets))
-    has = ~np.isnan(ts.top_logprobs[:, 0])
-    return np.bincount(tok_traj, weights=has, minlength=n) > 0
 
 
 def gac_features(ts, *, top_k: int = 5) -> pd.DataFrame:
@@ -216,13 +204,15 @@ def _split_layout(X: np.ndarray, names: list[str] | None) -> tuple[np.ndarray, d
     return flag.astype(bool), blocks, block_names
 
 
-class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
+class GeneralCalibrator(TraceSetMixin, GACScoring, ClassifierMixin, BaseEstimator):
     """The General Agent Calibrator: two HTC calibrators and the rule that picks one per run.
 
     A scikit-learn classifier on the frame of :func:`gac_features` (``fit(X, y)``, ``predict_proba(X)``,
     ``get_params``, ``clone``, ``cross_val_score``); :meth:`fit_traces`, :meth:`predict_proba_traces` and
     :meth:`score_traces` take a TraceSet. :meth:`from_models` wraps two calibrators fitted elsewhere, and
-    :meth:`load` reads a GAC model file.
+    :meth:`load` reads a GAC model file. The scoring methods ``kinds``, ``confidences_traces``,
+    ``decision_function_traces``, ``scores_as_set``, ``assess`` and ``rescore_as_set`` are inherited from
+    :class:`~htc_core.calibration.linear_scoring.GACScoring` (numpy only: ``htc score`` scores with them too).
 
     Parameters
     ----------
@@ -325,12 +315,7 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         >>> gac.predict_proba_traces(ts).shape
         (250, 2)
         """
-        if models.get(WITHOUT_ALTERNATIVES) is None:
-            raise ValueError("models must hold a 'without_alternatives' calibrator (it scores every run without "
-                             "alternatives)")
-        unknown = set(models) - set(KINDS)
-        if unknown:
-            raise ValueError(f"models keys must be among {KINDS}, got {sorted(unknown)}")
+        check_gac_models(models)
         base = models[WITHOUT_ALTERNATIVES]
         gac = cls(variant=base.variant, alphas=tuple(np.ravel(base.alpha_candidates_).tolist())
                   if hasattr(base, "alpha_candidates_") else DEFAULT_ALPHAS, inner_folds=base.inner_folds,
@@ -431,38 +416,6 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         """
         ts = ts.labeled()
         return self.fit(gac_features(ts, top_k=self.top_k), ts.labels, meta=ts.meta)
-
-    def kinds(self, ts) -> np.ndarray:
-        """Which model scores each run of a TraceSet.
-
-        Runs that list top-k alternatives for at least one token go to the ``with_alternatives`` model (when
-        the GAC has one), all others to the ``without_alternatives`` model.
-
-        Parameters
-        ----------
-        ts : TraceSet
-            The runs.
-
-        Returns
-        -------
-        ndarray of shape (n_runs,)
-            ``"with_alternatives"`` or ``"without_alternatives"`` per run (object dtype).
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gac = htc.load_model("gac")
-        >>> gac.kinds(ts)[:2]
-        array(['with_alternatives', 'with_alternatives'], dtype=object)
-        """
-        return self._route(has_alternatives(ts))
-
-    def _route(self, alt: np.ndarray) -> np.ndarray:
-        alt = np.asarray(alt, dtype=bool).copy()
-        if self.models[WITH_ALTERNATIVES] is None:
-            alt[:] = False
-        return np.where(alt, WITH_ALTERNATIVES, WITHOUT_ALTERNATIVES).astype(object)
 
     def predict_proba(self, X) -> np.ndarray:
         """The probabilities of failure and success, each run scored by its kind's model.
@@ -570,163 +523,6 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         p = self.confidences_traces(ts, set_level=set_level)[0]
         return np.column_stack([1.0 - p, p])
 
-    def confidences_traces(self, ts, *, set_level: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The success confidences of a TraceSet's runs, and the same with every run scored on its own, in one pass.
-
-        Parameters
-        ----------
-        ts : TraceSet
-            The runs (labels not needed).
-        set_level : bool, default=False
-            False: the first array is the per-run one too.
-
-        Returns
-        -------
-        confidence : ndarray of shape (n_runs,)
-            As :meth:`predict_proba_traces` gives them (scored as a set where :meth:`scores_as_set`).
-        per_run : ndarray of shape (n_runs,)
-            Every run scored on its own (as a Monitor scores it); equal to ``confidence`` unless scored as a set.
-
-        Examples
-        --------
-        >>> import numpy as np, htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
-        >>> gac = htc.load_model("gac")
-        >>> p, per_run = gac.confidences_traces(ts.take(np.arange(10)))      # 10 runs: scored one by one
-        >>> bool(np.array_equal(p, per_run))
-        True
-        """
-        from .transfer_methods import apply_transfer, sigmoid, training_free_signals
-
-        z = self.decision_function_traces(ts)
-        t = check_transfer(self.transfer)
-        p = None
-        if t is not None:
-            sig, kinds = training_free_signals(ts), self.kinds(ts)
-            if set_level and t.get("set_level"):
-                from .rank_ensemble import apply_set_level
-
-                p = apply_set_level(t["set_level"], z, sig, kinds)
-            z = apply_transfer(t, z, sig[t["signal"]].to_numpy(), kinds)
-        per_run = sigmoid(z)
-        return (per_run if p is None else p), per_run
-
-    def scores_as_set(self, n_runs: int) -> bool:
-        """Whether :meth:`predict_proba_traces` scores ``n_runs`` runs as a set rather than one by one.
-
-        Parameters
-        ----------
-        n_runs : int
-            The runs scored together.
-
-        Returns
-        -------
-        bool
-            True where the ``transfer`` holds a ``set_level`` step and ``n_runs`` is at least its ``min_runs``.
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> gac = htc.load_model("gac")
-        >>> gac.scores_as_set(49), gac.scores_as_set(50)
-        (False, True)
-        """
-        sl = (self.transfer or {}).get("set_level")
-        return bool(sl) and n_runs >= int(sl["min_runs"])
-
-    def decision_function_traces(self, ts) -> np.ndarray:
-        """The routed model's logit for each run of a TraceSet (before any ``transfer`` combination).
-
-        Each run is scored by the model :meth:`kinds` names, on features of that model's profile and top-k.
-
-        Parameters
-        ----------
-        ts : TraceSet
-            The runs.
-
-        Returns
-        -------
-        ndarray of shape (n_runs,)
-            The logit of each run.
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gac = htc.load_model("gac")
-        >>> z = gac.decision_function_traces(ts)
-        >>> z.shape, bool(abs(z).max() < 10)
-        ((250,), True)
-        """
-        from ..features import extract
-
-        check_is_fitted(self)
-        kinds = self.kinds(ts)
-        z = np.empty(len(kinds))
-        for kind in KINDS:
-            rows = np.flatnonzero(kinds == kind)
-            if len(rows):
-                m = self.models[kind]
-                sub = ts if len(rows) == len(kinds) else ts.take(rows)
-                z[rows] = m.decision_function(extract(sub, profile=m.profile_, top_k=m.top_k_))
-        return z
-
-    def assess(self, shift_report, alternatives: np.ndarray, confidence: np.ndarray,
-               per_run_confidence: np.ndarray | None = None):
-        """The applicability verdict and expected ECE range of a run set scored zero-shot.
-
-        The run set's shift (feature shift, base-rate gap, share of runs without alternatives) is compared with
-        the leave-one-family-out points of the model card (:func:`~.expected_error.expected_ece`). Where the set
-        was scored as a set (a ``set_level`` transfer), pass ``per_run_confidence`` too: the base-rate measures
-        are taken from it, since a set-level confidence's mean hardly moves with the set's base rate, and the
-        range comes from the card's points of the set-level method (``points``) instead of those of the per-run
-        one (``points_per_run``).
-
-        Parameters
-        ----------
-        shift_report : ShiftReport
-            The run set's :func:`~htc_core.calibration.shift.shift_check` against this GAC.
-        alternatives : array-like of bool, shape (n_runs,)
-            Whether each run lists top-k alternatives.
-        confidence : array-like of shape (n_runs,)
-            The GAC's confidences of the runs.
-        per_run_confidence : array-like of shape (n_runs,), optional
-            The same runs scored one by one (``predict_proba_traces(ts, set_level=False)``).
-
-        Returns
-        -------
-        ExpectedError
-            The verdict, the expected ECE range and the measures behind it.
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gac = htc.load_model("gac")
-        >>> p, per_run = gac.confidences_traces(ts)
-        >>> expected = gac.assess(htc.shift_check(gac, ts), gac.kinds(ts) == "with_alternatives", p, per_run)
-        >>> expected.verdict, bool(0 <= expected.low <= expected.high <= 1)
-        ('within the training data', True)
-        """
-        from .expected_error import expected_ece
-        from .transfer_methods import em_prior
-
-        info = (self.card or {}).get("expected_error") or {}
-        rate = float(info.get("training_rate", self.models[WITHOUT_ALTERNATIVES].training_summary_.get(
-            "positive_rate", 0.5)))
-        raw_set = np.asarray(confidence, dtype=np.float64)
-        raw = raw_set if per_run_confidence is None else np.asarray(per_run_confidence, dtype=np.float64)
-        measures = {"max_shift": 0.0 if not shift_report.known or np.isnan(shift_report.max_shift)
-                    else float(shift_report.max_shift),
-                    "rate_gap": abs(float(raw.mean()) - rate) if raw.size else 0.0,
-                    "em_gap": abs(em_prior(raw, rate).prior - rate) if raw.size else 0.0,
-                    "missing_topk": float((~np.asarray(alternatives, bool)).mean())
-                    - float(info.get("training_share_without_alternatives", 0.0)) if raw.size else 0.0}
-        # scored as a set: the points of the set-level method; run by run: those of the per-run method
-        as_set = per_run_confidence is not None and not np.array_equal(np.asarray(per_run_confidence), raw_set)
-        points = info.get("points") if as_set else info.get("points_per_run", info.get("points"))
-        return expected_ece(list(points or []), measures, confidence)
-
     def score_traces(self, ts, *, set_level: bool = False) -> GACScores:
         """Every run of a TraceSet scored zero-shot (labels not needed).
 
@@ -752,47 +548,6 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         """
         return GACScores(name=self.name, variant=self.variant, ids=np.asarray(ts.ids, dtype=object),
                          confidence=self.predict_proba_traces(ts, set_level=set_level)[:, 1], kind=self.kinds(ts))
-
-    def rescore_as_set(self, ts, per_run: np.ndarray) -> np.ndarray | None:
-        """The set-level confidences of ``ts`` from its runs' per-run confidences (stored earlier), without
-        extracting features again: the runs' ranks by ``logit(per_run)`` and the three training-free signals.
-
-        Exact where the set-level entry's ranker is the per-run transfer itself (as in the shipped files).
-
-        Parameters
-        ----------
-        ts : TraceSet
-            The runs (their tokens give the training-free signals).
-        per_run : ndarray of shape (n_runs,)
-            Their confidences scored one by one (``predict_proba_traces(ts, set_level=False)``).
-
-        Returns
-        -------
-        ndarray of shape (n_runs,) or None
-            None where :meth:`predict_proba_traces` would not score ``ts`` as a set, or where the ranker differs
-            from the per-run transfer (then score ``ts`` itself).
-
-        Examples
-        --------
-        >>> import numpy as np, htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/units/")
-        >>> gac = htc.load_model("gac")
-        >>> p, per_run = gac.confidences_traces(ts, set_level=True)
-        >>> bool(np.allclose(gac.rescore_as_set(ts, per_run), p))
-        True
-        """
-        from .rank_ensemble import rank_mean
-        from .transfer_methods import logit, sigmoid, signal_matrix, training_free_signals
-
-        t = check_transfer(self.transfer)
-        sl = (t or {}).get("set_level")
-        if not sl or not self.scores_as_set(len(per_run)):
-            return None
-        if {k: v for k, v in t.items() if k != "set_level"} != sl["ranker"]:
-            return None
-        S = np.column_stack([logit(per_run), signal_matrix(training_free_signals(ts))])
-        a, b = sl["coef"]
-        return sigmoid(a * logit(rank_mean(S)) + b)
 
     def score(self, X, y=None, sample_weight=None):
         """The accuracy on a feature frame and labels (scikit-learn's ``score``).
@@ -918,19 +673,9 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         ...
         ValueError: upload.json is not a GAC model file (expected "format": "htc-gac")
         """
-        if not isinstance(obj, dict) or obj.get("format") != GAC_FORMAT:
-            raise ValueError(f"{source} is not a GAC model file (expected \"format\": \"{GAC_FORMAT}\")")
-        ver = obj.get("format_version")
-        if not isinstance(ver, int) or not 1 <= ver <= GAC_FORMAT_VERSION:
-            raise ValueError(f"{source} is not a valid GAC model file: unsupported format_version {ver!r}")
-        models = obj.get("models")
-        if not isinstance(models, dict):
-            raise ValueError(f"{source} is not a valid GAC model file: 'models' must be an object")
-        parsed = {k: HTCCalibrator.from_dict(v, source=f"{source} (models.{k})")
-                  for k, v in models.items() if v is not None and k in KINDS}
+        parsed, kw = parse_gac_dict(obj, source, HTCCalibrator.from_dict)
         try:
-            return cls.from_models(parsed, name=str(obj.get("name", "gac")), card=obj.get("card") or {},
-                                   transfer=obj.get("transfer"))
+            return cls.from_models(parsed, **kw)
         except ValueError as e:
             raise ValueError(f"{source} is not a valid GAC model file: {e}") from None
 
@@ -962,56 +707,6 @@ class GeneralCalibrator(TraceSetMixin, ClassifierMixin, BaseEstimator):
         have = [k for k, m in self.models_.items() if m is not None] if hasattr(self, "models_") else None
         fitted = f", models={have}" if have is not None else ""
         return f"GeneralCalibrator(name={self.name!r}, variant={self.variant!r}{fitted})"
-
-
-def check_transfer(t) -> dict | None:
-    """Check a GAC's ``transfer`` combination: None, or a dict with a known signal and three finite numbers.
-
-    Parameters
-    ----------
-    t : dict or None
-        ``{"method", "signal", "coef": [a, b, c]}`` and optionally ``"fallback": {"kinds": [...], "coef":
-        [a, b, c]}``; ``signal`` must be a probability-valued training-free signal
-        (:data:`htc_core.calibration.transfer_methods.STACKABLE`).
-
-    Returns
-    -------
-    dict or None
-        ``t`` with ``coef`` as floats (None for None); anything else raises a ValueError saying what is wrong.
-
-    Examples
-    --------
-    >>> from htc_core.calibration.general import check_transfer
-    >>> check_transfer({"method": "stack", "signal": "min_prob", "coef": [1, 0.5, 0]})["coef"]
-    [1.0, 0.5, 0.0]
-    >>> check_transfer({"method": "stack", "signal": "min_prob", "coef": [1, 2]})
-    Traceback (most recent call last):
-    ...
-    ValueError: 'transfer.coef' must be a list of three finite numbers, got [1, 2]
-    """
-    from .transfer_methods import STACKABLE
-
-    if t is None:
-        return None
-    if not isinstance(t, dict) or t.get("signal") not in STACKABLE:
-        raise ValueError(f"'transfer' must be an object whose 'signal' is one of {sorted(STACKABLE)} (a probability: "
-                         f"its logit is combined), got {t!r}")
-    coef = t.get("coef")
-    if (not isinstance(coef, list) or len(coef) != 3 or
-            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in coef)):
-        raise ValueError(f"'transfer.coef' must be a list of three finite numbers, got {coef!r}")
-    fb = t.get("fallback")
-    if fb is not None and (not isinstance(fb, dict) or not isinstance(fb.get("kinds"), list)
-                           or not set(fb["kinds"]) <= set(KINDS) or not isinstance(fb.get("coef"), list)
-                           or len(fb["coef"]) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v)
-                                                              for v in fb["coef"])):
-        raise ValueError(f"'transfer.fallback' must be {{'kinds': [...], 'coef': [a, b, c]}}, got {fb!r}")
-    from .rank_ensemble import check_set_level
-
-    out = {**t, "coef": [float(v) for v in coef]}
-    if t.get("set_level") is not None:
-        out["set_level"] = check_set_level(t["set_level"], check_transfer)
-    return out
 
 
 def fit_general(ts, *, variant: str = "reduced", name: str = "gac", card: dict | None = None, seed: int = 42,

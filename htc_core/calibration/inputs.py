@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..features import FeatureMatrix
 
@@ -47,7 +47,8 @@ def unpack_features_and_names(X) -> tuple[Any, list[str] | None, tuple[str, int]
     (profile, top_k) or None). Only a FeatureMatrix knows the token-confidence profile it was computed with."""
     if isinstance(X, FeatureMatrix):
         return X.values, list(X.names), (str(X.profile), int(X.top_k))
-    if isinstance(X, pd.DataFrame):
+    pd = sys.modules.get("pandas")      # a DataFrame exists only once pandas is imported: scoring stays light
+    if pd is not None and isinstance(X, pd.DataFrame):
         return X.to_numpy(), [str(c) for c in X.columns], None
     return X, None, None
 

@@ -57,16 +57,27 @@ def scaled_ranks(S) -> np.ndarray:
     >>> scaled_ranks([[3.0, 1.0], [1.0, float("nan")], [2.0, 2.0]]).tolist()
     [[1.0, 0.5], [0.3333333333333333, 0.5], [0.6666666666666666, 1.0]]
     """
-    from scipy.stats import rankdata
-
     S = np.asarray(S, dtype=np.float64)
     S = S.reshape(len(S), -1)
     R = np.full(S.shape, 0.5)
     for j in range(S.shape[1]):
         ok = np.isfinite(S[:, j])
         if ok.sum():
-            R[ok, j] = rankdata(S[ok, j]) / ok.sum()
+            R[ok, j] = average_ranks(S[ok, j]) / ok.sum()
     return R
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of the finite values ``x``, ties sharing their mean rank (scipy's ``rankdata`` "average",
+    the same numbers: a tie group at sorted positions s..e-1 gets (s + 1 + e) / 2), with numpy alone so that
+    scoring a run set imports no scipy."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], len(xs)]
+    out = np.empty(len(xs))
+    out[order] = np.repeat(0.5 * (starts + ends + 1), ends - starts)
+    return out
 
 
 def rank_one_fit(C: np.ndarray, *, n_iter: int = 200, tol: float = 1e-12) -> tuple[np.ndarray, float]:
@@ -506,7 +517,7 @@ def apply_set_level(entry: dict, z, sig, kinds) -> np.ndarray | None:
         The checked ``set_level`` entry.
     z : array-like of shape (n_runs,)
         The routed model's logit of each run (the ranker's transfer is applied to it).
-    sig : DataFrame
+    sig : DataFrame or dict of ndarray
         The runs' training-free signals (:func:`~.transfer_methods.training_free_signals`).
     kinds : array-like of shape (n_runs,)
         Each run's sub-model (``"with_alternatives"`` / ``"without_alternatives"``).
@@ -534,6 +545,6 @@ def apply_set_level(entry: dict, z, sig, kinds) -> np.ndarray | None:
     r = entry["ranker"]
     # the ranker's score is its per-run confidence (through the sigmoid and back), so that ranking a set from
     # stored per-run confidences gives the same ties (GeneralCalibrator.rescore_as_set)
-    zs = logit(sigmoid(apply_transfer(r, z, sig[r["signal"]].to_numpy(), kinds)))
+    zs = logit(sigmoid(apply_transfer(r, z, np.asarray(sig[r["signal"]]), kinds)))
     a, b = entry["coef"]
     return sigmoid(a * logit(rank_mean(np.column_stack([zs, signal_matrix(sig)]))) + b)

@@ -26,8 +26,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SHIFT_THRESHOLD", "ShiftReport", "ShiftAccumulator", "feature_stats", "shift_check",
            "shift_check_matrix"]
@@ -122,9 +126,9 @@ class ShiftReport:
         Scored runs.
     threshold : float
         The shift (in training standard deviations) from which a used feature counts as moved.
-    frame : DataFrame
-        One row per (part, feature): part, feature, used, train_mean, train_std, scored_mean, shift, limit,
-        moved.
+    rows : list of tuple
+        One tuple per (part, feature), in the order of ``COLUMNS``: part, feature, used, train_mean,
+        train_std, scored_mean, shift, limit, moved (the same as a table: :attr:`frame`).
     n_by_part : dict, default={}
         Part (sub-model) -> runs it scored.
     notes : list of str, default=[]
@@ -144,9 +148,40 @@ class ShiftReport:
     model: str
     n_runs: int
     threshold: float
-    frame: pd.DataFrame                       # one row per (part, feature); COLUMNS
+    rows: list                                # one tuple per (part, feature); COLUMNS (plain values: no pandas)
     n_by_part: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+
+    @property
+    def frame(self) -> "pd.DataFrame":
+        """The rows as a table (a new DataFrame at each access).
+
+        Returns
+        -------
+        DataFrame
+            One row per (part, feature), columns ``COLUMNS``.
+
+        Examples
+        --------
+        >>> import htc_core as htc
+        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
+        >>> htc.shift_check(model, htc.extract(ts)).frame.columns[:3].tolist()
+        ['part', 'feature', 'used']
+        """
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(COLUMNS))
+
+    def _worst_rows(self, k: int) -> list[int]:
+        """Positions in ``rows`` of the ``k`` used features that moved most (the order of :meth:`worst`)."""
+        used = [i for i, r in enumerate(self.rows) if r[2]]
+
+        def key(i):          # moved first, then the largest |shift|, a NaN shift last; ties keep their order
+            s = abs(self.rows[i][6])
+            return (not self.rows[i][8], math.isnan(s), 0.0 if math.isnan(s) else -s)
+
+        return sorted(used, key=key)[:max(int(k), 0)]
 
     @property
     def known(self) -> bool:
@@ -167,7 +202,7 @@ class ShiftReport:
         >>> report.known
         True
         """
-        return len(self.frame) > 0
+        return len(self.rows) > 0
 
     @property
     def shifted(self) -> bool:
@@ -188,7 +223,7 @@ class ShiftReport:
         >>> report.shifted
         True
         """
-        return bool(self.frame["moved"].any()) if self.known else False
+        return any(bool(r[8]) for r in self.rows) if self.known else False
 
     @property
     def verdict(self) -> str:
@@ -232,8 +267,8 @@ class ShiftReport:
         >>> round(report.max_shift, 2)
         2.77
         """
-        used = self.frame[self.frame.used]
-        return float(used["shift"].abs().max()) if len(used) else float("nan")
+        shifts = [abs(r[6]) for r in self.rows if r[2] and not math.isnan(r[6])]     # NaN skipped, as pandas' max
+        return float(max(shifts)) if shifts else float("nan")
 
     def worst(self, k: int = 3) -> pd.DataFrame:
         """The used features that moved most: moved ones first, then by the size of the shift.
@@ -260,9 +295,7 @@ class ShiftReport:
         19   first_attention_entropy   2.77   True
         14  step_progression_entropy   1.31  False
         """
-        used = self.frame[self.frame.used].copy()
-        used["_abs"] = used["shift"].abs()
-        return used.sort_values(["moved", "_abs"], ascending=False).head(k).drop(columns="_abs")
+        return self.frame.iloc[self._worst_rows(k)]
 
     def moved_features(self) -> list[str]:
         """The used features that moved, largest shift first.
@@ -282,8 +315,7 @@ class ShiftReport:
         >>> report.moved_features()
         ['first_attention_entropy']
         """
-        w = self.worst(len(self.frame))
-        return list(dict.fromkeys(w.feature[w.moved]))
+        return list(dict.fromkeys(self.rows[i][1] for i in self._worst_rows(len(self.rows)) if self.rows[i][8]))
 
     def message(self, prior: str = "gac", n_labels: int = SUGGESTED_LABELS) -> str:
         """One line for a user: the verdict and, when shifted, what moved and what to do.
@@ -314,14 +346,14 @@ class ShiftReport:
         if not self.known:
             return f"{self.model}: no training statistics in the model file; the applicability check is skipped"
         if not self.shifted:
-            used = self.frame[self.frame.used]
-            limit = float(used["limit"].min()) if len(used) else self.threshold
+            limits = [r[7] for r in self.rows if r[2]]
+            limit = float(min(limits)) if limits else self.threshold
             why = "" if limit == self.threshold else (f"; the threshold {self.threshold:g} is raised to "
                                                       "3/sqrt(runs) for so few runs")
             return (f"{self.n_runs} runs within the data {self.model} was trained on (largest standardized mean "
                     f"shift of a used feature {self.max_shift:.2f} < {limit:.3g}{why})")
-        w = self.worst(3)
-        moved = ", ".join(f"{r.feature} {r.shift:+.1f} sd" for r in w.itertuples() if r.moved)
+        w = [self.rows[i] for i in self._worst_rows(3)]
+        moved = ", ".join(f"{r[1]} {r[6]:+.1f} sd" for r in w if r[8])
         return (f"these {self.n_runs} runs are outside the data {self.model} was trained on ({moved}: mean shift "
                 f"in training standard deviations, threshold {self.threshold:g}); its confidences may be off. "
                 f"Label {n_labels} runs and run `htc fit RUNS --prior {prior} --out model.json` to adapt it")
@@ -344,7 +376,7 @@ class ShiftReport:
         >>> report.to_frame().shape
         (48, 9)
         """
-        return self.frame.copy()
+        return self.frame
 
     def to_dict(self) -> dict:
         """The report as a JSON object (infinite shifts as None).
@@ -370,7 +402,7 @@ class ShiftReport:
                 "verdict": self.verdict, "shifted": self.shifted,
                 "max_shift": self.max_shift if math.isfinite(self.max_shift) else None,
                 "moved_features": self.moved_features(), "n_by_part": dict(self.n_by_part),
-                "features": [{k: _json_value(v) for k, v in r.items()} for r in self.frame.to_dict("records")],
+                "features": [{k: _json_value(v) for k, v in zip(COLUMNS, r)} for r in self.rows],
                 "notes": list(self.notes)}
 
 
@@ -489,7 +521,7 @@ class ShiftAccumulator:
             scored = self._sum[p] / n
             rows += _part_rows(p, m, mean, std, scored, n, self.threshold, notes)
         return ShiftReport(model=self.name, n_runs=int(sum(self._n.values())), threshold=self.threshold,
-                           frame=pd.DataFrame(rows, columns=list(COLUMNS)),
+                           rows=rows,
                            n_by_part={p: int(n) for p, n in self._n.items() if n}, notes=notes)
 
 

@@ -25,8 +25,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # apply_transfer, signal_scores and signal_matrix serve the GAC's file and its training; logit and sigmoid are the shared
 # clipped helpers: plain names for those modules, not entry points
@@ -84,6 +88,13 @@ def training_free_signals(ts) -> pd.DataFrame:
     0      0.67       0.5         -0.5
     1      0.20       0.2          NaN
     """
+    import pandas as pd
+
+    return pd.DataFrame(training_free_signal_arrays(ts))
+
+
+def training_free_signal_arrays(ts) -> dict:
+    """The columns of :func:`training_free_signals` as a dict of float64 arrays (no pandas: a GAC scores with it)."""
     from ..features.segments import seg_mean, seg_min, seg_sum
 
     off = ts.step_offsets[ts.traj_offsets]
@@ -106,7 +117,7 @@ def training_free_signals(ts) -> pd.DataFrame:
         ent = np.where(n_has > 0, -s_h / np.maximum(n_has, 1), np.nan)
     else:
         ent = np.full(len(lens), np.nan)
-    return pd.DataFrame({"seq_prob": seq, "min_prob": mn, "neg_entropy": ent})
+    return {"seq_prob": seq, "min_prob": mn, "neg_entropy": ent}
 
 
 def apply_transfer(transfer: dict, z, signal, kinds) -> np.ndarray:
@@ -601,10 +612,11 @@ def stack_scores(z_model: np.ndarray, scores: np.ndarray, y: np.ndarray, *, ridg
     return coef
 
 
-def signal_scores(sig: pd.DataFrame, fill: dict | None = None) -> tuple[np.ndarray, dict]:
+def signal_scores(sig: "pd.DataFrame | dict", fill: dict | None = None) -> tuple[np.ndarray, dict]:
     """(the [n, 3] scores of every training-free signal: the logit of the two probabilities and minus the
     entropy as it is; the fill of each column's NaN, in score units, its median unless ``fill`` gives it)."""
-    cols = [logit(sig[c].to_numpy()) if c in STACKABLE else sig[c].to_numpy(dtype=np.float64) for c in SIGNALS]
+    # sig: a DataFrame or a dict of arrays (training_free_signal_arrays)
+    cols = [logit(np.asarray(sig[c])) if c in STACKABLE else np.asarray(sig[c], dtype=np.float64) for c in SIGNALS]
     fill = dict(fill or {})
     out = []
     for c, v in zip(SIGNALS, cols):
@@ -614,7 +626,7 @@ def signal_scores(sig: pd.DataFrame, fill: dict | None = None) -> tuple[np.ndarr
     return np.column_stack(out), fill
 
 
-def signal_matrix(sig: pd.DataFrame) -> np.ndarray:
+def signal_matrix(sig: "pd.DataFrame | dict") -> np.ndarray:
     """[n, 3] scores of the training-free signals (the logit of the two probabilities, minus the entropy as it
     is), NaN kept where a signal is undefined (no tokens; no top-k alternatives for the entropy)."""
     return signal_scores(sig, {c: np.nan for c in SIGNALS})[0]

@@ -168,9 +168,9 @@ class TrainingOverlap:
     def update(self, ts, labeled) -> None:
         import numpy as np
 
-        meta = ts.meta
-        ds = meta["dataset"].astype(str).to_numpy() if "dataset" in meta else np.full(len(ts), "nan")
-        mo = meta["model"].astype(str).to_numpy() if "model" in meta else np.full(len(ts), "nan")
+        # the columns as text, None as 'None' (as pandas' astype(str) of ts.meta gave them), without pandas
+        ds = np.array([str(v) for v in ts.meta_column("dataset")], dtype=object)
+        mo = np.array([str(v) for v in ts.meta_column("model")], dtype=object)
         for d, m in zip(ds[labeled], mo[labeled]):
             self.n += 1
             if self.pairs is not None:
@@ -190,9 +190,9 @@ class TrainingOverlap:
 
 
 def _model_name(model) -> str:
-    from ..calibration.general import GeneralCalibrator
+    from ..calibration.linear_scoring import GACScoring
 
-    if isinstance(model, GeneralCalibrator):
+    if isinstance(model, GACScoring):
         return f"GAC-{model.variant.capitalize()}"
     return getattr(model, "display_name", f"HTC-{model.variant.capitalize()}")
 
@@ -224,14 +224,15 @@ def _fit_with_prior(args: argparse.Namespace, ts, out) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..calibration.models import load_model
+    from ..calibration.models import load_model, load_scorer
     from ..calibration.streaming import MetricState
-    from ..scoring import score_frame
     from ..tablewriter import TableWriter
 
     out = output_path(args.out, (".csv", ".parquet"))  # checked before the work; None: '-', CSV on stdout
     try:
-        model = load_model(args.model)
+        # scoring only: the model file read with numpy alone (no scikit-learn, scipy or pandas to import);
+        # --explain explains with the estimator itself (its reasons)
+        model = load_model(args.model) if args.explain else load_scorer(args.model)
     except ValueError as e:
         raise CLIError(str(e)) from None
     if args.engine != "local":
@@ -251,22 +252,19 @@ def cmd_score(args: argparse.Namespace) -> int:
             if i == 0 and more:
                 verbalized = True
             try:
-                df = score_frame(model, ts, verbalized_column=verbalized, explain=args.explain,
-                                 set_level=getattr(args, "as_set", False))
-                sets += _scored_as_set(model, ts, df)
+                cols = _score_chunk(model, ts, w, verbalized, args)
+                sets += _scored_as_set(model, ts, cols)
             except ValueError as e:
                 raise CLIError(str(e)) from None
             y = ts.labels
             lab = ~np.isnan(y)
             if lab.any():
-                metrics.update(y[lab], df["confidence"].to_numpy()[lab])
+                metrics.update(y[lab], cols["confidence"][lab])
                 overlap.update(ts, lab)
-            w.write(df)
             if shift is not None:
                 shift.update(ts)
             if assess is not None:
-                assess.update(model, ts, df["confidence"].to_numpy(),
-                              df["confidence_per_run"].to_numpy() if "confidence_per_run" in df else None)
+                assess.update(model, ts, cols["confidence"], cols.get("confidence_per_run"))
         report_problems(reader)
     with contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext():
         # with --out -, standard output holds the CSV only: the summary goes to standard error
@@ -283,9 +281,23 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scored_as_set(model, ts, df) -> int:
-    """1 when a GAC scored this chunk as a set (its set-level step; score_frame then writes confidence_per_run)."""
-    return int("confidence_per_run" in df and model.scores_as_set(ts.n_trajectories))
+def _score_chunk(model, ts, writer, verbalized, args) -> dict:
+    """Score one chunk and write its rows; return its confidence columns (numpy arrays)."""
+    from ..scoring import score_columns, score_frame
+
+    as_set = getattr(args, "as_set", False)
+    if args.explain:    # the explained columns are a DataFrame (text, flags, reasons, features)
+        df = score_frame(model, ts, verbalized_column=verbalized, explain=True, set_level=as_set)
+        writer.write(df)
+        return {c: df[c].to_numpy() for c in ("confidence", "confidence_per_run") if c in df}
+    cols = score_columns(model, ts, verbalized_column=verbalized, set_level=as_set)
+    writer.write_columns(cols)
+    return cols
+
+
+def _scored_as_set(model, ts, cols) -> int:
+    """1 when a GAC scored this chunk as a set (its set-level step; score_columns then gives confidence_per_run)."""
+    return int("confidence_per_run" in cols and model.scores_as_set(ts.n_trajectories))
 
 
 def _report_sets(model, sets: int) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .files import SHIPPED, shipped_path, model_path  # noqa: F401 (re-exported)
 
-__all__ = ["SHIPPED", "DEFAULT_GAC", "DEFAULT_MONITOR", "ShippedModel", "shipped_models", "model_path", "load_model"]
+__all__ = ["SHIPPED", "DEFAULT_GAC", "DEFAULT_MONITOR", "ShippedModel", "shipped_models", "model_path", "load_model",
+           "load_scorer"]
 
 # the model the dashboard scores unlabeled runs with
 DEFAULT_GAC = "gac"
@@ -114,3 +115,43 @@ def load_model(model: str | Path):
     from ..general import load_any_model
 
     return load_any_model(model_path(model))
+
+
+def load_scorer(model: str | Path):
+    """A shipped model or a model file, read for scoring only (what ``htc score`` loads).
+
+    A GAC file gives a :class:`~htc_core.calibration.linear_scoring.GACScorer` and an HTC model file a
+    :class:`~htc_core.calibration.linear_scoring.LinearScorer`: they score exactly as the estimators
+    :func:`load_model` returns, with numpy only (no scikit-learn, scipy or pandas to import). An HTC-GAM file
+    gives the ``HTCGAM`` estimator (its splines are scipy's).
+
+    Parameters
+    ----------
+    model : str or path
+        A shipped name (``gac``, ``gac-full``, ``gac-prefix``) or a JSON model file.
+
+    Returns
+    -------
+    GACScorer, LinearScorer or HTCGAM
+        Whichever the file holds; an invalid file raises the ValueError :func:`load_model` raises.
+
+    Examples
+    --------
+    >>> from htc_core.calibration.models import load_scorer
+    >>> scorer = load_scorer("gac")
+    >>> type(scorer).__name__, scorer.variant
+    ('GACScorer', 'reduced')
+    """
+    from ..linear_scoring import GAC_FORMAT, GACScorer, LinearScorer
+    from ..model_file import read_model_file
+
+    path = model_path(model)
+    obj = read_model_file(path)
+    fmt = obj.get("format") if isinstance(obj, dict) else None
+    if fmt == GAC_FORMAT:
+        return GACScorer.from_dict(obj, source=str(Path(path)))
+    if fmt == "htc-gam":
+        from ..gam import HTCGAM
+
+        return HTCGAM.from_dict(obj, source=str(Path(path)))
+    return LinearScorer.from_dict(obj, source=str(Path(path)))
