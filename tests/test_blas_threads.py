@@ -69,3 +69,31 @@ def test_nested_and_concurrent_blocks_share_one_limit(two_blas_threads):
         t.join(30)
         assert out.is_set() and blas_threads() == {1}      # the worker left; this block still holds the limit
     assert blas_threads() == {2}                           # the last one out restored the caller's limit
+
+
+def test_the_gaussian_process_baseline_fits_and_predicts_on_one_blas_thread(monkeypatch, two_blas_threads):
+    # GPBaseline (htc learn, the learning curves, any user's fit) holds the limit itself: measured on 400 runs x 48
+    # features, its fit took 8.6-15.5 s CPU with default BLAS threads against 0.55-0.60 s on one (load 10)
+    from sklearn.gaussian_process import GaussianProcessClassifier
+
+    from htc_core.experiments.learning import GPBaseline
+
+    seen = []
+    fit, proba = GaussianProcessClassifier.fit, GaussianProcessClassifier.predict_proba
+
+    def spy_fit(self, *args, **kwargs):
+        seen.append(("fit", blas_threads()))
+        return fit(self, *args, **kwargs)
+
+    def spy_proba(self, *args, **kwargs):
+        seen.append(("predict_proba", blas_threads()))
+        return proba(self, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianProcessClassifier, "fit", spy_fit)
+    monkeypatch.setattr(GaussianProcessClassifier, "predict_proba", spy_proba)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] + rng.normal(size=40) > 0).astype(int)
+    GPBaseline(n_restarts_optimizer=0).fit(X, y).predict_proba(X[:5])
+    assert seen == [("fit", {1}), ("predict_proba", {1})], seen
+    assert blas_threads() == {2}                           # the caller's limit is back afterwards

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from ..calibration.blas_threads import one_blas_thread
+
 # torch_fit and torch_proba are the training loop and prediction the MLP and the sequence models share, not part
 # of the interface (nor are check_binary, check_features and LearningBaseline)
 __all__ = ["MissingExtraError", "require", "MLPBaseline", "XGBoostBaseline", "GPBaseline", "INSTALL_HINT"]
@@ -602,7 +604,9 @@ class GPBaseline(LearningBaseline):
         self.gp_ = GaussianProcessClassifier(kernel=kernel, n_restarts_optimizer=int(self.n_restarts_optimizer),
                                              max_iter_predict=int(self.max_iter_predict),
                                              random_state=int(self.random_state))
-        with warnings.catch_warnings():
+        # one BLAS thread: the kernel matrices (a few hundred runs) are far too small for BLAS threads, which only
+        # spin (blas_threads.py); every caller of fit gets it, not only the learning curves
+        with warnings.catch_warnings(), one_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)   # a kernel bound reached is not a user error
             self.gp_.fit(self.prep_(X), y)
         self.classes_ = np.array([0, 1])
@@ -644,4 +648,5 @@ class GPBaseline(LearningBaseline):
         ValueError: X must have shape (n, 3) like the training data, got (1, 2)
         """
         X = check_features(self, X)
-        return self.gp_.predict_proba(self.prep_(X)).astype(np.float64)
+        with one_blas_thread():
+            return self.gp_.predict_proba(self.prep_(X)).astype(np.float64)
