@@ -16,8 +16,11 @@ lock and then uses the compiled kernel (never a second compile).
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 __all__ = ["FAMILIES", "PAGES", "FIRST_COMPILE_S", "warm", "start_background", "wait_background", "status_text",
@@ -80,23 +83,41 @@ _STATE: dict = {"current": None, "since": 0.0, "done": {}, "error": None, "threa
 def cache_is_warm() -> bool:
     """Whether the kernel cache already holds the path solver's L1 kernels (a cheap look at one file name).
 
+    It looks where numba keeps them: under ``NUMBA_CACHE_DIR`` when that is set (numba's own variable, which
+    then wins over htc's folder: :mod:`htc_core.numba_cache`), else in :func:`htc_core.numba_cache.cache_dir`.
+
     Returns
     -------
     bool
-        False on a fresh install, and also when ``NUMBA_CACHE_DIR`` sends numba's cache elsewhere (this looks
-        in :func:`htc_core.numba_cache.cache_dir` only).
+        False on a fresh install (or a fresh ``NUMBA_CACHE_DIR``).
 
     Examples
     --------
-    >>> import os
-    >>> from htc_core.kernels import cache_is_warm, warm
-    >>> _ = warm()
-    >>> cache_is_warm() or "NUMBA_CACHE_DIR" in os.environ
-    True
+    >>> import os, tempfile
+    >>> from unittest import mock
+    >>> from htc_core.kernels import cache_is_warm
+    >>> with mock.patch.dict(os.environ, {"NUMBA_CACHE_DIR": tempfile.mkdtemp()}):
+    ...     cache_is_warm()                          # an empty numba cache folder
+    False
     """
+    return any(kernel_cache_folder().glob("*_best_on_segment-*.nbi"))
+
+
+def kernel_cache_folder() -> Path:
+    """The folder that holds (or will hold) the compiled kernels of ``htc_core/calibration``.
+
+    With ``NUMBA_CACHE_DIR`` set, numba's user-provided locator is used: the folder is
+    ``$NUMBA_CACHE_DIR/<source folder name>_<sha1 of the source folder's absolute path>`` (numba's layout, as
+    its ``UserProvidedCacheLocator`` names it); else htc's ``cache_dir()/htc_core.calibration``.
+    """
+    env = os.environ.get("NUMBA_CACHE_DIR")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration")   # as numba's abspath
+    if env:
+        digest = hashlib.sha1(source.encode()).hexdigest()
+        return Path(env) / f"{os.path.basename(source)}_{digest}"    # numba joins it as given
     from .numba_cache import cache_dir
 
-    return any((cache_dir() / "htc_core.calibration").glob("*_best_on_segment-*.nbi"))
+    return cache_dir() / "htc_core.calibration"
 
 
 def warm(report: Callable[[str, float, float], None] | None = None, families=None) -> dict[str, float]:

@@ -109,3 +109,39 @@ def test_warmup_fills_an_empty_cache_and_a_new_process_loads_it(tmp_path):
     assert "loading them from the cache" in second
     for name in kernels.FAMILIES:
         assert name in first and name in second
+
+
+def test_cache_is_warm_looks_under_numba_cache_dir_when_it_is_set(tmp_path, monkeypatch):
+    # htc's own folder holds the path solver's index: warm while NUMBA_CACHE_DIR is unset
+    folder = tmp_path / "htc" / "numba" / "htc_core.calibration"
+    folder.mkdir(parents=True)
+    (folder / "subproblem._best_on_segment-299.py311.nbi").write_bytes(b"")
+    monkeypatch.setenv("HTC_CACHE_DIR", str(tmp_path / "htc"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    assert kernels.cache_is_warm()
+    # numba's own variable wins (numba then caches under it, never in htc's folder): an empty one is cold
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba-user"))
+    assert not kernels.cache_is_warm()
+
+
+NUMBA_DIR_CHILD = r"""
+import sys
+from htc_core import kernels
+print(kernels.cache_is_warm())
+kernels.warm(families=[sys.argv[1]])
+print(kernels.cache_is_warm())
+"""
+
+
+@pytest.mark.heavy
+def test_cache_is_warm_sees_what_numba_compiled_under_numba_cache_dir(tmp_path):
+    # a real compile: numba's own locator writes the kernels under NUMBA_CACHE_DIR, and cache_is_warm finds them
+    env = dict(os.environ, HTC_CACHE_DIR=str(tmp_path / "htc"), NUMBA_CACHE_DIR=str(tmp_path / "numba-user"),
+               PYTHONPATH=str(ROOT))
+    family = "path solver (fit, evaluate, Calibration)"
+    p = subprocess.run([sys.executable, "-c", NUMBA_DIR_CHILD, family], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split() == ["False", "True"]
+    assert any((tmp_path / "numba-user").rglob("*_best_on_segment-*.nbi"))
+    assert not any((tmp_path / "htc").rglob("*.nbi"))        # htc's folder was not used: numba's variable won
