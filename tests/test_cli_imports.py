@@ -139,3 +139,21 @@ def test_a_dask_or_spark_worker_computing_features_starts_light():
     assert p.returncode == 0, p.stderr[-3000:]
     loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
     assert not loaded & {"scipy", "sklearn", "numba", "threadpoolctl", "duckdb", "streamlit", "plotly", "torch"}
+
+
+SCORE_WORKER = r"""
+import json, sys
+from htc_core.engines.common import Task, map_batches, pieces_batch, split_inputs
+pieces = split_inputs(sys.argv[1])
+list(map_batches([pieces_batch(pieces[:1])], Task.for_model("gac")))
+print(json.dumps([m for m in json.loads(sys.argv[2]) if m in sys.modules]))
+"""
+
+
+def test_a_dask_or_spark_worker_scoring_with_a_gac_imports_no_estimator_library():
+    # a worker reads the model for scoring only (calibration.linear_scoring); its table is a DataFrame (pandas)
+    p = subprocess.run([sys.executable, "-c", SCORE_WORKER, str(SAMPLE), json.dumps(WATCHED)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert not loaded & {"scipy", "sklearn", "numba", "threadpoolctl", "duckdb", "streamlit", "plotly", "torch"}

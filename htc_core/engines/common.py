@@ -306,20 +306,19 @@ def _cuts(path: Path, piece_bytes: int) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=4)
 def _model(text: str, source: str):
-    """The model of a task, parsed once per worker process."""
-    from ..calibration.general import GAC_FORMAT, GeneralCalibrator
+    """The model of a task, parsed once per worker process: read for scoring only (calibration.linear_scoring,
+    numpy alone: a worker imports neither scikit-learn nor scipy), an HTC-GAM as its estimator."""
+    from ..calibration.linear_scoring import GAC_FORMAT, GACScorer, LinearScorer
     from ..calibration.model_file import parse_model_text
 
     obj = parse_model_text(text, source=source)
     if isinstance(obj, dict) and obj.get("format") == GAC_FORMAT:
-        return GeneralCalibrator.from_dict(obj, source=source)
+        return GACScorer.from_dict(obj, source=source)
     if isinstance(obj, dict) and obj.get("format") == "htc-gam":
         from ..calibration.gam import HTCGAM
 
         return HTCGAM.from_dict(obj, source=source)
-    from ..calibration.calibrators import HTCCalibrator
-
-    return HTCCalibrator.from_dict(obj, source=source)
+    return LinearScorer.from_dict(obj, source=source)
 
 
 def _frame(ts, task: Task):
