@@ -1,7 +1,8 @@
 """Scoring trace sets with a fitted model: the table ``htc score`` writes, one chunk at a time.
 
-``score_frame(model, ts)`` is a library function (the CLI and the scale-out engines of ``htc_core.engines`` both
-call it): id, calibrated confidence and the raw baseline confidences of each trajectory.
+``score_frame(model, ts)`` is a library function (the scale-out engines of ``htc_core.engines`` call it): id,
+calibrated confidence and the raw baseline confidences of each trajectory. ``score_columns`` gives the same
+columns as numpy arrays without pandas (what ``htc score`` writes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     Parameters
     ----------
     model : HTCCalibrator, HTCGAM or GeneralCalibrator
-        A fitted model (for example from :func:`htc_core.load_model`).
+        A fitted model (for example from :func:`htc_core.load_model`; a scorer of
+        :func:`htc_core.calibration.models.load_scorer` too, without ``explain``).
     ts : TraceSet
         The runs to score.
     verbalized_column : bool, optional
