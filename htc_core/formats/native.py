@@ -143,7 +143,7 @@ def _take_clean(rec: TrajectoryRecord, steps: list, lp: np.ndarray, top: np.ndar
             tt = st.get("top_tokens")
             if tt is not None and (type(tt) is not list or len(tt) != n):
                 return False
-    if top is not None and (top[:, 1:] > top[:, :-1]).any():  # APIs list them sorted: sort only when they are not
+    if top is not None and _unsorted(top):  # APIs list them sorted: sort only when they are not
         top = -np.sort(-top, axis=1)
     rec.flat_logprob, rec.flat_top, rec.step_lengths = lp, top, np.array(lens, dtype=np.int64)
     rec.steps_tokens = toks
@@ -159,6 +159,19 @@ def _take_clean(rec: TrajectoryRecord, steps: list, lp: np.ndarray, top: np.ndar
 
 
 _STR_OR_NONE = {str, type(None)}
+
+
+def _unsorted(top: np.ndarray) -> bool:
+    """True when a row of the [tokens, k] alternatives is not in descending order (NaN compares as sorted).
+
+    One comparison of the flat array with itself shifted by one, the pairs that straddle two rows masked out:
+    half the CPU of ``(top[:, 1:] > top[:, :-1]).any()`` over strided views (issue 29: 0.010 s against 0.019 s
+    on the 112 MB bench file, 3,000 calls)."""
+    k = top.shape[1]
+    flat = top.reshape(-1)
+    rising = flat[1:] > flat[:-1]
+    rising[k - 1::k] = False  # the last of one row against the first of the next
+    return bool(rising.any())
 
 
 def _clean(values: list, no_bools: bool) -> np.ndarray | None:

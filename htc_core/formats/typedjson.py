@@ -13,12 +13,14 @@ anything but the plain shape it can prove:
 - a step that is not an object, without a non-empty ``logprobs`` array of plain numbers (no bool, no string, no
   null, no nested array), or with ``top_logprobs`` that is not ``n`` rows of the same ``k`` plain numbers.
 
-The shapes are proven without touching the numbers: the buffer copy refuses anything but numbers (a bool, a
-string, null, an object), ``logprobs`` has ``n`` elements and ``n`` numbers, every row of ``top_logprobs`` is an
-array of length ``k`` and the buffer holds ``n * k`` numbers, and the raw text of each value holds exactly one
-(``logprobs``) or ``n + 1`` (``top_logprobs``) opening brackets, counted from its key to the next quote or
-closing brace (the value holds nothing but numbers and brackets); a nested array adds brackets and falls back.
-The range and order checks are the caller's (``native.typed_steps``), on the whole arrays.
+The shapes are proven without touching the numbers (``step_shapes``): deleting every character a JSON number
+can hold and the blanks (``bytes.translate``, one C pass) leaves each array of n numbers as ``[`` n-1 commas
+``]``, so a bool, a string, null, an object or a nested array inside ``logprobs`` or a row shows in that
+skeleton; n rows of k numbers must be exactly ``[[,,],[,,]]`` and so on, which proves the row widths too. An
+empty array has the skeleton of a one-number array: the count of the numbers copied (``n * (k + 1)``) catches
+it. Every occurrence of either key in the line is counted, and the line is taken only when there is exactly one
+per step (a key in metadata or in a text sends it the general way). The buffer copy refuses anything but
+numbers too. The range and order checks are the caller's (``native.typed_steps``), on the whole arrays.
 
 Measured (issue 29, the 112 MB top-5 bench file, docs/benchmarks-ingest.md): the parse plus the typed copies
 take 0.13-0.17 s CPU and all of ``decode_steps`` 0.30 s, where ``orjson.loads`` alone takes 0.22 s and the
@@ -44,8 +46,10 @@ MAX_LINE = 16 << 20
 # the step fields decoded to arrays; every other field becomes Python objects
 NUMERIC_KEYS = ("logprobs", "top_logprobs")
 _SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
-_WS = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
+#: every character the text of a JSON number can hold, and the blanks: deleted from a line (``bytes.translate``),
+#: they leave an array of numbers as its skeleton of brackets and commas (``step_shapes``)
+NUMBER_TEXT = b"0123456789+-.eE \t\r\n"
 _LOCAL = threading.local()  # a simdjson parser may not be shared between threads, nor reused while its values live
 _PLAIN = (str, int, float, bool, type(None))
 _SCALARS = frozenset(_PLAIN)
@@ -78,7 +82,7 @@ def decode_steps(raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, list[
         return None
     try:
         return _split(doc, raw)
-    except (TypeError, ValueError, KeyError, RuntimeError):
+    except (TypeError, ValueError, KeyError, IndexError, RuntimeError):
         return None
     finally:
         del doc
@@ -94,130 +98,127 @@ def _split(doc: Any, raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, l
     steps = doc["steps"]
     if not isinstance(steps, simdjson.Array) or len(steps) == 0:
         return None
+    shapes = step_shapes(raw.translate(None, NUMBER_TEXT))
+    if shapes is None:
+        return None
+    lens, tops = shapes
+    arrays = [t for t in tops if t is not None]  # the others are null
+    if len(lens) != len(steps) or (arrays and (len(arrays) != len(lens) or [t[0] for t in arrays] != lens
+                                               or len({t[1] for t in arrays}) > 1)):
+        return None  # a key outside the steps, alternatives on some steps only, rows != tokens, or another k
     obj: dict = {}
     for key in keys:
         if key != "steps":
             obj[key] = _python(doc[key], MAX_DEPTH - 1)
-    got = _Numbers()
-    out_steps = [_step(st, got) for st in steps]
-    if None in out_steps or len(got.widths) > 1 or (got.top and len(got.top) != len(got.lens)):
-        return None  # alternatives on some steps only, or of another k: the general path decides
-    if not _flat_values(raw, [1] * len(got.lens), got.keyed):
+    got = _Buffers()
+    out_steps = [_step(st, n, got) for st, n in zip(steps, lens)]
+    if None in out_steps or got.keyed != len(tops) or len(got.top) != len(arrays):
         return None
     # one copy of the line's numbers, writable: the logprobs, then the alternatives (the range check is one pass)
     numbers = np.frombuffer(bytearray().join(got.lp + got.top), dtype=np.float64)
-    n = sum(got.lens)
-    lp = numbers[:n]
-    top = None
-    if got.top:
-        top = numbers[n:].reshape(-1, got.widths.pop())
-    if n > numbers.size or (top is not None and top.shape[0] != n) or (top is None and numbers.size != n):
+    n = sum(lens)
+    k = arrays[0][1] if arrays else 0
+    if numbers.size != n * (k + 1):  # an empty array has the skeleton of one number: fewer numbers than proven
         return None
+    lp = numbers[:n]
+    top = numbers[n:].reshape(n, k) if arrays else None
     obj["steps"] = out_steps
-    return obj, lp, top, got.lens
+    return obj, lp, top, lens
 
 
-class _Numbers:
-    """The buffers of a line's step arrays as ``_step`` finds them."""
+class _Buffers:
+    """The buffers of a line's step arrays as ``_step`` finds them, and how many steps have a top_logprobs key."""
 
-    __slots__ = ("lp", "top", "lens", "widths", "keyed")
+    __slots__ = ("lp", "top", "keyed")
 
     def __init__(self) -> None:
         self.lp: list = []
         self.top: list = []
-        self.lens: list[int] = []
-        self.widths: set[int] = set()
-        self.keyed: list[int | None] = []  # per step with a top_logprobs key: n + 1 brackets, None for null
+        self.keyed = 0
 
 
-def _step(st: Any, got: _Numbers) -> dict | None:
-    """The step's other fields as Python values (``logprobs`` as a ``range`` of its length: the numbers are in
-    the buffers), its buffers added to ``got``."""
+def _step(st: Any, n: int, got: _Buffers) -> dict | None:
+    """The step's other fields as Python values (``logprobs`` as a ``range`` of its ``n`` tokens: the numbers are
+    in the buffers added to ``got``; ``step_shapes`` proved their shapes)."""
     if not isinstance(st, simdjson.Object):
         return None
     keys = list(st.keys())
     if len(set(keys)) != len(keys) or "logprobs" not in keys:
         return None
-    lp = st["logprobs"]
-    if not isinstance(lp, simdjson.Array):
-        return None
-    n = len(lp)
-    if n == 0:
-        return None
-    got.lp.append(lp.as_buffer(of_type="d"))  # TypeError on a bool, string or null
-    got.lens.append(n)
-    if "top_logprobs" in keys:
-        top = st["top_logprobs"]
-        if top is not None:
-            if not isinstance(top, simdjson.Array) or len(top) != n:
-                return None
-            widths = set(map(len, top))  # a number as a row raises TypeError; an object row fails the buffer
-            k = widths.pop()
-            if widths or k == 0:
-                return None
-            got.widths.add(k)
-            got.top.append(top.as_buffer(of_type="d"))
-        got.keyed.append(None if top is None else n + 1)  # its opening brackets: the array and n rows
+    got.lp.append(st["logprobs"].as_buffer(of_type="d"))
     out = {}
     for key in keys:
         if key not in NUMERIC_KEYS:
             v = st[key]
             out[key] = v if type(v) in _SCALARS else _python(v, MAX_DEPTH - 3)
+        elif key == "top_logprobs":
+            got.keyed += 1
+            v = st[key]
+            if v is not None:
+                got.top.append(v.as_buffer(of_type="d"))
     out["logprobs"] = range(n)
     return out
 
 
-def _flat_values(raw: bytes, lp_wants: list[int], top_wants: list[int | None]) -> bool:
-    """True when the text of the i-th ``logprobs`` / ``top_logprobs`` value holds exactly ``lp_wants[i]`` /
-    ``top_wants[i]`` opening brackets (None: the value is null), so that no element hides a nested array whose
-    numbers the flattening buffer counted.
+def step_shapes(skeleton: bytes) -> tuple[list[int], list[tuple[int, int] | None]] | None:
+    """(the length of each ``logprobs`` array, (rows, width) of each ``top_logprobs`` array or None where it is
+    null) of a line whose number and blank characters were deleted (``NUMBER_TEXT``), in the order of the text;
+    None when either key holds anything else: a ``logprobs`` that is not an array of n >= 1 numbers, a
+    ``top_logprobs`` that is not null or n >= 1 rows of the same k >= 1 numbers.
 
-    One scan over the line for both keys; either key anywhere else (in metadata, or as a text) and that line
-    takes the general path. Each value holds numbers and brackets only (its buffer proved it); the brackets are
-    counted up to the next quote (or the end of the line): between the end of the value and that quote come
-    only ``,`` ``}`` ``]`` ``{`` and blanks, since what follows a step is another step (an object, whose first
-    key is a quote; any other element fails ``_step``) or the end of the steps array and then a key or the end
-    of the record."""
-    wants = {34: lp_wants, 95: top_wants}  # the byte before 'logprobs"': a quote, or the '_' of '"top_'
-    seen = {34: 0, 95: 0}
-    find, count, n = raw.find, raw.count, len(raw)
+    The skeleton of an array of n numbers is ``[`` n-1 commas ``]``: every character a number can hold was
+    deleted, and what stood between two commas of valid JSON made of those characters alone is a number. So a
+    bool, a string, null, an object, an empty or a nested array inside the value shows in its skeleton and fails
+    the comparison. Every occurrence of either key in the text is counted (in metadata, in a text, or a
+    look-alike that the deletion made); the caller requires exactly one per step, so each is a step's own key."""
+    lens: list[int] = []
+    tops: list[tuple[int, int] | None] = []
+    find, startswith = skeleton.find, skeleton.startswith
     pos = find(_SUFFIX)
     while pos >= 0:
-        before = raw[pos - 1]
-        if before == 34 or (before == 95 and raw[pos - 5:pos] == b'"top_'):
-            i = seen[before]
-            if i >= len(wants[before]):
-                return False
-            seen[before] = i + 1
-            pos = _value_start(raw, pos + 9)  # 9: len(_SUFFIX)
-            want = wants[before][i]
-            if pos < 0 or (want is None) != (raw[pos] != 91):  # '[' unless the value is null
-                return False
-            if want is not None:
-                end = find(b'"', pos)
-                end = n if end < 0 else end
-                if count(b"[", pos, end) != want:
-                    return False
-                pos = end
-        else:
-            pos += 9
-        pos = find(_SUFFIX, pos)
-    return seen[34] == len(lp_wants) and seen[95] == len(top_wants)
+        before = skeleton[pos - 1]
+        is_top = before == 95 and skeleton[pos - 5:pos] == b'"top_'
+        if before == 34 or is_top:
+            v = pos + 10  # after 'logprobs":'
+            if skeleton[v - 1] != 58:  # ':'
+                return None
+            if is_top and startswith(b"null", v):
+                tops.append(None)
+            elif is_top:
+                k = find(b"]", v) - v - 1  # the first row's width: '[[', k - 1 commas, ']'
+                end = find(b"]]", v) + 2
+                n = (end - v - 1) // (k + 2) if k > 0 else 0  # n rows of k numbers: n * (k + 2) + 1 characters
+                if n < 1 or not startswith(_SKELETONS.get((n, k)) or _skeleton_of(n, k), v) \
+                        or end - v != n * (k + 2) + 1:
+                    return None
+                tops.append((n, k))
+                pos = end - 9
+            else:
+                end = find(b"]", v) + 1
+                n = end - v - 1
+                if n < 1 or not startswith(_SKELETONS.get((n, 0)) or _skeleton_of(n, 0), v):
+                    return None
+                lens.append(n)
+                pos = end - 9
+        pos = find(_SUFFIX, pos + 9)
+    return lens, tops
 
 
-def _value_start(raw: bytes, pos: int) -> int:
-    """The position of the value after a key that ends at ``pos`` (-1 when no ':' follows)."""
-    if raw[pos:pos + 1] == b":":  # compact (orjson) or ': ' (json.dumps): the usual two cases first
-        return pos + 2 if raw[pos + 1:pos + 2] == b" " else pos + 1
-    n = len(raw)
-    while pos < n and raw[pos] in _WS:
-        pos += 1
-    if pos >= n or raw[pos] != 58:  # ':'
-        return -1
-    pos += 1
-    while pos < n and raw[pos] in _WS:
-        pos += 1
-    return pos if pos < n else -1
+_SKELETONS: dict[tuple[int, int], bytes] = {}
+
+
+def _skeleton_of(n: int, k: int) -> bytes:
+    """The skeleton of an array of n numbers (k = 0) or of n rows of k numbers; the small ones are kept (a few
+    hundred of at most 16 kB: every step of a file usually has one of a few shapes)."""
+    text = _SKELETONS.get((n, k))
+    if text is None:
+        row = b"[" + b"," * (k - 1) + b"]"
+        text = b"[" + b"," * (n - 1) + b"]" if k == 0 else b"[" + (row + b",") * (n - 1) + row + b"]"
+        if len(text) <= 16384:
+            if len(_SKELETONS) >= 512:
+                _SKELETONS.clear()
+            _SKELETONS[(n, k)] = text
+    return text
 
 
 def _python(v: Any, depth_left: int) -> Any:
