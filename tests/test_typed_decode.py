@@ -119,6 +119,27 @@ REFUSED_RAW = {
     "escaped key": b'{"id":"t","steps":[{"logprobs":[-0.1],"top\\u005flogprobs":[[-0.1,[]]]}]}',
     "byte order mark inside the file": b'\xef\xbb\xbf{"id":"t","steps":[{"logprobs":[-0.1]}]}',
     "two documents on a line": b'{"id":"t","steps":[{"logprobs":[-0.1]}]} {"id":"u"}',
+    # the skeleton proof (numbers and blanks deleted): look-alikes the deletion makes, and arrays whose skeleton
+    # is that of one number
+    "key look-alike made by the deletion": b'{"id":"t","steps":[{"logprobs":[-0.1],"top_3logprobs":[[-0.1]]}]}',
+    "empty row with a one-number skeleton": b'{"id":"t","steps":[{"logprobs":[-0.1,-0.2],"top_logprobs":[[-0.1],[]]}]}',
+    "blank logprobs": b'{"id":"t","steps":[{"logprobs":[ ]}]}',
+    "null logprobs": b'{"id":"t","steps":[{"logprobs":null}]}',
+    "logprobs as a number": b'{"id":"t","steps":[{"logprobs":-0.1}]}',
+    "rows of another width on the next step": b'{"id":"t","steps":[{"logprobs":[-0.1],"top_logprobs":[[-0.1,-1]]},'
+                                              b'{"logprobs":[-0.1],"top_logprobs":[[-0.1]]}]}',
+    "null alternatives on one step of two": b'{"id":"t","steps":[{"logprobs":[-0.1],"top_logprobs":[[-0.1,-1]]},'
+                                            b'{"logprobs":[-0.1],"top_logprobs":null}]}',
+}
+#: raw lines the typed decode takes (the skeleton proof holds) and whose values the reference path judges the same
+TAKEN_RAW = {
+    "exponents, signs and blanks": b'{ "id" : "t" , "steps" : [ { "logprobs" : [ -1.5e-3 , -2E+1, -0 ,0, -3 ] ,\t'
+                                   b'"top_logprobs" : [ [-1.5e-3,-2E1 ] ,[ 0,-1],[-0.0 , -1],[0,-1],[-3,-4]] } ] }',
+    "null alternatives everywhere": b'{"id":"t","steps":[{"logprobs":[-0.1],"top_logprobs":null},{"logprobs":[-0.2]}]}',
+    "a positive exponent": b'{"id":"t","steps":[{"logprobs":[-0.1,1e+2]}]}',
+    "an escaped key in a text (not a key: its quote is escaped)":
+        b'{"id":"t","steps":[{"logprobs":[-0.1],"text":"a \\"logprobs\\": [1] 2"}]}',
+    "keys in another order": b'{"steps":[{"top_logprobs":[[-0.1,-2]],"name":"a","logprobs":[-0.1]}],"id":"t"}',
 }
 #: lines the typed decode takes but whose values the reference path must judge (clip, sentinel, order, ids)
 JUDGED = {
@@ -156,6 +177,18 @@ def test_hostile_lines_are_refused_and_read_as_the_reference_does(name, tmp_path
     _assert_same(fast, ref)
     assert _problems(rep_fast) == _problems(rep_ref)
     assert {"ok", "ok2"} <= set(fast.ids)  # valid lines are kept
+
+
+@pytest.mark.parametrize("name", list(TAKEN_RAW))
+def test_lines_the_skeleton_proof_takes_read_as_the_reference_does(name, tmp_path, monkeypatch):
+    raw = TAKEN_RAW[name]
+    assert typedjson.decode_steps(raw) is not None
+    p = _write(tmp_path, name, [raw, _line([GOOD_STEP], id="ok")])
+    fast, rep_fast, taken = _read(p, monkeypatch, typed=True)
+    ref, rep_ref, _ = _read(p, monkeypatch, typed=False)
+    assert taken == 2
+    _assert_same(fast, ref)
+    assert _problems(rep_fast) == _problems(rep_ref)
 
 
 class _Rep:
@@ -214,3 +247,33 @@ def test_a_line_over_the_cap_takes_the_general_path(monkeypatch):
     line = json.dumps(_line([GOOD_STEP])).encode()
     monkeypatch.setattr(typedjson, "MAX_LINE", len(line) - 1)
     assert typedjson.decode_steps(line) is None
+
+
+_BLANK = st.sampled_from(["", " ", "\t", "  ", "\r\n "])
+
+
+def _spelled(value, data) -> str:
+    """``value`` as JSON text with random blanks and number spellings (exponents, signs, integers)."""
+    b = lambda: data.draw(_BLANK)  # noqa: E731
+    if isinstance(value, list):
+        return "[" + b() + ("," + b()).join(_spelled(v, data) + b() for v in value) + "]"
+    if isinstance(value, float):
+        fmt = data.draw(st.sampled_from(["{!r}", "{:e}", "{:E}", "{:.3e}"]))
+        return fmt.format(value)
+    return json.dumps(value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lp=st.lists(_num, min_size=0, max_size=4),
+       rows=st.one_of(st.none(), st.lists(st.lists(_num, min_size=0, max_size=3), min_size=0, max_size=4)),
+       data=st.data())
+def test_property_spelled_step_arrays_read_as_the_reference_does(lp, rows, data, tmp_path, monkeypatch):
+    """The skeleton proof against numbers written with exponents and blanks anywhere, next to bools, null,
+    strings, empty and nested arrays."""
+    top = "" if rows is None else f', "top_logprobs" :{_spelled(rows, data)}'
+    raw = f'{{"id": "t", "steps": [{{"name": "s", "logprobs": {_spelled(lp, data)}{top}}}]}}'.encode()
+    p = _write(tmp_path, "spelled", [raw, _line([GOOD_STEP], id="ok")])
+    fast, rep_fast, _ = _read(p, monkeypatch, typed=True)
+    ref, rep_ref, _ = _read(p, monkeypatch, typed=False)
+    _assert_same(fast, ref)
+    assert _problems(rep_fast) == _problems(rep_ref)

@@ -127,14 +127,17 @@ def _split(doc: Any, raw: bytes) -> tuple[dict, np.ndarray, np.ndarray | None, l
 
 
 class _Buffers:
-    """The buffers of a line's step arrays as ``_step`` finds them, and how many steps have a top_logprobs key."""
+    """The buffers of a line's step arrays as ``_step`` finds them, how many steps have a top_logprobs key, and
+    the keys of the last step read (the next step usually has the same ones)."""
 
-    __slots__ = ("lp", "top", "keyed")
+    __slots__ = ("lp", "top", "keyed", "keys", "others")
 
     def __init__(self) -> None:
         self.lp: list = []
         self.top: list = []
         self.keyed = 0
+        self.keys: list[str] = []
+        self.others: list[str] = []  # the keys but the numeric ones
 
 
 def _step(st: Any, n: int, got: _Buffers) -> dict | None:
@@ -142,20 +145,24 @@ def _step(st: Any, n: int, got: _Buffers) -> dict | None:
     in the buffers added to ``got``; ``step_shapes`` proved their shapes)."""
     if not isinstance(st, simdjson.Object):
         return None
-    keys = list(st.keys())
-    if len(set(keys)) != len(keys) or "logprobs" not in keys:
-        return None
+    keys = got.keys
+    # the last step's keys, all present and no other (so none repeated): they are this step's (the order of a
+    # step's keys matters to no one: its fields are read by name)
+    if len(st) != len(keys) or not all(map(st.__contains__, keys)):
+        keys = list(st.keys())
+        if len(set(keys)) != len(keys) or "logprobs" not in keys:
+            return None
+        got.keys, got.others = keys, [k for k in keys if k not in NUMERIC_KEYS]
     got.lp.append(st["logprobs"].as_buffer(of_type="d"))
     out = {}
-    for key in keys:
-        if key not in NUMERIC_KEYS:
-            v = st[key]
-            out[key] = v if type(v) in _SCALARS else _python(v, MAX_DEPTH - 3)
-        elif key == "top_logprobs":
-            got.keyed += 1
-            v = st[key]
-            if v is not None:
-                got.top.append(v.as_buffer(of_type="d"))
+    for key in got.others:
+        v = st[key]
+        out[key] = v if type(v) in _SCALARS else _python(v, MAX_DEPTH - 3)
+    if len(got.others) + 1 < len(keys):  # a top_logprobs key
+        got.keyed += 1
+        v = st["top_logprobs"]
+        if v is not None:
+            got.top.append(v.as_buffer(of_type="d"))
     out["logprobs"] = range(n)
     return out
 

@@ -9,8 +9,11 @@
    ``orjson.loads`` and drop each decoded value; the start alone (``python -c "import numpy"``, and ``htc
    features`` on a 1-line file: interpreter, numpy, simdjson, the readers, pyarrow for the CSV; no pandas);
    ``formats.load`` (the reader: parse, checks, arrays); ``htc features FILE --out X.csv`` end to end (reader,
-   48 features, CSV written). Then where the CPU of one ``htc features`` process goes (``breakdown``: the
-   command's main steps timed in place, in a new process).
+   48 features, CSV written). The children's bytecode is cached (``child_env``: an installed package's is);
+   the start and ``htc features`` are also measured in the environment as it is (where
+   ``PYTHONDONTWRITEBYTECODE`` is set and the checkout has no ``__pycache__``, every start compiles the sources).
+   The load average is printed before and after. Then where the CPU of one ``htc features`` process goes
+   (``breakdown``: the command's main steps timed in place, in a new process).
    Targets (issue 29): ``htc features`` <= 1.0x the stdlib pass and <= 3x the orjson pass.
 2. Scaling. Files of N small trajectories (5 steps x 20 tokens, no alternatives, the issue's 1M case) for
    each N of ``--sizes``; ``htc features`` runs in a fresh process per size and its wall time, CPU time and
@@ -90,10 +93,19 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
     path = write_file(DIR / f"native-{n_traj}x10x50-top5.jsonl", n_traj, 10, 50, 5)
     small = write_file(DIR / "native-50x10x50-top5.jsonl", 50, 10, 50, 5)
     out = DIR / "features.csv"
-    _run_measured(["features", str(small), "--out", str(out)])  # kernels compiled into the cache once
+    _run_measured(["features", str(small), "--out", str(out)])  # kernels and bytecode compiled into the caches once
+    _run_script(READER, [str(small)])
+    for code in FLOOR.values():
+        _run_script(code, [str(small)])
     size = path.stat().st_size
     print_fn(f"== parser speed: {path.name}, {size / 1e6:.0f} MB, {n_traj} trajectories, {n_traj * 500:,} tokens, "
-             f"top-5; CPU seconds of a new process each (start included), best of {repeats} ==")
+             f"top-5; CPU seconds of a new process each (start included), best of {repeats}; load average "
+             f"{_load()} ==")
+    pycache = (Path(__file__).resolve().parents[2] / "htc_core" / "__pycache__").is_dir()
+    print_fn(f"(the children's bytecode is cached under {child_env()['PYTHONPYCACHEPREFIX']}, as an installed "
+             f"package's is; the rows 'environment as is' run without that cache: PYTHONDONTWRITEBYTECODE="
+             f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}, htc_core/__pycache__ "
+             f"{'present' if pycache else 'absent'})")
     fl = floors(path, repeats)
     one = write_file(DIR / "native-1x10x50-top5.jsonl", 1, 10, 50, 5)
     rows = {"floor: stdlib json.loads, streaming": fl["json"], "floor: orjson.loads, streaming": fl["orjson"],
@@ -104,7 +116,11 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
                                                         for _ in range(repeats)),
             "formats.load (reader only)": min(_run_script(READER, [str(path)])[1] for _ in range(repeats)),
             "htc features end to end": min(_run_measured(["features", str(path), "--out", str(out)])[1]
-                                           for _ in range(repeats))}
+                                           for _ in range(repeats)),
+            "start, environment as is": min(_run_measured(["features", str(one), "--out", str(out)],
+                                                                  bytecode=False)[1] for _ in range(repeats)),
+            "htc features, environment as is": min(
+                _run_measured(["features", str(path), "--out", str(out)], bytecode=False)[1] for _ in range(repeats))}
     for name, t in rows.items():
         print_fn(f"{name:38s} {t:7.2f} s  {size / 1e6 / t:7.1f} MB/s  {t / fl['json']:5.2f}x json  "
                  f"{t / fl['orjson']:5.2f}x orjson")
@@ -116,6 +132,7 @@ def parser_speed(print_fn=print, n_traj: int = 3000, repeats: int = 3) -> dict:
     print_fn(f"of which the start (interpreter, numpy, simdjson, readers, pyarrow; 1-line file): {start:.2f} s = "
              f"{start / fl['json']:.2f}x the whole json.loads pass; after the start: "
              f"{(rows['htc features end to end'] - start) / fl['json']:.2f}x json.loads")
+    print_fn(f"load average after: {_load()}")
     parts = breakdown(path, print_fn)
     return {"mb": size / 1e6, **rows, "ratio": ratio, "ratio_orjson": ratio_or, "breakdown": parts,
             "calllog": calllog_speed(print_fn, repeats=repeats)}
@@ -167,8 +184,7 @@ print("total	%f" % total)
 def breakdown(path: Path, print_fn=print, repeats: int = 3) -> dict:
     """Where the CPU of an ``htc features`` process on ``path`` goes: each step's minimum over ``repeats`` new
     processes (a step's time moves with the load and with fresh memory, by up to 2x between runs)."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    env = child_env()
     parts: dict[str, float] = {}
     for _ in range(repeats):
         p = subprocess.run([sys.executable, "-c", _BREAKDOWN, str(path), str(DIR / "features.csv")], env=env,
@@ -213,19 +229,39 @@ _PEAK = ("import atexit, re, sys\n"
 _CHILD = _PEAK + "from htc_core.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
-def _run_measured(argv: list[str]) -> tuple[float, float, float, int]:
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages (CPU figures move with the load of a shared machine)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _run_measured(argv: list[str], bytecode: bool = True) -> tuple[float, float, float, int]:
     """(wall s, CPU s, peak resident MiB, exit code) of ``htc ARGV`` in a child process."""
-    return _run_script(_CHILD, argv)
+    return _run_script(_CHILD, argv, bytecode)
 
 
-def _run_script(code: str, argv: list[str]) -> tuple[float, float, float, int]:
-    """(wall s, CPU s, peak resident MiB, exit code) of ``python -c CODE ARGV`` in a child process.
+def child_env(bytecode: bool = True) -> dict:
+    """The environment of every measured child: this checkout's ``htc_core`` first on the path, and (``bytecode``)
+    the modules' compiled bytecode kept under ``DIR / "pycache"`` (``PYTHONPYCACHEPREFIX``; a set
+    ``PYTHONDONTWRITEBYTECODE`` is dropped), as an installed package has it: pip compiles the bytecode at install
+    time, and a checkout writes its ``__pycache__`` at the first run. Without it (``bytecode=False``) the child
+    runs in this environment as it is: where ``PYTHONDONTWRITEBYTECODE`` is set and the checkout has no
+    ``__pycache__`` (this project's sandboxes), every start compiles the package's sources again (0.05-0.06 s CPU
+    for ``htc features``)."""
+    root = str(Path(__file__).resolve().parents[2])  # this htc_core, not another installed one
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.setdefault("PYTHONPYCACHEPREFIX", str(DIR / "pycache"))
+    return env
+
+
+def _run_script(code: str, argv: list[str], bytecode: bool = True) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak resident MiB, exit code) of ``python -c CODE ARGV`` in a child process (``child_env``).
 
     The peak is the child's own ``VmHWM`` after exec (``ru_maxrss`` would also count the pages of this process
     at fork time, which holds the reference pass's decoded lines)."""
     t0 = time.perf_counter()
-    root = str(Path(__file__).resolve().parents[2])  # this htc_core, not another installed one
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    env = child_env(bytecode)
     code = code if code is _CHILD else _PEAK + code
     proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=env)
