@@ -277,3 +277,22 @@ def test_property_spelled_step_arrays_read_as_the_reference_does(lp, rows, data,
     ref, rep_ref, _ = _read(p, monkeypatch, typed=False)
     _assert_same(fast, ref)
     assert _problems(rep_fast) == _problems(rep_ref)
+
+
+def test_line_arrays_share_slabs_without_overlapping(monkeypatch):
+    """Each line's numbers are a slice of a shared slab (issue 29: fewer page faults); consecutive lines never
+    overlap, a new slab starts when one is full, a line of more than a quarter slab gets its own memory, and the
+    arrays outlive the slab's release."""
+    monkeypatch.setattr(typedjson, "SLAB_BYTES", 1 << 20)
+    typedjson.release_slab()
+    sizes = [10, 20_000, 12_700, 100, 5]  # 256 kB slab: the first three fill it; then a slab of 512 kB
+    got = [typedjson.line_array([np.full(n, -float(i)).tobytes()]) for i, n in enumerate(sizes)]
+    big = typedjson.line_array([np.full(40_000, -9.0).tobytes()])  # 320 kB > 1 MB / 4
+    typedjson.release_slab()
+    for i, (arr, n) in enumerate(zip(got, sizes)):
+        assert arr.shape == (n,) and arr.flags.writeable and (arr == -float(i)).all()
+    assert got[0].base is not got[1].base and np.shares_memory(got[0].base.obj, got[1].base.obj)
+    assert not np.shares_memory(got[2].base.obj, got[3].base.obj) and len(got[3].base.obj) == 512 << 7  # 64k floats
+    assert type(big.base.obj) is bytearray and (big == -9.0).all()
+    got[0][:] = 1.0  # writing one line's array leaves the next one alone
+    assert (got[1] == -1.0).all()

@@ -24,7 +24,7 @@ from .jsonio import READ_ERRORS, iter_lines, loads
 from .logprobs import alternatives, chosen_logprobs
 from .records import add_record, guarded
 from .stepdetail import native_detail
-from .typedjson import decode_steps
+from .typedjson import decode_steps, release_slab
 from .walk import iter_values
 
 NAME = "native"
@@ -304,9 +304,12 @@ def iter_records(lines: Iterable[tuple[int, bytes]], *, file: str, report: LoadR
                                    no_bools=bools_outside_arrays(raw, obj))
         return rec
 
-    for no, rec in iter_values(lines, report, file, decode):
-        if rec is not None:
-            yield no, rec
+    try:
+        for no, rec in iter_values(lines, report, file, decode):
+            if rec is not None:
+                yield no, rec
+    finally:
+        release_slab()
 
 
 def read_stream(lines: Iterable[tuple[int, bytes]], *, file: str, builder: TraceSetBuilder,
