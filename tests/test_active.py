@@ -157,3 +157,113 @@ def test_refit_variance_aims_at_the_refits_uncertainty(units):
     assert step.adapted and len(step.positions) == 10 and np.isnan(lab[step.positions]).all()
     with pytest.raises(ValueError, match="one value per run"):
         refit_variance(prior, fm, free[:5], 3, rng)
+
+
+# ------------------------------------------------------------ the refit's weights (stratified estimation)
+def test_label_weights_are_stratum_size_over_labels_in_the_stratum():
+    from htc_core.calibration.active import label_weights
+
+    s = np.linspace(0.01, 0.99, 100)            # 10 equal-mass bins of 10 runs
+    lab = np.zeros(100, bool)
+    lab[[0, 1, 15, 55, 56, 57, 58, 95]] = True  # bins 0 (2), 1 (1), 5 (4), 9 (1); bins 2-4 and 6-8 have none
+    w = label_weights(s, lab)
+    assert np.all(w[~lab] == 0)
+    # bins without a label join the next bin up that has one: bin 5 stands for bins 2-5 (40 runs), bin 9 for
+    # bins 6-9 (40 runs)
+    assert w[[0, 1]].tolist() == [5.0, 5.0] and w[15] == 10.0
+    assert w[[55, 56, 57, 58]].tolist() == [10.0] * 4 and w[95] == 40.0
+    assert w.sum() == pytest.approx(100)
+    # a proportional draw (one label per bin) weighs every label N / n
+    lab = np.zeros(100, bool)
+    lab[np.arange(5, 100, 10)] = True
+    assert np.allclose(label_weights(s, lab)[lab], 10.0)
+    assert not label_weights(s, np.zeros(100, bool)).any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=80), data=st.data(), n_bins=st.integers(1, 15))
+def test_label_weights_sum_to_the_runs_and_one_stratum_is_uniform(scores, data, n_bins):
+    from htc_core.calibration.active import label_weights
+
+    labeled = np.asarray(data.draw(st.lists(st.booleans(), min_size=len(scores), max_size=len(scores))))
+    w = label_weights(scores, labeled, n_bins)
+    assert np.all(w[~labeled] == 0) and np.all(w[labeled] >= 1)
+    if labeled.any():
+        assert w.sum() == pytest.approx(len(scores))
+        one = label_weights(scores, labeled, 1)
+        assert np.allclose(one[labeled], len(scores) / labeled.sum())
+
+
+def test_mixed_draws_half_by_neyman_half_uniformly():
+    s = np.linspace(0, 1, 1000)
+    pick = select(s, np.zeros(1000, bool), 40, strategy="mixed", seed=0)
+    neyman = select(s, np.zeros(1000, bool), 20, strategy="calibration", seed=0)
+    assert len(set(pick.tolist())) == 40 and pick[0::2].tolist() == neyman.tolist()
+
+
+def test_weighted_refit_counts_a_run_as_its_weight(units):
+    """An integer weight is the same fit as the run repeated that many times (recalibration and every lambda)."""
+    from htc_core.calibration import adapt
+    from htc_core.calibration.active import linear_prior
+
+    X, y = units
+    prior = linear_prior("gac", X)
+    rows = np.random.default_rng(1).choice(len(y), 40, replace=False)
+    reps = np.where(np.arange(40) < 10, 3, 1)
+    Z = (prior._checked(X.take(rows)) - prior.mean_) / prior.scale_
+    s = Z @ prior.coef_[0] + prior.intercept_[0]
+    A, theta0, pen = adapt._joint_design(s, Z, 3.0)
+    rep = np.repeat(np.arange(40), reps)
+    assert np.allclose(adapt.log_evidence(A, y[rows], theta0, pen, weight=reps.astype(float))[1],
+                       adapt.log_evidence(A[rep], y[rows][rep], theta0, pen)[1], atol=1e-6)
+
+
+def test_weighted_queue_step_and_bad_weights(units):
+    from htc_core.calibration.active import adapt_to_labels, linear_prior, step_weights
+    from htc_core.calibration.adapt import fit_with_prior
+    from htc_core.calibration.calibrators import HTCCalibrator
+
+    X, y = units
+    lab = np.full(len(y), np.nan)
+    lab[:30] = y[:30]
+    prior = linear_prior("gac", X)
+    w = step_weights(X, lab, prior, "calibration", weighted=True)
+    assert w.sum() == pytest.approx(len(y)) and np.all(w[30:] == 0)
+    step = queue_step(X, lab, "gac", n=5, strategy="calibration", weighted=True)
+    assert step.model.adaptation_["weighted"] and step.adapted
+    plain = queue_step(X, lab, "gac", n=5, strategy="calibration", weighted=False)
+    assert not plain.model.adaptation_["weighted"]
+    model, _ = adapt_to_labels(X, lab, prior, weights=np.where(np.arange(len(y)) < 30, 2.0, 0.0))
+    assert np.allclose(model.coef_, plain.model.coef_)      # equal weights: the unweighted fit
+    est = HTCCalibrator(prior=prior)
+    with pytest.raises(ValueError, match="positive and finite.*position 2"):
+        fit_with_prior(est, X.take(np.arange(5)), y[:5], sample_weight=[1, 1, 0, 1, 1])
+    with pytest.raises(ValueError, match="one weight per labeled run"):
+        fit_with_prior(est, X.take(np.arange(5)), y[:5], sample_weight=[1, 1])
+    with pytest.raises(ValueError, match="not 'cv'"):
+        fit_with_prior(est, X.take(np.arange(5)), y[:5], sample_weight=np.ones(5), criterion="cv")
+
+
+def test_weighted_estimate_stands_for_every_run():
+    """Labels drawn unevenly (many in a well-calibrated stratum, few in a badly calibrated one): the weighted ECE
+    is the ECE of all the runs, the unweighted one that of the labeled runs; equal weights change nothing."""
+    from htc_core.calibration.active import label_weights, weighted_metrics
+    from htc_core.calibration.metrics import expected_calibration_error
+
+    rng = np.random.default_rng(0)
+    p = np.concatenate([np.full(500, 0.2), np.full(500, 0.8)])
+    y = np.concatenate([rng.random(500) < 0.2, rng.random(500) < 0.5]).astype(float)   # the top half is overconfident
+    lab = np.zeros(1000, bool)
+    lab[rng.choice(500, 200, replace=False)] = True           # 200 labels in the calibrated half
+    lab[500 + rng.choice(500, 20, replace=False)] = True      # 20 in the overconfident one
+    w = label_weights(p, lab, n_bins=2)
+    ece_all = expected_calibration_error(y, p)
+    ece_w, _ = weighted_metrics(y[lab], p[lab], w[lab])
+    ece_plain = expected_calibration_error(y[lab], p[lab])
+    assert abs(ece_w - ece_all) < 0.05 < abs(ece_plain - ece_all)
+    yy = np.where(lab, y, np.nan)
+    est = estimate(yy, np.where(lab, p, np.nan), weights=w, n_boot=100)
+    assert est.ece == pytest.approx(ece_w) and est.ece_low <= est.ece <= est.ece_high
+    same = estimate(yy, np.where(lab, p, np.nan), weights=np.where(lab, 7.0, 0.0), n_boot=100)
+    plain = estimate(yy, np.where(lab, p, np.nan), n_boot=100)
+    assert same.to_dict() == pytest.approx(plain.to_dict())

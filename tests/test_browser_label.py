@@ -57,6 +57,44 @@ def _refusals(page) -> int:
     return page.locator('[data-testid="stToast"]').filter(has_text="Key not applied").count()
 
 
+#: every keydown the page gets, recorded on ``window`` after the document's listeners (Streamlit's shortcut handler,
+#: hotkeys-js, calls preventDefault when it acts on a key): what a lost first key reached, for the CI log
+KEY_TRACE = """
+window.__keytrace = [];
+window.addEventListener('keydown', (e) => {
+  const a = document.activeElement;
+  const name = (el) => el ? el.tagName + (el.getAttribute && el.getAttribute('data-testid')
+                                          ? '#' + el.getAttribute('data-testid') : '') : null;
+  window.__keytrace.push({key: e.key, t: Math.round(performance.now()), handled: e.defaultPrevented,
+                          target: name(e.target), active: name(a), focus: document.hasFocus(),
+                          buttons: document.querySelectorAll('.stButton button').length,
+                          enabled: document.querySelectorAll('.stButton button:not([disabled])').length,
+                          stale: document.querySelectorAll('[data-stale="true"]').length});
+});
+"""
+
+
+def _trace_keys(page) -> list:
+    """Install the key trace (before the first navigation) and record the time of every websocket frame the page
+    sends (a key that reached its button sends a rerun request)."""
+    sent: list = []
+    page.add_init_script(KEY_TRACE)
+    page.on("websocket", lambda ws: ws.on("framesent", lambda _payload: sent.append(time.time())))
+    return sent
+
+
+def _lost_key_report(page, sent: list, pressed_at: float) -> str:
+    """One line for the log: where the lost key went (handled by a shortcut or not, focus, buttons in the page)
+    and how many frames the page sent after it."""
+    try:
+        trace = page.evaluate("window.__keytrace || []")
+    except Exception as e:   # noqa: BLE001 - the page is being redrawn
+        trace = [f"unreadable: {e}"]
+    frames = sum(1 for t in sent if t >= pressed_at)
+    (SHOTS / "label_first_key_trace.json").write_text(json.dumps({"keys": trace, "frames_after": frames}, indent=1))
+    return f"lost first key: keydown trace {trace[-3:]}, websocket frames sent since the key: {frames}"
+
+
 def _open_label(page, url: str, route: str) -> None:
     if route == "deep link":    # the new server's very first request: handed over to app.py with st.switch_page
         page.goto(f"{url}/label", wait_until="domcontentloaded")
@@ -82,6 +120,7 @@ def test_label_twenty_runs_with_the_keyboard_and_restart(tmp_path, unlabeled, br
     seen, presses, refused, first_again = [], 0, 0, 0
     with start_dashboard(root, samples) as url:
         page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        sent = _trace_keys(page)
         # no settling: a run's heading is drawn only once its label buttons (and their shortcuts) are live in the
         # browser (label_glue.label_bar), so the first key pressed as soon as it shows must count
         _open_label(page, url, route)
@@ -90,7 +129,7 @@ def test_label_twenty_runs_with_the_keyboard_and_restart(tmp_path, unlabeled, br
             tid = _shown(page)
             seen.append(tid)
             while True:
-                before = _refusals(page)
+                before, pressed_at = _refusals(page), time.time()
                 page.keyboard.press("s" if truth[tid] else "f")
                 presses += 1
                 try:
@@ -98,6 +137,7 @@ def test_label_twenty_runs_with_the_keyboard_and_restart(tmp_path, unlabeled, br
                               timeout=15.0 if k == 0 and first_again < 5 else 120.0,
                               what=f"label {k + 1} stored or its key refused (key {presses} lost?)")
                 except AssertionError:
+                    print(f"{route}: " + _lost_key_report(page, sent, pressed_at))
                     if k > 0 or first_again >= 5:
                         raise
                     first_again += 1                               # the first key left no trace: press it again

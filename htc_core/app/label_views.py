@@ -44,7 +44,8 @@ class LabelQueueView:
 def compute_queue(X, y, prior, *, n: int = 10, seed: int = 42, stop_width: float = 0.05,
                   progress=None) -> LabelQueueView:
     """Adapt ``prior`` to the labels ``y`` (NaN = unlabeled) of the runs ``X``, propose the next ``n`` runs, and
-    estimate the adapted model's ECE/AUROC from out-of-fold predictions with a bootstrap interval."""
+    estimate the adapted model's ECE/AUROC from out-of-fold predictions with a bootstrap interval (the labels weighted
+    as the queue's refit weighs them, :func:`~htc_core.calibration.active.step_weights`)."""
     prior = linear_prior(prior, X)
     y = np.asarray(y, dtype=np.float64)
     zero = np.asarray(prior.predict_proba(X)[:, 1], dtype=np.float64)
@@ -59,9 +60,10 @@ def compute_queue(X, y, prior, *, n: int = 10, seed: int = 42, stop_width: float
     lab = np.isfinite(y)
     pos = int(np.sum(y[lab] == 1))
     if min(pos, int(lab.sum()) - pos) >= 2 and lab.sum() >= MIN_FOR_ESTIMATE:
-        oof = out_of_fold(X, y, prior, folds=5, seed=seed)
-        view.estimate = estimate(y, oof, random_state=seed)
-        view.zero_shot_estimate = estimate(y, np.where(lab, zero, np.nan), random_state=seed)
+        w = step.weights          # the queue's labels weighted as its refit weighs them (None: unweighted)
+        oof = out_of_fold(X, y, prior, folds=5, seed=seed, weights=w)
+        view.estimate = estimate(y, oof, random_state=seed, weights=w)
+        view.zero_shot_estimate = estimate(y, np.where(lab, zero, np.nan), random_state=seed, weights=w)
         view.curves = {"GAC zero-shot": reliability_curve(y[lab], zero[lab]),
                        "GAC adapted (out-of-fold)": reliability_curve(y[lab], oof[lab])}
         view.stop = stop_suggestion(view.estimate, width=stop_width)

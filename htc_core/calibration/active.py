@@ -49,13 +49,16 @@ import numpy as np
 from .calibrators import HTCCalibrator
 from .metrics import auroc, expected_calibration_error
 
-__all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "VARIANCE_SHARPNESS", "variance_reduction", "refit_variance",
+__all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "WEIGHTED", "label_weights", "step_weights", "VARIANCE_SHARPNESS", "variance_reduction", "refit_variance",
            "REFIT_SHARPNESS", "select", "queue_step", "QueueStep", "estimate", "Estimate",
-           "stop_suggestion", "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
+           "stop_suggestion", "weighted_metrics", "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
 
-STRATEGIES = ("stratified", "calibration", "variance", "refit", "random", "uncertainty")
+STRATEGIES = ("stratified", "calibration", "mixed", "variance", "refit", "random", "uncertainty")
 # the strategy the page and ``htc label next`` use (docs/labeling.md: the better of the two bin strategies measured)
 DEFAULT_STRATEGY = "stratified"
+# the strategies whose labels are weighted in the refit by default (the inverse of their chance of being picked,
+# :func:`label_weights`; ``queue_step(..., weighted=)`` overrides it); measured in docs/labeling.md
+WEIGHTED = ()
 # labels of each outcome needed before the prior is adapted (fewer: the prior's own scores drive the queue)
 MIN_PER_CLASS = 1
 
@@ -141,7 +144,24 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
         if model is None or X is None:
             raise ValueError("strategy 'refit' needs the current model and the runs' features (model=..., X=...)")
         return refit_variance(model, X, lab, n, rng, sharpness=sharpness)
+    if strategy == "mixed":
+        return _mixed(s, lab, n, rng, n_bins)
     return _stratified(s, lab, n, rng, n_bins, weighted=strategy == "calibration")
+
+
+def _mixed(s, lab, n, rng, n_bins) -> np.ndarray:
+    """Half of the ``n`` runs by Neyman allocation over the bins (``calibration``), the other half uniformly from
+    the remaining unlabeled runs, interleaved (Neyman first)."""
+    half = (n + 1) // 2
+    first = _stratified(s, lab, half, rng, n_bins, weighted=True)
+    taken = lab.copy()
+    taken[first] = True
+    rest = rng.permutation(np.flatnonzero(~taken))[: n - len(first)]
+    out = np.empty(len(first) + len(rest), dtype=np.int64)
+    k = min(len(first), len(rest))
+    out[0:2 * k:2], out[1:2 * k:2] = first[:k], rest[:k]
+    out[2 * k:] = np.concatenate([first[k:], rest[k:]])
+    return out
 
 
 def confidence_bins(scores: np.ndarray, n_bins: int) -> np.ndarray:
@@ -170,6 +190,51 @@ def confidence_bins(scores: np.ndarray, n_bins: int) -> np.ndarray:
     b = np.empty(len(scores), dtype=np.int64)
     b[order] = (np.arange(len(scores)) * n_bins) // max(len(scores), 1)
     return b
+
+
+def label_weights(scores, labeled, n_bins: int = 10) -> np.ndarray:
+    """Inverse-probability weights of the labeled runs, stratified over the confidence bins (classic stratified
+    estimation): a labeled run of stratum ``h`` weighs ``N_h / n_h``, the stratum's runs over its labeled runs, so
+    a labeled set drawn unevenly over the bins (Neyman allocation, a mix, or chance) stands for every run; the
+    weights of a proportional draw are all about ``N / n``. The strata are the ``n_bins`` equal-mass bins of
+    ``scores`` (:func:`confidence_bins`); a bin without a label is merged into the next bin up that has one (the
+    top ones into the highest with a label), so the weights always sum to the number of runs.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_runs,)
+        The confidence that defines the strata (the page and ``htc label next`` use the prior's, fixed over the
+        loop).
+    labeled : array-like of bool, shape (n_runs,)
+        True where a run has a label (success or failure).
+    n_bins : int, default=10
+        Equal-mass bins (1: every labeled run weighs ``N / n``).
+
+    Returns
+    -------
+    ndarray of shape (n_runs,)
+        The weight of each labeled run, 0 where unlabeled (all 0 without a label).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import label_weights
+    >>> scores = np.linspace(0.05, 0.95, 8)
+    >>> label_weights(scores, [True, False, False, False, True, True, True, False], n_bins=2)
+    array([4.        , 0.        , 0.        , 0.        , 1.33333333,
+           1.33333333, 1.33333333, 0.        ])
+    """
+    s, lab = _check(scores, labeled, 1, "random", n_bins)
+    out = np.zeros(len(s))
+    if not lab.any():
+        return out
+    k = int(min(n_bins, len(s)))
+    b = confidence_bins(s, k)
+    have = np.flatnonzero(np.bincount(b[lab], minlength=k) > 0)
+    stratum = have[np.minimum(np.searchsorted(have, np.arange(k)), len(have) - 1)][b]
+    size, got = np.bincount(stratum, minlength=k), np.bincount(stratum[lab], minlength=k)
+    out[lab] = size[stratum[lab]] / got[stratum[lab]]
+    return out
 
 
 def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
@@ -372,7 +437,7 @@ def linear_prior(prior, X):
     return resolve_prior(prior, HTCCalibrator, of)[0]
 
 
-def adapt_to_labels(X, y, prior, *, random_state: int = 42):
+def adapt_to_labels(X, y, prior, *, random_state: int = 42, weights=None):
     """The prior adapted to the labeled runs; the prior itself while the labels lack an outcome.
 
     Parameters
@@ -385,6 +450,9 @@ def adapt_to_labels(X, y, prior, *, random_state: int = 42):
         The prior (see :func:`linear_prior`).
     random_state : int, default=42
         Seed of the adaptation's inner CV.
+    weights : array-like of shape (n_runs,), optional
+        Each labeled run's weight in the refit (:func:`label_weights`; unlabeled entries are ignored); None: every
+        label counts once.
 
     Returns
     -------
@@ -415,11 +483,23 @@ def adapt_to_labels(X, y, prior, *, random_state: int = 42):
     if min(pos, int(have.sum()) - pos) < MIN_PER_CLASS:
         return prior, False
     rows = np.flatnonzero(have)
-    return HTCCalibrator(prior=prior, random_state=random_state).fit(_take(X, rows), y[rows]), True
+    est = HTCCalibrator(prior=prior, random_state=random_state)
+    if weights is None:
+        return est.fit(_take(X, rows), y[rows]), True
+    from .adapt import fit_with_prior
+    from .blas_threads import one_blas_thread
+
+    with one_blas_thread():
+        w = np.asarray(weights, dtype=np.float64)[rows]
+        return fit_with_prior(est, _take(X, rows), y[rows], sample_weight=w), True
 
 
 def _take(X, rows):
     return X.take(rows) if hasattr(X, "take") and not isinstance(X, np.ndarray) else np.asarray(X)[rows]
+
+
+def _n_rows(X) -> int:
+    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
 
 
 def _scores(model, X) -> np.ndarray:
@@ -448,6 +528,8 @@ class QueueStep:
         The strategy used.
     notes : list of str, default=[]
         What the step could not do and why.
+    weights : ndarray of shape (n_runs,) or None, default=None
+        The labels' weights in the refit (:func:`step_weights`), None when unweighted.
 
     Examples
     --------
@@ -470,10 +552,52 @@ class QueueStep:
     n_labeled: int
     strategy: str
     notes: list = field(default_factory=list)
+    weights: np.ndarray | None = None
+
+
+def step_weights(X, y, prior, strategy: str, weighted: bool | None = None, n_bins: int = 10):
+    """The refit's weights of a loop step: :func:`label_weights` over the prior's confidence bins when
+    ``weighted`` (None: ``strategy in WEIGHTED``), else None (every label counts once).
+
+    Parameters
+    ----------
+    X : FeatureMatrix, DataFrame or array of shape (n_runs, n_features)
+        Every run's features.
+    y : array-like of shape (n_runs,)
+        Labels so far, NaN where unlabeled.
+    prior : HTCCalibrator
+        The linear prior (:func:`linear_prior`).
+    strategy : str
+        The strategy that picked the labels.
+    weighted : bool, optional
+        Weight the labels (None: the strategy's default, :data:`WEIGHTED`).
+    n_bins : int, default=10
+        The strata.
+
+    Returns
+    -------
+    ndarray of shape (n_runs,) or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.active import linear_prior, step_weights
+    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
+    >>> X = htc.extract(ts)
+    >>> y = np.full(len(ts), np.nan)
+    >>> y[:20] = ts.labels[:20]
+    >>> w = step_weights(X, y, linear_prior("gac", X), "calibration", weighted=True)
+    >>> round(float(w.sum()), 6), step_weights(X, y, linear_prior("gac", X), "random") is None
+    (250.0, True)
+    """
+    if not (strategy in WEIGHTED if weighted is None else weighted):
+        return None
+    return label_weights(_scores(prior, X), np.isfinite(np.asarray(y, dtype=np.float64)), n_bins)
 
 
 def queue_step(X, y, prior, *, n: int = 10, strategy: str = DEFAULT_STRATEGY, seed: int = 42,
-               n_bins: int = 10) -> QueueStep:
+               n_bins: int = 10, weighted: bool | None = None, sharpness: float | None = None) -> QueueStep:
     """Adapt a prior to the labels so far and propose the next runs to label.
 
     Parameters
@@ -491,7 +615,12 @@ def queue_step(X, y, prior, *, n: int = 10, strategy: str = DEFAULT_STRATEGY, se
     seed : int, default=42
         Seed of the adaptation and the choice.
     n_bins : int, default=10
-        Equal-mass confidence bins of the bin strategies.
+        Equal-mass confidence bins of the bin strategies (and the strata of the weights).
+    weighted : bool, optional
+        Weight each label by the inverse of its chance of being picked in the refit (:func:`step_weights`;
+        None: the strategy's default, :data:`WEIGHTED`).
+    sharpness : float, optional
+        The exponent of ``variance`` and ``refit`` (see :func:`select`).
 
     Returns
     -------
@@ -513,14 +642,17 @@ def queue_step(X, y, prior, *, n: int = 10, strategy: str = DEFAULT_STRATEGY, se
     """
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     prior = linear_prior(prior, X)
-    model, adapted = adapt_to_labels(X, y, prior, random_state=seed)
+    if len(y) != _n_rows(X):
+        raise ValueError(f"y must have one value per run of X ({_n_rows(X)}), got {len(y)}")
+    weights = step_weights(X, y, prior, strategy, weighted, n_bins)
+    model, adapted = adapt_to_labels(X, y, prior, random_state=seed, weights=weights)
     s = _scores(model, X)
     if len(s) != len(y):
         raise ValueError(f"y must have one value per run of X ({len(s)}), got {len(y)}")
     pos = select(s, np.isfinite(y), n, strategy=strategy, seed=seed + int(np.isfinite(y).sum()), n_bins=n_bins,
-                 model=model, X=X)
+                 model=model, X=X, sharpness=sharpness)
     notes = [] if adapted else ["the labels hold one outcome only (or none): the prior's scores pick the runs"]
-    return QueueStep(pos, s, model, adapted, int(np.isfinite(y).sum()), strategy, notes)
+    return QueueStep(pos, s, model, adapted, int(np.isfinite(y).sum()), strategy, notes, weights)
 
 
 # ------------------------------------------------------------ the estimate
@@ -596,7 +728,7 @@ class Estimate:
                 for k, v in self.__dict__.items() if k != "oof"}
 
 
-def out_of_fold(X, y, prior, *, folds: int = 5, seed: int = 42) -> np.ndarray:
+def out_of_fold(X, y, prior, *, folds: int = 5, seed: int = 42, weights=None) -> np.ndarray:
     """Each labeled run's confidence from the prior adapted to the *other* labeled runs.
 
     Parameters
@@ -611,6 +743,8 @@ def out_of_fold(X, y, prior, *, folds: int = 5, seed: int = 42) -> np.ndarray:
         Folds over the labeled runs (at most one per labeled run).
     seed : int, default=42
         Seed of the folds and the adaptations.
+    weights : array-like of shape (n_runs,), optional
+        The labels' weights in each fold's refit (:func:`step_weights`), None: unweighted.
 
     Returns
     -------
@@ -642,12 +776,13 @@ def out_of_fold(X, y, prior, *, folds: int = 5, seed: int = 42) -> np.ndarray:
         tr, te = rows[fold != f], rows[fold == f]
         yy = np.full(len(y), np.nan)
         yy[tr] = y[tr]
-        model, _ = adapt_to_labels(X, yy, prior, random_state=seed)
+        model, _ = adapt_to_labels(X, yy, prior, random_state=seed, weights=weights)
         out[te] = _scores(model, _take(X, te))
     return out
 
 
-def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, seed=None) -> Estimate:
+def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, seed=None,
+             weights=None) -> Estimate:
     """ECE and AUROC of out-of-fold confidences ``oof`` on labels ``y`` (both NaN where unlabeled), with a
     percentile bootstrap interval (``level``) over the labeled runs: both metrics from the same resamples
     (HTC's one bootstrap engine, :func:`~htc_core.calibration.bootstrap.percentile_intervals`; resamples with
@@ -667,6 +802,10 @@ def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, 
         Level of the intervals.
     seed : int, optional
         The deprecated old name of ``random_state``.
+    weights : array-like of shape (n_runs,), optional
+        Each labeled run's weight (:func:`label_weights`): the ECE and AUROC of every run, estimated from labels
+        drawn unevenly (a weighted ECE, ``sum over bins |sum w (y - p)| / sum w``, and a weighted AUROC; each
+        resample carries its runs' weights). None: every label counts once.
 
     Returns
     -------
@@ -692,17 +831,53 @@ def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, 
     p = np.asarray(oof, dtype=np.float64)
     m = np.isfinite(y) & np.isfinite(p)
     yy, pp = y[m], p[m]
+    ww = None if weights is None else np.asarray(weights, dtype=np.float64)[m]
     nan = float("nan")
     if len(yy) < 2:
         return Estimate(len(yy), nan, nan, nan, nan, nan, nan, p)
 
     def stat(idx):
+        if ww is not None:
+            return np.array([weighted_metrics(yy[d], pp[d], ww[d]) for d in idx]).T
         return np.array([[expected_calibration_error(yy[d], pp[d]) for d in idx], [auroc(yy[d], pp[d]) for d in idx]])
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         iv = percentile_intervals(stat, (len(yy),), n_boot=n_boot, level=level, random_state=random_state)
     return Estimate(len(yy), *iv.triple(0), *iv.triple(1), p)
+
+
+def weighted_metrics(y, p, w) -> tuple[float, float]:
+    """(ECE, AUROC) of confidences ``p`` on outcomes ``y``, each run counted ``w`` times: the ECE over the same 10
+    equal-width bins as :func:`~htc_core.calibration.metrics.expected_calibration_error` (``sum over bins
+    |sum w (y - p)| / sum w``), the AUROC with every pair weighted ``w_i w_j`` (NaN with one outcome). Equal
+    weights give the unweighted metrics.
+
+    Parameters
+    ----------
+    y, p, w : ndarray of shape (n,)
+        Outcomes (0/1), confidences, positive weights.
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.active import weighted_metrics
+    >>> y, p = np.array([1.0, 0, 1, 1]), np.array([0.9, 0.2, 0.6, 0.8])
+    >>> [round(v, 4) for v in weighted_metrics(y, p, np.ones(4))]
+    [0.225, 1.0]
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from .metrics import bin_predictions
+
+    b = bin_predictions(y, p).bin_ids
+    gap = np.bincount(b, weights=w * (y - p), minlength=10)
+    ece = float(np.abs(gap).sum() / w.sum())
+    return ece, float(roc_auc_score(y, p, sample_weight=w)) if 0 < y.sum() < len(y) else float("nan")
 
 
 def stop_suggestion(est: Estimate, *, width: float = 0.05, min_labels: int = 20) -> str:

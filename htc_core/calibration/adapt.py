@@ -147,22 +147,23 @@ def _pick_submodel(subs: dict, of_matrix, name: str):
 
 # ------------------------------------------------------------ the fits
 def _newton(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray, start: np.ndarray,
-            max_iter: int = 100, tol: float = 1e-8) -> np.ndarray:
-    """argmin sum logloss(A theta) + 1/2 sum pen * (theta - theta0)^2 (damped Newton; strictly convex when
-    every penalty is positive or both outcomes are present)."""
+            max_iter: int = 100, tol: float = 1e-8, weight: np.ndarray | None = None) -> np.ndarray:
+    """argmin sum weight * logloss(A theta) + 1/2 sum pen * (theta - theta0)^2 (damped Newton; strictly convex
+    when every penalty is positive or both outcomes are present; ``weight`` None: every run 1)."""
     theta = start.astype(np.float64).copy()
+    wt = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
 
     def objective(t):
         z = A @ t
-        return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * np.sum(pen * (t - theta0) ** 2))
+        return float(np.sum(wt * (np.logaddexp(0.0, z) - y * z)) + 0.5 * np.sum(pen * (t - theta0) ** 2))
 
     f = objective(theta)
     for _ in range(max_iter):
         p = sigmoid(A @ theta)
-        g = A.T @ (p - y) + pen * (theta - theta0)
+        g = A.T @ (wt * (p - y)) + pen * (theta - theta0)
         if np.max(np.abs(g)) < tol * max(1.0, len(y)):
             break
-        H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(pen) + 1e-10 * np.eye(len(theta))
+        H = (A * (wt * p * (1 - p))[:, None]).T @ A + np.diag(pen) + 1e-10 * np.eye(len(theta))
         step = np.linalg.solve(H, g)
         t = 1.0
         while t > 1e-8:
@@ -177,8 +178,9 @@ def _newton(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray, s
     return theta
 
 
-def _fit_candidate(cand: tuple, est, prior, Z, X, y):
-    """(weights, intercept, mean, scale, details) of one candidate fitted on (Z or X, y)."""
+def _fit_candidate(cand: tuple, est, prior, Z, X, y, weight=None):
+    """(weights, intercept, mean, scale, details) of one candidate fitted on (Z or X, y), each run's log loss
+    counted ``weight`` times (None: once; "no prior" takes no weights)."""
     kind, lam = cand
     w0, b0 = prior.coef_[0], float(prior.intercept_[0])
     if kind == "prior":
@@ -189,7 +191,7 @@ def _fit_candidate(cand: tuple, est, prior, Z, X, y):
                       profile=prior.profile_, top_k=prior.top_k_).fit(X, y)
         return m.coef_[0], float(m.intercept_[0]), m.mean_, m.scale_, {"alpha": m.alpha_}
     A, theta0, pen = _joint_design(Z @ w0 + b0, Z, lam if kind == "shrink" else None)
-    theta = _newton(A, y, theta0, pen, theta0)
+    theta = _newton(A, y, theta0, pen, theta0, weight=weight)
     a, c = float(theta[0]), float(theta[1])
     w = a * w0 + (theta[2:] if kind == "shrink" else 0.0)
     return w, a * b0 + c, prior.mean_, prior.scale_, {"slope": a, "intercept_shift": c}
@@ -208,7 +210,8 @@ def _joint_design(s: np.ndarray, Z: np.ndarray, lam: float | None):
     return A, theta0, pen
 
 
-def log_evidence(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray) -> tuple[float, np.ndarray]:
+def log_evidence(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray,
+                 weight: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Laplace approximation of the log marginal likelihood of labels ``y`` under the logistic model with design
     ``A`` and the Gaussian prior ``theta ~ N(theta0, diag(1 / pen))``.
 
@@ -228,6 +231,8 @@ def log_evidence(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarr
         Prior mean of the parameters.
     pen : ndarray of shape (k,)
         Prior precision of each parameter, all positive.
+    weight : ndarray of shape (n,), optional
+        How many times each run's log likelihood counts (None: once; a weighted pseudo-likelihood).
 
     Returns
     -------
@@ -249,16 +254,18 @@ def log_evidence(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarr
     >>> bool(ev < keep)                                               # refitting slope and intercept buys nothing
     True
     """
-    theta = _newton(A, y, theta0, pen, theta0)
+    c = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    theta = _newton(A, y, theta0, pen, theta0, weight=c)
     z = A @ theta
     p = sigmoid(z)
-    loss = float(np.sum(np.logaddexp(0.0, z) - y * z)) + 0.5 * float(np.sum(pen * (theta - theta0) ** 2))
-    H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(pen)
+    loss = float(np.sum(c * (np.logaddexp(0.0, z) - y * z))) + 0.5 * float(np.sum(pen * (theta - theta0) ** 2))
+    H = (A * (c * p * (1 - p))[:, None]).T @ A + np.diag(pen)
     _, logdet = np.linalg.slogdet(H)
     return -loss - 0.5 * float(logdet) + 0.5 * float(np.sum(np.log(pen))), theta
 
 
-def loo_logits(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray) -> np.ndarray:
+def loo_logits(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray,
+               weight: np.ndarray | None = None) -> np.ndarray:
     """Approximate leave-one-out logits of the penalized logistic fit (one Newton step from the full fit).
 
     Leaving run ``i`` out moves its logit from ``z_i`` to about ``z_i + (p_i - y_i) h_i / (1 - w_i h_i)``, with
@@ -275,6 +282,9 @@ def loo_logits(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray
         The point the parameters are pulled toward.
     pen : ndarray of shape (k,)
         The pull on each parameter (0: free; the fit must stay strictly convex).
+    weight : ndarray of shape (n,), optional
+        How many times each run's log loss counts in the fit (None: once); leaving run ``i`` out removes its
+        ``weight[i]`` (the step becomes ``weight_i (p_i - y_i) h_i / (1 - weight_i w_i h_i)``).
 
     Returns
     -------
@@ -294,19 +304,22 @@ def loo_logits(A: np.ndarray, y: np.ndarray, theta0: np.ndarray, pen: np.ndarray
     >>> bool(np.max(np.abs(z - exact)) < 0.01)
     True
     """
-    theta = _newton(A, y, theta0, pen, theta0)
+    c = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    theta = _newton(A, y, theta0, pen, theta0, weight=c)
     z = A @ theta
     p = sigmoid(z)
-    w = p * (1 - p)
+    w = c * p * (1 - p)
     H = (A * w[:, None]).T @ A + np.diag(pen) + 1e-10 * np.eye(A.shape[1])
     h = np.einsum("ij,ij->i", A, np.linalg.solve(H, A.T).T)
-    return z + (p - y) * h / np.maximum(1 - w * h, 1e-6)
+    return z + c * (p - y) * h / np.maximum(1 - w * h, 1e-6)
 
 
-def _loo_rows(prior, Z, y, grid, notes) -> list[dict]:
-    """Each candidate's approximate leave-one-out log loss (:func:`loo_logits`); the choice: the most prior-like
-    candidate within one standard error (of the paired per-run differences) of the lowest."""
+def _loo_rows(prior, Z, y, grid, notes, weight=None) -> list[dict]:
+    """Each candidate's approximate leave-one-out log loss (:func:`loo_logits`; with ``weight``, the fits and the
+    loss weighted, the weights scaled to mean 1); the choice: the most prior-like candidate within one standard
+    error (of the paired per-run differences) of the lowest."""
     s = Z @ prior.coef_[0] + float(prior.intercept_[0])
+    c = np.ones(len(y)) if weight is None else weight / weight.mean()
     rows, losses = [], []
     for name, (kind, lam) in grid:
         row = {"name": name, "kind": kind, "lambda": lam, "available": kind != "none"}
@@ -317,8 +330,8 @@ def _loo_rows(prior, Z, y, grid, notes) -> list[dict]:
             z = s
         else:
             A, theta0, pen = _joint_design(s, Z, lam if kind == "shrink" else None)
-            z = loo_logits(A, y, theta0, pen)
-        per = np.logaddexp(0.0, z) - y * z
+            z = loo_logits(A, y, theta0, pen, weight=c)
+        per = c * (np.logaddexp(0.0, z) - y * z)
         p = sigmoid(z)
         row.update(log_loss=float(per.mean()), brier=float(np.mean((p - y) ** 2)), ece=float(fast_ece(y, p[None])[0]),
                    auroc=float(fast_auroc(y, p[None])[0]))
@@ -338,17 +351,19 @@ def _loo_rows(prior, Z, y, grid, notes) -> list[dict]:
     return rows
 
 
-def _evidence_rows(prior, Z, y, grid, notes) -> list[dict]:
-    """Each candidate's log evidence of the labels (:func:`log_evidence`) and in-sample log loss."""
+def _evidence_rows(prior, Z, y, grid, notes, weight=None) -> list[dict]:
+    """Each candidate's log evidence of the labels (:func:`log_evidence`, weighted as the fit) and in-sample log
+    loss."""
     s = Z @ prior.coef_[0] + float(prior.intercept_[0])
+    c = np.ones(len(y)) if weight is None else weight / weight.mean()
     rows = []
     for name, (kind, lam) in grid:
         row = {"name": name, "kind": kind, "lambda": lam, "available": kind != "none"}
         if kind == "prior":
-            ev, z = -float(np.sum(np.logaddexp(0.0, s) - y * s)), s
+            ev, z = -float(np.sum(c * (np.logaddexp(0.0, s) - y * s))), s
         elif kind in ("recal", "shrink"):
             A, theta0, pen = _joint_design(s, Z, lam if kind == "shrink" else None)
-            ev, theta = log_evidence(A, y, theta0, pen)
+            ev, theta = log_evidence(A, y, theta0, pen, weight=c)
             z = A @ theta
         else:
             rows.append(row)
@@ -408,7 +423,7 @@ def _inner_cv(est, prior, X, y, grid, notes) -> list[dict]:
 
 
 # --------------------------------------------------------------- entry
-def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS, criterion=None):
+def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS, criterion=None, sample_weight=None):
     """Adapt ``est.prior`` to the labels of (X, y): what ``est.fit(X, y)`` does when ``est.prior`` is set.
 
     The candidates (the prior, the recalibrated prior, the shrunk fits; no prior with ``"cv"`` only) compete by
@@ -429,6 +444,11 @@ def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS, criteri
         The candidate lambdas of "shrunk toward prior".
     criterion : {"loo", "evidence", "cv"}, optional
         How the candidate is chosen (None: :data:`DEFAULT_CRITERION`, ``"loo"``).
+    sample_weight : array-like of shape (n_runs,), optional
+        How much each labeled run counts in the log loss of the fits and of the choice (scaled to mean 1, so the
+        pull toward the prior keeps its meaning): the inverse of each run's chance of having been picked for
+        labeling, so that a sample drawn unevenly stands for every run
+        (:func:`~htc_core.calibration.active.label_weights`). Criteria ``"loo"`` and ``"evidence"`` only.
 
     Returns
     -------
@@ -438,7 +458,8 @@ def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS, criteri
     Raises
     ------
     ValueError
-        ``criterion`` is not one of :data:`CRITERIA`, or the prior and the features do not match.
+        ``criterion`` is not one of :data:`CRITERIA`, the prior and the features do not match, or
+        ``sample_weight`` is not one positive finite number per run (or is given with ``"cv"``).
 
     Examples
     --------
@@ -466,30 +487,47 @@ def fit_with_prior(est, X, y, *, meta=None, strengths=DEFAULT_STRENGTHS, criteri
             raise ValueError(f"{param}={mine!r} was given, but the prior {prior_name} uses {param} {theirs!r}; "
                              f"an adapted model works in the prior's features (leave {param}=None)")
     y = validate_fit_input_with_prior(est, values, y)
+    weight = _check_weight(sample_weight, len(y), criterion)
     Xp = prior._checked(X)              # the prior's columns, by name; a FeatureMatrix of another profile fails
     Z = (Xp - prior.mean_) / prior.scale_
-    choice, rows = _choose(est, prior, Xp, Z, y, _grid(strengths), criterion, notes)
+    choice, rows = _choose(est, prior, Xp, Z, y, _grid(strengths), criterion, notes, weight)
     cand = dict(_grid(strengths))[choice]
-    fit = _fit_candidate(cand, est, prior, Z, Xp, y)
+    fit = _fit_candidate(cand, est, prior, Z, Xp, y, weight)
     _set_state(est, prior, fit, cand, y, Xp, meta)
     est.adaptation_ = {"prior": prior_name, "prior_variant": prior.variant, "choice": choice,
                        "lambda": cand[1], **fit[4], "criterion": CRITERION_TEXT[criterion], "grid": rows,
-                       "recalibration_penalty": RECAL_PENALTY, "notes": notes}
+                       "recalibration_penalty": RECAL_PENALTY, "notes": notes,
+                       "weighted": weight is not None}
     return est
 
 
-def _choose(est, prior, Xp, Z, y, grid, criterion, notes) -> tuple[str, list]:
+def _check_weight(sample_weight, n: int, criterion: str):
+    """``sample_weight`` as positive floats of mean 1, or None."""
+    if sample_weight is None:
+        return None
+    if criterion == "cv":
+        raise ValueError("sample_weight is supported with criterion 'loo' or 'evidence', not 'cv'")
+    w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    if len(w) != n:
+        raise ValueError(f"sample_weight must hold one weight per labeled run ({n}), got {len(w)}")
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if len(bad):
+        raise ValueError(f"sample_weight must be positive and finite, got {w[bad[0]]!r} at position {bad[0]}")
+    return w / w.mean()
+
+
+def _choose(est, prior, Xp, Z, y, grid, criterion, notes, weight=None) -> tuple[str, list]:
     """(the chosen candidate's name, the grid rows) by ``criterion``; the fallbacks of the module docstring."""
     n_pos = int(y.sum())
     if min(n_pos, len(y) - n_pos) == 0:
         notes.append(f"the labels hold only {'successes' if n_pos else 'failures'}: the prior is kept unchanged")
         return "prior", []
     if criterion == "evidence":
-        rows = _evidence_rows(prior, Z, y, grid, notes)
+        rows = _evidence_rows(prior, Z, y, grid, notes, weight)
         ok = [r for r in rows if r["available"]]
         return max(ok, key=lambda r: r["log_evidence"])["name"], rows   # ties: the earlier, more prior-like one
     if criterion == "loo":
-        rows = _loo_rows(prior, Z, y, grid, notes)
+        rows = _loo_rows(prior, Z, y, grid, notes, weight)
         return next(r["name"] for r in rows if r.get("chosen_within_one_se")), rows
     if min(n_pos, len(y) - n_pos) == 1:
         notes.append("a single run of one outcome: no inner CV is possible; the recalibrated prior is used "

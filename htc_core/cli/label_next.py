@@ -58,7 +58,7 @@ def cmd_label_next(args: argparse.Namespace) -> int:
 
 
 #: the strategies of ``calibration.active.STRATEGIES`` (written out: building the parser imports no numpy)
-STRATEGIES = ("stratified", "calibration", "variance", "refit", "random", "uncertainty")
+STRATEGIES = ("stratified", "calibration", "mixed", "variance", "refit", "random", "uncertainty")
 
 
 def register(sub) -> None:
@@ -78,7 +78,7 @@ def register(sub) -> None:
     q.add_argument("-n", type=_positive, default=10, metavar="N", help="how many runs to propose (default: 10)")
     q.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
     q.add_argument("--strategy", choices=STRATEGIES, default="stratified",
-                   help="stratified (default), calibration, variance, refit, random or uncertainty "
+                   help="stratified (default), calibration, mixed, variance, refit, random or uncertainty "
                         "(see htc_core.calibration.active)")
     q.add_argument("--json", action="store_true", help='print {"ids": [...], ...} instead of the table')
     q.set_defaults(func=cmd_label_next)

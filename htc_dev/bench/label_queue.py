@@ -16,7 +16,6 @@ seeds) per target and strategy, the mean over targets, and the done-when line (q
 from __future__ import annotations
 
 import argparse
-from functools import partial
 import json
 import os
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 SIZES = tuple(range(10, 101, 10))
+ESTIMATE_KEYS = ("est_err", "est_err_w", "est_cover", "est_cover_w")
 
 
 def _data(args):
@@ -59,30 +59,53 @@ def _prior(ts, target: str, cache: Path):
     return gac
 
 
-def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes):
-    """ECE/Brier/AUROC on ``test`` after each budget of ``sizes``, labels proposed by ``strategy`` from ``pool``."""
-    from htc_core.calibration import active
-    from htc_core.calibration.active import adapt_to_labels
+def parse_strategy(spec: str) -> tuple[str, float | None, bool | None]:
+    """``"variance@2"``: the variance strategy with sharpness 2; a ``+w`` / ``-w`` suffix: labels weighted /
+    not weighted in the refit (:func:`htc_core.calibration.active.label_weights`; none: the library's default for
+    the strategy)."""
+    weighted = {"+w": True, "-w": False}.get(spec[-2:])
+    spec = spec[:-2] if weighted is not None else spec
+    name, _, sharp = spec.partition("@")
+    return name, (float(sharp) if sharp else None), weighted
+
+
+def _estimate_errors(sub, lab, prior, step, test_ece: float, seed: int) -> dict:
+    """The page's estimate of the adapted ECE (out-of-fold, bootstrap interval over the labels) against the test
+    ECE, unweighted and with the labels weighted by stratum (:func:`~htc_core.calibration.active.label_weights`
+    over the prior's confidence bins): absolute error and whether the interval holds the test ECE."""
+    from htc_core.calibration.active import estimate, label_weights, out_of_fold
+
+    out = {}
+    for tag, w in (("", None), ("_w", label_weights(prior.predict_proba(sub)[:, 1], np.isfinite(lab)))):
+        oof = out_of_fold(sub, lab, prior, folds=5, seed=seed, weights=step.weights)
+        est = estimate(lab, oof, random_state=seed, weights=w)
+        out[f"est_err{tag}"] = abs(est.ece - test_ece)
+        out[f"est_cover{tag}"] = float(est.ece_low <= test_ece <= est.ece_high)
+    return out
+
+
+def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes, estimates=False):
+    """ECE/Brier/AUROC on ``test`` after each budget of ``sizes``, labels proposed by ``strategy`` from ``pool``:
+    the loop of the page and of ``htc label next`` (:func:`~htc_core.calibration.active.queue_step`: refit on the
+    labels so far, weighted as the strategy is, then the next batch)."""
+    from htc_core.calibration.active import queue_step
     from htc_core.experiments.grouping import score_metrics
 
-    name, _, sharp = strategy.partition("@")      # "variance@2": the variance strategy with sharpness 2
-    sharpness = float(sharp) if sharp else None
-    select = partial(active.select, sharpness=sharpness) if sharp else active.select
-
+    name, sharpness, weighted = parse_strategy(strategy)
     sub = fm.take(pool)
     lab = np.full(len(pool), np.nan)
     out = {}
-    model = prior
-    while int(np.isfinite(lab).sum()) < max(sizes):
-        s = model.predict_proba(sub)[:, 1]
-        have = np.isfinite(lab)
-        pick = select(s, have, batch, strategy=name, seed=seed * 1000 + int(have.sum()), model=model, X=sub)
-        lab[pick] = y[pool][pick]
-        model, _ = adapt_to_labels(sub, lab, prior, random_state=seed)
-        n = int(np.isfinite(lab).sum())
+    while True:
+        step = queue_step(sub, lab, prior, n=batch, strategy=name, seed=seed * 1000, weighted=weighted,
+                          sharpness=sharpness)
+        n = step.n_labeled
         if n in sizes:
-            out[n] = score_metrics(y[test], model.predict_proba(fm.take(test))[:, 1])
-    return out
+            out[n] = score_metrics(y[test], step.model.predict_proba(fm.take(test))[:, 1])
+            if estimates and step.adapted:
+                out[n] |= _estimate_errors(sub, lab, prior, step, out[n]["ece"], seed)
+        if n >= max(sizes):
+            return out
+        lab[step.positions] = y[pool][step.positions]
 
 
 def _target(ts, target, args, cache):
@@ -105,10 +128,12 @@ def _target(ts, target, args, cache):
         pool, test = next(StratifiedShuffleSplit(n_splits=1, test_size=0.4, random_state=seed).split(fm.values, y))
         zero.append(score_metrics(y[test], prior.predict_proba(fm.take(test))[:, 1])["ece"])
         for strategy in args.strategies:
-            for n, m in _curve(fm, y, prior, pool, test, strategy, seed, args.batch, args.sizes).items():
+            for n, m in _curve(fm, y, prior, pool, test, strategy, seed, args.batch, args.sizes,
+                               args.estimates).items():
                 res[strategy][n].append(m)
     return {"target": target, "n": len(y), "positive_rate": float(y.mean()), "zero_shot_ece": float(np.mean(zero)),
-            "curves": {s: {n: {k: float(np.mean([m[k] for m in v])) for k in ("ece", "brier", "auroc")}
+            "curves": {s: {n: {k: float(np.mean([m[k] for m in v if k in m])) for k in ("ece", "brier", "auroc")
+                               + (ESTIMATE_KEYS if args.estimates else ())}
                            | {"ece_std": float(np.std([m["ece"] for m in v])), "ece_seeds": [m["ece"] for m in v]}
                            for n, v in c.items()}
                        for s, c in res.items()}}
@@ -160,13 +185,24 @@ def _print(rows, strategies, sizes) -> None:
     for r in rows:
         print(f"\n{r['target']} ({r['n']} runs, success rate {r['positive_rate']:.3f}; zero-shot ECE "
               f"{r['zero_shot_ece']:.4f}) -- adapted ECE on the test part, mean over seeds, by labels:")
-        print(f"  {'strategy':<12}{head}")
+        print(f"  {'strategy':<16}{head}")
         for s in strategies:
-            print(f"  {s:<12}" + "  ".join(f"{r['curves'][s][n]['ece']:6.4f}" for n in sizes))
+            print(f"  {s:<16}" + "  ".join(f"{r['curves'][s][n]['ece']:6.4f}" for n in sizes))
     print("\nmean over targets:")
-    print(f"  {'strategy':<12}{head}")
+    print(f"  {'strategy':<16}{head}")
     for s in strategies:
-        print(f"  {s:<12}" + "  ".join(f"{np.mean([r['curves'][s][n]['ece'] for r in rows]):6.4f}" for n in sizes))
+        print(f"  {s:<16}" + "  ".join(f"{np.mean([r['curves'][s][n]['ece'] for r in rows]):6.4f}" for n in sizes))
+
+
+def _print_estimates(rows, strategies, sizes) -> None:
+    print("\nthe page's ECE estimate vs the test ECE, mean over targets: |error| unweighted / weighted by stratum, "
+          "and how often the 90% interval holds the test ECE (unweighted / weighted):")
+    for s in strategies:
+        cells = []
+        for n in sizes:
+            v = [np.mean([r["curves"][s][n][k] for r in rows]) for k in ESTIMATE_KEYS]
+            cells.append(f"{n}: {v[0]:.3f}/{v[1]:.3f} {v[2]:.0%}/{v[3]:.0%}")
+        print(f"  {s:<16}" + "  ".join(cells))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="how the refit chooses its pull toward the prior (default: the library's, "
                          "htc_core.calibration.adapt.DEFAULT_CRITERION)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--estimates", action="store_true",
+                    help="also measure the Label page's estimate of the ECE (out-of-fold, bootstrap interval) against "
+                         "the test ECE, unweighted and weighted by stratum: mean absolute error and coverage")
     ap.add_argument("--diagnose", action="store_true", help="print the headroom and noise of the comparison instead "
                                                              "(floor, spread of random draws, the refit's choices)")
     args = ap.parse_args(argv)
@@ -207,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(_target(ts, target, args, Path(args.cache)))
         print(f"  {target}: done ({time.perf_counter() - t0:.0f} s so far)", flush=True)
     _print(rows, args.strategies, args.sizes)
+    if args.estimates:
+        _print_estimates(rows, args.strategies, args.sizes)
     if "random" in args.strategies and 30 in args.sizes:
         rnd = np.mean([r["curves"]["random"][30]["ece"] for r in rows])
         for s in args.strategies:
