@@ -30,12 +30,26 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
   (``select(..., model=, X=)``; :func:`queue_step` passes them). Measured: worse than random order at 10-40 labels
   (it chases the runs with the most leverage on the 48 weights; fresh seeds 300-319, 30 labels: 0.125 vs 0.116 on
   the sample runs, 0.170 vs 0.104 on HotpotQA), about level from 50-60 labels;
+- ``mixed``: half of each batch by ``calibration``'s Neyman allocation, the other half uniformly at random (every
+  run keeps a chance of being picked). Measured on dev seeds 100-119 at 30 labels: 0.112 vs random 0.110 on the
+  sample runs, 0.109 vs 0.106 on HotpotQA (docs/labeling.md);
 - ``random``: uniform over the unlabeled runs (the baseline of the benchmark);
 - ``uncertainty``: the unlabeled runs closest to confidence 0.5 (classic uncertainty sampling, for comparison).
 
 :func:`estimate` gives ECE and AUROC of the adapted model with a bootstrap interval over the labels so far, from
 out-of-fold predictions (each labeled run scored by a model fitted without it); :func:`stop_suggestion` says when
-the ECE interval is narrow enough. ``python -m htc_dev.bench label_queue`` compares the strategies.
+the ECE interval is narrow enough. ``python -m htc_dev.bench label_queue`` compares the strategies, running
+:func:`queue_step`, the same loop as the page and ``htc label next``.
+
+**Weights.** A sample drawn unevenly over the confidence bins (Neyman allocation, a mix) is not a miniature of the
+run set. :func:`label_weights` gives each labeled run the inverse of its chance of being picked, stratified over
+the prior's confidence bins (``N_h / n_h``: classic stratified estimation), and :func:`queue_step` can weigh the
+refit's loss by them (``weighted=True``; ``adapt.fit_with_prior(..., sample_weight=)``). Measured (docs/labeling.md,
+dev seeds 100-119): weighting the refit never helped at 30 labels (stratified 0.105 -> 0.104 on the sample runs,
+Neyman 0.109 -> 0.119, random 0.110 -> 0.122): the picks depend on the runs' features only, so the refit, a model
+of the outcome given the features, is not biased by them, and the weights only add variance. No strategy is
+weighted by default (:data:`WEIGHTED`). :func:`estimate` takes the same weights: the ECE of every run rather than of
+the labeled ones.
 """
 
 from __future__ import annotations

@@ -76,8 +76,8 @@ def _estimate_errors(sub, lab, prior, step, test_ece: float, seed: int) -> dict:
     from htc_core.calibration.active import estimate, label_weights, out_of_fold
 
     out = {}
+    oof = out_of_fold(sub, lab, prior, folds=5, seed=seed, weights=step.weights)
     for tag, w in (("", None), ("_w", label_weights(prior.predict_proba(sub)[:, 1], np.isfinite(lab)))):
-        oof = out_of_fold(sub, lab, prior, folds=5, seed=seed, weights=step.weights)
         est = estimate(lab, oof, random_state=seed, weights=w)
         out[f"est_err{tag}"] = abs(est.ece - test_ece)
         out[f"est_cover{tag}"] = float(est.ece_low <= test_ece <= est.ece_high)
