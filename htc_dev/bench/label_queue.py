@@ -11,6 +11,11 @@ each strategy of :mod:`htc_core.calibration.active` proposes runs from the pool 
 prior is adapted to the labels after each batch (``HTCCalibrator(prior=GAC)``, as ``htc fit --prior``), and the
 adapted model's ECE, Brier and AUROC are measured on the untouched test part. Printed: the ECE curves (mean over
 seeds) per target and strategy, the mean over targets, and the done-when line (queue vs random at 30 labels).
+
+Each curve runs :func:`htc_core.calibration.active.queue_step`, the loop of the Label page and ``htc label next``.
+A strategy may carry a sharpness (``variance@2``) and ``+w`` / ``-w`` (the refit weighted by the inverse of each
+label's chance of being picked, :func:`~htc_core.calibration.active.label_weights`, or not; none: the library's
+default for that strategy). ``--estimates`` also measures the page's ECE estimate against the test ECE.
 """
 
 from __future__ import annotations
