@@ -130,6 +130,34 @@ def test_validation_and_missing_extras(tmp_path, monkeypatch, capsys):
     assert "--explain is not supported with --engine dask" in capsys.readouterr().err
 
 
+def test_arrow_rows_without_pandas_equal_the_chunked_reader_on_odd_metadata(tmp_path):
+    """The engines' features rows are Arrow columns made from numpy buffers (no pandas in a worker): the same CSV
+    bytes and the same Parquet table (dtypes included) as the single-process reader, with non-ASCII and missing
+    ids' neighbours (dataset/model absent on some runs), unlabeled runs, a piece whose runs are all labeled
+    True (Arrow's "all valid" bitmap) and one-token runs."""
+    def traj(i, **extra):
+        steps = [([-0.05 * (i % 5) - 0.01, -0.3], [[-0.01, -3.0], [-0.3, -1.5]]), ([-0.2], None)]
+        if i % 4 == 0:
+            steps = [([-0.4], None)]
+        return make_traj(f"r\u00e9-{i}-\u65e5", steps, **extra)
+
+    a = write_jsonl(tmp_path / "a.jsonl", [traj(i, success=None if i % 3 == 0 else bool(i % 2),
+                                                **({"dataset": "d\u00fc"} if i % 2 else {}),
+                                                **({"model": "m"} if i % 5 else {})) for i in range(40)])
+    b = write_jsonl(tmp_path / "b.jsonl", [traj(i, success=True, dataset="x") for i in range(7)])
+    for ext in ("csv", "parquet"):
+        ref, got = tmp_path / f"ref.{ext}", tmp_path / f"got.{ext}"
+        assert main(["features", str(a), str(b), "--out", str(ref)]) == 0
+        res = run([a, b], Task("features"), got, engine="local", piece_bytes=700)
+        assert res.pieces > 5 and res.rows == 47
+        if ext == "csv":
+            assert got.read_bytes() == ref.read_bytes()
+        else:
+            pd.testing.assert_frame_equal(pd.read_parquet(got), pd.read_parquet(ref))
+    frame = pd.read_parquet(got)
+    assert frame["success"].isna().sum() == 14 and frame["dataset"].isna().sum() == 20
+
+
 def test_core_and_cli_import_without_dask_or_pyspark():
     code = ("import sys, htc_core, htc_core.cli, htc_core.engines, htc_core.engines.common, "
             "htc_core.engines.local\nhtc_core.cli.build_parser()\n"
@@ -151,9 +179,9 @@ def _need_dask():
 @pytest.fixture(scope="module")
 def dask_scheduler():
     _need_dask()
-    from distributed import LocalCluster
+    from htc_core.engines.dask_engine import local_cluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+    with local_cluster(2) as cluster:     # the cluster `--engine dask` starts without --scheduler
         yield cluster.scheduler_address
 
 
@@ -189,3 +217,31 @@ def test_spark_local_equals_single_process(reference, tmp_path):
               piece_bytes=2 << 20)
     _assert_same_table(reference["dir"] / "scores.csv", tmp_path / "s.csv")
     _check_metrics(res, reference["metrics"])
+
+
+@pytest.mark.heavy
+def test_a_dask_worker_computing_features_starts_light_and_quiet(tmp_path):
+    """Inside a real worker of the engine's own LocalCluster, after features pieces: no pandas, scipy or
+    scikit-learn was imported, and the worker's profiler (a thread sampling every 10 ms) is off."""
+    _need_dask()
+    from distributed import Client
+
+    from htc_core.engines.dask_engine import local_cluster
+
+    def worker_state():
+        import sys
+
+        import dask
+
+        return ([m for m in ("pandas", "scipy", "sklearn", "numba", "pyarrow") if m in sys.modules],
+                dask.config.get("distributed.worker.profile.enabled"))
+
+    with local_cluster(1) as cluster, Client(cluster) as client:
+        out = tmp_path / "f.csv"
+        res = run([SAMPLE / "facts", SAMPLE / "arithmetic"], Task("features"), out, engine="dask",
+                  scheduler=cluster.scheduler_address, piece_bytes=64 << 10)
+        assert res.pieces > 2 and res.workers == 1
+        (loaded, profiling), = client.run(worker_state).values()
+    assert loaded == ["pyarrow"] and profiling is False
+    assert main(["features", str(SAMPLE / "facts"), str(SAMPLE / "arithmetic"), "--out", str(tmp_path / "r.csv")]) == 0
+    assert out.read_bytes() == (tmp_path / "r.csv").read_bytes()

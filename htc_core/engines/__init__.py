@@ -70,7 +70,7 @@ def run(inputs, task, out, *, engine: str = "local", scheduler: str | None = Non
         from .dask_engine import run_dask as fn
     else:
         from .spark_engine import run_spark as fn
-    if piece_bytes is None:
+    if piece_bytes is None and engine != "dask":    # the Dask engine sizes them to the workers its cluster has
         piece_bytes = DEFAULT_PIECE_BYTES if engine == "local" else sized_piece_bytes(inputs, workers)
     return fn(inputs, task, out, scheduler=scheduler, workers=workers, format=format, piece_bytes=piece_bytes)
 

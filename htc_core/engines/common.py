@@ -336,8 +336,10 @@ def _frame(ts, task: Task):
 def output_schema(task: Task):
     """The Arrow schema of ``map_batches``'s output.
 
-    The table of ``task`` (found by running it on one synthetic trajectory) and the meta columns ``_piece``,
-    ``_line`` (in the piece), ``_y`` (the label, for the driver's metrics) and ``_meta``.
+    The table of ``task`` and the meta columns ``_piece``, ``_line`` (in the piece), ``_y`` (the label, for the
+    driver's metrics) and ``_meta``. For ``features``: ``id``, ``dataset``, ``model`` (text), ``success``
+    (boolean) and the 48 features (float64), written down without pandas (a worker computing features never
+    imports it); for ``score``: found by running the task on one synthetic trajectory.
 
     Parameters
     ----------
@@ -359,11 +361,17 @@ def output_schema(task: Task):
     """
     import pyarrow as pa
 
-    from ..synthetic import synthetic_trace_set
+    if task.kind == "features":
+        from ..features import FEATURE_NAMES
 
-    df = _frame(synthetic_trace_set(1, 2, 3, 5), task)
-    schema = pa.Schema.from_pandas(df, preserve_index=False)
-    fields = [pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema]
+        fields = [pa.field(c, pa.string()) for c in ("id", "dataset", "model")] + [pa.field("success", pa.bool_())]
+        fields += [pa.field(name, pa.float64()) for name in FEATURE_NAMES]
+    else:
+        from ..synthetic import synthetic_trace_set
+
+        df = _frame(synthetic_trace_set(1, 2, 3, 5), task)
+        schema = pa.Schema.from_pandas(df, preserve_index=False)
+        fields = [pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema]
     fields += [pa.field("_piece", pa.int64()), pa.field("_line", pa.int64()), pa.field("_y", pa.float64()),
                pa.field("_meta", pa.string())]
     return pa.schema(fields)
@@ -404,29 +412,109 @@ def read_piece(piece: Piece, defaults: dict | None = None):
 
 
 def run_piece(piece: Piece, task: Task) -> list:
-    """The result batches of one piece: its trajectories' rows, then its meta row."""
-    import pyarrow as pa
-
+    """The result batches of one piece: its trajectories' rows, then its meta row (what a task of every engine
+    computes; ``map_batches`` runs it per row of a pieces batch)."""
     schema = output_schema(task)
     ts, lines, report, n_lines = read_piece(piece, dict(task.defaults))
     out = []
     state = None
     if ts.n_trajectories:
-        df = _frame(ts, task)
         y = ts.labels
-        if task.kind == "score":
-            lab = ~np.isnan(y)
-            state = MetricState().update(y[lab], df["confidence"].to_numpy()[lab]) if lab.any() else None
-        df["_piece"] = piece.index
-        df["_line"] = lines if lines is not None else None
-        df["_y"] = y
-        df["_meta"] = None
-        out.append(pa.RecordBatch.from_pandas(df, schema=schema, preserve_index=False))
+        batch = _feature_batch(ts, task, schema, piece.index, lines) if task.kind == "features" else None
+        if batch is None:
+            df = _frame(ts, task)
+            if task.kind == "score":
+                lab = ~np.isnan(y)
+                state = MetricState().update(y[lab], df["confidence"].to_numpy()[lab]) if lab.any() else None
+            batch = _pandas_batch(df, schema, piece.index, lines, y)
+        out.append(batch)
     meta = {"report": _report_dict(report), "n_lines": n_lines, "metrics": _state_dict(state)}
-    row = {f.name: [None] for f in schema}
-    row.update(_piece=[piece.index], _meta=[orjson.dumps(meta).decode()])
-    out.append(pa.RecordBatch.from_pydict(row, schema=schema))
+    out.append(_meta_batch(schema, piece.index, orjson.dumps(meta)))
     return out
+
+
+def _pandas_batch(df, schema, index: int, lines, y):
+    import pyarrow as pa
+
+    df["_piece"] = index
+    df["_line"] = lines if lines is not None else None
+    df["_y"] = y
+    df["_meta"] = None
+    return pa.RecordBatch.from_pandas(df, schema=schema, preserve_index=False)
+
+
+def _feature_batch(ts, task: Task, schema, index: int, lines):
+    """The rows of a features piece as an Arrow batch made from the numpy buffers (``pa.array`` and
+    ``from_pandas`` import pandas: 0.2-0.4 s CPU in every worker process); None when a text column holds
+    something else than str or None (the pandas path judges it)."""
+    import pyarrow as pa
+
+    from ..features import extract
+
+    cols = [_text_array(ts.meta_column(c)) for c in ("id", "dataset", "model")]
+    if any(c is None for c in cols):
+        return None
+    n = ts.n_trajectories
+    success = ts.meta_column("success")
+    data = pa.py_buffer(np.packbits(success == 1.0, bitorder="little"))
+    cols.append(pa.Array.from_buffers(pa.bool_(), n, [_bitmap(~np.isnan(success)), data]))
+    values = np.ascontiguousarray(extract(ts, profile=task.profile, top_k=task.top_k).values.T)
+    cols += [_float_array(v) for v in values]
+    piece_col = np.full(n, index, dtype=np.int64)
+    cols.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(piece_col)]))
+    cols.append(pa.nulls(n, pa.int64()) if lines is None else
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.ascontiguousarray(lines, np.int64))]))
+    cols += [_float_array(np.asarray(ts.labels, dtype=np.float64)), pa.nulls(n, pa.string())]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _meta_batch(schema, index: int, meta: bytes):
+    """The one meta row of a piece: ``_piece`` and ``_meta`` set, every other column null."""
+    import pyarrow as pa
+
+    cols = [pa.nulls(1, f.type) for f in schema]
+    cols[schema.get_field_index("_piece")] = pa.Array.from_buffers(
+        pa.int64(), 1, [None, pa.py_buffer(np.array([index], dtype=np.int64))])
+    cols[schema.get_field_index("_meta")] = pa.Array.from_buffers(
+        pa.string(), 1, [None, pa.py_buffer(np.array([0, len(meta)], dtype=np.int32)), pa.py_buffer(meta)])
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _bitmap(mask: np.ndarray):
+    """An Arrow bitmap of a boolean mask (None when every value is set: Arrow's "all valid")."""
+    import pyarrow as pa
+
+    if mask.all():
+        return None
+    return pa.py_buffer(np.packbits(mask, bitorder="little"))
+
+
+def _float_array(v: np.ndarray):
+    """A float64 Arrow array of ``v`` with NaN as null (what ``from_pandas`` makes of a float column)."""
+    import pyarrow as pa
+
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(v), [_bitmap(~np.isnan(v)), pa.py_buffer(v)])
+
+
+def _text_array(v: np.ndarray):
+    """An Arrow string array of an object array of str / None, or None for any other value."""
+    import pyarrow as pa
+
+    values = v.tolist()
+    if any(type(s) is not str and s is not None for s in values):
+        return None
+    try:
+        data = [b"" if s is None else s.encode("utf-8") for s in values]
+    except UnicodeEncodeError:    # a lone surrogate: Arrow refuses it, as the pandas path reports
+        return None
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, data), dtype=np.int64, count=len(data)), out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return None
+    valid = np.fromiter((s is not None for s in values), dtype=bool, count=len(values))
+    return pa.Array.from_buffers(pa.string(), len(v), [_bitmap(valid), pa.py_buffer(offsets.astype(np.int32)),
+                                                        pa.py_buffer(b"".join(data))])
 
 
 def map_batches(batches: Iterable, task: Task) -> Iterator:

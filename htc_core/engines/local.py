@@ -4,7 +4,7 @@ Dask and Spark engines are tested against, next to the plain chunked reader of `
 from __future__ import annotations
 
 from ..report import LoadReport
-from .common import Task, map_batches, pieces_batch, split_inputs
+from .common import Task, run_piece, split_inputs
 from .driver import collect
 
 
@@ -44,7 +44,7 @@ def run_local(inputs, task: Task, out, *, scheduler: str | None = None, workers:
     """
     report = LoadReport()
     pieces = split_inputs(inputs, format=format, piece_bytes=piece_bytes, report=report)
-    results = (list(map_batches([pieces_batch([p])], task)) for p in pieces)
+    results = (run_piece(p, task) for p in pieces)
     return collect(pieces, results, out, task, engine="local", workers=1, report=report)
 
 
