@@ -31,6 +31,9 @@ from pathlib import Path
 from .ingest import DIR, write_file
 
 ENGINES = ("local", "dask1", "dask2")
+#: every engine a row can run: ``engine-local`` is ``--engine local`` (the engines' per-piece function in one
+#: process, the reference Dask's CPU is compared with)
+ALL_ENGINES = ("local", "engine-local", "dask1", "dask2")
 
 
 def _floor(path: Path) -> float:
@@ -104,6 +107,8 @@ def _measured(argv: list[str], children: list | None = None) -> tuple[float, flo
 
 def _argv(engine: str, path: Path, out: Path) -> list[str]:
     argv = ["features", str(path), "--out", str(out)]
+    if engine == "engine-local":
+        argv += ["--engine", "local"]
     if engine.startswith("dask"):
         argv += ["--engine", "dask", "--workers", engine[4:]]
     return argv
@@ -116,7 +121,7 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
     print_fn("== scaling: N trajectories x 5 steps x 20 tokens, no alternatives; htc features in a fresh process "
              "per row; peak = summed RSS of the process tree (driver + Dask scheduler and workers) ==")
     print_fn(f"load average {os.getloadavg()[0]:.1f}")
-    print_fn(f"{'N':>10s} {'MB':>6s} {'engine':>7s} {'wall s':>8s} {'CPU s':>7s} {'CPU/wall':>8s} {'peak MiB':>9s} "
+    print_fn(f"{'N':>10s} {'MB':>6s} {'engine':>12s} {'wall s':>8s} {'CPU s':>7s} {'CPU/wall':>8s} {'peak MiB':>9s} "
              f"{'json.loads CPU s':>17s} {'wall/json':>10s} {'rows ok':>8s}")
     out = []
     for n in sizes:
@@ -134,10 +139,11 @@ def scaling(print_fn=print, sizes=(10_000, 100_000, 1_000_000), engines=ENGINES)
                    "json_cpu_s": floor,
                    "ratio": wall / floor, "rows": rows, "rc": rc}
             out.append(row)
-            print_fn(f"{n:>10,d} {mb:6.0f} {engine:>7s} {wall:8.1f} {cpu:7.1f} {cpu / wall:8.2f} {peak:9.0f} {floor:17.1f} "
+            print_fn(f"{n:>10,d} {mb:6.0f} {engine:>12s} {wall:8.1f} {cpu:7.1f} {cpu / wall:8.2f} {peak:9.0f} {floor:17.1f} "
                      f"{wall / floor:10.2f} "
                      f"{str(rows == n):>8s}" + ("" if rc == 0 else f"  (exit {rc})")
-                     + (f"  workers' CPU s: {', '.join(f'{w:.1f}' for w in workers)}" if workers else ""))
+                     + (f"  workers' CPU s: {', '.join(f'{w:.1f}' for w in workers)}, driver (with the scheduler) "
+                        f"{cpu - sum(kids):.1f}" if workers else ""))
         by = {r["engine"]: r["wall_s"] for r in out if r["n"] == n}
         if "dask1" in by and "dask2" in by:
             cp = {r["engine"]: r["cpu_s"] for r in out if r["n"] == n}
@@ -157,12 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m htc_dev.bench scaling", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10000,100000,1000000", help="trajectories per file (default: 10k,100k,1M)")
-    p.add_argument("--engines", default=",".join(ENGINES), help="local, dask1, dask2 (default: all three)")
+    p.add_argument("--engines", default=",".join(ENGINES),
+                   help="local, engine-local (--engine local), dask1, dask2 (default: local,dask1,dask2)")
     args = p.parse_args(argv)
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
-    bad = [e for e in engines if e not in ENGINES]
+    bad = [e for e in engines if e not in ALL_ENGINES]
     if bad:
-        p.error(f"unknown engine(s) {bad}; valid: {', '.join(ENGINES)}")
+        p.error(f"unknown engine(s) {bad}; valid: {', '.join(ALL_ENGINES)}")
     if any(e.startswith("dask") for e in engines):
         try:
             import distributed  # noqa: F401
