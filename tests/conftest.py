@@ -67,10 +67,14 @@ LOG = math.log
 # Tiers: `python -m pytest` runs everything but `slow`; day to day, the README's fast tier leaves out the marks
 # below. Marks are given here by where a test lives or what it uses.
 _APP_MODULES = {"test_store.py", "test_projection.py"}  # the dashboard side besides the pages (test_app*.py)
-#: whole-protocol runs on real files (nested CV per prefix, experiments, GAM, chunked CLI runs, hostile corpus)
+#: whole-protocol runs on real files (nested CV per prefix, experiments, GAM, chunked CLI runs, hostile corpus), and
+#: the packaging test (a copy of the repository built into a wheel with pip: 3.6 s CPU, about 12 s wall on a busy
+#: machine; issue 29 item 7)
 _HEAVY_MODULES = {"test_chunks.py", "test_early_warning.py", "test_cli_experiments.py", "test_experiments.py",
-                  "test_gam.py", "test_hostile_inputs.py"}
-_MODEL_SERVER_FIXTURES = {"base_url", "client"}
+                  "test_gam.py", "test_hostile_inputs.py", "test_wheel_contents.py"}
+#: a local model answers: the llama.cpp server (base_url, client) or Gemma 3 270M loaded in-process by llama.cpp
+#: (gemma: 4.4 s CPU for one agent step, which the fast tier paid wherever llama-cpp-python was installed)
+_MODEL_SERVER_FIXTURES = {"base_url", "client", "gemma"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 from htc_core import numba_cache
 from htc_core.numba_cache import PackageCacheLocator, folder_stamp, kernel_files
@@ -66,6 +67,7 @@ def _run_copy(copy: Path, cache: Path) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.heavy      # three fresh interpreters, two of them compiling the kernel: 5.3 s CPU (not fast-tier work)
 def test_a_second_checkout_loads_the_compiled_kernel(tmp_path):
     cache = tmp_path / "cache"
     runs = []
