@@ -154,6 +154,9 @@ def test_arrow_rows_without_pandas_equal_the_chunked_reader_on_odd_metadata(tmp_
             assert got.read_bytes() == ref.read_bytes()
         else:
             pd.testing.assert_frame_equal(pd.read_parquet(got), pd.read_parquet(ref))
+            import pyarrow.parquet as pq      # the same Arrow types and pandas metadata (text: string, not large_string)
+
+            assert pq.read_schema(got).equals(pq.read_schema(ref), check_metadata=True)
     frame = pd.read_parquet(got)
     assert frame["success"].isna().sum() == 14 and frame["dataset"].isna().sum() == 20
 
@@ -242,6 +245,14 @@ def test_a_dask_worker_computing_features_starts_light_and_quiet(tmp_path):
                   scheduler=cluster.scheduler_address, piece_bytes=64 << 10)
         assert res.pieces > 2 and res.workers == 1
         (loaded, profiling), = client.run(worker_state).values()
+        run([SAMPLE / "facts", SAMPLE / "arithmetic"], Task("features"), tmp_path / "f.parquet", engine="dask",
+            scheduler=cluster.scheduler_address, piece_bytes=64 << 10)
     assert loaded == ["pyarrow"] and profiling is False
-    assert main(["features", str(SAMPLE / "facts"), str(SAMPLE / "arithmetic"), "--out", str(tmp_path / "r.csv")]) == 0
+    inputs = [str(SAMPLE / "facts"), str(SAMPLE / "arithmetic")]
+    for ext in ("csv", "parquet"):
+        assert main(["features", *inputs, "--out", str(tmp_path / f"r.{ext}")]) == 0
     assert out.read_bytes() == (tmp_path / "r.csv").read_bytes()
+    import pyarrow.parquet as pq     # the Parquet too: same types and pandas metadata (text: string, not large_string)
+
+    got, ref = pq.read_table(tmp_path / "f.parquet"), pq.read_table(tmp_path / "r.parquet")
+    assert got.schema.equals(ref.schema, check_metadata=True) and got.equals(ref)

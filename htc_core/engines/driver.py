@@ -209,7 +209,11 @@ class Collector:
             if not keep.all():
                 df = df[keep].reset_index(drop=True)
                 state = self._state_of(df)
-            self.writer.write(df.drop(columns=list(META)))
+            df = df.drop(columns=list(META))
+            for c in df.columns:   # text as object columns, as the single-process writer has them (pandas' str
+                if isinstance(df[c].dtype, pd.StringDtype):      # dtype made Parquet's text large_string)
+                    df[c] = df[c].astype(object)
+            self.writer.write(df)
         if state is not None:
             self.metrics = state if self.metrics is None else self.metrics.merge(state)
 

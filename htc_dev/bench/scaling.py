@@ -31,9 +31,6 @@ from pathlib import Path
 from .ingest import DIR, write_file
 
 ENGINES = ("local", "dask1", "dask2")
-#: every engine a row can run: ``engine-local`` is ``--engine local`` (the engines' per-piece function in one
-#: process, the reference Dask's CPU is compared with)
-ALL_ENGINES = ("local", "engine-local", "dask1", "dask2")
 
 
 def _floor(path: Path) -> float:
@@ -107,8 +104,6 @@ def _measured(argv: list[str], children: list | None = None) -> tuple[float, flo
 
 def _argv(engine: str, path: Path, out: Path) -> list[str]:
     argv = ["features", str(path), "--out", str(out)]
-    if engine == "engine-local":
-        argv += ["--engine", "local"]
     if engine.startswith("dask"):
         argv += ["--engine", "dask", "--workers", engine[4:]]
     return argv
@@ -164,12 +159,12 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10000,100000,1000000", help="trajectories per file (default: 10k,100k,1M)")
     p.add_argument("--engines", default=",".join(ENGINES),
-                   help="local, engine-local (--engine local), dask1, dask2 (default: local,dask1,dask2)")
+                   help="local (htc features, = --engine local), dask1, dask2 (default: all three)")
     args = p.parse_args(argv)
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
-    bad = [e for e in engines if e not in ALL_ENGINES]
+    bad = [e for e in engines if e not in ENGINES]
     if bad:
-        p.error(f"unknown engine(s) {bad}; valid: {', '.join(ALL_ENGINES)}")
+        p.error(f"unknown engine(s) {bad}; valid: {', '.join(ENGINES)}")
     if any(e.startswith("dask") for e in engines):
         try:
             import distributed  # noqa: F401
