@@ -91,8 +91,9 @@ with ui.page_errors("inspector"):
     st.subheader("Why this confidence")
     with st.container(border=True):
         st.markdown(f"**{ui.md(method)} confidence {explain.format_confidence(expl.confidence)}** (logit "
-                    f"{expl.logit:+.2f}). Strongest reasons, compared with the typical run of the selection and "
-                    "with " + ui.md(expl.reference) + ":")
+                    f"{expl.logit:+.2f}). Strongest reasons, each placing the signal's lead feature among the "
+                    f"{expl.n_reference} " + ui.md(expl.reference) + " (\"close to the typical\" one: between their "
+                    "25th and 75th percentiles):")
         for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
             st.markdown("- " + ui.md(r))
         if expl.bounded:
