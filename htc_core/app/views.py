@@ -27,7 +27,7 @@ __all__ = [
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
     "browse_confidences", "trajectory_choices", "trajectory_label", "oof_confidence",
-    "outcome_word", "LinkedPair", "linked_pair", "unlabeled_extremes",
+    "outcome_word", "LinkedPair", "linked_pair", "unlabeled_extremes", "faint_rows",
 ]
 
 #: baselines shown next to HTC in the reliability diagram when the evaluation names no strongest baseline
@@ -50,6 +50,36 @@ def feature_table() -> pd.DataFrame:
 
 
 # ------------------------------------------------------------ evaluation tables
+#: a per-dataset weight row whose largest |weight| is under this share of the heatmap's colour scale looks blank
+FAINT_SHARE = 0.1
+
+
+def faint_rows(dw) -> list[str]:
+    """Why rows of the per-dataset weight heatmap look blank, one sentence each (ui-review 21: the "lists" row was
+    all near zero without a word). The colour scale spans the largest |weight| of any dataset; a row under
+    :data:`FAINT_SHARE` of it is explained by its own fit: few labeled runs and a strong regularization chosen by
+    its inner CV, or weights that are merely small next to the dataset that sets the scale."""
+    w = dw.weights
+    if w.empty or dw.fits is None:
+        return []
+    peak = w.abs().max(axis=1)
+    lim, top = float(peak.max()), str(peak.idxmax())
+    notes = []
+    for grp, mx in peak.items():
+        if lim <= 0 or mx >= FAINT_SHARE * lim:
+            continue
+        fit = dw.fits.loc[grp]
+        strong = fit["alpha"] >= 1.0 and fit["alpha"] >= 10 * dw.fits.loc[top, "alpha"]
+        why = (f"its own fit has only {int(fit['n'])} labeled runs ({int(fit['successes'])} successes) and its inner "
+               f"CV chose alpha {fit['alpha']:g}, strong regularization that shrinks every weight toward zero: "
+               "this dataset alone does not support larger weights" if strong or fit["n"] < 50 else
+               f"its weights are small next to {top}'s, whose inner CV chose alpha {dw.fits.loc[top, 'alpha']:g} "
+               f"(weaker regularization, larger weights; {int(fit['n'])} labeled runs and alpha {fit['alpha']:g} here)")
+        notes.append(f"{grp}: largest |weight| {mx:.2f}, under {FAINT_SHARE:.0%} of the colour scale's ±{lim:.1f} "
+                     f"(set by {top}), so its row looks blank; {why}.")
+    return notes
+
+
 def split_methods(methods: Sequence[str]) -> tuple[list[str], list[str]]:
     """(HTC methods present, HTC-Reduced first; every other method in its order)."""
     htc = [m for m in HTC_METHODS if m in methods]
