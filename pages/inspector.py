@@ -69,7 +69,7 @@ with ui.page_errors("inspector"):
     shown = shown_conf.shown_confidence(ws, i, variant, evaluated)
     model, method = shown.model, shown.method
     expl = shown.explain(ws, i)
-    m = st.container(horizontal=True, gap="large", key="insp_metrics")   # each as wide as its label; they wrap
+    m = st.container(horizontal=True, gap="medium", key="insp_metrics")   # each as wide as its label; they wrap
     m.metric(shown.headline, explain.format_confidence(shown.confidence), width="content")   # never cut
     if shown.in_sample is not None:
         m.metric(f"{method} (in-sample)", explain.format_confidence(shown.in_sample), width="content",
@@ -91,8 +91,8 @@ with ui.page_errors("inspector"):
     st.subheader("Why this confidence")
     with st.container(border=True):
         st.markdown(f"**{ui.md(method)} confidence {explain.format_confidence(expl.confidence)}** (logit "
-                    f"{expl.logit:+.2f}). Strongest reasons, each placing the signal's lead feature among the "
-                    f"{expl.n_reference} " + ui.md(expl.reference) + " (\"close to the typical\" one: between their "
+                    f"{expl.logit:+.2f}). Strongest reasons, each placing its signal's lead feature among the "
+                    f"{expl.n_reference} " + ui.md(expl.reference) + " (\"close to the typical run\": between their "
                     "25th and 75th percentiles):")
         for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
             st.markdown("- " + ui.md(r))

@@ -160,10 +160,14 @@ def test_a_blank_row_of_the_dataset_heatmap_says_why():
     assert faint == ["lists"]
     if "lists" in faint:
         [note] = [n for n in notes if n.startswith("lists")]
-        assert f"only {int(dw.fits.loc['lists', 'n'])} labeled runs" in note and "alpha" in note
+        assert "only 16 labeled runs (5 successes)" in note and "alpha 20, strong regularization" in note
     hand = type(dw)(variant="full", weights=pd.DataFrame({"a": [5.0, 0.1], "b": [-3.0, 0.05]}, index=["big", "tiny"]),
                     fits=pd.DataFrame({"n": [500, 16], "successes": [200, 5], "alpha": [0.01, 20.0]},
                                       index=["big", "tiny"]))
     [note] = views.faint_rows(hand)
     assert note.startswith("tiny: largest |weight| 0.10, under 10% of the colour scale's ±5.0 (set by big)")
-    assert "only 16 labeled runs (5 successes)" in note and "alpha 20" in note
+    assert "only 16 labeled runs (5 successes)" in note and "alpha 20, strong regularization" in note
+    hand.fits.loc["tiny", ["n", "alpha"]] = [400, 2.0]          # not strong: merely small next to big's weights
+    [note] = views.faint_rows(hand)
+    assert note.endswith("its weights (alpha 2) are small next to those of big, whose inner CV chose alpha 0.01 (weaker "
+                         "regularization, larger weights).")

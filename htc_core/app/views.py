@@ -52,13 +52,16 @@ def feature_table() -> pd.DataFrame:
 # ------------------------------------------------------------ evaluation tables
 #: a per-dataset weight row whose largest |weight| is under this share of the heatmap's colour scale looks blank
 FAINT_SHARE = 0.1
+#: an alpha at least this large (the top of the default grid: 10, 20, 50) is strong regularization
+STRONG_ALPHA = 10.0
 
 
 def faint_rows(dw) -> list[str]:
     """Why rows of the per-dataset weight heatmap look blank, one sentence each (ui-review 21: the "lists" row was
     all near zero without a word). The colour scale spans the largest |weight| of any dataset; a row under
-    :data:`FAINT_SHARE` of it is explained by its own fit: few labeled runs and a strong regularization chosen by
-    its inner CV, or weights that are merely small next to the dataset that sets the scale."""
+    :data:`FAINT_SHARE` of it is explained by its own fit: a strong regularization chosen by its inner CV (alpha
+    of at least :data:`STRONG_ALPHA`), or weights merely small next to those of the dataset that sets the scale;
+    and, under 50 labeled runs, how few runs it was fitted on."""
     w = dw.weights
     if w.empty or dw.fits is None:
         return []
@@ -69,14 +72,15 @@ def faint_rows(dw) -> list[str]:
         if lim <= 0 or mx >= FAINT_SHARE * lim:
             continue
         fit = dw.fits.loc[grp]
-        strong = fit["alpha"] >= 1.0 and fit["alpha"] >= 10 * dw.fits.loc[top, "alpha"]
-        why = (f"its own fit has only {int(fit['n'])} labeled runs ({int(fit['successes'])} successes) and its inner "
-               f"CV chose alpha {fit['alpha']:g}, strong regularization that shrinks every weight toward zero: "
-               "this dataset alone does not support larger weights" if strong or fit["n"] < 50 else
-               f"its weights are small next to {top}'s, whose inner CV chose alpha {dw.fits.loc[top, 'alpha']:g} "
-               f"(weaker regularization, larger weights; {int(fit['n'])} labeled runs and alpha {fit['alpha']:g} here)")
+        if fit["alpha"] >= STRONG_ALPHA:
+            why = (f"its inner CV chose alpha {fit['alpha']:g}, strong regularization that shrinks every weight "
+                   "toward zero: this dataset alone does not support larger weights")
+        else:
+            why = (f"its weights (alpha {fit['alpha']:g}) are small next to those of {top}, whose inner CV chose alpha "
+                   f"{dw.fits.loc[top, 'alpha']:g} (weaker regularization, larger weights)")
+        few = f"; it has only {int(fit['n'])} labeled runs ({int(fit['successes'])} successes)" if fit["n"] < 50 else ""
         notes.append(f"{grp}: largest |weight| {mx:.2f}, under {FAINT_SHARE:.0%} of the colour scale's ±{lim:.1f} "
-                     f"(set by {top}), so its row looks blank; {why}.")
+                     f"(set by {top}), so its row looks blank: {why}{few}.")
     return notes
 
 

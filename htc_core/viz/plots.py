@@ -136,6 +136,40 @@ def group_order(groups) -> list[str]:
     return sorted({str(g) for g in groups}, key=lambda g: (g.casefold(), g))
 
 
+def wrap_label(text: str, width: int = 13) -> str:
+    """A label broken into lines of about ``width`` characters after its hyphens, underscores or spaces.
+
+    Parameters
+    ----------
+    text : str
+        The label (already escaped).
+    width : int, default 13
+        The longest line aimed at (a word longer than that stays whole).
+
+    Returns
+    -------
+    str
+        The lines joined with ``<br>``.
+
+    Examples
+    --------
+    >>> from htc_core.viz.plots import wrap_label
+    >>> wrap_label("SmolLM2-135M-sampled-t0.7")
+    'SmolLM2-135M-<br>sampled-t0.7'
+    >>> wrap_label("facts")
+    'facts'
+    """
+    import re
+
+    lines, line = [], ""
+    for part in re.findall(r"[^-_ ]*[-_ ]?", str(text)):
+        if line and len(line) + len(part.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += part
+    return "<br>".join(lines + ([line.rstrip()] if line.strip() else []))
+
+
 # ------------------------------------------------------------ calibration
 def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
                        ece: Mapping[str, float] | None = None) -> go.Figure:
@@ -242,8 +276,10 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
     """
     groups = group_order(curves)               # the order of group_metric_bars and feature_distribution
     n = max(1, len(groups))
-    fig = make_subplots(rows=1, cols=n, subplot_titles=[esc(g, 40) for g in groups], shared_yaxes=True,
+    # titles wrapped at their hyphens: four long model names side by side ran into each other at 900 px
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[wrap_label(esc(g, 40)) for g in groups], shared_yaxes=True,
                         horizontal_spacing=0.04)
+    fig.update_annotations(font_size=12)
     seen = set()
     for gi, g in enumerate(groups):
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
@@ -264,7 +300,10 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
             seen.add(name)
         fig.update_xaxes(range=[0, 1], title_text="confidence", row=1, col=gi + 1)
     fig.update_yaxes(range=[0, 1], title_text="success rate", row=1, col=1)
-    return apply_layout(fig, None, height, subplot_titles=True)
+    apply_layout(fig, None, height, subplot_titles=True)
+    if any("<br>" in a.text for a in fig.layout.annotations):    # two-line titles: the legend one line higher
+        fig.update_layout(margin_t=fig.layout.margin.t + 18, legend_y=1.2)
+    return fig
 
 
 def confidence_histogram(confidence, success, *, title: str | None = None, nbins: int = 20,
