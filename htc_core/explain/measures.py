@@ -15,7 +15,7 @@ probability, a change of probabilities or a ratio of them, without a unit, writt
 
 from __future__ import annotations
 
-__all__ = ["measure_of", "MEASURES", "UNITS", "format_measure"]
+__all__ = ["measure_of", "MEASURES", "format_measure"]
 
 _STEP_STAT = {
     "entropy": "evenness of the token probabilities within a step (grows with the step's length)",

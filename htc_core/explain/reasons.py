@@ -462,7 +462,7 @@ class ModelReading:
         The run's lead value minus the mean of the runs the model was fitted on.
     centre : str
         That mean, in the unit the words name (:func:`~htc_core.explain.measures.format_measure`).
-    n_members : int
+    n_members : int, default 1
         The number of features in the signal.
     """
 
