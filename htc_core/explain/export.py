@@ -58,8 +58,8 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     """The strongest reasons of every row of ``X``, each row explained by its own model.
 
     Row ``i`` is explained by ``models[which[i]]`` in the words :func:`~htc_core.explain.explain_trajectory`
-    gives with the same model on the same rows: the signals, the typical run and the successful-run references
-    are taken over all rows of ``X``. Several models: e.g. the fold models of a cross-validated evaluation,
+    gives with the same model on the same rows: the signals and the reference runs (the successful runs of the
+    row's group, else all successful runs, else all runs) are taken over all rows of ``X``. Several models: e.g. the fold models of a cross-validated evaluation,
     so that each out-of-fold confidence is explained by the model that gave it.
 
     Parameters
@@ -67,7 +67,7 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     X : array-like of shape (n_runs, n_features)
         The features, columns in the models' feature order (``feature_names_in_``).
     labels : array-like of shape (n_runs,) or None
-        1 success, 0 failure, NaN unlabeled (the successful-run reference); None: no reference.
+        1 success, 0 failure, NaN unlabeled (the successful-run reference); None: every run is the reference.
     groups : array-like of shape (n_runs,)
         Each run's group (its dataset): a run is compared with the successful runs of its group when the
         group has enough of them, else with all successful runs.

@@ -625,7 +625,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     index : int
         The row explained.
     labels : array-like, optional
-        1 success, 0 failure, NaN unknown: the reference is the successful runs.
+        1 success, 0 failure, NaN unknown: the reference is the successful runs (all runs when none is a success).
     groups : array-like, optional
         E.g. the dataset of every row: the reference is the successful runs of the same group (all successful
         runs when the group has fewer than 5).
