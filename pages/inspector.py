@@ -69,13 +69,13 @@ with ui.page_errors("inspector"):
     shown = shown_conf.shown_confidence(ws, i, variant, evaluated)
     model, method = shown.model, shown.method
     expl = shown.explain(ws, i)
-    m = st.columns(4)
-    m[0].metric(shown.headline, explain.format_confidence(shown.confidence))
+    m = st.container(horizontal=True, gap="medium", key="insp_metrics")   # each as wide as its label; they wrap
+    m.metric(shown.headline, explain.format_confidence(shown.confidence), width="content")   # never cut
     if shown.in_sample is not None:
-        m[1].metric(f"{method} (in-sample)", explain.format_confidence(shown.in_sample),   # short: never cut
-                    help=f"{method} fitted on every labeled run of the selection, this run included")
-    m[2].metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}")
-    m[3].metric("LastStep-TP", f"{row['LastStep-TP']:.2f}")
+        m.metric(f"{method} (in-sample)", explain.format_confidence(shown.in_sample), width="content",
+                 help=f"{method} fitted on every labeled run of the selection, this run included")
+    m.metric("GlobalTrace-TP", f"{row['GlobalTrace-TP']:.2f}", width="content")
+    m.metric("LastStep-TP", f"{row['LastStep-TP']:.2f}", width="content")
     st.caption("Explained by " + ui.md(shown.what) + ".")
     if shown.source == "adapted":
         label_panels.scorer_card(ws, key="insp_card")
@@ -91,8 +91,9 @@ with ui.page_errors("inspector"):
     st.subheader("Why this confidence")
     with st.container(border=True):
         st.markdown(f"**{ui.md(method)} confidence {explain.format_confidence(expl.confidence)}** (logit "
-                    f"{expl.logit:+.2f}). Strongest reasons, compared with the typical run of the selection and "
-                    "with " + ui.md(expl.reference) + ":")
+                    f"{expl.logit:+.2f}). Strongest reasons, each placing its signal's lead feature among the "
+                    f"{expl.n_reference} " + ui.md(expl.reference) + " (\"close to the typical run\": between their "
+                    "25th and 75th percentiles):")
         for r in expl.reasons or ["No feature moves this trajectory far from the model's intercept."]:
             st.markdown("- " + ui.md(r))
         if expl.bounded:

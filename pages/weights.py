@@ -94,11 +94,13 @@ with ui.page_errors("weights"):
     cannot_evaluate = label_problem(ws.labels, for_evaluation=True)
 
     st.subheader("Weights per dataset")
-    variant = st.radio("Variant", ["full", "reduced"], format_func=lambda v: f"HTC-{v.capitalize()}", horizontal=True,
-                       key="w_heat_variant")
+    variant = st.radio("Variant", ["reduced", "full"], format_func=lambda v: f"HTC-{v.capitalize()}", horizontal=True,
+                       key="w_heat_variant")     # HTC-Reduced first, as every other choice of this page
     dw = ui.dataset_weights(ws, variant)
     if len(dw.weights):
         st.plotly_chart(plots.weights_heatmap(dw.weights), key="w_heat")
+        for note in views.faint_rows(dw):
+            st.caption(ui.md(note))
     for grp, why in dw.skipped.items():
         st.caption(f"{ui.md(grp)}: not fitted, {ui.md(why)}")
     if len(dw.weights) < 2:

@@ -117,10 +117,13 @@ def test_inspector_label_bar_labels_and_navigates(tmp_path, unlabeled_dir, monke
     at.run()
     go(at, "inspector")
     assert not problems(at), problems(at)
+    kinds = lambda: {v: at.button(key=f"insp_label_{v}").proto.type for v in ("success", "failure", "skip")}
+    assert "primary" not in kinds().values()             # unlabeled: no button looks chosen (ui-review 19)
     at.button(key="insp_label_failure").click().run()
     assert not problems(at), problems(at)
     cur = LabelStore(Store(data)).current()
     assert len(cur) == 1 and cur["value"].iat[0] == "failure" and cur["source"].iat[0] == "person"
+    assert kinds() == {"success": "secondary", "failure": "primary", "skip": "tertiary"}   # the run's label
     first = cur["id"].iat[0]
     at.button(key="insp_label_next").click().run()
     assert not problems(at)
@@ -162,6 +165,17 @@ def test_label_page_with_an_empty_store(tmp_path, monkeypatch):
     assert any("No runs are stored yet" in i.value for i in at.info)
 
 
+@pytest.mark.parametrize("current,kinds", [(None, ("secondary", "secondary", "tertiary")),
+                                           ("success", ("primary", "secondary", "tertiary")),
+                                           ("failure", ("secondary", "primary", "tertiary")),
+                                           ("skip", ("secondary", "secondary", "primary"))])
+def test_the_primary_label_button_is_the_runs_current_label(current, kinds):
+    """docs/ui-review.md 19: Success was always the primary (chosen-looking) button, even on a failure."""
+    from htc_core.app.label_glue import button_kind
+
+    assert tuple(button_kind(v, current) for v in ("success", "failure", "skip")) == kinds
+
+
 def test_inspector_label_against_a_file_label_is_a_conflict_until_resolved(tmp_path, monkeypatch):
     samples = tmp_path / "labeled"
     samples.mkdir()
@@ -173,6 +187,7 @@ def test_inspector_label_against_a_file_label_is_a_conflict_until_resolved(tmp_p
     go(at, "inspector")
     [cap] = [c.value for c in at.caption if c.value.startswith("Current label:")]
     current = "success" if "**success" in cap else "failure"
+    assert at.button(key=f"insp_label_{current}").proto.type == "primary"        # a file label counts too
     shown = at.caption[0].value.split(" · ")[0].replace("\\", "")
     opposite = "failure" if current == "success" else "success"
     at.button(key=f"insp_label_{opposite}").click().run()

@@ -123,3 +123,51 @@ def test_md_code_shows_backticked_parts_as_code_and_escapes_the_rest():
     assert out.startswith(md("fitted on 2026-11-27 (as "))
     assert md_code("one ` unmatched") == md("one ` unmatched")             # no half code span
     assert md_code("no code at all") == md("no code at all")
+
+
+def test_feature_weights_default_to_one_model_everywhere(app):
+    """ui-review 21: the selection frequencies and the ablation defaulted to HTC-Reduced, the per-dataset heatmap
+    to HTC-Full; every model choice of the page now starts on HTC-Reduced (the model the other pages show)."""
+    go(app, "weights")
+    assert not problems(app), problems(app)
+    assert app.radio(key="w_heat_variant").value == "reduced"
+    assert app.radio(key="w_heat_variant").options[0] == "HTC-Reduced"
+    sel = [r for r in app.radio if r.key == "w_sel_method"]
+    assert not sel or sel[0].value == "HTC-Reduced"
+
+
+def test_a_blank_row_of_the_dataset_heatmap_says_why():
+    """ui-review 21: the "lists" row of the per-dataset weights was all near zero without a word. On the shipped
+    runs' lists (16 labeled runs) and facts (250) datasets, HTC-Full: lists' inner CV picks alpha 20, facts' 0.001."""
+    import numpy as np
+
+    from htc_core.explain.groups import dataset_weights
+    from htc_core.features import extract
+    from htc_core.formats import load
+
+    sets = [load(f)[0] for f in [*sorted((SAMPLE_RUNS / "gemma3").glob("lists_*.jsonl")),
+                                 SAMPLE_RUNS / "facts" / "facts_SmolLM2-135M-greedy.jsonl"]]
+    X = np.vstack([extract(t).values for t in sets])
+    y = np.concatenate([t.labels for t in sets])
+    g = np.concatenate([t.meta["dataset"].to_numpy(dtype=object) for t in sets])
+    dw = dataset_weights(X, y, g, variant="full")
+    assert list(dw.fits.index) == list(dw.weights.index)
+    assert dw.fits.loc["lists", "n"] == sum(np.isfinite(t.labels).sum() for t in sets[:2]) == 16
+    notes = views.faint_rows(dw)
+    peak = dw.weights.abs().max(axis=1)
+    faint = [grp for grp in peak.index if peak[grp] < views.FAINT_SHARE * peak.max()]
+    assert [n.split(":")[0] for n in notes] == faint
+    assert faint == ["lists"]
+    if "lists" in faint:
+        [note] = [n for n in notes if n.startswith("lists")]
+        assert "only 16 labeled runs (5 successes)" in note and "alpha 20, strong regularization" in note
+    hand = type(dw)(variant="full", weights=pd.DataFrame({"a": [5.0, 0.1], "b": [-3.0, 0.05]}, index=["big", "tiny"]),
+                    fits=pd.DataFrame({"n": [500, 16], "successes": [200, 5], "alpha": [0.01, 20.0]},
+                                      index=["big", "tiny"]))
+    [note] = views.faint_rows(hand)
+    assert note.startswith("tiny: largest |weight| 0.10, under 10% of the colour scale's ±5.0 (set by big)")
+    assert "only 16 labeled runs (5 successes)" in note and "alpha 20, strong regularization" in note
+    hand.fits.loc["tiny", ["n", "alpha"]] = [400, 2.0]          # not strong: merely small next to big's weights
+    [note] = views.faint_rows(hand)
+    assert note.endswith("its weights (alpha 2) are small next to those of big, whose inner CV chose alpha 0.01 (weaker "
+                         "regularization, larger weights).")

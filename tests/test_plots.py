@@ -142,3 +142,38 @@ def test_chart_fixes_bar_order_codes_top1_and_token_axis():
     assert token_axis["tick0"] == 0 and token_axis["tickformat"] == ",d" and token_axis["rangemode"] == "tozero"
     hist = plots.confidence_histogram([0.05, 0.1, 0.9], [0, 0, 1])
     assert hist.layout.legend.y >= 1.0                   # above the plot area
+
+
+def test_compare_llms_draws_its_groups_in_one_order_and_the_metric_names_once():
+    """docs/ui-review.md 17: the box plot ordered the groups by first appearance among successes (SmolLM2 first),
+    the reliability and metric charts by name (Gemma first); the metric panels' rotated names ran into the next
+    panel. Now all three use group_order, and the metric panels are stacked on one shared x axis."""
+    rng = np.random.default_rng(1)
+    groups = np.array(["SmolLM2-135M", "Gemma3-270M", "qwen2.5-0.5B"])[rng.integers(0, 3, size=300)]
+    groups[:5] = "SmolLM2-135M"                              # the first rows: what first-appearance order would pick
+    y = (rng.uniform(size=300) < 0.5).astype(float)
+    y[:5] = 1.0
+    p = rng.uniform(size=300)
+    want = ["Gemma3-270M", "qwen2.5-0.5B", "SmolLM2-135M"]
+    assert plots.group_order(groups) == want
+    facets = plots.reliability_facets(views.group_reliability(
+        type("R", (), {"labels": y, "oof": {"HTC": p}})(), groups, ["HTC"]))
+    assert [a.text for a in facets.layout.annotations] == want
+    gm = explain.group_metrics(y, {"HTC": p, "Base": 1 - p}, groups, n_boot=0)
+    bars = plots.group_metric_bars(gm.sample(frac=1.0, random_state=0))
+    assert list(bars.layout.xaxis3.categoryarray) == want and bars.layout.xaxis3.categoryorder == "array"
+    assert bars.layout.xaxis.matches == "x3" and bars.layout.xaxis.showticklabels is False   # names once, below
+    lay = bars.layout
+    assert lay.yaxis.domain[0] > lay.yaxis2.domain[1] and lay.yaxis2.domain[0] > lay.yaxis3.domain[1]   # stacked
+    box = plots.feature_distribution(pd.DataFrame({"group": groups, "success": y, "value": p}), feature_label="f")
+    assert list(box.layout.xaxis.categoryarray) == want
+
+
+@pytest.mark.parametrize("value,side", [(0.9, "right"), (0.1, "left"), (0.5, "left")])
+def test_the_inspector_marker_label_sits_inside_the_plot_clear_of_the_legend(value, side):
+    """docs/ui-review.md 18: "this trajectory" stood on the plot's top edge (y 1, anchored at its bottom), where
+    the horizontal legend also is (y 1.02): now inside the plot under its top edge, beside the line."""
+    fig = plots.position_figure([0.1, 0.5, 0.9, 0.7], [0, 1, 1, np.nan], value)
+    a = fig.layout.annotations[0]
+    assert a.text == "this trajectory" and a.yanchor == "top" and a.y < 1 and a.xanchor == side
+    assert fig.layout.legend.y >= 1.0 and fig.layout.legend.yanchor == "bottom"

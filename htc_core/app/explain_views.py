@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from ..explain import Mistakes, explain_runs, explain_trajectory, run_reasons, shape_curves, worst_mistakes
-from ..explain.reasons import reason_text
 from .workspace import Workspace
 
 __all__ = ["oof_column", "export_frame", "step_texts", "signal_frame", "mistakes_for"]
@@ -84,9 +83,10 @@ def signal_frame(explanation) -> pd.DataFrame:
     """The explanation's distinct signals as a table for the page (members joined in words)."""
     t = explanation.signals.copy()
     t["related features"] = t["members"].map(lambda m: ", ".join(m))
-    t = t.rename(columns={"display_name": "lead feature"})
-    return t[["name", "lead feature", "kind", "related features", "value", "direction", "success_median", "comparison",
-              "contribution"]]
+    t = t.rename(columns={"display_name": "lead feature", "shown_value": "value (as worded)",
+                          "value": "lead feature's value", "direction": "against the typical reference run"})
+    return t[["name", "value (as worded)", "lead feature", "lead feature's value", "kind", "related features",
+              "against the typical reference run", "success_median", "comparison", "contribution"]]
 
 
 def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, explain: bool = True) -> Mistakes:
@@ -123,8 +123,7 @@ def mistake_reason(model, ws: Workspace, row: int, wrong_way: float) -> str:
     if sig is not None and len(sig):
         pushed = sig[(sig["contribution"] * wrong_way >= MIN_REASON)]
         if len(pushed):
-            r = pushed.iloc[0]
-            return reason_text(r["name"], r["value"], r["direction"], r["comparison"], r["contribution"])
+            return str(pushed.iloc[0]["reason"])
     return expl.reasons[0] if expl.reasons else "no feature moves this run far from the model's intercept"
 
 

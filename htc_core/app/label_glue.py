@@ -271,7 +271,8 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
                + (", p previous, n next" if navigate else "")
                + ("" if scored is None else f" · the selection's adapted GAC ({scored[1].get('labels_used', '?')} "
                                             f"labels, {md(scored[1].get('fitted', ''))}): {scored[0]:.2f}"))
-    clicked = _buttons(ws, i, key=key, render=render, navigate=navigate, inspect_key=inspect_key)
+    clicked = _buttons(ws, i, key=key, render=render, navigate=navigate, inspect_key=inspect_key,
+                       current=None if cur.empty else str(cur["value"].iat[0]))
     if slot is not None:
         with slot.container():
             if heading is not None:
@@ -281,17 +282,27 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
     return clicked
 
 
-def _buttons(ws: Workspace, i: int, *, key: str, render: int, navigate: bool, inspect_key: str | None):
-    cols = st.columns(5 if navigate else 3)
+def button_kind(value: str, current: str | None) -> str:
+    """A label button's look: primary (chosen-looking) only for the run's current label, none when unlabeled;
+    skip, the least used, is tertiary otherwise."""
+    if value == current:
+        return "primary"
+    return "tertiary" if value == "skip" else "secondary"
+
+
+def _buttons(ws: Workspace, i: int, *, key: str, render: int, navigate: bool, inspect_key: str | None,
+             current: str | None):
+    row = st.container(horizontal=True, gap="small", key=f"{key}_row")   # each as wide as its words; they wrap
     clicked = None
     target = (str(ws.run_set[i]), str(ws.ts.ids[i]), int(i))
-    for col, value, kind in zip(cols, ("success", "failure", "skip"), ("primary", "secondary", "tertiary")):
-        if col.button(value.capitalize(), key=f"{key}_{value}", shortcut=KEYS[value], type=kind,
-                      on_click=_on_label, args=(key, render, *target, value)):
+    for value in ("success", "failure", "skip"):
+        if row.button(value.capitalize(), key=f"{key}_{value}", shortcut=KEYS[value], type=button_kind(value, current),
+                      on_click=_on_label, args=(key, render, *target, value),
+                      help=f"Label this run {value}" + (" (its current label)" if value == current else "")):
             clicked = value
     if navigate:
-        for col, name, j, off in ((cols[3], "Previous", i - 1, i <= 0), (cols[4], "Next", i + 1, i >= len(ws) - 1)):
-            col.button(name, key=f"{key}_{name.lower()[:4]}", shortcut=KEYS[name.lower()], disabled=off,
+        for name, j, off in (("Previous", i - 1, i <= 0), ("Next", i + 1, i >= len(ws) - 1)):
+            row.button(name, key=f"{key}_{name.lower()[:4]}", shortcut=KEYS[name.lower()], disabled=off,
                        on_click=_on_move, args=(key, render, inspect_key, str(ws.keys[min(max(j, 0), len(ws) - 1)])))
     return clicked
 

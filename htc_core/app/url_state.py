@@ -221,6 +221,6 @@ def weights_params(selection_methods=()) -> list[Param]:
     """The Feature weights page's choices: non-zero weights only, the variant of the per-dataset heatmap and the
     model of the selection frequencies."""
     return [Param("kept", "w_only_kept", "bool", default=False),
-            Param("heat", "w_heat_variant", "one", ("full", "reduced"), default="full"),
+            Param("heat", "w_heat_variant", "one", ("reduced", "full"), default="reduced"),   # the page's one default
             Param("sel", "w_sel_method", "one", tuple(selection_methods),
                   default=next(iter(selection_methods), None))]

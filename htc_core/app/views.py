@@ -27,7 +27,7 @@ __all__ = [
     "calibration_choices", "ScoredSelection", "score_selection", "calibrated_confidence", "evaluated_groups",
     "group_reliability", "feature_values", "preferred_baseline", "examples_for", "projection_frame",
     "browse_confidences", "trajectory_choices", "trajectory_label", "oof_confidence",
-    "outcome_word", "LinkedPair", "linked_pair", "unlabeled_extremes",
+    "outcome_word", "LinkedPair", "linked_pair", "unlabeled_extremes", "faint_rows",
 ]
 
 #: baselines shown next to HTC in the reliability diagram when the evaluation names no strongest baseline
@@ -50,6 +50,40 @@ def feature_table() -> pd.DataFrame:
 
 
 # ------------------------------------------------------------ evaluation tables
+#: a per-dataset weight row whose largest |weight| is under this share of the heatmap's colour scale looks blank
+FAINT_SHARE = 0.1
+#: an alpha at least this large (the top of the default grid: 10, 20, 50) is strong regularization
+STRONG_ALPHA = 10.0
+
+
+def faint_rows(dw) -> list[str]:
+    """Why rows of the per-dataset weight heatmap look blank, one sentence each (ui-review 21: the "lists" row was
+    all near zero without a word). The colour scale spans the largest |weight| of any dataset; a row under
+    :data:`FAINT_SHARE` of it is explained by its own fit: a strong regularization chosen by its inner CV (alpha
+    of at least :data:`STRONG_ALPHA`), or weights merely small next to those of the dataset that sets the scale;
+    and, under 50 labeled runs, how few runs it was fitted on."""
+    w = dw.weights
+    if w.empty or dw.fits is None:
+        return []
+    peak = w.abs().max(axis=1)
+    lim, top = float(peak.max()), str(peak.idxmax())
+    notes = []
+    for grp, mx in peak.items():
+        if lim <= 0 or mx >= FAINT_SHARE * lim:
+            continue
+        fit = dw.fits.loc[grp]
+        if fit["alpha"] >= STRONG_ALPHA:
+            why = (f"its inner CV chose alpha {fit['alpha']:g}, strong regularization that shrinks every weight "
+                   "toward zero: this dataset alone does not support larger weights")
+        else:
+            why = (f"its weights (alpha {fit['alpha']:g}) are small next to those of {top}, whose inner CV chose alpha "
+                   f"{dw.fits.loc[top, 'alpha']:g} (weaker regularization, larger weights)")
+        few = f"; it has only {int(fit['n'])} labeled runs ({int(fit['successes'])} successes)" if fit["n"] < 50 else ""
+        notes.append(f"{grp}: largest |weight| {mx:.2f}, under {FAINT_SHARE:.0%} of the colour scale's ±{lim:.1f} "
+                     f"(set by {top}), so its row looks blank: {why}{few}.")
+    return notes
+
+
 def split_methods(methods: Sequence[str]) -> tuple[list[str], list[str]]:
     """(HTC methods present, HTC-Reduced first; every other method in its order)."""
     htc = [m for m in HTC_METHODS if m in methods]

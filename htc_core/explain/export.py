@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..bidi import isolate
-from ..features import REGISTRY
 from .inputs import group_names
 from .flags import structural_flags
-from .reasons import MIN_GROUP_REFERENCE, compare_with, data_z, direction_of, reason_text, signal_name
+from .measures import format_measure
+from .reasons import MIN_GROUP_REFERENCE, ModelReading, reason_text, reference_name, signal_name
 from .signals import signal_groups
 
 __all__ = ["explain_runs", "run_reasons"]
@@ -27,7 +26,8 @@ def _leads(model, signals) -> list[int]:
 
 
 def _percentiles(X: np.ndarray, y: np.ndarray, groups: np.ndarray):
-    """[n, d] percentile of each run's value among its reference successes, n_ref and ref name per run."""
+    """[n, d] percentile of each run's value among its reference runs, n_ref and ref name per run (the reference
+    of :func:`~htc_core.explain.reasons.reference_mask`)."""
     n, d = X.shape
     pct = np.full((n, d), np.nan)
     n_ref = np.zeros(n, dtype=np.int64)
@@ -36,9 +36,11 @@ def _percentiles(X: np.ndarray, y: np.ndarray, groups: np.ndarray):
     for g in np.unique(groups):
         rows = np.flatnonzero(groups == g)
         ref = succ & (groups == g)
-        name = f"successful runs of {isolate(g)}"   # an untrusted name: bidi-isolated
+        name = reference_name(g)
         if ref.sum() < MIN_GROUP_REFERENCE:
-            ref, name = succ, "successful runs"
+            ref, name = succ, reference_name()
+        if not ref.any():
+            ref, name = np.ones(n, dtype=bool), reference_name(successful=False)
         n_ref[rows], names[rows] = int(ref.sum()), name
         if not ref.any():
             continue
@@ -56,8 +58,8 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     """The strongest reasons of every row of ``X``, each row explained by its own model.
 
     Row ``i`` is explained by ``models[which[i]]`` in the words :func:`~htc_core.explain.explain_trajectory`
-    gives with the same model on the same rows: the signals, the typical run and the successful-run references
-    are taken over all rows of ``X``. Several models: e.g. the fold models of a cross-validated evaluation,
+    gives with the same model on the same rows: the signals and the reference runs (the successful runs of the
+    row's group, else all successful runs, else all runs) are taken over all rows of ``X``. Several models: e.g. the fold models of a cross-validated evaluation,
     so that each out-of-fold confidence is explained by the model that gave it.
 
     Parameters
@@ -65,7 +67,7 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     X : array-like of shape (n_runs, n_features)
         The features, columns in the models' feature order (``feature_names_in_``).
     labels : array-like of shape (n_runs,) or None
-        1 success, 0 failure, NaN unlabeled (the successful-run reference); None: no reference.
+        1 success, 0 failure, NaN unlabeled (the successful-run reference); None: every run is the reference.
     groups : array-like of shape (n_runs,)
         Each run's group (its dataset): a run is compared with the successful runs of its group when the
         group has enough of them, else with all successful runs.
@@ -104,16 +106,16 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     >>> len(reasons), reasons[1]
     (8, [])
     >>> print(reasons[0][0])
-    Token-to-token change of the chosen token's probability: largest rise (one signal of 23 correlated features) is
-    0.532, higher than in the typical run (higher than all 3 successful runs); ... (logit -0.92).
+    Token-to-token change of the chosen token's probability: largest rise (one signal of 23 correlated features)
+    is 0.532, higher than in the typical successful run (higher than all 3 successful runs); the model reads
+    higher values as a sign of success, and 0.532 is above the average of the runs it was fitted on (0.392), but
+    the run's 22 other correlated features pull the other way: together they lower the confidence (logit -0.92).
     """
     X = np.asarray(X, dtype=np.float64)
     which = np.asarray(which, dtype=np.int64).reshape(-1)
     if len(which) != len(X):
         raise ValueError(f"which must have one entry per row of X ({len(X)}), got {len(which)}")
     signals = signal_groups(X)
-    mean, sd = data_z(X)
-    Z = (X - mean) / sd
     y = np.full(len(X), np.nan) if labels is None else np.asarray(labels, dtype=np.float64)
     pct, n_ref, ref_names = _percentiles(X, y, group_names(groups))
     out: list[list[str]] = [[] for _ in range(len(X))]
@@ -122,7 +124,6 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
         if len(rows) == 0:
             continue
         names = list(model.feature_names_in_)
-        display = [REGISTRY[nm].display_name if nm in REGISTRY else nm for nm in names]
         member = np.zeros((len(names), len(signals)))
         for s_i, sig in enumerate(signals):
             member[list(sig.members), s_i] = 1.0
@@ -132,31 +133,26 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
             C *= cap(X[rows])[:, None]
         leads = _leads(model, signals)
         for r_i, i in enumerate(rows):
-            out[i] = _row_reasons(C[r_i], Z[i], X[i], pct[i], f"{ref_names[i]}", int(n_ref[i]), signals, leads,
-                                  display, n_reasons, min_abs_contribution)
+            out[i] = _row_reasons(C[r_i], X[i], pct[i], f"{ref_names[i]}", int(n_ref[i]), signals, leads, model,
+                                  n_reasons, min_abs_contribution)
     return out
 
 
-def _row_reasons(c, z, x, pct, ref_name, n_ref, signals, leads, display, n_reasons, min_abs) -> list[str]:
-    """The reasons of one row: its strongest signals' contributions ``c`` in words."""
+def _row_reasons(c, x, pct, ref_name, n_ref, signals, leads, model, n_reasons, min_abs) -> list[str]:
+    """The reasons of one row: its strongest signals' contributions ``c`` in words (as explain_trajectory's)."""
+    names = list(model.feature_names_in_)
     texts = []
     for s_i in np.argsort(-np.abs(c), kind="stable")[:n_reasons]:
         if abs(c[s_i]) < min_abs:
             break
         sig, lead = signals[s_i], leads[s_i]
-        oriented = np.array([sig.sign_of(j) * sig.sign_of(lead) * z[j] for j in sig.members])
-        words = compare_with(pct[lead], n_ref, ref_name)
-        texts.append(reason_text(signal_name_of(lead, display, sig), float(x[lead]), direction_of(oriented), words,
-                                 float(c[s_i])))
+        mu = float(model.mean_[lead])
+        net = sum(sig.sign_of(j) * sig.sign_of(lead) * float(model.coef_[0][j]) for j in sig.members)
+        reading = ModelReading(weight=net, offset=float(x[lead] - mu),
+                               centre=format_measure(names[lead], mu), n_members=len(sig.members))
+        texts.append(reason_text(signal_name(names[lead], len(sig.members)), format_measure(names[lead], x[lead]),
+                                 float(pct[lead]), n_ref, ref_name, float(c[s_i]), reading))
     return texts
-
-
-def signal_name_of(lead: int, display, sig) -> str:
-    """The name a reason gives a signal: its lead feature's paper name (display name for other features)."""
-    from ..features import FEATURE_NAMES
-
-    name = FEATURE_NAMES[lead] if len(display) == len(FEATURE_NAMES) else display[lead]
-    return signal_name(name, len(sig.members))
 
 
 def explain_runs(ts, features, model=None, *, models=None, which=None, n_reasons: int = 3,
@@ -208,8 +204,9 @@ def explain_runs(ts, features, model=None, *, models=None, which=None, n_reasons
     >>> table.shape, list(table.columns[:4])
     ((8, 51), ['flags', 'reason_1', 'reason_2', 'top1_gradient_mean'])
     >>> print(table.loc[4, "reason_1"])
-    Tokens per step, mean (one signal of 3 correlated features) is 13.5, higher than in the typical run (higher
-    than all 3 successful runs); the model reads higher values as a sign of failure, so this lowers the confidence
+    Tokens per step, mean (one signal of 3 correlated features) is 13.5 tokens, higher than in the typical
+    successful run (higher than all 3 successful runs); the model reads higher values as a sign of failure, and
+    13.5 tokens is above the average of the runs it was fitted on (12.7 tokens), so this lowers the confidence
     (logit -1.15).
     """
     fm = features

@@ -204,6 +204,9 @@ class DatasetWeights:
         ``x1``, ... otherwise).
     skipped : dict of str to str
         Why a group got no calibrator.
+    fits : pandas.DataFrame or None, default None
+        One row per fitted group (same index as ``weights``): n (labeled runs), successes, alpha (the
+        regularization strength its inner CV chose; larger shrinks every weight toward zero).
 
     Examples
     --------
@@ -221,6 +224,7 @@ class DatasetWeights:
     variant: str
     weights: pd.DataFrame
     skipped: dict = field(default_factory=dict)
+    fits: pd.DataFrame | None = None
 
 
 def dataset_weights(X, labels, groups, *, variant: str = "full", min_per_class: int = 5,
@@ -262,11 +266,15 @@ def dataset_weights(X, labels, groups, *, variant: str = "full", min_per_class: 
     lists  1.82  0.57  0.21
     >>> dw.skipped["docs"]
     '4 successes and 2 failures; at least 5 of each are needed to fit a calibrator'
+    >>> dw.fits
+            n  successes  alpha
+    facts  60         29    1.0
+    lists  54         25    1.0
     """
     Xv = check_matrix(X)
     y = np.asarray(labels, dtype=np.float64)
     g = group_names(groups)
-    rows, index, skipped = [], [], {}
+    rows, index, skipped, fits = [], [], {}, []
     for grp in sorted(set(g)):
         m = (g == grp) & np.isfinite(y)
         n_pos = int(y[m].sum())
@@ -278,6 +286,8 @@ def dataset_weights(X, labels, groups, *, variant: str = "full", min_per_class: 
         cal = HTCCalibrator(variant=variant, alphas=alphas or DEFAULT_ALPHAS).fit(Xv[m], y[m])
         rows.append(cal.coef_[0])
         index.append(grp)
+        fits.append({"n": int(m.sum()), "successes": n_pos, "alpha": float(cal.alpha_)})
     names = list(FEATURE_NAMES) if Xv.shape[1] == len(FEATURE_NAMES) else [f"x{i}" for i in range(Xv.shape[1])]
     w = pd.DataFrame(np.array(rows).reshape(len(rows), Xv.shape[1]), index=index, columns=names)
-    return DatasetWeights(variant=variant, weights=w, skipped=skipped)
+    return DatasetWeights(variant=variant, weights=w, skipped=skipped,
+                          fits=pd.DataFrame(fits, index=index, columns=["n", "successes", "alpha"]))

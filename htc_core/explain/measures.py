@@ -5,11 +5,17 @@ nothing here is an attention weight. Every "attention" feature is a statistic of
 step (DESIGN.md section 3): H_t is the entropy of r normalized over the step's tokens (it grows with the number of
 tokens), kappa_t the largest r over the mean r, rho_t the standard deviation of r over its mean. The names below
 say that, so a reason reads as what was measured.
+
+A few features are stored on another scale than the words name (``normalized_step_count`` is the number of steps
+/ 10) or count something (tokens): :func:`format_measure` writes their values in the unit the words name ("4
+steps", "13.5 tokens"), so that "Number of steps is 4 steps" never reads "0.4". The audit of all 48: the step
+count is the only feature stored on another scale; the four token counts get their unit; every other feature is a
+probability, a change of probabilities or a ratio of them, without a unit, written as stored.
 """
 
 from __future__ import annotations
 
-__all__ = ["measure_of", "MEASURES"]
+__all__ = ["measure_of", "MEASURES", "format_measure"]
 
 _STEP_STAT = {
     "entropy": "evenness of the token probabilities within a step (grows with the step's length)",
@@ -92,3 +98,49 @@ def measure_of(name: str) -> str:
     'my feature'
     """
     return MEASURES.get(str(name)) or _measure(str(name))
+
+
+#: feature name -> (factor from the stored value to the worded one, unit for 1, unit for other counts): the features
+#: whose value is a count (every other feature is unitless and stored on the scale its words name)
+UNITS: dict[str, tuple[float, str, str]] = {
+    "normalized_step_count": (10.0, "step", "steps"),          # stored as the step count / 10 (the paper's S / 10)
+    "first_token_count": (1.0, "token", "tokens"),
+    "last_token_count": (1.0, "token", "tokens"),
+    "avg_tokens_per_step": (1.0, "token", "tokens"),
+    "std_tokens_per_step": (1.0, "token", "tokens"),
+}
+
+
+def format_measure(name: str, value: float) -> str:
+    """A feature's value written in the unit that :func:`measure_of` names (3 significant digits).
+
+    Parameters
+    ----------
+    name : str
+        A feature name.
+    value : float
+        Its value as stored in the feature matrix.
+
+    Returns
+    -------
+    str
+        E.g. "4 steps" for ``normalized_step_count`` 0.4, "13.5 tokens", "0.521" for a unitless feature, "n/a" for
+        a non-finite value.
+
+    Examples
+    --------
+    >>> from htc_core.explain.measures import format_measure
+    >>> format_measure("normalized_step_count", 0.4), format_measure("normalized_step_count", 0.1)
+    ('4 steps', '1 step')
+    >>> format_measure("avg_tokens_per_step", 13.5), format_measure("last_top1_avg", 0.52149)
+    ('13.5 tokens', '0.521')
+    """
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return "n/a"
+    factor, one, many = UNITS.get(str(name), (1.0, "", ""))
+    v = value * factor
+    text = f"{v:.3g}"
+    if not one:
+        return text
+    return f"{text} {one if text == '1' else many}"

@@ -4,9 +4,10 @@
   standardized value, summing with the intercept to the model's logit), the same
   contributions summed over distinct signals (exact copies and correlated features
   explained as one, :mod:`.signals`), named for what they measure (:mod:`.measures`),
-  and plain-language reasons built on those signals: where the run stands against the
-  typical run, how it compares with successful runs, and what the model reads from it,
-  in words that always follow the contribution's sign.
+  and plain-language reasons built on those signals: where the lead feature's value stands
+  among the reference runs (the successful runs of its dataset; the direction word and the
+  percentile from the same value against the same runs), in the unit the words name, and
+  what the model reads from it, in words that always follow the contribution's sign.
 - :func:`format_confidence`: a probability with enough digits near 0 and 1.
 - :func:`group_position`: the trajectory's confidence among the confidences of
   its group (e.g. its dataset).
@@ -23,7 +24,7 @@ import pandas as pd
 from ..bidi import isolate
 from ..features import FEATURE_NAMES, REGISTRY
 from .inputs import check_matrix, group_names
-from .measures import measure_of
+from .measures import format_measure, measure_of
 from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 
 __all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "compare_with",
@@ -181,9 +182,15 @@ class TrajectoryExplanation:
 
     ``signals``: one row per distinct signal (exact copies and correlated features merged): signal (the lead
     feature), name (what it measures), display_name (the lead's), kind ('single' / 'duplicate' / 'correlated'),
-    members, n_members, value, direction ('higher' / 'lower' / 'typical' against the typical run),
-    success_median, success_percentile, comparison (in words), contribution (sum over members). Sorted by ``|contribution|``.
-    ``intercept + signals.contribution.sum() == logit`` as well; ``reasons`` are built on these rows.
+    members, n_members, value (the lead's, as stored), shown_value (in the unit the words name: "4 steps"),
+    direction ('higher' / 'lower' / 'typical' / 'unknown': the lead's percentile among the reference runs above, below
+    or within :data:`TYPICAL_BAND`), success_median, success_percentile (the lead's, among the reference runs),
+    comparison (in words), contribution (sum over members), reason (the sentence). Sorted by ``|contribution|``.
+    ``intercept + signals.contribution.sum() == logit`` as well; ``reasons`` are the strongest rows' sentences.
+
+    The reference runs (``reference``): the successful runs of the run's group when it has at least 5, else all
+    successful runs, else (none labeled successful) all runs; a reason's direction word and percentile both come
+    from the lead feature's own value among them.
 
     Parameters
     ----------
@@ -204,9 +211,9 @@ class TrajectoryExplanation:
     reasons : list of str
         The strongest reasons in words, strongest first.
     n_reference : int
-        The number of successful runs compared with.
+        The number of reference runs compared with.
     reference : str
-        What they are ("successful runs of facts").
+        What they are ("successful runs of facts", "successful runs", or "runs" when none is labeled successful).
     signals : pandas.DataFrame or None, default None
         One row per distinct signal (columns above).
     cap_factor : float, default 1.0
@@ -317,8 +324,9 @@ class TrajectoryExplanation:
         >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
         >>> print(why.summary)
         Calibrated confidence 0.88 (logit +1.97, HTC-Full). Strongest reasons: Token-to-token change of the
-        chosen token's probability: largest rise (one signal of 23 correlated features) is 0.521, higher than in the
-        typical run (higher than 83% of 3 successful runs); the model reads higher values as a sign of success, so
+        chosen token's probability: largest rise (one signal of 23 correlated features) is 0.521, higher
+        than in the typical successful run (higher than 83% of 3 successful runs); the model reads higher
+        values as a sign of success, and 0.521 is above the average of the runs it was fitted on (0.392), so
         this raises the confidence (logit +1.64).
         """
         head = (f"Calibrated confidence {format_confidence(self.confidence)} (logit {self.logit:+.2f}, "
@@ -328,26 +336,62 @@ class TrajectoryExplanation:
         return head + " Strongest reasons: " + " ".join(self.reasons)
 
 
-def _reference(y: np.ndarray, groups, index: int) -> tuple[np.ndarray, str]:
-    """Rows of the successful runs to compare with: the trajectory's own group when it has enough."""
+def reference_name(group=None, *, successful: bool = True) -> str:
+    """The name of the runs a reason compares with: "successful runs of <group>", "successful runs" or "runs".
+
+    Parameters
+    ----------
+    group : str or None, default None
+        The group (dataset) whose successful runs are the reference; untrusted, so bidi-isolated.
+    successful : bool, default True
+        False: the reference is every run (no successful run to compare with).
+
+    Returns
+    -------
+    str
+        The reference's name, plural.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import reference_name
+    >>> reference_name(), reference_name(successful=False)
+    ('successful runs', 'runs')
+    """
+    if not successful:
+        return "runs"
+    return "successful runs" if group is None else f"successful runs of {isolate(group)}"
+
+
+def reference_mask(y: np.ndarray, groups, index: int) -> tuple[np.ndarray, str]:
+    """Rows of the runs row ``index`` is compared with, and their name: the successful runs of its group when it
+    has at least :data:`MIN_GROUP_REFERENCE`, else all successful runs, else (none labeled successful) all runs."""
     succ = y == 1
     if groups is not None:
         g = np.asarray(groups, dtype=object)
         same = succ & (g == g[index])
         if same.sum() >= MIN_GROUP_REFERENCE:
-            return same, f"successful runs of {isolate(g[index])}"   # an untrusted name: bidi-isolated
-    return succ, "successful runs"
+            return same, reference_name(g[index])
+    if succ.any():
+        return succ, reference_name()
+    return np.ones(len(y), dtype=bool), reference_name(successful=False)
+
+
+def _linear_model(model):
+    """The linear model behind ``model`` (HTC-GAM that fell back to HTC-Reduced: its ``linear_``), or None for a
+    model without weights (HTC-GAM's shape functions)."""
+    if getattr(model, "kind_", None) == "linear" and getattr(model, "linear_", None) is not None:
+        model = model.linear_
+    return model if hasattr(model, "coef_") else None
 
 
 def _linear_terms(model, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(standardized value, weight) per model feature; NaN for a model without weights (HTC-GAM's shape
     functions: there the contribution is the shape function's value at the run)."""
-    if getattr(model, "kind_", None) == "linear" and getattr(model, "linear_", None) is not None:
-        model = model.linear_                     # HTC-GAM that fell back to HTC-Reduced
-    if not hasattr(model, "coef_"):
+    lin = _linear_model(model)
+    if lin is None:
         nan = np.full(len(model.feature_names_in_), np.nan)
         return nan, nan
-    return (row - model.mean_) / model.scale_, model.coef_[0]
+    return (row - lin.mean_) / lin.scale_, lin.coef_[0]
 
 
 def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, ref: np.ndarray) -> pd.DataFrame:
@@ -372,30 +416,142 @@ def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, 
     return table.reset_index(drop=True)
 
 
-def data_z(Xv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, sd) of every column of ``Xv``, the "typical run" explanations compare with (sd 0 -> 1)."""
-    mean = Xv.mean(axis=0) if len(Xv) else np.zeros(Xv.shape[1])
-    sd = Xv.std(axis=0) if len(Xv) else np.ones(Xv.shape[1])
-    return mean, np.where(sd > 0, sd, 1.0)
+#: "close to the typical run": the lead feature's value lies within this percentile band of the reference runs
+#: (their middle half); above it the reason says "higher than in the typical run", below it "lower than in ..."
+TYPICAL_BAND = (25.0, 75.0)
 
 
-# a signal within this many standard deviations of the typical run is "close to the typical run"
-TYPICAL_Z = 0.25
+def position_of(pct: float) -> str:
+    """Where a value stands against the typical run of its reference, from its percentile there.
+
+    Parameters
+    ----------
+    pct : float
+        The value's percentile among the reference runs (:func:`percentile_of`).
+
+    Returns
+    -------
+    str
+        'higher' above :data:`TYPICAL_BAND`, 'lower' below it, 'typical' within it (ends included), 'unknown' for NaN.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import position_of
+    >>> [position_of(p) for p in (10.0, 25.0, 60.0, 75.0, 99.0, float("nan"))]
+    ['lower', 'typical', 'typical', 'typical', 'higher', 'unknown']
+    """
+    if not np.isfinite(pct):
+        return "unknown"
+    if pct > TYPICAL_BAND[1]:
+        return "higher"
+    if pct < TYPICAL_BAND[0]:
+        return "lower"
+    return "typical"
 
 
-def direction_of(z_oriented: np.ndarray) -> str:
-    """'higher' / 'lower' / 'typical': where a signal stands against the typical run, from its members'
-    standardized values oriented like its lead (the mean of them)."""
-    zbar = float(np.mean(z_oriented)) if len(z_oriented) else 0.0
-    return "typical" if not np.isfinite(zbar) or abs(zbar) < TYPICAL_Z else ("higher" if zbar > 0 else "lower")
+@dataclass(frozen=True)
+class ModelReading:
+    """How a linear model reads a signal's lead feature at one run: the words of a reason's second half.
+
+    Parameters
+    ----------
+    weight : float
+        The signal's weight along its lead feature: the members' weights (on their standardized values), each
+        oriented like the lead (a member that falls as the lead rises counts with its sign flipped), summed.
+    offset : float
+        The run's lead value minus the mean of the runs the model was fitted on.
+    centre : str
+        That mean, in the unit the words name (:func:`~htc_core.explain.measures.format_measure`).
+    n_members : int, default 1
+        The number of features in the signal.
+    """
+
+    weight: float
+    offset: float
+    centre: str
+    n_members: int = 1
 
 
-def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int,
-                  z_row: np.ndarray) -> pd.DataFrame:
+def _model_words(value: str, reading: ModelReading | None, up: bool) -> str:
+    """What the model reads from the signal and why that raises / lowers the confidence. "so" only where it holds:
+    the signal's weight along its lead times the lead's offset from the model's centre has the contribution's sign
+    (always for a one-feature signal: its contribution is weight x offset / scale); otherwise the run's other
+    members pulled the other way, and the words say so."""
+    effect = "raises" if up else "lowers"
+    if reading is None or not (np.isfinite(reading.weight) and reading.weight != 0):
+        return f"this {effect} the confidence"
+    reads = "success" if reading.weight > 0 else "failure"
+    side = "above" if reading.offset > 0 else ("below" if reading.offset < 0 else "at")
+    words = (f"the model reads higher values as a sign of {reads}, and {value} is {side} the average of the runs "
+             f"it was fitted on ({reading.centre})")
+    if (reading.weight * reading.offset > 0) == up and reading.offset != 0:
+        return f"{words}, so this {effect} the confidence"
+    others = reading.n_members - 1
+    pull = "other correlated feature pulls" if others == 1 else f"{others} other correlated features pull"
+    return f"{words}, but the run's {pull} the other way: together they {effect[:-1]} the confidence"
+
+
+def one_of(reference: str) -> str:
+    """The singular of a reference's name ("successful runs of units" -> "successful run of units")."""
+    return reference.replace("runs", "run", 1)
+
+
+def reason_text(name: str, value: str, pct: float, n_ref: int, reference: str, contribution: float,
+                reading: ModelReading | None = None) -> str:
+    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``).
+
+    The signal's name (what it measures), its lead feature's value in the unit the words name, where that value
+    stands among the reference runs (the direction word and the percentile both from the lead's percentile there,
+    "close to the typical run" within :data:`TYPICAL_BAND`), and what the model reads from it: "raises" exactly
+    when the contribution is positive.
+
+    Parameters
+    ----------
+    name : str
+        The signal's name (:func:`signal_name`).
+    value : str
+        The lead feature's value, formatted (:func:`~htc_core.explain.measures.format_measure`).
+    pct : float
+        Its percentile among the reference runs.
+    n_ref : int
+        The number of reference runs.
+    reference : str
+        Their name (:func:`reference_name`).
+    contribution : float
+        The signal's contribution to the logit.
+    reading : ModelReading or None, default None
+        The linear model's reading of the lead (None: a model without weights; the reason says only the effect).
+
+    Returns
+    -------
+    str
+        One sentence.
+
+    Examples
+    --------
+    >>> from htc_core.explain.reasons import ModelReading, reason_text
+    >>> print(reason_text("Number of steps", "9 steps", 98.0, 220, "successful runs of units", -0.5,
+    ...                   ModelReading(weight=-0.4, offset=0.3, centre="6 steps")))
+    Number of steps is 9 steps, higher than in the typical successful run of units (higher than 98% of 220
+    successful runs of units); the model reads higher values as a sign of failure, and 9 steps is above the
+    average of the runs it was fitted on (6 steps), so this lowers the confidence (logit -0.50).
+    """
+    where = position_of(pct)
+    comparison = compare_with(pct, n_ref, reference)
+    typical = f"the typical {one_of(reference)}"
+    stands = {"higher": f"higher than in {typical}", "lower": f"lower than in {typical}",
+              "typical": f"close to {typical}"}.get(where)
+    place = f"{stands} ({comparison})" if stands else f"({comparison})"
+    return (f"{name} is {value}{', ' if stands else ' '}{place}; {_model_words(value, reading, contribution > 0)} "
+            f"(logit {contribution:+.2f}).")
+
+
+def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int) -> pd.DataFrame:
     """Per-feature rows summed into distinct signals, each named for what its member of largest ``|weight|`` measures
-    (:mod:`.measures`); ``z_row``: the run's values standardized against all rows (model column order)."""
+    (:mod:`.measures`), with its reason in words (column ``reason``)."""
     names = list(model.feature_names_in_)
     by_feature = table.set_index("feature")
+    lin = _linear_model(model)
     rows, lead_of = [], {}
     for sig in signals:
         members = [names[j] for j in sig.members]
@@ -405,14 +561,21 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
         r = by_feature.loc[lead]
         for nm in members:
             lead_of[nm] = lead
-        oriented = np.array([sig.sign_of(j) * sig.sign_of(lj) * z_row[j] for j in sig.members])
+        contribution = float(by_feature.loc[members, "contribution"].sum())
+        net = sum(sig.sign_of(names.index(nm)) * sig.sign_of(lj) * float(by_feature.at[nm, "weight"]) for nm in members)
+        reading = None if lin is None else ModelReading(
+            weight=net, offset=float(r["value"] - lin.mean_[lj]),
+            centre=format_measure(lead, lin.mean_[lj]), n_members=len(members))
+        value = format_measure(lead, r["value"])
+        pct = float(r["success_percentile"])
         rows.append({
             "signal": lead, "name": signal_name(lead, len(members)), "display_name": r["display_name"],
             "kind": sig.kind, "members": [by_feature.at[nm, "display_name"] for nm in members if nm != lead],
-            "n_members": len(members), "value": r["value"], "direction": direction_of(oriented),
-            "success_median": r["success_median"], "success_percentile": r["success_percentile"],
-            "comparison": compare_with(r["success_percentile"], n_ref, ref_name),
-            "contribution": float(by_feature.loc[members, "contribution"].sum()),
+            "n_members": len(members), "value": r["value"], "shown_value": value, "direction": position_of(pct),
+            "success_median": r["success_median"], "success_percentile": pct,
+            "comparison": compare_with(pct, n_ref, ref_name), "contribution": contribution,
+            "reason": reason_text(signal_name(lead, len(members)), value, pct, n_ref, ref_name, contribution,
+                                  reading),
         })
     table["signal"] = table["feature"].map(lead_of)
     out = pd.DataFrame(rows)
@@ -427,32 +590,13 @@ def signal_name(lead: str, n_members: int) -> str:
     return what if n_members == 1 else f"{what} (one signal of {n_members} correlated features)"
 
 
-_STANDS = {"higher": "higher than in the typical run", "lower": "lower than in the typical run",
-           "typical": "close to the typical run"}
-
-
-def reason_text(name: str, value: float, direction: str, comparison: str, contribution: float) -> str:
-    """One reason in words (shared by :func:`explain_trajectory` and ``explain_runs``): the signal's name (what
-    it measures), its lead feature's value, where that stands, and what the model reads from it. The words follow
-    the sign by construction: "raises" exactly when the contribution is positive, and the run's direction
-    ('higher' / 'lower' than the typical run) is read as a sign of success exactly when it raises."""
-    up = contribution > 0
-    effect = "raises" if up else "lowers"
-    if direction == "typical":
-        why = f"this {effect} the confidence"
-    else:
-        why = (f"the model reads {direction} values as a sign of {'success' if up else 'failure'}, so this {effect} "
-               "the confidence")
-    return f"{name} is {value:.3g}, {_STANDS[direction]} ({comparison}); {why} (logit {contribution:+.2f})."
-
-
 def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
     """The reasons of the strongest signals, at most ``n_reasons``, none below ``min_abs``."""
     reasons = []
     for _, r in signals.iterrows():
         if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
             break
-        reasons.append(reason_text(r["name"], r["value"], r["direction"], r["comparison"], r["contribution"]))
+        reasons.append(r["reason"])
     return reasons
 
 
@@ -481,7 +625,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     index : int
         The row explained.
     labels : array-like, optional
-        1 success, 0 failure, NaN unknown: the reference is the successful runs.
+        1 success, 0 failure, NaN unknown: the reference is the successful runs (all runs when none is a success).
     groups : array-like, optional
         E.g. the dataset of every row: the reference is the successful runs of the same group (all successful
         runs when the group has fewer than 5).
@@ -521,9 +665,10 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     >>> len(why.table), len(why.reasons)
     (48, 2)
     >>> print(why.reasons[1])
-    Skew of the token probabilities within a step, variability across steps (one signal of 8 correlated features)
-    is 1.02, higher than in the typical run (higher than 83% of 3 successful runs); the model reads higher values
-    as a sign of success, so this raises the confidence (logit +0.65).
+    Skew of the token probabilities within a step, variability across steps (one signal of 8 correlated
+    features) is 1.02, higher than in the typical successful run (higher than 83% of 3 successful runs); the
+    model reads higher values as a sign of success, and 1.02 is above the average of the runs it was fitted on
+    (0.408), so this raises the confidence (logit +0.65).
     """
     Xv = check_matrix(X)
     n = Xv.shape[0]
@@ -531,7 +676,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     y = np.full(n, np.nan) if labels is None else np.asarray(labels, dtype=np.float64).reshape(-1)
     if y.shape[0] != n:
         raise ValueError(f"labels must have {n} entries, got {y.shape[0]}")
-    ref_mask, ref_name = _reference(y, groups, index)
+    ref_mask, ref_name = reference_mask(y, groups, index)
     ref = Xv[ref_mask]
     cap = getattr(model, "cap_factor", None)      # a soft logit bound: every term scaled to add up to the logit
     k = 1.0 if cap is None else float(cap(Xv[index:index + 1])[0])
@@ -540,8 +685,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     cols = _model_columns(model, Xv)
     if signals is None:
         signals = signal_groups(Xv[:, cols], threshold=correlation)
-    mean, sd = data_z(Xv[:, cols])
-    sig_table = _signal_table(table, model, signals, ref_name, len(ref), (Xv[index, cols] - mean) / sd)
+    sig_table = _signal_table(table, model, signals, ref_name, len(ref))
     intercept = float(np.ravel(model.intercept_)[0]) * k
     logit = float(intercept + contrib.sum())
     reasons = _reasons(sig_table, n_reasons, min_abs_contribution)

@@ -52,8 +52,8 @@ def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
     x = ["intercept"] + [d + (f" (+{n - 1} related)" if n > 1 else "")
                          for d, n in zip(head["display_name"], head["n_members"])]
     y = [explanation.intercept] + list(head["contribution"])
-    text = ["baseline log-odds of the model"] + [f"value {v:.4g}; {esc(c)}" for v, c in zip(head["value"],
-                                                                                          head["comparison"])]
+    shown = head["shown_value"] if "shown_value" in head else head["value"].map(lambda v: f"{v:.4g}")
+    text = ["baseline log-odds of the model"] + [f"value {esc(v)}; {esc(c)}" for v, c in zip(shown, head["comparison"])]
     measure = ["absolute"] + ["relative"] * len(head)
     if len(t) > top:
         x.append(f"{len(t) - top} other signals")

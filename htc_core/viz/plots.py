@@ -114,6 +114,62 @@ def apply_layout(fig: go.Figure, title: str | None = None, height: int = 420, *,
     return fig
 
 
+def group_order(groups) -> list[str]:
+    """The order every figure of one comparison draws its groups in: by name, case-insensitive (then exact).
+
+    Parameters
+    ----------
+    groups : iterable of str
+        Group names (repeats allowed).
+
+    Returns
+    -------
+    list of str
+        The distinct names, sorted.
+
+    Examples
+    --------
+    >>> from htc_core.viz.plots import group_order
+    >>> group_order(["SmolLM2", "gemma3", "Gemma3", "SmolLM2"])
+    ['Gemma3', 'gemma3', 'SmolLM2']
+    """
+    return sorted({str(g) for g in groups}, key=lambda g: (g.casefold(), g))
+
+
+def wrap_label(text: str, width: int = 13) -> str:
+    """A label broken into lines of about ``width`` characters after its hyphens, underscores or spaces.
+
+    Parameters
+    ----------
+    text : str
+        The label (already escaped).
+    width : int, default 13
+        The longest line aimed at (a word longer than that stays whole).
+
+    Returns
+    -------
+    str
+        The lines joined with ``<br>``.
+
+    Examples
+    --------
+    >>> from htc_core.viz.plots import wrap_label
+    >>> wrap_label("SmolLM2-135M-sampled-t0.7")
+    'SmolLM2-135M-<br>sampled-t0.7'
+    >>> wrap_label("facts")
+    'facts'
+    """
+    import re
+
+    lines, line = [], ""
+    for part in re.findall(r"[^-_ ]*[-_ ]?", str(text)):
+        if line and len(line) + len(part.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += part
+    return "<br>".join(lines + ([line.rstrip()] if line.strip() else []))
+
+
 # ------------------------------------------------------------ calibration
 def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
                        ece: Mapping[str, float] | None = None) -> go.Figure:
@@ -218,10 +274,12 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
     >>> len(fig.data), [a.text for a in fig.layout.annotations]
     (4, ['facts', 'lists'])
     """
-    groups = list(curves)
+    groups = group_order(curves)               # the order of group_metric_bars and feature_distribution
     n = max(1, len(groups))
-    fig = make_subplots(rows=1, cols=n, subplot_titles=[esc(g, 40) for g in groups], shared_yaxes=True,
+    # titles wrapped at their hyphens: four long model names side by side ran into each other at 900 px
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[wrap_label(esc(g, 40)) for g in groups], shared_yaxes=True,
                         horizontal_spacing=0.04)
+    fig.update_annotations(font_size=12)
     seen = set()
     for gi, g in enumerate(groups):
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
@@ -242,7 +300,10 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
             seen.add(name)
         fig.update_xaxes(range=[0, 1], title_text="confidence", row=1, col=gi + 1)
     fig.update_yaxes(range=[0, 1], title_text="success rate", row=1, col=1)
-    return apply_layout(fig, None, height, subplot_titles=True)
+    apply_layout(fig, None, height, subplot_titles=True)
+    if any("<br>" in a.text for a in fig.layout.annotations):    # two-line titles: the legend one line higher
+        fig.update_layout(margin_t=fig.layout.margin.t + 18, legend_y=1.2)
+    return fig
 
 
 def confidence_histogram(confidence, success, *, title: str | None = None, nbins: int = 20,
@@ -650,14 +711,21 @@ def position_figure(confidence, success, value: float, *, label: str = "this tra
     """
     fig = confidence_histogram(confidence, success, nbins=20, height=height)
     fig.add_vline(x=float(value), line=dict(color="#222", width=3, dash="dash"))
-    fig.add_annotation(x=float(value), y=1, yref="paper", text=esc(label), showarrow=False, yanchor="bottom")
+    right = float(value) > 0.5      # the label inside the plot, beside the line, on the side with more room:
+    fig.add_annotation(x=float(value), y=0.98, yref="paper", text=esc(label), showarrow=False, yanchor="top",
+                       xanchor="right" if right else "left", xshift=-6 if right else 6,     # clear of the legend
+                       bgcolor="rgba(255,255,255,0.85)")
     return fig
 
 
 # ------------------------------------------------------------ comparisons
 def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "brier", "auroc"),
-                      height: int = 360) -> go.Figure:
+                      height: int | None = None) -> go.Figure:
     """Grouped bars of per-group metrics, one panel per metric, with whiskers when the frame has intervals.
+
+    The panels are stacked and share one x axis, whose group names are written once under the last panel (side by
+    side, the rotated names of one panel ran under the next); the groups are in :func:`group_order`, the order of
+    :func:`reliability_facets` and :func:`feature_distribution`.
 
     Parameters
     ----------
@@ -665,8 +733,8 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
         :func:`htc_core.explain.groups.group_metrics` rows (with ``n_boot``: bootstrap whiskers).
     metrics : sequence of str, default ("ece", "brier", "auroc")
         The panels.
-    height : int, default 360
-        The figure's height in pixels.
+    height : int or None, default None
+        The figure's height in pixels (None: 170 per panel and 120 for the legend and the names).
 
     Returns
     -------
@@ -686,8 +754,10 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
     >>> [a.text for a in fig.layout.annotations], list(fig.data[0].x), fig.data[0].error_y.type
     (['ECE', 'Brier', 'AUROC'], ['facts', 'lists'], 'data')
     """
-    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m.upper() if m != "brier" else "Brier" for m in metrics])
+    fig = make_subplots(rows=len(metrics), cols=1, shared_xaxes=True, vertical_spacing=0.09,
+                        subplot_titles=[m.upper() if m != "brier" else "Brier" for m in metrics])
     methods = list(dict.fromkeys(frame["method"]))
+    order = [esc(g, 30) for g in group_order(frame["group"])]
     for j, met in enumerate(metrics):
         for i, meth in enumerate(methods):
             sub = frame[frame["method"] == meth]
@@ -699,9 +769,11 @@ def group_metric_bars(frame: pd.DataFrame, *, metrics: Sequence[str] = ("ece", "
                                  error_y=err,
                                  showlegend=j == 0, marker_color=series_color(meth, i), customdata=sub["n"],
                                  hovertemplate="%{x}<br>" + esc(meth) + f"<br>{met} " + "%{y:.3f}<br>n %{customdata}<extra></extra>"),
-                          row=1, col=j + 1)
+                          row=j + 1, col=1)
     fig.update_layout(barmode="group")
-    return apply_layout(fig, None, height, subplot_titles=True)
+    fig.update_xaxes(categoryorder="array", categoryarray=order, automargin=True)
+    fig.update_yaxes(automargin=True)
+    return apply_layout(fig, None, height or 170 * len(metrics) + 120, subplot_titles=True)
 
 
 def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int = 360) -> go.Figure:
@@ -719,7 +791,7 @@ def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int
     Returns
     -------
     plotly.graph_objects.Figure
-        A box trace for successes and one for failures.
+        A box trace for successes and one for failures; the groups in :func:`group_order`.
 
     Examples
     --------
@@ -737,6 +809,7 @@ def feature_distribution(frame: pd.DataFrame, *, feature_label: str, height: int
         fig.add_trace(go.Box(x=sub["group"].map(lambda v: esc(v, 30)), y=sub["value"], name=name, marker_color=col,
                              boxmean=True))
     fig.update_layout(boxmode="group")
+    fig.update_xaxes(categoryorder="array", categoryarray=[esc(g, 30) for g in group_order(frame["group"])])
     fig.update_yaxes(title_text=esc(feature_label))
     return apply_layout(fig, None, height)
 

@@ -1,0 +1,87 @@
+"""The ui-review's layout findings, checked in real headless Chromium at 900 px (docs/ui-review.md 17-20): what
+only a browser lays out. The inspector's label bar and metric labels show whole (they wrap instead of cutting
+"Su…"), its primary label button is the run's current label, its "this trajectory" label does not touch the
+legend; Compare LLMs' facet titles do not run into each other. One dashboard on 120 labeled sample runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO
+from test_browser import _assert_clean, _require_browser, _settle, browser, start_dashboard  # noqa: F401
+
+pytestmark = pytest.mark.browser
+NARROW = {"width": 900, "height": 900}
+
+#: the text of an element is cut when it needs more room than it has (Streamlit ellipsizes: "Su…")
+CUT = "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    _require_browser()
+    root = tmp_path_factory.mktemp("review")
+    samples = root / "samples"
+    samples.mkdir()
+    for src in sorted((REPO / "sample_runs" / "arithmetic").glob("arithmetic_SmolLM2-135M-*.jsonl")):
+        (samples / src.name).write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:60]),
+                                        encoding="utf-8")
+    with start_dashboard(root, samples) as url:
+        yield url
+
+
+def _open(browser, url: str, title: str):  # noqa: F811
+    page = browser.new_context(viewport=NARROW).new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator('[data-testid="stMain"] h1').filter(has_text=title).first.wait_for(timeout=300_000)
+    _settle(page)
+    page.get_by_text("Still evaluating:").wait_for(state="detached", timeout=300_000)
+    _settle(page)
+    _assert_clean(page, title)
+    return page
+
+
+def _boxes_overlap(a, b) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or
+                a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_the_inspector_at_900_px_cuts_nothing_and_marks_the_current_label(server, browser):  # noqa: F811
+    page = _open(browser, f"{server}/inspector", "Trajectory inspector")
+    bar = page.locator(".st-key-insp_label_row")
+    buttons = bar.locator('[data-testid="stButton"]')
+    assert buttons.count() == 5
+    assert [t.split("\n")[0].strip() for t in buttons.all_inner_texts()] == ["Success", "Failure", "Skip",
+                                                                             "Previous", "Next"]
+    assert bar.locator("button, button *").evaluate_all(CUT) == []
+    main = page.locator('[data-testid="stMain"] [data-testid="stMainBlockContainer"]').bounding_box()
+    for k in range(5):
+        box = buttons.nth(k).bounding_box()
+        assert box["x"] >= main["x"] - 1 and box["x"] + box["width"] <= main["x"] + main["width"] + 1
+    page.locator('.st-key-insp_metrics [data-testid="stMetricLabel"]').first.wait_for(timeout=300_000)
+    _settle(page)
+    labels = page.locator('[data-testid="stMetricLabel"]')
+    assert labels.count() >= 3
+    assert page.locator('[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] *').evaluate_all(CUT) == []
+    current = page.get_by_text("Current label:").first.inner_text()
+    value = "success" if "success (" in current else "failure"      # the shipped runs carry file labels
+    primary = buttons.filter(has=page.locator('[data-testid="stBaseButton-primary"]'))
+    assert primary.count() == 1 and primary.inner_text().split("\n")[0].strip().lower() == value
+
+    chart = page.locator(".stPlotlyChart").filter(has=page.locator("text=this trajectory")).first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    mark = chart.locator(".annotation").filter(has_text="this trajectory").first.bounding_box()
+    legend = chart.locator(".legend").first.bounding_box()
+    assert mark and legend and not _boxes_overlap(mark, legend)
+
+
+def test_compare_llms_at_900_px_keeps_its_facet_titles_apart(server, browser):  # noqa: F811
+    page = _open(browser, f"{server}/compare", "Compare LLMs")
+    chart = page.locator(".stPlotlyChart").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    titles = chart.locator(".annotation")
+    boxes = [titles.nth(k).bounding_box() for k in range(titles.count())]
+    assert len(boxes) == 2                     # the two SmolLM2 run sets of the fixture
+    assert not _boxes_overlap(boxes[0], boxes[1])
