@@ -25,7 +25,8 @@ with ui.page_errors("feature_space"):
     method = c1.radio("Projection", ["umap", "tsne"], format_func={"umap": "UMAP", "tsne": "t-SNE"}.get,
                       horizontal=True, key="fs_method")
     color = c2.selectbox("Colour by", list(color_labels), format_func=color_labels.get, key="fs_color")
-    proj = ui.projection(ws, method)
+    shown = ui.projection_or_preview(ws, method)     # the chosen projection, else a PCA while it computes
+    proj = shown.projection
     cannot_fit = label_problem(ws.labels, for_evaluation=False)
     if cannot_fit:   # no labels to fit on: colour by the shipped GAC's zero-shot confidence
         htc_conf = experiments.gac_scores(ws).confidence
@@ -38,16 +39,22 @@ with ui.page_errors("feature_space"):
     fitted_on = proj.params.get("fitted_on")
     how = (f"fitted on a random sample of {fitted_on:,} runs, the other {proj.params['placed']:,} placed at the "
            "weighted mean of their 5 nearest fitted runs" if fitted_on else f"fitted on all {len(ws):,} runs")
-    shown = (f"showing a random sample of {len(frame):,} of the {len(ws):,} runs (WebGL above 3,000 points, at most "
+    drawn = (f"showing a random sample of {len(frame):,} of the {len(ws):,} runs (WebGL above 3,000 points, at most "
              f"{scale.SCATTER_CAP:,})" if len(frame) < len(ws) else f"showing all {len(ws):,} runs")
-    st.caption(f"{'UMAP' if method == 'umap' else 't-SNE'} of the standardized 48 features: {how}; {shown} "
-               f"({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the chart's toolbar) "
-               "to list the runs selected, then open one in the inspector.")
+    if shown.preview:
+        share = proj.params["explained"]
+        what = (f"PCA of the standardized 48 features (first two principal components: {share[0]:.0%} and "
+                f"{share[1]:.0%} of the variance), shown while {ui.PROJECTION_LABELS[method]} is computed")
+    else:
+        what = f"{ui.PROJECTION_LABELS[method]} of the standardized 48 features: {how}"
+    st.caption(f"{what}; {drawn} ({proj.seconds:.1f} s, cached). Click a point (or draw a box or lasso from the "
+               "chart's toolbar) to list the runs selected, then open one in the inspector.")
     fs_context = (method, ui.cache_key("feature_space"))      # the rows a click names
     drill.replay_link("fs_chart", fs_context, st.session_state.pop(url_state.DRILL_LINK["pts"], None), points=True)
     event = st.plotly_chart(plots.projection_scatter(frame, color=color), key="fs_chart",
                             on_select=drill.keep_clicks("fs_chart", fs_context),
                             selection_mode=("points", "box", "lasso"))
+    ui.projection_status(shown, method)             # what is still computing (none once the projection is ready)
     event = drill.clicked("fs_chart", event, fs_context)      # a click lost by a redraw of the chart
     selected = drill.selected_points(event, len(ws))
     url_state.write(link, {"pts": selected.link if selected is not None else None})

@@ -10,12 +10,13 @@ Data side (no Streamlit):
   ``views``      page view-models: the tables and choices the pages show
   ``trajectory_view``  the inspector's whole trajectory: each step's input, tokens, tool, observation, error
   ``plots``      Plotly figures drawn from result objects (no maths)
-  ``projection`` t-SNE / UMAP of the feature matrix
+  ``projection`` t-SNE / UMAP of the feature matrix, and the instant PCA preview
 
 Streamlit glue (pages import the facade ``ui``):
   ``session``    configuration, session-state keys, cached store and workspaces, settings, selection
   ``layout``     the guard, the error boundary, the sidebar, deep links, inert markdown
   ``compute``    long computations run once per input with a progress bar (evaluation, fits, projections)
+  ``projection_job``  Feature space: the PCA at once, UMAP / t-SNE in a background job with a status line
   ``upload``     upload handling
   ``trajectory_panel``  draws a ``trajectory_view`` (answer vs gold, the steps, folded long texts)
 """

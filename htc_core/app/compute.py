@@ -180,6 +180,33 @@ def computed(key: tuple, label: str, fn: Callable[[Callable[[float, str], None]]
     return value
 
 
+def stored_result(key: tuple, persist: Persist) -> Any | None:
+    """The value under ``key`` in memory, else in the store (then kept in memory too), else None: what
+    :func:`computed` finds before it computes, for a page that computes in a background job instead."""
+    hit = cached_result(key)
+    if hit is not None:
+        return hit
+    hit = _from_store(persist, key)
+    if hit is not None:
+        CACHE_STATS["store"] += 1
+        _remember(fit_registry(), key, hit, 32)
+    return hit
+
+
+def keep_result(key: tuple, value: Any, persist: Persist | None = None) -> None:
+    """Keep ``value`` under ``key`` in memory (and in the store with ``persist``), as :func:`computed` keeps
+    what it computed: for a background job's result (the job runs outside the page script)."""
+    _remember(fit_registry(), key, value, 32)
+    if persist is None:
+        return
+    try:
+        raw = persist.dump(value)
+        if raw is not None:
+            persist.store.put_result(_key_text(key), persist.kind, raw)
+    except Exception as e:   # the store is busy or read-only: the result stays in memory
+        log.warning("could not keep the %s result in the store: %s", persist.kind, e)
+
+
 @contextlib.contextmanager
 def timed_spinner(label: str, units: int, kind: str | None = None):
     """A spinner for work that reports no progress (a report, a replay), saying about how long it takes from

@@ -25,6 +25,9 @@ from .fits import dataset_weights, early_warning, fitted_gam, fitted_model, proj
 from .layout import (RUNS_ALIAS, RUNS_HOME, apply_ab_url, follow_deep_link, guard, md, open_in_inspector,
                      page_errors, require_app, restore_from_url, run_set_ids, runs_alias, set_url_id, sidebar,
                      valid_choice, write_ab_url, write_url)
+from .projection_job import LABELS as PROJECTION_LABELS
+from .projection_job import projection_or_preview
+from .projection_job import status as projection_status
 from .session import (DATA_DIR, DATASETS, DEEP_LINK, INSPECT, LAST_UPLOAD, MODELS, PAGES, PROFILE, RUNSETS,
                       SAMPLE_DIR, SAMPLE_DIR_NAME, SEEDS, TOP_K, bootstrap, cache_key, configure, data_dir,
                       full_workspace, get_store, parse_cli, run_set_names, selection, settings, store, workspace,
@@ -46,6 +49,8 @@ __all__ = [
     "fitted_model",
     "labeled_positions",
     "merge_evaluations", "parts_missing", "projection", "start_evaluation", "timed_spinner",
+    # projection_job
+    "PROJECTION_LABELS", "projection_or_preview", "projection_status",
     # upload
     "handle_upload",
     # kernels

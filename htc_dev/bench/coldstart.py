@@ -1,6 +1,6 @@
 """Cold start vs warm start (issue 29, item 3): what a first call costs in a fresh install.
 
-    python -m htc_dev.bench coldstart [--skip-evaluate] [--only JOB] [--repeats 3] [--browser] [--kernels]
+    python -m htc_dev.bench coldstart [--skip-evaluate] [--only JOB] [--repeats 3] [--browser] [--pages] [--kernels]
 
 Each job runs in a new process, first with an empty kernel cache (``HTC_CACHE_DIR`` pointed at a new
 folder: what a fresh checkout, wheel install or container sees), then again with the cache that run left (what
@@ -19,6 +19,12 @@ its wall time and the cold - warm difference (the compile wait); with ``--repeat
 ``--browser`` adds the Calibration page's first visit in a real server and Chromium (seconds from the click to
 the page complete, wall time: the server's CPU is not separable from the browser's), once with an empty kernel
 cache and once with the cache that visit left.
+
+``--pages`` adds the first visit of every dashboard page in a real server and Chromium, clicked in the sidebar
+one after the other: a fresh install (empty data directory: the app opens on ``sample_runs/``; empty kernel
+caches), then a second server with the data and caches kept; seconds from the click to the page usable and
+to the page settled, with the load average at each click (:mod:`htc_dev.bench.page_visits`). ``--pages``
+alone (no ``--only``) runs just that part.
 
 ``--kernels`` adds where the first fit's compile goes, function by function (numba's compile events:
 :mod:`htc_dev.bench.compile_profile`).
@@ -120,15 +126,32 @@ def browser_visit() -> tuple[float, float] | None:
         return cold, first_visit_seconds(store, samples, env)
 
 
+def page_visits() -> None:
+    """Every dashboard page's first visit in Chromium, a fresh install and then warm (printed as it goes)."""
+    from .dashboard import sample_dir
+    from .page_visits import cold_and_warm, print_table
+
+    samples, said = sample_dir()
+    print(f"dashboard pages on {said}, load average {os.getloadavg()[0]:.1f}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="htc-coldpages-") as d:
+        visits = cold_and_warm(samples, dict(os.environ, PYTHONPATH=str(ROOT)), Path(d))
+    if visits is None:
+        print("dashboard pages: skipped (needs Playwright and Chromium)")
+    else:
+        print_table(*visits)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m htc_dev.bench coldstart", description=__doc__.split("\n")[0])
     ap.add_argument("--skip-evaluate", action="store_true", help="leave out the htc evaluate job (minutes cold)")
     ap.add_argument("--repeats", type=int, default=3, help="cold/warm pairs per job, minimum printed (default: 3)")
     ap.add_argument("--only", choices=tuple(JOBS), action="append", help="run only this job (repeatable)")
     ap.add_argument("--browser", action="store_true", help="also the Calibration page in Chromium, cold and warm")
+    ap.add_argument("--pages", action="store_true",
+                    help="also every dashboard page's first visit in Chromium, cold and warm (alone: only that)")
     ap.add_argument("--kernels", action="store_true", help="also the first fit's compile CPU per kernel")
     args = ap.parse_args(argv)
-    jobs = [j for j in (args.only or JOBS) if not (args.skip_evaluate and j == "evaluate")]
+    jobs = [j for j in (args.only or ([] if args.pages else JOBS)) if not (args.skip_evaluate and j == "evaluate")]
     print(f"load average {os.getloadavg()[0]:.1f} at start; CPU = user + system of the child process; minimum of "
           f"{args.repeats} cold/warm pairs")
     print(f"{'job':<12}{'cold CPU':>10}{'warm CPU':>10}{'compile':>10}{'cold wall':>11}{'warm wall':>11}")
@@ -145,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"Calibration page, first visit in a real server, click to complete (wall): cold cache "
                   f"{visit[0]:.1f} s, warm cache {visit[1]:.1f} s")
+    if args.pages:
+        page_visits()
     if args.kernels:
         from .compile_profile import print_kernels
 
