@@ -1,6 +1,7 @@
 """The dashboard's cached fits and views of the selection: HTC-Full/-Reduced, HTC-GAM, the early-warning
-prefix evaluation, projections and per-dataset weights, each computed once through
-:func:`htc_core.app.compute.computed` (keyed by the selection's content and the settings)."""
+prefix evaluation and per-dataset weights, each computed once through :func:`htc_core.app.compute.computed`
+(keyed by the selection's content and the settings). The Feature space projection runs in a background job
+instead: :mod:`htc_core.app.projection_job`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from ..explain import DatasetWeights
 from ..explain import dataset_weights as _dataset_weights
 from . import compute
 from .compute import alpha_options, cached_result, computed, evaluation_positions, fit_positions, labeled_positions
-from .projection import PROJECTION_FIT_CAP, Projection, project
 from .sampling import EVAL_CAP, FIT_CAP
 from .session import cache_key, settings
 from .workspace import Workspace
@@ -73,17 +73,6 @@ def early_warning(ws: Workspace, *, run: bool = True):
                               progress=lambda done, total, msg: progress(done / total, msg), **alpha_options())
 
     return computed(key, "Early warning: evaluating every prefix length", fn, units=len(pos))
-
-
-def projection(ws: Workspace, method: str) -> Projection:
-    """The Feature space projection, kept in the store by the selection's content key like the evaluation: a
-    restart finds it there instead of fitting UMAP again (157 s on 2,000 runs the first time)."""
-    from .session import store
-
-    persist = compute.Persist(store=store(), kind="projection", dump=Projection.to_bytes, load=Projection.from_bytes)
-    return computed(cache_key("projection", method, PROJECTION_FIT_CAP), "UMAP" if method == "umap" else "t-SNE",
-                    lambda progress: project(ws.features, method=method, progress=progress,
-                                             fit_cap=PROJECTION_FIT_CAP), persist=persist, units=len(ws))
 
 
 def dataset_weights(ws: Workspace, variant: str) -> DatasetWeights:

@@ -21,7 +21,7 @@ from ..kernels import start_background as start_kernel_warmup
 from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cached_result, compute_evaluation_parts,
                       computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
                       start_evaluation, timed_spinner)
-from .fits import dataset_weights, early_warning, fitted_gam, fitted_model, projection
+from .fits import dataset_weights, early_warning, fitted_gam, fitted_model
 from .layout import (RUNS_ALIAS, RUNS_HOME, apply_ab_url, follow_deep_link, guard, md, open_in_inspector,
                      page_errors, require_app, restore_from_url, run_set_ids, runs_alias, set_url_id, sidebar,
                      valid_choice, write_ab_url, write_url)
@@ -48,7 +48,7 @@ __all__ = [
     "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_gam",
     "fitted_model",
     "labeled_positions",
-    "merge_evaluations", "parts_missing", "projection", "start_evaluation", "timed_spinner",
+    "merge_evaluations", "parts_missing", "start_evaluation", "timed_spinner",
     # projection_job
     "PROJECTION_LABELS", "projection_or_preview", "projection_status",
     # upload

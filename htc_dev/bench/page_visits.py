@@ -82,8 +82,8 @@ PENDING_TEXT = ("⏳", "Still evaluating")
 
 def _busy(page) -> bool:
     main = page.locator('[data-testid="stMain"]')
-    return bool(page.locator('[data-testid="stStatusWidget"]').count() + main.locator('[data-testid="stProgress"]').count()
-                + main.locator('[data-testid="stSpinner"]').count()
+    return bool(page.locator('[data-testid="stStatusWidget"]').count()
+                + main.locator('[data-testid="stProgress"]').count() + main.locator('[data-testid="stSpinner"]').count()
                 + sum(main.get_by_text(t).count() for t in PENDING_TEXT))
 
 
