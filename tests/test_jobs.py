@@ -136,3 +136,18 @@ print("running", first.is_running, "queued", second.is_running and second.done =
     assert out.returncode == 0, out.stderr[-2000:]
     assert "running True queued True" in out.stdout
     assert out_file.read_text().splitlines() == ["first stopped"]       # the second job's work never ran
+
+
+def test_a_non_exclusive_job_runs_beside_the_stores_running_job():
+    """A projection (exclusive=False) neither waits for the store's evaluation nor makes it wait."""
+    hold, ran = threading.Event(), threading.Event()
+    first = jobs.submit("test-store-beside", ("beside-eval", time.time()), "Evaluation", lambda job: hold.wait(30))
+    try:
+        assert jobs.busy("test-store-beside")
+        side = jobs.submit("test-store-beside", ("beside-proj", time.time()), "UMAP", lambda job: ran.set(),
+                           exclusive=False)
+        assert ran.wait(10) and side.finished.wait(10) and side.error is None    # while the first still runs
+        assert first.is_running and jobs.busy("test-store-beside")
+    finally:
+        hold.set()
+        assert first.finished.wait(10)

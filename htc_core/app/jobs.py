@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import logging
 import threading
 import time
@@ -97,10 +98,14 @@ class Job:
         return label_with_estimate(text, self.expected, time.time() - self.started, self.fraction)
 
 
-def submit(store: str, key: tuple, label: str, work: Callable[[Job], None], *, expected: float | None = None) -> Job:
+def submit(store: str, key: tuple, label: str, work: Callable[[Job], None], *, expected: float | None = None,
+           exclusive: bool = True) -> Job:
     """Start ``work(job)`` in a background thread, or join the job already running under ``key``.
     ``work`` reports with ``job.progress(done, total, message)`` and keeps its results itself (e.g. in a
-    cache); an exception ends the job with ``job.error`` set (and is logged)."""
+    cache); an exception ends the job with ``job.error`` set (and is logged). ``exclusive=False``: the job runs
+    beside the store's other jobs instead of after them (a projection, which shares no input with an
+    evaluation: queued behind it, or an evaluation queued behind it, a page would wait for work it did not ask
+    for); it never counts as :func:`busy`."""
     with _LOCK:
         job = _JOBS.get(key)
         if job is not None and job.is_running:
@@ -108,7 +113,7 @@ def submit(store: str, key: tuple, label: str, work: Callable[[Job], None], *, e
             return job
         job = Job(key=key, label=label, expected=expected)
         _JOBS[key] = job
-        store_lock = _STORE_LOCKS.setdefault(str(store), threading.Lock())
+        store_lock = _STORE_LOCKS.setdefault(str(store), threading.Lock()) if exclusive else contextlib.nullcontext()
         JOB_STATS["started"] += 1
 
     def run() -> None:

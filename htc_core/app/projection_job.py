@@ -5,7 +5,8 @@ about 5 s CPU before the fit's own 0.7 s on the 2,096 sample runs; 20 s wall at 
 CPU; the page waited for either under a progress bar (35.6 s at load 16-18 in the UI review). Now the page
 draws a PCA of the same standardized features at once (:func:`~htc_core.app.projection.pca`: no iterations,
 nothing to compile), with a status line that says the chosen projection is being computed and how long it
-should take, and swaps it in when the background job (:mod:`~htc_core.app.jobs`) is done: the job keeps the
+should take, and swaps it in when the background job (:mod:`~htc_core.app.jobs`) is done (it runs beside the
+evaluation's job, not after it, as UMAP computed in the page used to; neither waits for the other): the job keeps the
 projection in memory and in the store under the same key as before, so a later visit, a reload or a new
 server draws it at once.
 
@@ -69,7 +70,7 @@ def _start(ws: Workspace, method: str, persist: compute.Persist) -> "jobs.Job":
         compute.keep_result(key, proj, persist)
         timing.record(folder, label, len(features), proj.seconds)
 
-    return jobs.submit(folder, ("projection-job", *key), label, work,
+    return jobs.submit(folder, ("projection-job", *key), label, work, exclusive=False,
                        expected=timing.estimate(folder, label, len(features))
                        or expected_seconds(min(len(features), PROJECTION_FIT_CAP), method))
 
@@ -92,14 +93,9 @@ def projection_or_preview(ws: Workspace, method: str) -> Shown:
 
 
 def status_text(job: "jobs.Job", method: str) -> str:
-    """The status line of a projection still computing (or waiting for the store's other background work)."""
-    label = LABELS[method]
-    if not job.message and jobs.busy(data_dir()):
-        doing = f"{label} waits for the background work already running (the evaluation) and starts after it"
-    else:
-        doing = job.text()
-    return (f"⏳ {doing}. Shown meanwhile: a PCA of the same standardized features (the first two principal "
-            f"components); the chart changes to {label} when it is ready.")
+    """The status line of a projection still computing."""
+    return (f"⏳ {job.text()}. Shown meanwhile: a PCA of the same standardized features (the first two principal "
+            f"components); the chart changes to {LABELS[method]} when it is ready.")
 
 
 def status(shown: Shown, method: str) -> None:

@@ -50,7 +50,7 @@ PAGES: list[tuple[str, tuple[tuple[str, ...], ...]]] = [
 ]
 #: the most seconds a page may take to become usable, and then to settle
 USABLE_LIMIT_S = 180.0
-SETTLE_LIMIT_S = 120.0
+SETTLE_LIMIT_S = 300.0
 FRESH = ':not([data-stale="true"])'
 
 
