@@ -1,17 +1,18 @@
 """The Feature space projection without a wait: a PCA of the features at once, UMAP or t-SNE in a background job.
 
-UMAP's first fit in a server process compiles umap-learn's numba functions (they are not cached on disk:
-about 5 s CPU before the fit's own 0.7 s on the 2,096 sample runs; 20 s wall at load 5) and t-SNE takes 9 s
-CPU; the page waited for either under a progress bar (35.6 s at load 16-18 in the UI review). Now the page
-draws a PCA of the same standardized features at once (:func:`~htc_core.app.projection.pca`: no iterations,
-nothing to compile), with a status line that says the chosen projection is being computed and how long it
-should take, and swaps it in when the background job (:mod:`~htc_core.app.jobs`) is done (it runs beside the
-evaluation's job, not after it, as UMAP computed in the page used to; neither waits for the other): the job keeps the
-projection in memory and in the store under the same key as before, so a later visit, a reload or a new
-server draws it at once.
+UMAP's first fit in a server process imports umap-learn (pynndescent compiles at import: 14.6 s CPU with an
+empty numba cache, 1.8 s later) and compiles its numba functions (not cached on disk: 5.2 s CPU in every new
+process, before the fit's own 0.8 s on the 2,096 sample runs); t-SNE takes 9 s CPU. The page waited for either
+under a progress bar (62-128 s at load 12-18 on a fresh install). Now the page draws a PCA of the same
+standardized features at once (:func:`~htc_core.app.projection.pca`: no iterations, nothing to compile), with a
+status line that says the chosen projection is being computed and how long it should take, and swaps it in
+when the background job (:mod:`~htc_core.app.jobs`) is done. The job runs beside the evaluation's job, not
+after it (as UMAP computed in the page used to: neither waits for the other), and keeps the projection in
+memory and in the store under the same key as before, so a later visit, a reload or a new server draws it at
+once.
 
 :func:`projection_or_preview` is what the page calls; :func:`status` draws the status line (refreshed every
-second, and the page drawn again when the job ends).
+:data:`REFRESH_S` seconds, and the page drawn again when the job ends).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from .workspace import Workspace
 
 __all__ = ["Shown", "projection_or_preview", "status", "LABELS"]
 
+#: seconds between two refreshes of the status line (each a fragment run in the server; measured at load 8-14 on
+#: a fresh install, from the click to UMAP drawn: every 1 s, 75.7 s of server CPU and 204 s wall; every 3 s,
+#: 28.8 s CPU and 59 s; the job alone, 19.9 s CPU)
+REFRESH_S = 3.0
 #: how the page names each method
 LABELS = {"umap": "UMAP", "tsne": "t-SNE"}
 
@@ -99,8 +104,9 @@ def status_text(job: "jobs.Job", method: str) -> str:
 
 
 def status(shown: Shown, method: str) -> None:
-    """Under the chart of a preview: what is computing, refreshed every second; when the job ends, the page is
-    drawn again with the projection (or, when it failed, says why and leaves the PCA on screen)."""
+    """Under the chart of a preview: what is computing, refreshed every :data:`REFRESH_S` seconds; when the job
+    ends, the page is drawn again with the projection (or, when it failed, says why and leaves the PCA on
+    screen)."""
     from .layout import md
 
     job = shown.job
@@ -113,7 +119,7 @@ def status(shown: Shown, method: str) -> None:
             jobs.forget(job.key)
         return
 
-    @st.fragment(run_every=1.0)
+    @st.fragment(run_every=REFRESH_S)
     def live() -> None:
         if not job.is_running:
             st.rerun()              # the whole page again: the projection is drawn, and this refresh stops

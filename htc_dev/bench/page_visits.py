@@ -61,6 +61,7 @@ class Visit:
     settled_s: float | None     # None: still working after SETTLE_LIMIT_S more
     load: float                 # the 1-minute load average at the click
     cpu_s: float | None = None  # CPU seconds of the server process (all its threads) from the click to usable
+    cpu_settled_s: float | None = None   # the same, from the click to settled
 
 
 def _usable(page, title: str, groups) -> bool:
@@ -113,7 +114,8 @@ def _visit_one(page, title: str, groups, t0: float, load: float, server) -> Visi
         return quiet["n"] >= 2
 
     done = _wait(settled, SETTLE_LIMIT_S, page) if usable is not None else None
-    return Visit(title, usable, None if done is None else time.perf_counter() - t0, load, cpu)
+    return Visit(title, usable, None if done is None else time.perf_counter() - t0, load, cpu,
+                 _server_cpu(server) - c0)
 
 
 def visit_pages(port: int, chromium: str, server_pid: int) -> list[Visit]:
