@@ -132,6 +132,50 @@ def self_check_line(rows: list[dict]) -> str:
             f"{sum(r['inside'] for r in rows)} of {len(rows)}" + (f" (missed: {'; '.join(miss)})" if miss else ""))
 
 
+def training_data(ts, sources: list[Path], **extra) -> dict:
+    """The card's training_data section of a GAC trained on the labeled runs ``ts`` read from ``sources``: every
+    run set with its model, task, size and success rate, the runs with and without top-k alternatives, and
+    ``extra`` (e.g. the prefixes of ``gac-prefix``) after the run counts; shared by every GAC training command."""
+    from htc_core.experiments.grouping import has_alternatives
+
+    alt = has_alternatives(ts)
+    return {"sources": [relative_path(s) for s in sources],
+            "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
+                         "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
+            "run_sets": run_sets(ts), "n": int(len(ts)), **extra, "positive_rate": round(float(ts.labels.mean()), 4),
+            "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
+            "by_dataset_and_model": kind_counts(ts)}
+
+
+def training_arguments(ap: argparse.ArgumentParser, out_help: str) -> None:
+    """The arguments every GAC training command takes: --sample-runs, --uala, --out (``out_help``), --seed."""
+    ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
+    ap.add_argument("--uala", type=Path, default=None,
+                    help="also train on these runs (default: none; the UALA HotpotQA runs of another model family "
+                         "are the foreign evaluation set, htc_dev.bench.gac_foreign)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=out_help)
+    ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
+
+
+def load_training(args, prog: str) -> tuple[object, list[Path]]:
+    """(the labeled runs of ``args.sample_runs`` and ``args.uala`` that exist, those paths); a warning on stderr for
+    each path not found; (None, []) when none is (the command then exits 2)."""
+    from htc_core.formats import load
+
+    wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
+    sources = [p for p in wanted if p.exists()]
+    for p in wanted:
+        if not p.exists():
+            print(f"{prog}: warning: {p} not found; training without it", file=sys.stderr)
+    if not sources:
+        print(f"{prog}: error: no training data found", file=sys.stderr)
+        return None, []
+    ts, _ = load([str(p) for p in sources])
+    ts = ts.labeled()
+    print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
+    return ts, sources
+
+
 def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac) -> dict:
     from htc_core._version import __version__
     from htc_core.experiments.grouping import has_alternatives
@@ -144,13 +188,7 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
         "intended_use": "zero-shot calibrated confidence for agent runs without outcome labels; the "
                         "leave-one-dataset-out numbers below are what to expect on a dataset it has not seen. "
                         "Fit your own HTC calibrator (htc fit) when you have labeled runs of your task.",
-        "training_data": {"sources": [relative_path(s) for s in sources],
-                          "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
-                                       "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
-                          "run_sets": run_sets(ts),
-                          "n": int(len(ts)), "positive_rate": round(float(ts.labels.mean()), 4),
-                          "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": kind_counts(ts)},
+        "training_data": training_data(ts, sources),
         "models": {k: submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; "
                    "runs without -> without_alternatives",
@@ -183,12 +221,7 @@ def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac)
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m htc_dev.train_gac", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
-    ap.add_argument("--uala", type=Path, default=None,
-                    help="also train on these runs (default: none; the UALA HotpotQA runs of another model family "
-                         "are the foreign evaluation set, htc_dev.bench.gac_foreign)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for gac.json and gac-full.json")
-    ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
+    training_arguments(ap, "folder for gac.json and gac-full.json")
     ap.add_argument("--reuse-leave-one-out", action="store_true",
                     help="take the card's leave-one-family-out section from the model files already in --out "
                          "instead of recomputing it (minutes); for changes that do not touch the fits or the data")
@@ -197,19 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
-    from htc_core.formats import load
 
-    wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
-    sources = [p for p in wanted if p.exists()]
-    for p in wanted:
-        if not p.exists():
-            print(f"train_gac: warning: {p} not found; training without it", file=sys.stderr)
-    if not sources:
-        print("train_gac: error: no training data found", file=sys.stderr)
+    ts, sources = load_training(args, "train_gac")
+    if ts is None:
         return 2
-    ts, report = load([str(p) for p in sources])
-    ts = ts.labeled()
-    print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
     sections = _reused_sections(args.out) if args.reuse_leave_one_out else None
     if args.table_only:
         choice = leave_one_family_out(prepare(ts), seed=args.seed, progress=_progress)

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .train_gac import (DEFAULT_OUT, DEFAULT_SAMPLE_RUNS, foreign_section, kind_counts, relative_path, run_sets,
-                        self_check_line, submodel_card)
+from .train_gac import (foreign_section, load_training, self_check_line, submodel_card, training_arguments,
+                        training_data)
 
 NAME = "gac-prefix"
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -176,7 +176,6 @@ def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
     from htc_core._version import __version__
     from htc_core.experiments.grouping import has_alternatives
 
-    alt = has_alternatives(ts)
     p_alt = has_alternatives(prefix_ts)
     chosen = loo.get("chosen", "gac")
     return {
@@ -186,15 +185,9 @@ def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
         "intended_use": "zero-shot calibrated confidence of a run that is still going (after each step), without "
                         "the user's labels: htc_core.Monitor() with no model, Recorder(monitor=True), htc monitor "
                         "without MODEL. Fit your own calibrator on labeled prefixes of your task when you have them.",
-        "training_data": {"sources": [relative_path(s) for s in sources],
-                          "licenses": {"sample_runs": "the project's own runs (Apache-2.0)",
-                                       "uala-hotpotqa": "MIT (see its LICENSE), only when trained with --uala"},
-                          "run_sets": run_sets(ts),
-                          "n": int(len(ts)), "n_prefixes": int(len(prefix_ts)),
-                          "prefixes": "every prefix k = 1 .. S steps of every run, labeled with the run's outcome",
-                          "positive_rate": round(float(ts.labels.mean()), 4),
-                          "runs_with_alternatives": int(alt.sum()), "runs_without_alternatives": int((~alt).sum()),
-                          "by_dataset_and_model": kind_counts(ts)},
+        "training_data": training_data(
+            ts, sources, n_prefixes=int(len(prefix_ts)),
+            prefixes="every prefix k = 1 .. S steps of every run, labeled with the run's outcome"),
         "variant": variant,
         "models": {k: submodel_card(m) for k, m in gac.models.items()},
         "routing": "per run, from the input: runs that list top-k alternatives -> with_alternatives; runs without "
@@ -218,28 +211,14 @@ def build_card(ts, prefix_ts, sources, gac, loo: dict, variant: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m htc_dev.train_gac_prefix", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sample-runs", type=Path, default=DEFAULT_SAMPLE_RUNS)
-    ap.add_argument("--uala", type=Path, default=None,
-                    help="also train on these runs (default none: the UALA HotpotQA runs are the foreign set)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder for {NAME}.json")
-    ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
+    training_arguments(ap, f"folder for {NAME}.json")
     ap.add_argument("--table-only", action="store_true",
                     help="print the leave-one-family-out tables (the card's, reproduced) and write nothing")
     args = ap.parse_args(argv)
 
-    from htc_core.formats import load
-
-    wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
-    sources = [p for p in wanted if p.exists()]
-    for p in wanted:
-        if not p.exists():
-            print(f"train_gac_prefix: warning: {p} not found; training without it", file=sys.stderr)
-    if not sources:
-        print("train_gac_prefix: error: no training data found", file=sys.stderr)
+    ts, sources = load_training(args, "train_gac_prefix")
+    if ts is None:
         return 2
-    ts, _ = load([str(p) for p in sources])
-    ts = ts.labeled()
-    print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
     progress = lambda m: print(m, file=sys.stderr)    # noqa: E731
     if args.table_only:
         choice, rows, _ = prefix_leave_one_out(ts, seed=args.seed, progress=progress)
