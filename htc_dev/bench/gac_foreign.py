@@ -19,6 +19,9 @@ probability, minimum token probability, minus the mean top-k entropy; no trainin
 least as well as the best of them, and the applicability verdict with the expected ECE range the GAC prints
 before any label is seen, and whether the measured ECE lies inside it. ``gac-prefix`` the same on the prefixes
 at 25/50/75/100% of each run's steps and at step 1/2/3, against the running signals of the same prefixes.
+Where the GAC (each run scored on its own) ranks below the best signal, a paired bootstrap of the runs (1,000
+resamples, 95% percentile interval of the AUROC difference, :func:`auroc_gap`) tells a loss within sampling
+noise (the interval holds 0) from a clear one; the bar itself stays "at least the best signal's AUROC".
 Nothing here is fitted on a foreign set's labels; they only score.
 """
 
@@ -53,7 +56,53 @@ def evaluate_set(gac, ts) -> dict:
     before = zero_shot_check(gac, ts, set_level=False) if as_set else r
     r["as_set"] = as_set
     r["per_run"] = {k: before[k] for k in ("ece", "brier", "auroc", "gac_ranks_at_least_as_well", "inside")}
+    r["per_run"]["gap"] = auroc_gap(np.asarray(ts.labels, dtype=np.float64),
+                                    gac.confidences_traces(ts, set_level=False)[1], ts)
     return r
+
+
+def auroc_gap(y: np.ndarray, p: np.ndarray, ts, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """AUROC of the confidences ``p`` minus the best training-free signal's on the runs ``ts`` (labels ``y``), with
+    the 95% percentile interval of a paired bootstrap of the runs (both AUROCs from the same resamples; the best
+    signal is the one best on all the runs, its undefined runs left out of both). ``verdict``: "at least as well",
+    "within noise" (below, the interval holds 0) or "clear loss" (the interval lies below 0)."""
+    from scipy.stats import rankdata
+
+    from htc_core.calibration.bootstrap import percentile_intervals
+    from htc_core.calibration.transfer_methods import training_free_signals
+
+    sig = training_free_signals(ts)
+    aur = {c: _auroc_rows(y[None, np.isfinite(v)], v[None, np.isfinite(v)])[0]
+           for c in sig.columns for v in [sig[c].to_numpy()] if np.isfinite(v).sum() > 1}
+    aur = {c: a for c, a in aur.items() if a == a}
+    if not aur:
+        return {"signal": None, "diff": float("nan"), "low": float("nan"), "high": float("nan"), "verdict": "-"}
+    best = max(aur, key=aur.get)
+    v = sig[best].to_numpy()
+    ok = np.isfinite(v)
+    yy, a, b = y[ok], rankdata(np.asarray(p, dtype=np.float64)[ok]), v[ok]
+
+    def stat(i):
+        return _auroc_rows(yy[i], a[i]) - _auroc_rows(yy[i], b[i])
+
+    iv = percentile_intervals(stat, (int(ok.sum()),), n_boot=n_boot, random_state=seed)
+    d, lo, hi = iv.triple(0)
+    verdict = "at least as well" if d >= -1e-9 else ("within noise" if hi >= 0 else "clear loss")
+    return {"signal": best, "diff": d, "low": lo, "high": hi, "verdict": verdict}
+
+
+def _auroc_rows(Y: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """AUROC (ties 1/2) of each row of the scores ``S`` [m, n] against the labels of the same row of ``Y``; NaN for a
+    row with one outcome."""
+    from scipy.stats import rankdata
+
+    Y, S = np.atleast_2d(Y).astype(np.float64), np.atleast_2d(S)
+    R = rankdata(S, axis=1)
+    n_pos = Y.sum(axis=1)
+    n_neg = Y.shape[1] - n_pos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n_pos > 0) & (n_neg > 0),
+                        ((R * Y).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg), np.nan)
 
 
 def evaluate_prefixes(gac, ts) -> list[dict]:
@@ -113,7 +162,8 @@ def new_family_case(sample_runs: Path = SAMPLE_RUNS, family: str = NEW_FAMILY, *
 
 
 HEAD = (f"{'run set':52s} {'model':10s} {'runs':>5} {'rate':>5}  {'per-run ECE/Brier/AUROC':>23}  "
-        f"{'ECE':>5} {'Brier':>5} {'AUROC':>5}  {'seq_p':>5} {'min_p':>5} {'-entr':>5}  >=best  {'expected ECE':>12}  inside  verdict")
+        f"{'ECE':>5} {'Brier':>5} {'AUROC':>5}  {'seq_p':>5} {'min_p':>5} {'-entr':>5}  >=best  "
+        f"{'per-run AUROC - best signal [95%]':34s}  {'expected ECE':>12}  inside  verdict")
 
 
 def row_text(name: str, model: str, r: dict) -> str:
@@ -124,8 +174,16 @@ def row_text(name: str, model: str, r: dict) -> str:
     return (f"{name[:52]:52s} {model[:10]:10s} {r['n']:5d} {r['success_rate']:5.2f}  {before:>23}  "
             f"{r['ece']:5.3f} {r['brier']:5.3f} "
             f"{f(r['auroc'])}  {f(s['seq_prob'])} {f(s['min_prob'])} {f(s['neg_entropy'])}  "
-            f"{'yes' if r['gac_ranks_at_least_as_well'] else 'NO':>6}  {e['low']:5.2f}-{e['high']:4.2f}     "
+            f"{'yes' if r['gac_ranks_at_least_as_well'] else 'NO':>6}  {gap_text(b.get('gap')):34s}  "
+            f"{e['low']:5.2f}-{e['high']:4.2f}     "
             f"{'yes' if r['inside'] else 'NO':>6}  {e['verdict']}")
+
+
+def gap_text(g: dict | None) -> str:
+    """``+0.000 [-0.031, +0.027] at least as well`` (:func:`auroc_gap`), "-" without a signal."""
+    if not g or g["signal"] is None:
+        return "-"
+    return f"{g['diff']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] {g['verdict']}"
 
 
 def report(cases: list[tuple[str, dict, object, list]]) -> list[dict]:
@@ -158,7 +216,20 @@ def summary(rows: list[dict]) -> str:
             f"ECE range printed beforehand holds the measured ECE on {inside} of {n}\n"
             f"scored as a set (* in the per-run column) on {as_set} rows; with every run scored on its own: AUROC >= "
             f"best on {sum(r['gac_ranks_at_least_as_well'] for r in pr)} of {n}, expected range holds the ECE on "
-            f"{sum(r['inside'] for r in pr)} of {n}")
+            f"{sum(r['inside'] for r in pr)} of {n}\n" + noise_line(pr))
+
+
+def noise_line(per_run: list[dict]) -> str:
+    """How the rows where the GAC, each run scored on its own, ranks below the best signal split into losses
+    within sampling noise and clear ones (:func:`auroc_gap`), with the mean and worst AUROC deficit."""
+    gaps = [r["gap"] for r in per_run if "gap" in r and r["gap"]["signal"] is not None]
+    below = [g for g in gaps if g["verdict"] != "at least as well"]
+    noise = sum(g["verdict"] == "within noise" for g in below)
+    deficit = [max(0.0, -g["diff"]) for g in gaps]
+    return (f"per run, below the best signal on {len(below)} of {len(gaps)} rows: {noise} within sampling noise (95% "
+            f"paired bootstrap interval of the AUROC difference holds 0), {len(below) - noise} clear losses; AUROC "
+            f"deficit mean {np.mean(deficit) if deficit else float('nan'):.3f}, worst "
+            f"{max(deficit) if deficit else float('nan'):.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:
