@@ -89,11 +89,11 @@ class Alert:
     Examples
     --------
     >>> import htc_core as htc
-    >>> mon = htc.Monitor(threshold=0.5)
+    >>> mon = htc.Monitor(threshold=0.35)
     >>> for step in ([-0.1, -0.2, -0.05], [-2.3, -1.9, -3.0, -0.7]):
     ...     conf = mon.add_step(step)
     >>> mon.alerts
-    [Alert(step=2, confidence=0.214..., threshold=0.5)]
+    [Alert(step=2, confidence=0.326..., threshold=0.35)]
     """
 
     step: int
@@ -198,14 +198,14 @@ class Monitor:
     Examples
     --------
     >>> import htc_core as htc
-    >>> mon = htc.Monitor(threshold=0.3)
+    >>> mon = htc.Monitor(threshold=0.35)                # gac-prefix stays near its base rate (0.39): docs/monitor.md
     >>> conf = mon.add_step([-0.1, -0.2, -0.05])       # the chosen tokens' logprobs of one LLM call
     >>> 0 < conf < 1, mon.n_steps
     (True, 1)
     >>> round(mon.add_step([-2.3, -1.9, -3.0, -0.7]), 3), mon.alerted   # an unsure second call
-    (0.214, True)
+    (0.326, True)
     >>> mon
-    Monitor(steps=2, confidence=0.2145, threshold=0.3, alerts=1)
+    Monitor(steps=2, confidence=0.3264, threshold=0.35, alerts=1)
     """
 
     def __init__(self, model: Any = "gac-prefix", threshold: float | None = None,

@@ -50,7 +50,7 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     >>> list(table.columns)
     ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
     >>> table.loc[0, "id"], round(float(table.loc[0, "confidence"]), 3), table.loc[0, "gac_model"]
-    ('units-0000-Gemma3-270M-greedy', 0.511, 'with_alternatives')
+    ('units-0000-Gemma3-270M-greedy', 0.418, 'with_alternatives')
     """
     import pandas as pd
 

@@ -99,7 +99,7 @@ def test_shipped_models_and_cards(capsys):
         assert c["models"]["with_alternatives"]["profile"] == "paper"
         assert c["models"]["without_alternatives"]["profile"] == "chosen"
         loo = c["leave_one_out"]
-        assert {r["method"] for r in loo["rows"]} >= {"gac", "em", "tts", "iw", "stack-oof", "signal"}
+        assert {r["method"] for r in loo["rows"]} >= {"gac", "em", "tts", "iw", "stack-oof", "signal", "signal-oof"}
         assert loo["chosen"] in loo["summary"] and c["transfer"]["chosen"] == loo["chosen"]
         assert len(c["expected_error"]["points"]) == len({r["family"] for r in loo["rows"]}) >= 8
         assert "decision" in c and "sample_runs" in c["training_data"]["sources"]
@@ -107,7 +107,7 @@ def test_shipped_models_and_cards(capsys):
     assert [m["name"] for m in obj] == ["gac", "gac-full", "gac-prefix"]
     assert main(["models", "gac"]) == 0
     out = capsys.readouterr().out
-    assert "routing:" in out and "Gemma3-270M" in out and "transfer: stack-oof" in out and "mean / worst" in out
+    assert "routing:" in out and "Gemma3-270M" in out and "transfer: signal-oof" in out and "mean / worst" in out
 
 
 def test_score_with_shipped_gac_routes_each_run(small, tmp_path, capsys):

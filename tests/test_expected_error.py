@@ -90,15 +90,14 @@ def test_shipped_gac_flags_a_base_rate_shift_that_feature_means_miss():
     ok = ts.filter(ts.labels == 1)
     rep = shift_check(gac, ok)
     assert not rep.shifted and rep.max_shift < 2
-    assert gac.scores_as_set(len(ok))          # scored as a set: the base-rate measures need the per-run scores
-    p = gac.predict_proba_traces(ok, set_level=True)[:, 1]
-    per_run = gac.predict_proba_traces(ok)[:, 1]
-    e = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p, per_run)
+    assert not gac.scores_as_set(len(ok))      # the shipped files hold no set-level step: run by run
+    p = gac.predict_proba_traces(ok)[:, 1]
+    e = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p)
     assert "rate_gap" in e.flagged and e.verdict == "outside the training data"
     assert e.measures["rate_gap"] >= 0.1 and e.low < e.high
-    # the set-level confidences' mean stays near the training base rate whatever the set's: alone, they miss it
-    blind = gac.assess(rep, gac.kinds(ok) == "with_alternatives", p)
-    assert blind.measures["rate_gap"] < e.measures["rate_gap"]
+    # signal-oof's confidences are flattened toward the training base rate: their own mean hardly moves (0.036
+    # here); the base-rate measures read them before the flattening (transfer.rate_map, test_transfer_methods)
+    assert abs(float(p.mean()) - gac.card["expected_error"]["training_rate"]) < 0.05
 
 
 def test_htc_score_gac_prints_verdict_and_expected_range(tmp_path, capsys, uala_run_a):
@@ -150,5 +149,6 @@ def test_cards_hold_the_range_checked_on_their_own_held_out_families(name):
     rows = card["leave_one_out"]["range_self_check"]
     assert [r["family"] for r in rows] == [p["family"] for p in card["expected_error"]["points"]]
     for r in rows:
-        assert r["inside"] == (r["low"] <= r["ece"] <= r["high"]) and 0 <= r["low"] <= r["high"] <= 1
+        # the card's numbers are rounded to 4 decimals: inside allows half that unit (expected_error.holds)
+        assert r["inside"] == (r["low"] - 5e-5 <= r["ece"] <= r["high"] + 5e-5) and 0 <= r["low"] <= r["high"] <= 1
     assert sum(r["inside"] for r in rows) >= len(rows) // 2

@@ -24,15 +24,17 @@ def test_expected_range_holds_the_measured_ece_on_every_uala_file(uala, model):
     for name, ts in uala:
         r = evaluate_set(gac, ts)
         e = r["expected"]
-        assert e["low"] <= r["ece"] <= e["high"], (name, r["ece"], e)
+        assert r["inside"], (name, r["ece"], e)                    # expected_error.holds (to 1e-9)
         assert e["verdict"] == "outside the training data" and "missing_topk" in e["flagged"]
         assert set(r["signals"]) == set(SIGNALS) and np.isnan(r["signals"]["neg_entropy"])   # no top-k there
-        # without alternatives the shipped transfer falls back to the Platt-scaled min token probability, the
-        # best training-free signal on UALA: same ranking, run by run
+        # the shipped transfer (signal-oof) scores every run by the minimum token probability through its
+        # out-of-family Platt map, the best training-free signal on UALA: same ranking, run by run
         assert r["per_run"]["auroc"] == pytest.approx(r["signals"]["min_prob"], abs=1e-9)
-        # each file is scored as a set (rank-mean-platt): it ranks at least as well, and is better calibrated
-        assert r["as_set"] and r["gac_ranks_at_least_as_well"] and r["per_run"]["gac_ranks_at_least_as_well"]
-        assert r["ece"] < r["per_run"]["ece"] and r["brier"] < r["per_run"]["brier"]
+        assert r["per_run"]["gap"]["verdict"] == "at least as well" and r["per_run"]["gap"]["signal"] == "min_prob"
+        # no set-level step won leave-one-family-out against signal-oof, so --as-set changes nothing
+        assert not r["as_set"] and r["ece"] == r["per_run"]["ece"] and r["gac_ranks_at_least_as_well"]
+        if name == "UALA all files":           # the new-model-family bar (docs/gac.md); run-c alone: ECE 0.167
+            assert r["ece"] <= 0.15 and r["auroc"] >= 0.70
 
 
 def test_expected_range_holds_the_measured_ece_of_gac_prefix_at_every_cut(uala):
@@ -42,8 +44,35 @@ def test_expected_range_holds_the_measured_ece_of_gac_prefix_at_every_cut(uala):
         rows = evaluate_prefixes(gac, ts)
         assert [r["cut"] for r in rows] == [c for c, _ in CUTS]
         for r in rows:
-            assert r["expected"]["low"] <= r["ece"] <= r["expected"]["high"], (name, r["cut"], r["ece"])
+            assert r["inside"], (name, r["cut"], r["ece"], r["expected"])
             assert r["auroc"] > 0.7                        # 0.495 before the running signal was combined
+
+
+def test_auroc_gap_tells_noise_from_a_clear_loss(uala):
+    """The paired bootstrap of the AUROC difference: the best signal itself is "at least as well"; that signal
+    turned upside down on 616 runs is a clear loss; a slightly blurred copy on 16 runs is within noise."""
+    from htc_dev.bench.gac_foreign import auroc_gap
+    from htc_core.calibration.transfer_methods import training_free_signals
+
+    ts = uala[-1][1]                                        # both UALA files: the best signal is min_prob
+    y = np.asarray(ts.labels, dtype=np.float64)
+    best = training_free_signals(ts)["min_prob"].to_numpy()
+    same = auroc_gap(y, best, ts)
+    assert same["signal"] == "min_prob" and same["verdict"] == "at least as well" and same["diff"] == 0
+    flipped = auroc_gap(y, -best, ts)
+    assert flipped["verdict"] == "clear loss" and flipped["high"] < 0
+    assert flipped["diff"] == pytest.approx(1 - 2 * r_auroc(y, best), abs=1e-9)    # AUROC(-s) = 1 - AUROC(s)
+    rng = np.random.default_rng(1)
+    few = np.sort(rng.choice(len(y), 16, replace=False))
+    g = auroc_gap(y[few], best[few] + rng.normal(0, 0.02, 16), ts.take(few))
+    assert g["low"] <= g["diff"] <= g["high"] and g["high"] >= 0
+    assert g["verdict"] == ("at least as well" if g["diff"] >= 0 else "within noise")
+
+
+def r_auroc(y, s):
+    from sklearn.metrics import roc_auc_score
+
+    return roc_auc_score(y, s)
 
 
 def test_fixture_sets_are_the_labeled_ones():
@@ -61,10 +90,11 @@ def test_new_model_family_case():
     for name, ts in sets:
         for gac in gacs.values():
             r = evaluate_set(gac, ts)
-            assert r["expected"]["low"] <= r["ece"] <= r["expected"]["high"], (name, r["ece"], r["expected"])
+            assert r["inside"], (name, r["ece"], r["expected"])        # expected_error.holds (to 1e-9)
         for r in evaluate_prefixes(pre, ts):
-            assert r["expected"]["low"] <= r["ece"] <= r["expected"]["high"], (name, r["cut"], r["ece"])
+            assert r["inside"], (name, r["cut"], r["ece"], r["expected"])
     r = evaluate_set(gacs["gac"], sets[-1][1])
-    # the 96 Gemma runs are scored as a set: run by run, the GAC ranks them at least as well as the best signal;
-    # as a set it does not (AUROC 0.591 vs 0.609) and its ECE is worse (0.197 vs 0.127): measured, docs/gac.md
-    assert sets[-1][0].startswith("Gemma3 all tasks") and r["as_set"] and r["per_run"]["gac_ranks_at_least_as_well"]
+    # all 96 Gemma runs, run by run (no set-level step is chosen): ranked as the best signal (the minimum token
+    # probability) ranks them, ECE 0.059 (0.127 with stack-oof): measured, docs/gac.md
+    assert sets[-1][0].startswith("Gemma3 all tasks") and not r["as_set"] and r["gac_ranks_at_least_as_well"]
+    assert r["ece"] < 0.08

@@ -118,15 +118,28 @@ def test_apply_set_level_and_its_checks():
             rk.check_set_level(bad)
 
 
+def with_set_level():
+    """The shipped gac with a set-level step added (the shipped files hold none since signal-oof won
+    leave-one-family-out and no set-level method beat it there; the step stays available, opt-in): a hand-made
+    rank-mean-platt entry whose ranker is a stack-oof entry, as fit_set_level makes them."""
+    import htc_core as htc
+
+    gac = htc.load_model("gac")
+    assert "set_level" not in gac.transfer
+    gac.transfer = {**gac.transfer, "set_level": {"method": "rank-mean-platt", "coef": [0.85, -0.45], "min_runs": 50,
+                                                  "ranker": dict(RANKER)}}
+    return gac
+
+
 def test_a_gac_with_a_set_level_entry_scores_a_set_and_a_single_run(tmp_path):
-    """The shipped gac with set_level=True: a set of >= min_runs runs is scored from its own ranks (its file
-    round-trips the entry); fewer runs, or the default, give the per-run confidences a Monitor gives."""
+    """A gac with set_level=True: a set of >= min_runs runs is scored from its own ranks (its file round-trips
+    the entry); fewer runs, or the default, give the per-run confidences a Monitor gives."""
     import htc_core as htc
     from htc_core.calibration.general import GeneralCalibrator
 
     from conftest import REPO
 
-    gac = htc.load_model("gac")
+    gac = with_set_level()
     sl = gac.transfer["set_level"]
     assert sl["method"] == "rank-mean-platt" and gac.scores_as_set(sl["min_runs"])
     assert not gac.scores_as_set(sl["min_runs"] - 1)
@@ -176,7 +189,7 @@ def test_assess_takes_the_points_of_how_the_set_was_scored():
 
     from conftest import REPO
 
-    gac = htc.load_model("gac")
+    gac = with_set_level()
     info = gac.card["expected_error"]
     gac.card = {**gac.card, "expected_error": {
         **info, "points": [dict(p, ece=0.5) for p in info["points"]],
@@ -187,7 +200,7 @@ def test_assess_takes_the_points_of_how_the_set_was_scored():
     alt = gac.kinds(ts) == "with_alternatives"
     p, per_run = gac.confidences_traces(ts, set_level=True)
     as_set, one_by_one = gac.assess(rep, alt, p, per_run), gac.assess(rep, alt, per_run)
-    assert as_set.low > 0.3 and one_by_one.high < 0.3
+    assert as_set.high > 0.5 and one_by_one.high < 0.3           # the lower end is the noise's 1% quantile either way
     assert as_set.measures["rate_gap"] == pytest.approx(one_by_one.measures["rate_gap"])
 
 
@@ -197,16 +210,17 @@ def test_htc_score_scores_run_by_run_and_a_chunk_as_a_set_on_request(tmp_path, c
     from conftest import REPO
 
     src = str(REPO / "sample_runs" / "units")
-    assert main(["score", "gac", src, "--out", str(tmp_path / "a.csv"), "--as-set"]) == 0
+    model = str(with_set_level().save(tmp_path / "gac-set.json"))
+    assert main(["score", model, src, "--out", str(tmp_path / "a.csv"), "--as-set"]) == 0
     assert "scored as a set: 1 chunk(s) of at least 50 runs" in capsys.readouterr().out
-    assert main(["score", "gac", src, "--out", str(tmp_path / "b.csv")]) == 0
+    assert main(["score", model, src, "--out", str(tmp_path / "b.csv")]) == 0
     assert "scored as a set" not in capsys.readouterr().out
     a, b = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
     assert "confidence_per_run" in a and "confidence_per_run" not in b
     np.testing.assert_allclose(a.confidence_per_run, b.confidence, rtol=1e-12)
     assert not np.allclose(a.confidence, b.confidence)
     # chunks too small to be a set are scored run by run, with the same columns
-    assert main(["score", "gac", src, "--out", str(tmp_path / "c.csv"), "--chunk-size", "40", "--as-set"]) == 0
+    assert main(["score", model, src, "--out", str(tmp_path / "c.csv"), "--chunk-size", "40", "--as-set"]) == 0
     c = pd.read_csv(tmp_path / "c.csv")
     assert list(c.columns) == list(a.columns)
     np.testing.assert_allclose(c.confidence, b.confidence, rtol=1e-12)

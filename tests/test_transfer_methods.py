@@ -227,3 +227,73 @@ def test_out_of_family_stack_drops_a_model_that_only_fits_in_sample():
     oof = fit_transfer(d, "stack-oof", models=models)["coef"]
     assert inside[0] > 0.5                                 # in-sample, the model's logit looks strong
     assert abs(oof[0]) < 0.25 * inside[0] and oof[1] > 0.5  # out of family it is near noise: the signal carries
+
+
+def test_out_of_family_platt_keeps_a_shared_map_and_flattens_one_that_does_not_carry():
+    """Known answers: four families that share sigmoid(2x - 0.5) give that map back (the second step is the
+    identity); where x tells the outcome in one family only and is noise in the other three, the map that carries
+    to a new family is nearly flat (the pooled Platt map is not); one family: the plain Platt map."""
+    from htc_core.experiments.transfer_eval import out_of_family_platt
+
+    rng = np.random.default_rng(9)
+    x, groups = rng.normal(size=40_000), np.repeat(["a", "b", "c", "d"], 10_000)
+    y = (rng.random(x.size) < sigmoid(2 * x - 0.5)).astype(float)
+    a, b = out_of_family_platt(x, y, groups)
+    assert abs(a - 2.0) < 0.08 and abs(b + 0.5) < 0.05
+    y_one = np.where(groups == "a", y, (rng.random(x.size) < 0.4).astype(float))
+    pooled, shrunk = weighted_platt(x, y_one)[0], out_of_family_platt(x, y_one, groups)[0]
+    assert pooled > 0.3 and abs(shrunk) < 0.1
+    assert out_of_family_platt(x, y, np.full(x.size, "a")) == pytest.approx(weighted_platt(x, y))
+
+
+def test_signal_oof_entry_holds_the_map_its_base_rate_measures_read():
+    """fit_transfer(..., "signal-oof"): the map is the out-of-family Platt map of the chosen signal, the fallback
+    the same map, and ``rate_map`` turns its confidences back into the plain Platt map's (the ``signal`` entry's)
+    exactly; a GAC whose transfer holds a rate_map measures the base-rate gap on those, and a bad rate_map is
+    refused with a message."""
+    from htc_core.calibration.general import check_transfer
+    from htc_core.experiments.transfer_eval import fit_transfer, out_of_family_platt
+
+    rng = np.random.default_rng(10)
+    groups = np.repeat([f"t{i} | M" for i in range(4)], 500)
+    shift = np.repeat([-1.0, 0.0, 0.5, 1.5], 500)                   # each family its own intercept
+    s = sigmoid(rng.normal(0, 1.5, groups.size))
+    y = (rng.random(s.size) < sigmoid(1.2 * logit(s) + shift)).astype(float)
+    sig = pd.DataFrame({"seq_prob": np.full(s.size, 0.5), "min_prob": s, "neg_entropy": np.full(s.size, np.nan)})
+    d = {"y": y, "groups": groups, "alt": np.ones(s.size, bool), "signals": sig}
+    oof, plain = fit_transfer(d, "signal-oof"), fit_transfer(d, "signal")
+    assert oof["signal"] == plain["signal"] == "min_prob" and "rate_map" not in plain
+    assert oof["coef"][1:] == pytest.approx(list(out_of_family_platt(logit(s), y, groups)), abs=1e-12)
+    assert oof["fallback"]["coef"] == oof["coef"] and 0 < oof["coef"][1] < plain["coef"][1]
+    p = sigmoid(oof["coef"][1] * logit(s) + oof["coef"][2])
+    rm = oof["rate_map"]
+    np.testing.assert_allclose(sigmoid(rm[0] * logit(p) + rm[1]),
+                               sigmoid(plain["coef"][1] * logit(s) + plain["coef"][2]), rtol=1e-9)
+    assert check_transfer(oof)["rate_map"] == rm
+    for bad in ([1.0], [1.0, float("nan")], "steep", [True, 0.0]):
+        with pytest.raises(ValueError, match="transfer.rate_map"):
+            check_transfer({**oof, "rate_map": bad})
+
+
+def test_assess_reads_the_base_rate_before_the_flattening():
+    """A shipped-style GAC with signal-oof: the rate gap of a set of successes is measured on the plain map's
+    confidences (through rate_map), which move with the base rate; without the rate_map it is far smaller."""
+    from htc_core.calibration.models import load_model
+    from htc_core.calibration.shift import shift_check
+    from htc_core.formats import load
+
+    from conftest import REPO
+
+    gac = load_model("gac")
+    assert gac.transfer["method"] == "signal-oof" and "rate_map" in gac.transfer
+    ts, _ = load(str(REPO / "sample_runs" / "units"))
+    ok = ts.filter(ts.labels == 1)
+    rep, alt = shift_check(gac, ok), gac.kinds(ok) == "with_alternatives"
+    p = gac.predict_proba_traces(ok)[:, 1]
+    rm, rate = gac.transfer["rate_map"], gac.card["expected_error"]["training_rate"]
+    e = gac.assess(rep, alt, p)
+    assert e.measures["rate_gap"] == pytest.approx(abs(float(sigmoid(rm[0] * logit(p) + rm[1]).mean()) - rate))
+    assert "rate_gap" in e.flagged                            # all successes: 0.100 above the training rate
+    gac.transfer = {k: v for k, v in gac.transfer.items() if k != "rate_map"}
+    without = gac.assess(rep, alt, p).measures["rate_gap"]
+    assert e.measures["rate_gap"] > 2 * without and without == pytest.approx(abs(float(p.mean()) - rate))

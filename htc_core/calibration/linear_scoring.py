@@ -121,8 +121,9 @@ def check_transfer(t) -> dict | None:
     ----------
     t : dict or None
         ``{"method", "signal", "coef": [a, b, c]}`` and optionally ``"fallback": {"kinds": [...], "coef":
-        [a, b, c]}``; ``signal`` must be a probability-valued training-free signal
-        (:data:`htc_core.calibration.transfer_methods.STACKABLE`).
+        [a, b, c]}`` and ``"rate_map": [slope, intercept]`` (the base-rate measures of ``assess`` read
+        ``sigmoid(slope * logit(confidence) + intercept)``); ``signal`` must be a probability-valued training-free
+        signal (:data:`htc_core.calibration.transfer_methods.STACKABLE`).
 
     Returns
     -------
@@ -156,6 +157,10 @@ def check_transfer(t) -> dict | None:
                            or len(fb["coef"]) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v)
                                                               for v in fb["coef"])):
         raise ValueError(f"'transfer.fallback' must be {{'kinds': [...], 'coef': [a, b, c]}}, got {fb!r}")
+    rm = t.get("rate_map")
+    if rm is not None and (not isinstance(rm, list) or len(rm) != 2 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in rm)):
+        raise ValueError(f"'transfer.rate_map' must be a list of two finite numbers [slope, intercept], got {rm!r}")
     from .rank_ensemble import check_set_level
 
     out = {**t, "coef": [float(v) for v in coef]}
@@ -439,8 +444,15 @@ class GACScoring:
 
         Examples
         --------
+        The shipped files hold no set-level step (none won leave-one-family-out); one added by hand:
+
         >>> import htc_core as htc
         >>> gac = htc.load_model("gac")
+        >>> gac.scores_as_set(50)
+        False
+        >>> ranker = {"method": "stack-oof", "signal": "min_prob", "coef": [1.0, 0.5, 0.0], "fill": 0.3}
+        >>> gac.transfer = {**ranker, "set_level": {"method": "rank-mean-platt", "coef": [0.85, -0.45],
+        ...                                         "min_runs": 50, "ranker": ranker}}
         >>> gac.scores_as_set(49), gac.scores_as_set(50)
         (False, True)
         """
@@ -493,7 +505,8 @@ class GACScoring:
         was scored as a set (a ``set_level`` transfer), pass ``per_run_confidence`` too: the base-rate measures
         are taken from it, since a set-level confidence's mean hardly moves with the set's base rate, and the
         range comes from the card's points of the set-level method (``points``) instead of those of the per-run
-        one (``points_per_run``).
+        one (``points_per_run``). A transfer with a ``rate_map`` (``signal-oof``) takes the base-rate measures on
+        its confidences before their out-of-family flattening (``sigmoid(slope * logit(p) + intercept)``).
 
         Parameters
         ----------
@@ -529,6 +542,13 @@ class GACScoring:
             "positive_rate", 0.5)))
         raw_set = np.asarray(confidence, dtype=np.float64)
         raw = raw_set if per_run_confidence is None else np.asarray(per_run_confidence, dtype=np.float64)
+        rm = (self.transfer or {}).get("rate_map")
+        if rm and raw.size:
+            # a transfer that flattens its confidences toward the training base rate (signal-oof) measures the base
+            # rate on them before the flattening, where a shifted base rate still moves their mean
+            from .transfer_methods import logit
+
+            raw = sigmoid(rm[0] * logit(raw) + rm[1])
         measures = {"max_shift": 0.0 if not shift_report.known or np.isnan(shift_report.max_shift)
                     else float(shift_report.max_shift),
                     "rate_gap": abs(float(raw.mean()) - rate) if raw.size else 0.0,
@@ -544,7 +564,7 @@ class GACScoring:
         """The set-level confidences of ``ts`` from its runs' per-run confidences (stored earlier), without
         extracting features again: the runs' ranks by ``logit(per_run)`` and the three training-free signals.
 
-        Exact where the set-level entry's ranker is the per-run transfer itself (as in the shipped files).
+        Exact where the set-level entry's ranker is the per-run transfer itself.
 
         Parameters
         ----------
@@ -564,6 +584,9 @@ class GACScoring:
         >>> import numpy as np, htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/")
         >>> gac = htc.load_model("gac")
+        >>> ranker = {"method": "stack-oof", "signal": "min_prob", "coef": [1.0, 0.5, 0.0], "fill": 0.3}
+        >>> gac.transfer = {**ranker, "set_level": {"method": "rank-mean-platt", "coef": [0.85, -0.45],
+        ...                                         "min_runs": 50, "ranker": ranker}}   # none is shipped
         >>> p, per_run = gac.confidences_traces(ts, set_level=True)
         >>> bool(np.allclose(gac.rescore_as_set(ts, per_run), p))
         True

@@ -426,11 +426,12 @@ def register(sub) -> None:
                         "limit, repeated action, ...), its three strongest reasons (from the model that scored it; a "
                         "GAC's sub-model per run) and its 48 features")
     p.add_argument("--as-set", action="store_true",
-                   help="a GAC whose model file holds a set-level step (gac, gac-full): score a chunk of at least 50 "
-                        "runs as a set, each run's confidence from its rank within the chunk by the GAC's score and "
-                        "three training-free signals (column confidence_per_run: each run on its own). Better "
-                        "calibrated leave-one-family-out and on the UALA runs, worse on a new model family (Gemma), "
-                        "and a run's number then depends on the other runs of the chunk: see docs/gac.md")
+                   help="a GAC whose model file holds a set-level step: score a chunk of at least 50 runs as a set, "
+                        "each run's confidence from its rank within the chunk by the GAC's score and three "
+                        "training-free signals (column confidence_per_run: each run on its own); a run's number then "
+                        "depends on the other runs of the chunk. The shipped gac and gac-full hold none (no set-level "
+                        "step beat their per-run transfer leave-one-family-out), so with them every run is scored on "
+                        "its own: see docs/gac.md")
     add_chunk_option(p)
     add_engine_options(p)
     p.set_defaults(func=cmd_score)

@@ -68,7 +68,7 @@ class LiveMonitors:
     >>> live = LiveMonitors(htc.Monitor(threshold=0.5))
     >>> entry, raised = live.update("run-1", response)
     >>> entry["step"], round(entry["confidence"], 3), entry["alert"], raised
-    (1, 0.263, True, None)
+    (1, 0.353, True, None)
     >>> live.get("run-2")                       # another trajectory: its own monitor
     Monitor(steps=0, confidence=nan, threshold=0.5, alerts=0)
     """
@@ -210,9 +210,9 @@ def smolagents_step_callback(monitor: Monitor, *, stop: bool = True,
     ...     callback({"step_number": 2, "model_output_message": {"raw": response}})
     ... except LowConfidence as stopped:
     ...     print(stopped)
-    calibrated confidence 0.263 fell below 0.500 after step 1
+    calibrated confidence 0.353 fell below 0.500 after step 1
     >>> seen
-    [0.263]
+    [0.353]
     """
     if not isinstance(monitor, Monitor):
         raise ValueError(f"monitor must be a htc_core.Monitor, got {type(monitor).__name__}")

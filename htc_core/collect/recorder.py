@@ -258,7 +258,7 @@ class Recorder:
         ...     rec.record(kind="chat", request={}, response=response, started=time.time())
         ...     after = rec.confidence
         >>> before, round(after, 3)
-        (nan, 0.263)
+        (nan, 0.353)
         """
         mon = self.monitor
         return None if mon is None else mon.confidence

@@ -85,7 +85,7 @@ class EngineResult:
         >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
         >>> d = result.to_dict()
         >>> d["rows"], d["metric_n"], round(d["metric_auroc"], 3)
-        (8, 8, 0.875)
+        (8, 8, 0.812)
         """
         d = {"engine": self.engine, "out": self.out, "rows": self.rows, "pieces": self.pieces,
              "workers": self.workers, "trajectories_read": self.report.trajectories_read,
