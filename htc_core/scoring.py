@@ -93,7 +93,7 @@ def score_columns(model, ts, *, verbalized_column: bool | None = None, set_level
     >>> list(cols)
     ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
     >>> round(float(cols["confidence"][0]), 3)
-    0.511
+    0.418
     """
     import numpy as np
 
