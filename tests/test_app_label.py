@@ -86,6 +86,8 @@ def test_label_twenty_runs_see_the_estimate_and_find_them_after_a_restart(tmp_pa
     assert len(estimates) == 2 and estimates[0] != estimates[1], estimates   # the estimate updated
     assert any("Estimate from the refit on 20 labels" in c.value for c in at.caption)
     assert any(c.value.startswith("90% interval 0.") for c in at.caption)
+    assert any("ECE estimated from 20 labels, corrected for the noise of 20 labels" in c.value for c in at.caption)
+    assert any("corrected for the noise of 20 labels" in getattr(e, "value", "") for e in [*at.info, *at.success])
     assert at.get("plotly_chart")                                             # zero-shot vs adapted curves
     store = Store(data)
     assert store.get_setting(next(k for k in _settings(store) if k.startswith("label-model:"))) in set(

@@ -69,8 +69,9 @@ class AdaptedScorer:
                  f"saved in the store as model `{self.model_id}`"]
         if est.get("ece") is not None:
             num = lambda k: "–" if est.get(k) is None else f"{est[k]:.3f}"    # noqa: E731 (None: not defined yet)
-            lines.append(f"estimate on its labels, out of fold: ECE {num('ece')} (90% interval {num('ece_low')} to "
-                         f"{num('ece_high')}), AUROC {num('auroc')}")
+            noise = ", corrected for the noise of the labels" if est.get("debiased") else ""
+            lines.append(f"estimate on its labels, out of fold{noise}: ECE {num('ece')} (90% interval "
+                         f"{num('ece_low')} to {num('ece_high')}), AUROC {num('auroc')}")
         return lines
 
 

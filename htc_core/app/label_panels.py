@@ -46,8 +46,10 @@ def estimate_panel(ws: Workspace, view: LabelQueueView | None, job) -> None:
                                            (zero.ece, zero.ece_low, zero.ece_high))):
             col.metric(name, _point(v))
             col.caption(f"90% interval {_interval(lo, hi)}")
-        st.caption("Out-of-fold: each labeled run scored by the GAC adapted to the other labeled runs; intervals by "
-                   "bootstrap over the labels so far.")
+        noise = (f", corrected for the noise of {est.n} labels (what {est.n} labels of a perfectly calibrated model "
+                 "would show, bin by bin, is taken off)") if est.debiased else " (plain, not corrected for label noise)"
+        st.caption(f"ECE estimated from {est.n} labels{noise}. Out-of-fold: each labeled run scored by the GAC adapted "
+                   "to the other labeled runs; 90% intervals by bootstrap over the labels so far.")
     (st.success if view.stop.startswith("enough") else st.info)(md(view.stop))
     if view.curves:
         st.plotly_chart(plots.reliability_figure(view.curves, height=420), key="label_curves")
