@@ -15,7 +15,8 @@ seeds) per target and strategy, the mean over targets, and the done-when line (q
 Each curve runs :func:`htc_core.calibration.active.queue_step`, the loop of the Label page and ``htc label next``.
 A strategy may carry a sharpness (``variance@2``) and ``+w`` / ``-w`` (the refit weighted by the inverse of each
 label's chance of being picked, :func:`~htc_core.calibration.active.label_weights`, or not; none: the library's
-default for that strategy). ``--estimates`` also measures the page's ECE estimate against the test ECE.
+default for that strategy). ``--estimates`` also measures the page's ECE estimate (plain and corrected for the
+noise of the labels: error, coverage of its 90% interval, width) against the adapted model's ECE on the test part.
 """
 
 from __future__ import annotations
