@@ -881,7 +881,7 @@ def estimate(y, oof, *, n_boot: int = 200, random_state=42, level: float = 0.9, 
         y_, p_, w_, b_ = yy[idx], pp[idx], ww[idx], bins[idx]
         ece = binned_ece(y_, p_, w_, b_)
         rows = [binned_ece(y_, p_, w_, b_, per_bin_debias=True), np.maximum(
-            ece - binned_ece(sim[:, idx], p_, w_, b_).mean(axis=0), 0.0)] if debias else [ece, ece]
+            ece - np.mean([binned_ece(draw[idx], p_, w_, b_) for draw in sim], axis=0), 0.0)] if debias else [ece, ece]
         if weights is not None:
             return np.array(rows + [[weighted_metrics(yy[d], pp[d], ww[d])[1] for d in idx]])
         return np.array(rows + [[auroc(yy[d], pp[d]) for d in idx]])
