@@ -26,7 +26,8 @@ def test_calibrated_confidences_interval_covers_zero_at_30_labels():
     covered = plain_covered = 0
     points, plain_points = [], []
     for d, y, p, _ in _draws(30, 0.0):
-        est, plain = estimate(y, p, n_boot=100, random_state=d), estimate(y, p, n_boot=100, random_state=d, debias=False)
+        est = estimate(y, p, n_boot=100, random_state=d)
+        plain = estimate(y, p, n_boot=100, random_state=d, debias=False)
         covered += est.ece_low <= 1e-12
         plain_covered += plain.ece_low <= 1e-12
         points.append(est.ece)

@@ -39,7 +39,8 @@ Strategies (:data:`STRATEGIES`), all seeded, never proposing a labeled run:
 :func:`estimate` gives ECE and AUROC of the adapted model with a bootstrap interval over the labels so far, from
 out-of-fold predictions (each labeled run scored by a model fitted without it), the ECE corrected for the noise of
 the labels (an ECE measured on 30 runs is about 0.18 for a perfectly calibrated model; ``debias=False``: the plain
-one); :func:`stop_suggestion` says when the ECE interval is narrow enough. ``python -m htc_dev.bench label_queue`` compares the strategies, running
+one); :func:`stop_suggestion` says when the ECE interval is narrow enough.
+``python -m htc_dev.bench label_queue`` compares the strategies, running
 :func:`queue_step`, the same loop as the page and ``htc label next``.
 
 **Weights.** A sample drawn unevenly over the confidence bins (Neyman allocation, a mix) is not a miniature of the
@@ -66,7 +67,8 @@ from .metrics import auroc, expected_calibration_error
 
 __all__ = ["STRATEGIES", "DEFAULT_STRATEGY", "WEIGHTED", "label_weights", "step_weights", "VARIANCE_SHARPNESS", "variance_reduction", "refit_variance",
            "REFIT_SHARPNESS", "select", "queue_step", "QueueStep", "estimate", "Estimate",
-           "stop_suggestion", "weighted_metrics", "binned_ece", "NOISE_SIMULATIONS", "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
+           "stop_suggestion", "weighted_metrics", "binned_ece", "NOISE_SIMULATIONS",
+           "adapt_to_labels", "linear_prior", "out_of_fold", "confidence_bins"]
 
 STRATEGIES = ("stratified", "calibration", "mixed", "variance", "refit", "random", "uncertainty")
 # the strategy the page and ``htc label next`` use (docs/labeling.md: the better of the two bin strategies measured)

@@ -240,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                          "htc_core.calibration.adapt.DEFAULT_CRITERION)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ap.add_argument("--estimates", action="store_true",
-                    help="also measure the Label page's estimate of the ECE (out-of-fold, bootstrap interval), plain and "
-                         "corrected for the noise of the labels, against the adapted model's ECE on the test part: "
-                         "mean absolute error, coverage of the 90%% interval, its width")
+                    help="also measure the Label page's estimate of the ECE (out-of-fold, bootstrap interval), "
+                         "plain and corrected for the noise of the labels, against the adapted model's ECE on "
+                         "the test part: mean absolute error, coverage of the 90%% interval, its width")
     ap.add_argument("--diagnose", action="store_true", help="print the headroom and noise of the comparison instead "
                                                              "(floor, spread of random draws, the refit's choices)")
     args = ap.parse_args(argv)
