@@ -80,7 +80,10 @@ def test_queue_step_adapts_after_both_outcomes_and_estimate_has_an_interval(unit
     est = estimate(lab, oof, n_boot=100)
     assert est.n == 40 and est.ece_low <= est.ece <= est.ece_high + 1e-12 and 0 < est.ece_width < 1
     assert "40 labels" in stop_suggestion(est, width=1.0) and stop_suggestion(est, width=1.0).startswith("enough")
-    assert stop_suggestion(est, width=1e-9).startswith("keep labeling")
+    assert stop_suggestion(est, width=1e-9, ece_below=None).startswith("keep labeling")
+    below = stop_suggestion(est, width=1e-9, ece_below=est.ece_high)       # the upper end at the bar: done
+    assert below.startswith("enough") and f"at most {est.ece_high:.3f}" in below
+    assert stop_suggestion(est, width=1e-9, ece_below=est.ece_high - 1e-6).startswith("keep labeling")
 
 
 def test_cli_label_next_json(tmp_path, units, capsys):

@@ -975,12 +975,16 @@ def weighted_metrics(y, p, w) -> tuple[float, float]:
     return ece, float(roc_auc_score(y, p, sample_weight=w)) if 0 < y.sum() < len(y) else float("nan")
 
 
-def stop_suggestion(est: Estimate, *, width: float = 0.05, min_labels: int = 20) -> str:
-    """A sentence: keep labeling, or enough labels for the ECE to be known within ``width``.
+def stop_suggestion(est: Estimate, *, width: float = 0.05, ece_below: float | None = 0.10,
+                    min_labels: int = 20) -> str:
+    """A sentence: keep labeling, or enough labels (the ECE known within ``width``, or below ``ece_below``).
 
     The interval is the estimate's (:func:`estimate`): with ``debias`` (the page's), that of the ECE corrected for
     the noise of the labels, whose 90% interval held the adapted model's ECE on held-out runs in at least the
-    nominal share of draws (docs/labeling.md); the sentence names which ECE it is.
+    nominal share of draws (docs/labeling.md); the sentence names which ECE it is. Two ways to be done: the
+    interval is narrower than ``width`` (the ECE is known), or its upper end is below ``ece_below`` (whatever the
+    exact value, the model is calibrated that well). The second is the one a few dozen labels can reach: an
+    honest interval of a 10-bin ECE stays wider than 0.05 up to about 200 labels.
 
     Parameters
     ----------
@@ -988,6 +992,8 @@ def stop_suggestion(est: Estimate, *, width: float = 0.05, min_labels: int = 20)
         The current estimate.
     width : float, default=0.05
         The target width of the ECE interval.
+    ece_below : float or None, default=0.10
+        Enough labels as soon as the interval's upper end is at most this; None: only the width counts.
     min_labels : int, default=20
         Labels needed before the interval is trusted at all.
 
@@ -1002,16 +1008,26 @@ def stop_suggestion(est: Estimate, *, width: float = 0.05, min_labels: int = 20)
     >>> from htc_core.calibration.active import Estimate, stop_suggestion
     >>> est = Estimate(40, 0.08, 0.05, 0.14, 0.8, 0.7, 0.9, np.zeros(40), debiased=True)
     >>> print(stop_suggestion(est))  # doctest: +NORMALIZE_WHITESPACE
-    keep labeling: the interval of the ECE (corrected for the noise of 40 labels) is 0.090 wide after 40 labels
-    (target 0.05)
+    keep labeling: the interval of the ECE (corrected for the noise of 40 labels) is 0.050-0.140 after 40 labels
+    (done when it is narrower than 0.05 or its upper end is below 0.1)
     >>> print(stop_suggestion(est, width=0.1))  # doctest: +NORMALIZE_WHITESPACE
     enough labels: the interval of the ECE (corrected for the noise of 40 labels) is 0.090 wide (narrower than 0.1)
     after 40 labels
+    >>> low = Estimate(100, 0.02, 0.0, 0.072, 0.8, 0.7, 0.9, np.zeros(100), debiased=True)
+    >>> print(stop_suggestion(low))  # doctest: +NORMALIZE_WHITESPACE
+    enough labels: the ECE (corrected for the noise of 100 labels) is at most 0.072 (90% interval 0.000-0.072,
+    below 0.1) after 100 labels
     """
     if est.n < min_labels or not np.isfinite(est.ece_width):
         return f"keep labeling: {est.n} labels so far; the estimate needs at least {min_labels}"
-    what = f"the interval of the ECE (corrected for the noise of {est.n} labels)" if est.debiased \
-        else "the interval of the plain ECE"
+    noise = f"(corrected for the noise of {est.n} labels)" if est.debiased else ""
+    what = f"the interval of the ECE {noise}" if est.debiased else "the interval of the plain ECE"
     if est.ece_width <= width:
         return f"enough labels: {what} is {est.ece_width:.3f} wide (narrower than {width:g}) after {est.n} labels"
-    return f"keep labeling: {what} is {est.ece_width:.3f} wide after {est.n} labels (target {width:g})"
+    if ece_below is not None and est.ece_high <= ece_below:
+        ece = f"the ECE {noise}" if est.debiased else "the plain ECE"
+        return (f"enough labels: {ece} is at most {est.ece_high:.3f} (90% interval {est.ece_low:.3f}-"
+                f"{est.ece_high:.3f}, below {ece_below:g}) after {est.n} labels")
+    done = f"narrower than {width:g}" + (f" or its upper end is below {ece_below:g}" if ece_below is not None else "")
+    return (f"keep labeling: {what} is {est.ece_low:.3f}-{est.ece_high:.3f} after {est.n} labels "
+            f"(done when it is {done})")
