@@ -25,12 +25,12 @@ EXTRA_HINT = 'pip install -e ".[cluster]"'
 
 #: what the LocalCluster started here turns down, in its scheduler (this process) and its workers: the workers'
 #: statistical profiler (a thread sampling the running task every 10 ms, for a dashboard nobody opens here), the
-#: event-loop tick (every 20 ms in every process), the system monitor (psutil every 0.5 s), the memory monitor
-#: (every 0.1 s; 1 s still stops a worker before it swaps) and work stealing (the pieces are independent root
-#: tasks held back by the scheduler's queue, so there is nothing to steal). Measured on an idle cluster of one
-#: worker: 0.26 s CPU per 10 s wall with dask's defaults, 0.07 s with these (summed over the processes); the
-#: profiler alone took about 5% of a worker's CPU while it computed pieces. A cluster given by ``scheduler``
-#: keeps its own settings.
+# event-loop tick (every 20 ms in every process), the system monitor (psutil every 0.5 s), the memory monitor
+# (every 0.1 s; 1 s still stops a worker before it swaps) and work stealing (the pieces are independent root
+# tasks held back by the scheduler's queue, so there is nothing to steal). Measured on an idle cluster of one
+# worker: 0.26 s CPU per 10 s wall with dask's defaults, 0.07 s with these (summed over the processes); the
+# profiler alone took about 5% of a worker's CPU while it computed pieces. A cluster given by ``scheduler``
+# keeps its own settings.
 QUIET_LOCAL_CLUSTER = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
