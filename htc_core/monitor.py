@@ -148,24 +148,36 @@ def fitted_on_prefixes(model: Any) -> bool:
 
 
 def _as_model(model: Any):
-    from .calibration import HTCCalibrator
-    from .calibration.general import GeneralCalibrator
+    from .calibration.linear_scoring import GACScoring, LinearScorer
 
     if isinstance(model, (str, os.PathLike)):
-        from .calibration.models import load_model
+        from .calibration.models import load_scorer
 
-        model = load_model(model)           # a shipped name (gac-prefix, ...) or a model file
-    if isinstance(model, GeneralCalibrator):
+        model = load_scorer(model)          # a shipped name or a model file, read for scoring only (numpy)
+    if isinstance(model, GACScoring):
         return model
     if not callable(getattr(model, "predict_proba", None)):
         raise ValueError(f"model must be a fitted HTCCalibrator, a model file path or a classifier with "
                          f"predict_proba, got {type(model).__name__}")
-    if isinstance(model, HTCCalibrator):
-        model._check_fitted()
+    if type(model) is LinearScorer or _is_htc_calibrator(model):
+        if type(model) is not LinearScorer:
+            model._check_fitted()
         if model.n_features_in_ != len(FEATURE_NAMES) or list(model.feature_names_in_) != list(FEATURE_NAMES):
             raise ValueError("model must be fitted on the 48 HTC features (FEATURE_NAMES, in order); this one has "
                              f"{model.n_features_in_} features")
     return model
+
+
+def _is_htc_calibrator(model: Any, exact: bool = False) -> bool:
+    """Whether ``model`` is an HTCCalibrator (``exact``: of that very class); imports scikit-learn only for a model
+    that is neither a file's scorer nor a plain number-free object (one the caller built with scikit-learn)."""
+    from .calibration.linear_scoring import LinearScorer
+
+    if type(model) is LinearScorer or not hasattr(model, "coef_"):
+        return False
+    from .calibration import HTCCalibrator
+
+    return type(model) is HTCCalibrator if exact else isinstance(model, HTCCalibrator)
 
 
 class Monitor:
@@ -247,9 +259,10 @@ class Monitor:
         self.reset()
 
     def _folded_weights(self):
-        from .calibration import HTCCalibrator
+        from .calibration.linear_scoring import LinearScorer
 
-        if type(self.model) is not HTCCalibrator:  # a subclass may score differently
+        # a file's scorer or an HTCCalibrator (not a subclass: it may score differently)
+        if type(self.model) is not LinearScorer and not _is_htc_calibrator(self.model, exact=True):
             return None, 0.0
         m = self.model
         w = np.ascontiguousarray(m.coef_[0] / m.scale_, dtype=np.float64)
@@ -526,9 +539,9 @@ class Monitor:
 
 def _gac_parts(model) -> list | None:
     """For a GAC: [with-alternatives monitor (if any), without-alternatives monitor]; else None."""
-    from .calibration.general import GeneralCalibrator
+    from .calibration.linear_scoring import GACScoring
 
-    if not isinstance(model, GeneralCalibrator):
+    if not isinstance(model, GACScoring):   # a GeneralCalibrator or a file's GACScorer
         return None
     return [Monitor(m) for m in model.models.values() if m is not None]
 
