@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from dataclasses import asdict, dataclass
 from itertools import chain
@@ -169,15 +170,13 @@ def _as_model(model: Any):
 
 
 def _is_htc_calibrator(model: Any, exact: bool = False) -> bool:
-    """Whether ``model`` is an HTCCalibrator (``exact``: of that very class); imports scikit-learn only for a model
-    that is neither a file's scorer nor a plain number-free object (one the caller built with scikit-learn)."""
-    from .calibration.linear_scoring import LinearScorer
-
-    if type(model) is LinearScorer or not hasattr(model, "coef_"):
+    """Whether ``model`` is an HTCCalibrator (``exact``: of that very class), without importing scikit-learn: an
+    HTCCalibrator exists only once its module is loaded."""
+    calibrators = sys.modules.get("htc_core.calibration.calibrators")
+    if calibrators is None:
         return False
-    from .calibration import HTCCalibrator
-
-    return type(model) is HTCCalibrator if exact else isinstance(model, HTCCalibrator)
+    cls = calibrators.HTCCalibrator
+    return type(model) is cls if exact else isinstance(model, cls)
 
 
 class Monitor:
