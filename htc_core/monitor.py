@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from dataclasses import asdict, dataclass
 from itertools import chain
@@ -148,24 +149,34 @@ def fitted_on_prefixes(model: Any) -> bool:
 
 
 def _as_model(model: Any):
-    from .calibration import HTCCalibrator
-    from .calibration.general import GeneralCalibrator
+    from .calibration.linear_scoring import GACScoring, LinearScorer
 
     if isinstance(model, (str, os.PathLike)):
-        from .calibration.models import load_model
+        from .calibration.models import load_scorer
 
-        model = load_model(model)           # a shipped name (gac-prefix, ...) or a model file
-    if isinstance(model, GeneralCalibrator):
+        model = load_scorer(model)          # a shipped name or a model file, read for scoring only (numpy)
+    if isinstance(model, GACScoring):
         return model
     if not callable(getattr(model, "predict_proba", None)):
         raise ValueError(f"model must be a fitted HTCCalibrator, a model file path or a classifier with "
                          f"predict_proba, got {type(model).__name__}")
-    if isinstance(model, HTCCalibrator):
-        model._check_fitted()
+    if type(model) is LinearScorer or _is_htc_calibrator(model):
+        if type(model) is not LinearScorer:
+            model._check_fitted()
         if model.n_features_in_ != len(FEATURE_NAMES) or list(model.feature_names_in_) != list(FEATURE_NAMES):
             raise ValueError("model must be fitted on the 48 HTC features (FEATURE_NAMES, in order); this one has "
                              f"{model.n_features_in_} features")
     return model
+
+
+def _is_htc_calibrator(model: Any, exact: bool = False) -> bool:
+    """Whether ``model`` is an HTCCalibrator (``exact``: of that very class), without importing scikit-learn: an
+    HTCCalibrator exists only once its module is loaded."""
+    calibrators = sys.modules.get("htc_core.calibration.calibrators")
+    if calibrators is None:
+        return False
+    cls = calibrators.HTCCalibrator
+    return type(model) is cls if exact else isinstance(model, cls)
 
 
 class Monitor:
@@ -180,7 +191,9 @@ class Monitor:
         A fitted ``HTCCalibrator``, the path of its JSON model file, a shipped model's name, a
         ``GeneralCalibrator``, or a fitted classifier with ``predict_proba`` over the 48 features
         (``profile_``/``top_k_`` attributes, else "paper"/5). The default, the shipped ``"gac-prefix"``,
-        needs no labels of your own.
+        needs no labels of your own. A name or a file is read for scoring only (``model`` is then a
+        :class:`~htc_core.calibration.linear_scoring.GACScorer` or ``LinearScorer``: numpy, no scikit-learn);
+        the numbers are the estimator's to the bit.
     threshold : float, optional
         Alert when the confidence falls below this value (None: no alerts).
     on_alert : callable, optional
@@ -247,9 +260,10 @@ class Monitor:
         self.reset()
 
     def _folded_weights(self):
-        from .calibration import HTCCalibrator
+        from .calibration.linear_scoring import LinearScorer
 
-        if type(self.model) is not HTCCalibrator:  # a subclass may score differently
+        # a file's scorer or an HTCCalibrator (not a subclass: it may score differently)
+        if type(self.model) is not LinearScorer and not _is_htc_calibrator(self.model, exact=True):
             return None, 0.0
         m = self.model
         w = np.ascontiguousarray(m.coef_[0] / m.scale_, dtype=np.float64)
@@ -526,9 +540,9 @@ class Monitor:
 
 def _gac_parts(model) -> list | None:
     """For a GAC: [with-alternatives monitor (if any), without-alternatives monitor]; else None."""
-    from .calibration.general import GeneralCalibrator
+    from .calibration.linear_scoring import GACScoring
 
-    if not isinstance(model, GeneralCalibrator):
+    if not isinstance(model, GACScoring):   # a GeneralCalibrator or a file's GACScorer
         return None
     return [Monitor(m) for m in model.models.values() if m is not None]
 

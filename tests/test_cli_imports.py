@@ -159,3 +159,34 @@ def test_a_dask_or_spark_worker_scoring_with_a_gac_imports_no_estimator_library(
     assert p.returncode == 0, p.stderr[-3000:]
     loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
     assert not loaded & {"scipy", "sklearn", "numba", "threadpoolctl", "duckdb", "streamlit", "plotly", "torch"}
+
+
+#: what scikit-learn (or pandas) would bring; numba itself imports the top of scipy (scipy, scipy.linalg)
+ESTIMATOR = {"pandas", "sklearn", "scipy.special", "scipy.stats", "scipy.sparse", "scipy.optimize", "threadpoolctl"}
+MONITOR_SCRIPT = r"""
+import json, sys
+import htc_core as htc
+mon = htc.Monitor(threshold=0.35)
+mon.add_step([-0.1, -0.2, -0.05], [[-0.1, -2.5], [-0.2, -1.9], [-0.05, -3.0]])
+print(json.dumps({"model": type(mon.model).__name__, "loaded": [m for m in json.loads(sys.argv[1]) if m in sys.modules]}))
+"""
+
+
+def test_default_monitor_construction_and_one_update_import_no_estimator_library():
+    # Monitor() reads gac-prefix for scoring only (calibration.linear_scoring): numpy plus numba's update kernels
+    p = subprocess.run([sys.executable, "-c", MONITOR_SCRIPT, json.dumps([*WATCHED, *ESTIMATOR])], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["model"] == "GACScorer"
+    assert set(res["loaded"]) <= {"numpy", "numba", "scipy"}, res["loaded"]
+
+
+def test_monitor_help_and_a_replay_import_no_estimator_library(tmp_path):
+    assert loaded_by(["monitor", "--help"]) <= {"numpy"}
+    jsonl = ROOT / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+    for model in ("gac-prefix", "gac"):     # gac: fitted on whole runs, allowed with the flag
+        loaded = loaded_by(["monitor", model, str(jsonl), "--threshold", "0.35", "--allow-whole-run-model",
+                            "--out", str(tmp_path / "m.csv")], [*WATCHED, *ESTIMATOR])
+        # the replayed table is a DataFrame (pandas); the model, the update and the applicability line are not
+        assert not loaded & (ESTIMATOR - {"pandas"}), (model, loaded)

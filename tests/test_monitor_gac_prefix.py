@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import htc_core as htc
-from htc_core.calibration.general import GeneralCalibrator
+from htc_core.calibration.linear_scoring import GACScorer, LinearScorer
 from htc_core.calibration.models import DEFAULT_MONITOR, SHIPPED, load_model
 from htc_core.cli import main
 from htc_core.collect import Recorder
@@ -41,7 +41,8 @@ def _replay(ts, mon, gac, indices):
 def test_default_monitor_is_the_shipped_prefix_gac():
     assert DEFAULT_MONITOR == "gac-prefix" and "gac-prefix" in SHIPPED
     mon = Monitor()
-    assert isinstance(mon.model, GeneralCalibrator) and mon.model.name == "gac-prefix"
+    # read for scoring only (numpy, no scikit-learn): the estimator's numbers to the bit (test below)
+    assert isinstance(mon.model, GACScorer) and mon.model.name == "gac-prefix"
     card = mon.model.card
     assert card["training_data"]["n_prefixes"] > card["training_data"]["n"] > 2000
     loo = card["leave_one_out"]
@@ -71,6 +72,39 @@ def test_monitor_equals_gac_on_prefixes_of_real_runs(uala_run_a):
     assert _replay(ts, Monitor(), gac, idx) < TOL
     ua, _ = load(uala_run_a)
     assert _replay(ua, Monitor("gac-prefix"), gac, range(8)) < TOL
+
+
+def _histories(ts, mon):
+    out = []
+    for i in range(len(ts)):
+        mon.reset()
+        for s in range(ts.traj_offsets[i], ts.traj_offsets[i + 1]):
+            a, b = ts.step_offsets[s], ts.step_offsets[s + 1]
+            mon.add_step(ts.logprob[a:b], ts.top_logprobs[a:b])
+        out.append((list(mon.history), list(mon.alerts)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["gac-prefix", "gac", "gac-full"])
+def test_a_shipped_name_scores_as_the_estimator_to_the_bit(name):
+    """Monitor(name) reads the file for scoring only; its confidences and alerts equal, bit for bit, those of a
+    Monitor of the GeneralCalibrator estimator (with and without alternatives, transfer included)."""
+    ts, _ = load([str(REPO / "sample_runs" / "units"), str(REPO / "sample_runs" / "arithmetic")])
+    ts = ts.take(np.arange(0, len(ts), 7))
+    light, full = Monitor(name, threshold=0.4), Monitor(load_model(name), threshold=0.4)
+    assert type(light.model).__name__ == "GACScorer" and type(full.model).__name__ == "GeneralCalibrator"
+    got, want = _histories(ts, light), _histories(ts, full)
+    assert got == want and any(alerts for _, alerts in want)
+
+
+def test_an_htc_model_file_scores_as_the_estimator_to_the_bit(tmp_path):
+    ts, _ = load(str(REPO / "sample_runs" / "units"))
+    path = tmp_path / "m.json"
+    htc.HTCCalibrator("reduced", alphas=(1.0,), inner_folds=2).fit(htc.extract(ts), ts.labels).save(path)
+    light, full = Monitor(str(path)), Monitor(htc.HTCCalibrator.load(path))
+    assert isinstance(light.model, LinearScorer) and light._fast and full._fast
+    part = ts.take(np.arange(0, len(ts), 5))
+    assert _histories(part, light) == _histories(part, full)
 
 
 def test_a_run_whose_alternatives_start_later_switches_model(tmp_path):

@@ -70,10 +70,11 @@ class TraceBuffer:
     def __init__(self, store: Store, *, model="gac", settle_s: float = 2.0, idle_s: float = 30.0,
                  group_by: str | None = None, max_spans: int = 1_000_000, alert_below: float | None = None,
                  clock=time.monotonic):
-        from ..calibration.models import load_model
+        from ..calibration.models import load_scorer
 
         self.store, self.settle_s, self.idle_s, self.group_by, self.clock = store, settle_s, idle_s, group_by, clock
-        self.model = load_model(model) if isinstance(model, str) else model
+        # scoring only: the model file read with numpy alone, as htc score reads it (no scikit-learn to import)
+        self.model = load_scorer(model) if isinstance(model, str) else model
         self.model_name = model if isinstance(model, str) else (getattr(model, "name", None) or type(model).__name__)
         self.monitor = Monitor(self.model, threshold=alert_below)    # ValueError: a model it cannot run
         # a GAC with a 'transfer' combination (a training-free signal mixed in) is not what the Monitor computes:
