@@ -26,8 +26,9 @@ import pytest
 from conftest import REPO, make_traj, write_jsonl
 
 CHROMIUM = os.environ.get("HTC_CHROMIUM", "/usr/bin/chromium")
-# Screenshots go to a temporary folder so that a test run never changes tracked files;
-# HTC_SCREENSHOT_DIR=docs/screenshots refreshes the README's pictures.
+# Screenshots go to a temporary folder so that a test run never changes tracked files (HTC_SCREENSHOT_DIR
+# chooses another). The docs' pictures come from `python -m htc_dev.screenshots` against a dashboard on the
+# sample runs: these tests' pages show uploaded test data.
 SHOTS = Path(os.environ.get("HTC_SCREENSHOT_DIR") or (Path(tempfile.gettempdir()) / "htc-screenshots"))
 SHOTS.mkdir(parents=True, exist_ok=True)
 PAGES = [  # (sidebar link text, url path, file name, plotly charts the page draws)
