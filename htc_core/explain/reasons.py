@@ -394,22 +394,35 @@ def _linear_terms(model, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (row - lin.mean_) / lin.scale_, lin.coef_[0]
 
 
+def _reference_places(values: np.ndarray, ref: np.ndarray) -> tuple[list[float], np.ndarray]:
+    """Per column: :func:`percentile_of` ``values[j]`` in ``ref[:, j]``, and the median of ``ref[:, j]`` (NaN for
+    no reference runs), for all columns at once."""
+    if not len(ref):
+        return [float("nan")] * len(values), np.full(len(values), np.nan)
+    finite = np.isfinite(ref)
+    below = np.count_nonzero(finite & (ref < values), axis=0).tolist()
+    equal = np.count_nonzero(finite & (ref == values), axis=0).tolist()
+    size = np.count_nonzero(finite, axis=0).tolist()
+    pct = [float(100.0 * (b + 0.5 * e) / m) if m and np.isfinite(v) else float("nan")
+           for v, b, e, m in zip(values.tolist(), below, equal, size)]
+    return pct, np.median(ref, axis=0)
+
+
 def _contribution_table(model, Xv: np.ndarray, index: int, contrib: np.ndarray, ref: np.ndarray) -> pd.DataFrame:
     """One row per model feature of row ``index``: value, z, weight, contribution, its place in ``ref``."""
     z, w = _linear_terms(model, Xv[index][_model_columns(model, Xv)])
+    names = list(model.feature_names_in_)
+    cols = [FEATURE_NAMES.index(nm) if nm in FEATURE_NAMES else j for j, nm in enumerate(names)]
+    pcts, medians = _reference_places(Xv[index, cols], ref[:, cols])
     rows = []
-    for j, nm in enumerate(model.feature_names_in_):
+    for j, nm in enumerate(names):
         spec = REGISTRY.get(nm)
-        col = FEATURE_NAMES.index(nm) if nm in FEATURE_NAMES else j
-        v = float(Xv[index, col])
-        refj = ref[:, col] if len(ref) else np.zeros(0)
-        pct = percentile_of(v, refj)
         rows.append({
             "feature": nm, "code": spec.code if spec else nm, "family": spec.family if spec else "",
             "display_name": spec.display_name if spec else nm, "formula": spec.formula if spec else "",
-            "value": v, "z": float(z[j]), "weight": float(w[j]), "contribution": float(contrib[j]),
-            "success_median": float(np.median(refj)) if len(refj) else float("nan"),
-            "success_percentile": pct, "position": describe_position(pct),
+            "value": float(Xv[index, cols[j]]), "z": float(z[j]), "weight": float(w[j]),
+            "contribution": float(contrib[j]), "success_median": float(medians[j]),
+            "success_percentile": pcts[j], "position": describe_position(pcts[j]),
         })
     table = pd.DataFrame(rows)
     table = table.reindex(table["contribution"].abs().sort_values(ascending=False, kind="stable").index)
@@ -548,36 +561,39 @@ def reason_text(name: str, value: str, pct: float, n_ref: int, reference: str, c
 
 def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: str, n_ref: int) -> pd.DataFrame:
     """Per-feature rows summed into distinct signals, each named for what its member of largest ``|weight|`` measures
-    (:mod:`.measures`), with its reason in words (column ``reason``)."""
+    (:mod:`.measures`), with its reason in words (column ``reason``). Plain arrays indexed by the model's feature
+    order (the table's rows are sorted by contribution): one ``.loc`` per member cost most of a run's explanation."""
     names = list(model.feature_names_in_)
-    by_feature = table.set_index("feature")
+    position = {nm: j for j, nm in enumerate(names)}
+    at = np.argsort([position[nm] for nm in table["feature"]])          # the table's row of each model feature
+    weight, contrib, value = (table[c].to_numpy(dtype=np.float64)[at] for c in ("weight", "contribution", "value"))
+    shown, median = table["display_name"].to_numpy(dtype=object)[at], table["success_median"].to_numpy()[at]
+    percentile = table["success_percentile"].to_numpy(dtype=np.float64)[at]
     lin = _linear_model(model)
     rows, lead_of = [], {}
     for sig in signals:
-        members = [names[j] for j in sig.members]
-        size = "weight" if np.isfinite(by_feature.loc[members, "weight"]).all() else "contribution"
-        lead = max(members, key=lambda nm: (abs(by_feature.at[nm, size]), -names.index(nm)))
-        lj = names.index(lead)
-        r = by_feature.loc[lead]
-        for nm in members:
-            lead_of[nm] = lead
-        contribution = float(by_feature.loc[members, "contribution"].sum())
-        net = sum(sig.sign_of(names.index(nm)) * sig.sign_of(lj) * float(by_feature.at[nm, "weight"]) for nm in members)
+        members = list(sig.members)
+        size = weight if np.isfinite(weight[members]).all() else contrib
+        lj = max(members, key=lambda j: (abs(size[j]), -j))
+        lead = names[lj]
+        lead_of.update({names[j]: lead for j in members})
+        contribution = float(np.nansum(contrib[members]))
+        net = sum(sig.sign_of(j) * sig.sign_of(lj) * float(weight[j]) for j in members)
         reading = None if lin is None else ModelReading(
-            weight=net, offset=float(r["value"] - lin.mean_[lj]),
+            weight=net, offset=float(value[lj] - lin.mean_[lj]),
             centre=format_measure(lead, lin.mean_[lj]), n_members=len(members))
-        value = format_measure(lead, r["value"])
-        pct = float(r["success_percentile"])
+        shown_value = format_measure(lead, value[lj])
+        pct = float(percentile[lj])
         rows.append({
-            "signal": lead, "name": signal_name(lead, len(members)), "display_name": r["display_name"],
-            "kind": sig.kind, "members": [by_feature.at[nm, "display_name"] for nm in members if nm != lead],
-            "n_members": len(members), "value": r["value"], "shown_value": value, "direction": position_of(pct),
-            "success_median": r["success_median"], "success_percentile": pct,
+            "signal": lead, "name": signal_name(lead, len(members)), "display_name": shown[lj],
+            "kind": sig.kind, "members": [shown[j] for j in members if j != lj],
+            "n_members": len(members), "value": value[lj], "shown_value": shown_value, "direction": position_of(pct),
+            "success_median": median[lj], "success_percentile": pct,
             "comparison": compare_with(pct, n_ref, ref_name), "contribution": contribution,
-            "reason": reason_text(signal_name(lead, len(members)), value, pct, n_ref, ref_name, contribution,
+            "reason": reason_text(signal_name(lead, len(members)), shown_value, pct, n_ref, ref_name, contribution,
                                   reading),
         })
-    table["signal"] = table["feature"].map(lead_of)
+    table["signal"] = [lead_of.get(nm, np.nan) for nm in table["feature"]]
     out = pd.DataFrame(rows)
     out = out.reindex(out["contribution"].abs().sort_values(ascending=False, kind="stable").index)
     return out.reset_index(drop=True)
@@ -593,10 +609,10 @@ def signal_name(lead: str, n_members: int) -> str:
 def _reasons(signals: pd.DataFrame, n_reasons: int, min_abs: float) -> list[str]:
     """The reasons of the strongest signals, at most ``n_reasons``, none below ``min_abs``."""
     reasons = []
-    for _, r in signals.iterrows():
-        if len(reasons) >= n_reasons or abs(r["contribution"]) < min_abs:
+    for contribution, reason in zip(signals["contribution"].to_numpy(), signals["reason"].tolist()):
+        if len(reasons) >= n_reasons or abs(contribution) < min_abs:
             break
-        reasons.append(r["reason"])
+        reasons.append(reason)
     return reasons
 
 

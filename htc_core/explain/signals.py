@@ -17,10 +17,18 @@ data the explanation refers to:
 A signal's contribution to the logit is the sum of its members' contributions, so the signals still add up to
 the model's logit exactly. ``signs`` orient the members: +1 where a member rises with the signal's first
 member, -1 where it falls (explanations say "higher" or "lower" for the whole signal from them).
+
+The grouping depends only on the matrix and the threshold, and explaining run after run of one run set asks for
+the same grouping every time: :func:`signal_groups` remembers it for the last :data:`CACHE_SIZE` matrices, keyed
+on their content (a hash of the values, the shape and the threshold), so only the first run pays for the
+correlation and the clustering.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +36,11 @@ import numpy as np
 __all__ = ["Signal", "signal_groups", "DEFAULT_CORRELATION"]
 
 DEFAULT_CORRELATION = 0.7
+
+#: how many (matrix, threshold) groupings :func:`signal_groups` remembers (least recently used dropped first)
+CACHE_SIZE = 8
+_cache: OrderedDict[tuple, tuple] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -144,7 +157,8 @@ def signal_groups(X, *, threshold: float | None = DEFAULT_CORRELATION) -> list[S
     """Group the columns of a feature matrix into distinct signals.
 
     Exact copies (and constant columns) form one signal; correlated columns join by average-linkage clustering
-    on ``1 - |r|`` cut at ``1 - threshold``. Non-finite values count as 0.
+    on ``1 - |r|`` cut at ``1 - threshold``. Non-finite values count as 0. The result is remembered for the last
+    :data:`CACHE_SIZE` matrices (keyed on their values), so explaining many runs of one run set groups once.
 
     Parameters
     ----------
@@ -181,7 +195,22 @@ def signal_groups(X, *, threshold: float | None = DEFAULT_CORRELATION) -> list[S
         raise ValueError(f"X must be a 2-D feature matrix, got shape {X.shape}")
     if threshold is not None and not (0.0 < float(threshold) < 1.0):
         raise ValueError(f"threshold must be in (0, 1) or None, got {threshold!r}")
-    X = np.where(np.isfinite(X), X, 0.0)
+    key = (X.shape, None if threshold is None else float(threshold),
+           hashlib.blake2b(np.ascontiguousarray(X).tobytes(), digest_size=20).digest())
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return list(_cache[key])
+    signals = _grouped(np.where(np.isfinite(X), X, 0.0), threshold)
+    with _cache_lock:
+        _cache[key] = tuple(signals)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return signals
+
+
+def _grouped(X: np.ndarray, threshold: float | None) -> list[Signal]:
+    """The signals of a finite matrix (:func:`signal_groups` without its checks and its cache)."""
     copies = _exact_copies(X)
     r = _correlation(X)
     linked = copies | _clusters(r, copies, float(threshold)) if threshold is not None else copies

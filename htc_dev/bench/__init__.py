@@ -18,6 +18,7 @@
     python -m htc_dev.bench label_queue   the label queue vs random order: adapted ECE after 10..100 labels
     python -m htc_dev.bench otel          OTLP JSON file read vs json.loads floors (new processes); htc serve spans/s
     python -m htc_dev.bench logit_bound   HTC with and without the soft logit bound (max_logit=10), same folds
+    python -m htc_dev.bench explain       explain_trajectory ms per run on the sample runs; --digest of its output
     python -m htc_dev.bench all           features, formats, calibration and monitor
 
 Options after the name go to that benchmark (``python -m htc_dev.bench NAME --help``).
@@ -25,7 +26,7 @@ Options after the name go to that benchmark (``python -m htc_dev.bench NAME --he
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
               "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign",
-              "label_queue", "otel", "logit_bound")
+              "label_queue", "otel", "logit_bound", "explain")
 
 
 def shared_data_dir():
