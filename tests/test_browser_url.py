@@ -393,11 +393,11 @@ def test_feature_weights_choices_round_trip(server, browser):  # noqa: F811
     page.locator('[data-testid="stCheckbox"]').filter(has_text="Show only features with a non-zero weight") \
         .get_by_text("Show only features with a non-zero weight").click()
     _wait_url(page, "kept", "1")
-    _radio(page, "Variant", "HTC-Reduced")
-    _wait_url(page, "heat", "reduced")
+    _radio(page, "Variant", "HTC-Full")          # HTC-Reduced is every view's default now (ui-review 21)
+    _wait_url(page, "heat", "full")
 
     other = _open(browser, page.url, "Feature weights")
     assert other.get_by_label("Show only features with a non-zero weight").is_checked()
-    assert _checked(other, "Variant", "HTC-Reduced")
+    assert _checked(other, "Variant", "HTC-Full")
     _same_url(page, other)
     _close(page, other)
