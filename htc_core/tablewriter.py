@@ -274,8 +274,6 @@ def _frame(columns: dict[str, np.ndarray], booleans: set[str]) -> "pd.DataFrame"
 def _arrow_columns(columns: dict[str, np.ndarray], booleans: set[str]) -> list | None:
     """Arrow arrays of the columns, made from buffers (``pa.array`` on a numpy array or a list imports pandas),
     or None when a text column holds something else than str or None (the DataFrame path judges it)."""
-    import pyarrow as pa
-
     out = []
     for name, v in columns.items():
         if name in booleans:
@@ -284,17 +282,16 @@ def _arrow_columns(columns: dict[str, np.ndarray], booleans: set[str]) -> list |
             words[np.isnan(v)] = None
             v = words
         if v.dtype == object:
-            arr = _text_array(v)
+            arr = text_array(v)
             if arr is None:
                 return None
         else:
-            v = np.ascontiguousarray(v, dtype=np.float64)
-            arr = pa.Array.from_buffers(pa.float64(), len(v), [_validity(~np.isnan(v)), pa.py_buffer(v)])
+            arr = float_array(v)
         out.append(arr)
     return out
 
 
-def _validity(valid: np.ndarray):
+def validity_bitmap(valid: np.ndarray):
     """Arrow's validity bitmap of a boolean mask (None when every value is valid)."""
     import pyarrow as pa
 
@@ -303,8 +300,17 @@ def _validity(valid: np.ndarray):
     return pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def _text_array(v: np.ndarray):
-    """An Arrow large_string array of an object array of str / None, or None for any other value."""
+def float_array(v: np.ndarray):
+    """A float64 Arrow array of ``v`` with NaN as null (what ``from_pandas`` makes of a float column)."""
+    import pyarrow as pa
+
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(v), [validity_bitmap(~np.isnan(v)), pa.py_buffer(v)])
+
+
+def text_array(v: np.ndarray, *, large: bool = True):
+    """An Arrow large_string (``large``) or string array of an object array of str / None; None for any other
+    value, a lone surrogate, or (string) text past 32-bit offsets."""
     import pyarrow as pa
 
     values = v.tolist()
@@ -316,9 +322,13 @@ def _text_array(v: np.ndarray):
         return None
     offsets = np.zeros(len(data) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, data), dtype=np.int64, count=len(data)), out=offsets[1:])
+    if not large:
+        if offsets[-1] >= 2**31:
+            return None
+        offsets = offsets.astype(np.int32)
     valid = np.fromiter((s is not None for s in values), dtype=bool, count=len(values))
-    return pa.Array.from_buffers(pa.large_string(), len(v), [_validity(valid), pa.py_buffer(offsets),
-                                                              pa.py_buffer(b"".join(data))])
+    return pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(v),
+                                 [validity_bitmap(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
 
 
 __all__ = ["TableWriter", "SUFFIXES"]

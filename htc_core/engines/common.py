@@ -29,6 +29,7 @@ import orjson
 
 from ..calibration.streaming import MetricState
 from ..report import LoadReport
+from ..tablewriter import float_array, text_array, validity_bitmap
 
 # bytes of htc-trace JSONL per piece at most (a piece is held in memory by the worker that reads it)
 DEFAULT_PIECE_BYTES = 32 << 20
@@ -451,20 +452,20 @@ def _feature_batch(ts, task: Task, schema, index: int, lines):
 
     from ..features import extract
 
-    cols = [_text_array(ts.meta_column(c)) for c in ("id", "dataset", "model")]
+    cols = [text_array(ts.meta_column(c), large=False) for c in ("id", "dataset", "model")]
     if any(c is None for c in cols):
         return None
     n = ts.n_trajectories
     success = ts.meta_column("success")
     data = pa.py_buffer(np.packbits(success == 1.0, bitorder="little"))
-    cols.append(pa.Array.from_buffers(pa.bool_(), n, [_bitmap(~np.isnan(success)), data]))
+    cols.append(pa.Array.from_buffers(pa.bool_(), n, [validity_bitmap(~np.isnan(success)), data]))
     values = np.ascontiguousarray(extract(ts, profile=task.profile, top_k=task.top_k).values.T)
-    cols += [_float_array(v) for v in values]
+    cols += [float_array(v) for v in values]
     piece_col = np.full(n, index, dtype=np.int64)
     cols.append(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(piece_col)]))
     cols.append(pa.nulls(n, pa.int64()) if lines is None else
                 pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.ascontiguousarray(lines, np.int64))]))
-    cols += [_float_array(np.asarray(ts.labels, dtype=np.float64)), pa.nulls(n, pa.string())]
+    cols += [float_array(np.asarray(ts.labels, dtype=np.float64)), pa.nulls(n, pa.string())]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
@@ -478,43 +479,6 @@ def _meta_batch(schema, index: int, meta: bytes):
     cols[schema.get_field_index("_meta")] = pa.Array.from_buffers(
         pa.string(), 1, [None, pa.py_buffer(np.array([0, len(meta)], dtype=np.int32)), pa.py_buffer(meta)])
     return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def _bitmap(mask: np.ndarray):
-    """An Arrow bitmap of a boolean mask (None when every value is set: Arrow's "all valid")."""
-    import pyarrow as pa
-
-    if mask.all():
-        return None
-    return pa.py_buffer(np.packbits(mask, bitorder="little"))
-
-
-def _float_array(v: np.ndarray):
-    """A float64 Arrow array of ``v`` with NaN as null (what ``from_pandas`` makes of a float column)."""
-    import pyarrow as pa
-
-    v = np.ascontiguousarray(v, dtype=np.float64)
-    return pa.Array.from_buffers(pa.float64(), len(v), [_bitmap(~np.isnan(v)), pa.py_buffer(v)])
-
-
-def _text_array(v: np.ndarray):
-    """An Arrow string array of an object array of str / None, or None for any other value."""
-    import pyarrow as pa
-
-    values = v.tolist()
-    if any(type(s) is not str and s is not None for s in values):
-        return None
-    try:
-        data = [b"" if s is None else s.encode("utf-8") for s in values]
-    except UnicodeEncodeError:    # a lone surrogate: Arrow refuses it, as the pandas path reports
-        return None
-    offsets = np.zeros(len(data) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, data), dtype=np.int64, count=len(data)), out=offsets[1:])
-    if offsets[-1] >= 2**31:
-        return None
-    valid = np.fromiter((s is not None for s in values), dtype=bool, count=len(values))
-    return pa.Array.from_buffers(pa.string(), len(v), [_bitmap(valid), pa.py_buffer(offsets.astype(np.int32)),
-                                                        pa.py_buffer(b"".join(data))])
 
 
 def map_batches(batches: Iterable, task: Task) -> Iterator:
