@@ -1,12 +1,12 @@
 """Calibration: honest cross-validated evaluation, reliability diagrams, metrics, model fit/download/upload."""
 
-import json
-
 import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
 opening.say("Calibration")   # the title before this page's imports (or, on a new server's first request, a notice)
+
+import json
 
 from htc_core import explain
 from htc_core.app import (adapt_views, adapted_scorer, drill, experiments, label_panels, report_download, sampling, ui,

@@ -1,12 +1,13 @@
 """Examples: where HTC changed the verdict of a single-signal baseline (like the paper's qualitative examples),
 and HTC's own worst mistakes (most confident failures, least confident successes)."""
 
-import numpy as np
 import streamlit as st
 
 from htc_core.app import opening   # nothing but Streamlit: costs nothing
 
 opening.say("Examples")   # the title before this page's imports (or, on a new server's first request, a notice)
+
+import numpy as np
 
 from htc_core import explain
 from htc_core.app import experiments, label_panels, ui, url_state, views
