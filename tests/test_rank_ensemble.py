@@ -236,3 +236,51 @@ def test_average_ranks_are_scipys_rankdata_to_the_bit(values):
 
     x = np.asarray(values, dtype=np.float64)
     assert np.array_equal(average_ranks(x), rankdata(x))
+
+
+def test_bimodality_coefficient_known_values():
+    """Sarle's coefficient of distributions with a known value: normal 1/3, uniform 5/9, two equal point masses 1;
+    NaN where it is undefined; NaNs in a column are left out."""
+    rng = np.random.default_rng(5)
+    n = 200_000
+    S = np.column_stack([rng.standard_normal(n), rng.random(n), np.repeat([0.0, 1.0], n // 2)])
+    np.testing.assert_allclose(rk.bimodality_coefficient(S), [1 / 3, 5 / 9, 1.0], atol=0.01)
+    with_nan = np.column_stack([np.r_[S[:1000, 0], np.full(50, np.nan)], np.full(1050, 2.0),
+                                np.r_[1.0, 2.0, 3.0, np.full(1047, np.nan)]])
+    bc = rk.bimodality_coefficient(with_nan)
+    assert bc[0] == pytest.approx(rk.bimodality_coefficient(S[:1000, 0])[0]) and np.isnan(bc[1:]).all()
+
+
+def separated_and_noise(n=2000, rate=0.4, shift=4.0, seed=6):
+    """Labels and three scores: pure noise, a score that splits successes from failures by ``shift`` sd (bimodal,
+    AUROC about 1), and a weak one (0.5 sd)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < rate).astype(float)
+    S = rng.standard_normal((n, 3)) + y[:, None] * np.array([0.0, shift, 0.5])
+    return y, S
+
+
+def test_choose_by_bimodality_picks_the_score_that_splits_the_runs():
+    """Known answer: the separating score is the most bimodal, so the label-free choice ranks as the best score;
+    a default is kept under a margin larger than the gap, and an unusable column never wins."""
+    y, S = separated_and_noise()
+    assert rk.choose_by_bimodality(S) == 1
+    R = rk.scaled_ranks(S)                                               # auroc takes values in [0, 1]
+    assert auroc(y, R[:, rk.choose_by_bimodality(S)]) == max(auroc(y, R[:, j]) for j in range(3)) > 0.99
+    bc = rk.bimodality_coefficient(S)
+    assert rk.choose_by_bimodality(S, default=2, margin=bc[1] - bc[2] + 0.01) == 2
+    assert rk.choose_by_bimodality(S, default=2, margin=bc[1] - bc[2] - 0.01) == 1
+    flat = np.column_stack([S, np.full(len(S), 7.0)])
+    assert rk.choose_by_bimodality(flat, default=3) == 1                 # a constant default is not usable
+    assert rk.choose_by_bimodality(np.full((5, 2), np.nan), default=1) == 1
+    # a weak separation is not bimodal: the coefficient stays near the normal's 1/3
+    assert bc[0] == pytest.approx(1 / 3, abs=0.03) and bc[2] == pytest.approx(1 / 3, abs=0.03) and bc[1] > 5 / 9
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.01, 100.0), st.floats(-50.0, 50.0), st.integers(0, 10_000))
+def test_choose_by_bimodality_ignores_each_scores_scale_and_location(scale, loc, seed):
+    _, S = separated_and_noise(n=300, shift=2.5, seed=seed)
+    moved = S * np.array([scale, 1.0, 1 / scale]) + np.array([loc, -loc, 0.0])
+    assert rk.choose_by_bimodality(moved) == rk.choose_by_bimodality(S)
+    np.testing.assert_allclose(rk.bimodality_coefficient(moved), rk.bimodality_coefficient(S), rtol=1e-6)

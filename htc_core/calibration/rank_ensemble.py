@@ -33,7 +33,8 @@ import numpy as np
 
 __all__ = ["scaled_ranks", "rank_one_fit", "RankerEstimate", "estimate_auroc", "ensemble_weights", "combine_ranks",
            "consensus_agreement", "RANKERS", "usable_columns", "rank_mean", "reorder",
-           "fit_rank_mean_platt", "check_set_level", "apply_set_level"]
+           "fit_rank_mean_platt", "check_set_level", "apply_set_level", "bimodality_coefficient",
+           "choose_by_bimodality"]
 
 
 def scaled_ranks(S) -> np.ndarray:
@@ -322,6 +323,92 @@ def consensus_agreement(S) -> np.ndarray:
         rest = np.delete(R, j, axis=1).mean(axis=1)
         out[j] = np.corrcoef(R[:, j], rest)[0, 1] if R[:, j].std() > 0 and rest.std() > 0 else 0.0
     return out
+
+
+def bimodality_coefficient(S) -> np.ndarray:
+    """Sarle's bimodality coefficient of each column's finite values: ``(g**2 + 1) / (k + 3 (n-1)**2 / ((n-2)(n-3)))``.
+
+    ``g`` is the sample skewness and ``k`` the excess kurtosis, both bias-corrected (SAS's estimators). A normal
+    sample gives about 1/3, a uniform one 5/9, two equal point masses 1: above 5/9 suggests two modes. A score
+    that splits a run set into its successes and failures is a mixture of two components, and the further apart
+    they are, the higher the coefficient; that is the idea of :func:`choose_by_bimodality`, whose worth on real
+    runs is measured, not assumed (``python -m htc_dev.bench gac_rank``).
+
+    Parameters
+    ----------
+    S : array-like of shape (n_runs, n_columns) or (n_runs,)
+        The scores (NaN: left out of that column).
+
+    Returns
+    -------
+    ndarray of shape (n_columns,)
+        NaN for a column with fewer than 4 finite values or no spread.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.rank_ensemble import bimodality_coefficient
+    >>> x = np.r_[np.zeros(50), np.ones(50)]
+    >>> bimodality_coefficient(np.column_stack([x, np.arange(100.0)])).round(3).tolist()
+    [0.951, 0.528]
+    """
+    S = np.asarray(S, dtype=np.float64)
+    S = S.reshape(len(S), -1)
+    out = np.full(S.shape[1], np.nan)
+    for j in range(S.shape[1]):
+        v = S[np.isfinite(S[:, j]), j]
+        n = v.size
+        if n < 4 or float(v.max() - v.min()) <= 0:
+            continue
+        d = v - v.mean()
+        m2, m3, m4 = (d ** 2).mean(), (d ** 3).mean(), (d ** 4).mean()
+        g = np.sqrt(n * (n - 1)) / (n - 2) * m3 / m2 ** 1.5
+        k = (n - 1) / ((n - 2) * (n - 3)) * ((n + 1) * (m4 / m2 ** 2 - 3) + 6)
+        out[j] = (g ** 2 + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+    return out
+
+
+def choose_by_bimodality(S, *, default: int | None = None, margin: float = 0.0) -> int:
+    """The column of ``S`` whose scores are the most bimodal on this run set (:func:`bimodality_coefficient`):
+    a label-free choice of the ranker to trust.
+
+    Only :func:`usable_columns` compete. With ``default``, that column is kept unless another's coefficient
+    exceeds its own by more than ``margin``.
+
+    Parameters
+    ----------
+    S : array-like of shape (n_runs, n_columns)
+        The scores of one run set, larger = more confident, each on the scale its calibration map reads (the
+        logit of a probability, minus an entropy as it is).
+    default : int, optional
+        The column to keep unless another is clearly more bimodal (also the answer when no column is usable).
+    margin : float, default=0.0
+        How much higher another column's coefficient must be.
+
+    Returns
+    -------
+    int
+        The chosen column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htc_core.calibration.rank_ensemble import choose_by_bimodality
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.random(400) < 0.4
+    >>> S = np.column_stack([rng.normal(size=400), rng.normal(size=400) + 4 * y])   # column 1 splits the runs
+    >>> choose_by_bimodality(S), choose_by_bimodality(S, default=0, margin=1.0)
+    (1, 0)
+    """
+    S = np.asarray(S, dtype=np.float64)
+    S = S.reshape(len(S), -1)
+    bc = np.where(usable_columns(S), bimodality_coefficient(S), np.nan)
+    if not np.isfinite(bc).any():
+        return 0 if default is None else int(default)
+    best = int(np.nanargmax(bc))
+    if default is None or not np.isfinite(bc[default]):
+        return best
+    return best if bc[best] > bc[default] + margin else int(default)
 
 
 # the rankers of a run set: the GAC's (transferred) logit, then the training-free signals' scores

@@ -13,6 +13,7 @@
     python -m htc_dev.bench scaling       htc features local vs Dask 1 and 2 workers at 10k/100k/1M runs vs json.loads
     python -m htc_dev.bench gam           htc evaluate with HTC-GAM on 500 runs vs the default table; GAM vs Reduced
     python -m htc_dev.bench gac_foreign   the shipped GAC zero-shot on a foreign run set vs training-free signals
+    python -m htc_dev.bench gac_rank      label-free ways to rank as the best training-free signal: LOFO choice, foreign sets
     python -m htc_dev.bench learning      learning curves (HTC vs MLP, XGBoost, GP, LSTM, Transformer) on sample_runs/
     python -m htc_dev.bench coldstart     first fit / score / Monitor / evaluate with an empty kernel cache vs warm
     python -m htc_dev.bench label_queue   the label queue vs random order: adapted ECE after 10..100 labels
@@ -26,7 +27,7 @@ Options after the name go to that benchmark (``python -m htc_dev.bench NAME --he
 
 BENCHMARKS = ("features", "formats", "calibration", "dashboard", "hostile", "monitor", "experiments", "ingest", "gam",
               "scaling", "learning", "dashboard_scale", "flags", "coldstart", "gac_foreign",
-              "label_queue", "otel", "logit_bound", "explain")
+              "label_queue", "otel", "logit_bound", "explain", "gac_rank")
 
 
 def shared_data_dir():

@@ -1,0 +1,352 @@
+"""Can the GAC rank at least as well as the best training-free signal on every set, without labels?
+
+    python -m htc_dev.bench gac_rank            # leave-one-family-out choice, then the foreign table
+    python -m htc_dev.bench gac_rank --quick    # 200 bootstrap resamples instead of 1,000
+
+The shipped GAC (transfer ``signal-oof``) ranks every run set exactly as the minimum token probability. Where
+another training-free signal ranks a set better (the mean entropy on the Gemma ``units`` runs), it loses. Each
+candidate below ranks the runs with the three training-free signals only, label-free, and calibrates its score
+with an out-of-family Platt map fitted on training runs
+(:func:`htc_core.experiments.transfer_eval.out_of_family_platt`, as ``signal-oof`` does):
+
+- ``min_prob`` (the shipped one), ``seq_prob``, ``neg_entropy``: one signal;
+- ``z-mean``: per run, the mean of the three signals' scores (logit of a probability, minus the entropy as it is),
+  each standardized with the training runs' mean and sd: rank averaging that needs no set, so a Monitor could
+  run it; ``gac+z-mean`` counts the GAC's own score (the minimum token probability) twice;
+- ``rank-mean``: the mean of the three signals' ranks within the scored set;
+- ``consensus``: per set, the signal whose ranks agree most with the mean rank of the other two
+  (:func:`htc_core.calibration.rank_ensemble.consensus_agreement`); ``spread``: the signal whose sd on the set is
+  the largest multiple of its sd on the training runs;
+- ``bimodal``: per set, the signal whose scores are the most bimodal there
+  (:func:`htc_core.calibration.rank_ensemble.choose_by_bimodality`), through that signal's map;
+- ``bimodal-margin``: the minimum token probability unless another signal is more bimodal by a margin; the margin
+  is chosen inside the training families of each split, the same way as the candidate.
+
+The choice, on the training runs only (``sample_runs/``, 10 families = task x model family): leave one family
+out, fit the maps on the other nine, score the held-out family; a family is *met* where the candidate's AUROC is
+at least the best signal's, a *clear loss* where the 95% paired bootstrap interval of the difference lies below 0
+(:func:`htc_dev.bench.gac_foreign.auroc_gap`), otherwise *within noise*. The candidate chosen has the fewest
+clear losses, then the most met, then the lowest mean deficit. The foreign sets (UALA HotpotQA files and both
+together, the Gemma runs as a new model family with maps fitted on the SmolLM2 runs alone, the synthetic fixture)
+are scored afterwards in the layout of ``python -m htc_dev.bench gac_foreign`` (99 rows: whole runs once for
+``gac`` and once for ``gac-full``, which hold the same map, and 7 prefix cuts), labels only scoring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .gac_foreign import CUTS, DEFAULT_FOREIGN, NEW_FAMILY, SAMPLE_RUNS, auroc_gap, fixture_sets, uala_sets
+
+PER_RUN = {"min_prob": (0, 1, 0), "seq_prob": (1, 0, 0), "neg_entropy": (0, 0, 1), "z-mean": (1, 1, 1),
+           "gac+z-mean": (1, 2, 1)}
+SET_LEVEL = ("rank-mean", "consensus", "spread", "bimodal", "bimodal-margin")
+CANDIDATES = tuple(PER_RUN) + SET_LEVEL
+MARGINS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, float("inf"))
+DEFAULT = 1                      # the column of the minimum token probability: the shipped GAC's ranking
+
+
+def signal_scores(ts) -> np.ndarray:
+    """[n_runs, 3]: logit of the sequence probability, logit of the minimum token probability, minus the mean
+    entropy (NaN without top-k alternatives): each signal on the scale its map reads."""
+    from htc_core.calibration.transfer_methods import logit, training_free_signal_arrays
+
+    s = training_free_signal_arrays(ts)
+    return np.column_stack([logit(s["seq_prob"]), logit(s["min_prob"]), s["neg_entropy"]])
+
+
+def weighted_mean(S: np.ndarray, w, mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Per run, the ``w``-weighted mean of the standardized finite columns of ``S`` (0 where none is)."""
+    Z = (S - mu) / sd
+    W = np.where(np.isfinite(Z), np.asarray(w, dtype=np.float64), 0.0)
+    return np.where(W.sum(axis=1) > 0, np.nansum(np.nan_to_num(Z) * W, axis=1) / np.maximum(W.sum(axis=1), 1e-12),
+                    0.0)
+
+
+class Maps:
+    """Everything fitted on training rows (scores ``S``, labels ``y``, families ``groups``): each signal's and each
+    per-run combination's out-of-family Platt map, the standardization of the combinations, the fill of NaNs."""
+
+    def __init__(self, S: np.ndarray, y: np.ndarray, groups: np.ndarray):
+        from htc_core.experiments.transfer_eval import out_of_family_platt
+
+        self.mu, self.sd = np.nanmean(S, axis=0), np.nanstd(S, axis=0)
+        self.fill = np.nanmedian(S, axis=0)
+        self.signal = []
+        for j in range(S.shape[1]):
+            ok = np.isfinite(S[:, j])
+            self.signal.append(increasing(out_of_family_platt(S[ok, j], y[ok], groups[ok]), S[ok, j], y[ok]))
+        self.per_run = {}
+        for m, w in PER_RUN.items():
+            if sum(w) > 1:
+                x = weighted_mean(S, w, self.mu, self.sd)
+                self.per_run[m] = increasing(out_of_family_platt(x, y, groups), x, y)
+        from htc_core.calibration.rank_ensemble import fit_rank_mean_platt
+
+        self.rank_mean = fit_rank_mean_platt(S, y, groups)
+
+    def column(self, S: np.ndarray, j: int) -> np.ndarray:
+        from htc_core.calibration.transfer_methods import sigmoid
+
+        a, b = self.signal[j]
+        return sigmoid(a * np.where(np.isfinite(S[:, j]), S[:, j], self.fill[j]) + b)
+
+    def pick(self, method: str, S: np.ndarray) -> int:
+        """The column ``consensus`` or ``spread`` trusts on the set ``S`` (usable columns only)."""
+        from htc_core.calibration import rank_ensemble as rk
+
+        use = np.flatnonzero(rk.usable_columns(S))
+        if not use.size:
+            return DEFAULT
+        if method == "consensus":
+            if use.size < 3:                 # two rankers agree with each other equally: keep the default
+                return DEFAULT if DEFAULT in use else int(use[0])
+            score = rk.consensus_agreement(S[:, use])
+        else:
+            score = np.nanstd(S[:, use], axis=0) / self.sd[use]
+        return int(use[int(np.argmax(score))])
+
+    def confidences(self, method: str, S: np.ndarray, margin: float = 0.0) -> np.ndarray:
+        """The candidate ``method``'s confidences of one scored set ``S``."""
+        from htc_core.calibration import rank_ensemble as rk
+        from htc_core.calibration.transfer_methods import logit, sigmoid
+
+        if method in PER_RUN and sum(PER_RUN[method]) == 1:
+            return self.column(S, int(np.argmax(PER_RUN[method])))
+        if method in PER_RUN:
+            a, b = self.per_run[method]
+            return sigmoid(a * weighted_mean(S, PER_RUN[method], self.mu, self.sd) + b)
+        if method == "rank-mean":
+            a, b = self.rank_mean
+            return sigmoid(a * logit(rk.rank_mean(S)) + b)
+        if method in ("consensus", "spread"):
+            return self.column(S, self.pick(method, S))
+        if method == "bimodal":
+            return self.column(S, rk.choose_by_bimodality(S))
+        return self.column(S, rk.choose_by_bimodality(S, default=DEFAULT, margin=margin))
+
+
+def increasing(ab: tuple[float, float], x: np.ndarray, y: np.ndarray, *, floor: float = 1e-3) -> tuple[float, float]:
+    """The map ``ab`` (slope, intercept on ``x``) if its slope is positive; else a flat one of slope ``floor`` at the
+    training base rate. Every candidate's score is larger = more confident by construction; an out-of-family step
+    whose slope comes out negative (the map moves that much between families) would turn the ranking upside down
+    (the entropy's map with SmolLM2 units held out did: AUROC 0.936 -> 0.05)."""
+    from htc_core.calibration.transfer_methods import logit
+
+    if ab[0] > 0:
+        return ab
+    return floor, float(logit(np.mean(y))) - floor * float(np.mean(x))
+
+
+def families(ts) -> np.ndarray:
+    from htc_core.experiments.transfer_eval import family_groups
+
+    return np.asarray(family_groups(ts.meta), dtype=object)
+
+
+def verdicts(ts, S, y, maps: Maps, n_boot: int) -> dict:
+    """method (and ``bimodal-margin@m`` for every margin) -> (ECE, auroc_gap dict) of one scored set."""
+    from htc_core.calibration.metrics import expected_calibration_error
+
+    out = {}
+    keys = [(m, 0.0) for m in CANDIDATES if m != "bimodal-margin"] + [("bimodal-margin", m) for m in MARGINS]
+    for method, margin in keys:
+        p = maps.confidences(method, S, margin)
+        key = method if method != "bimodal-margin" else f"bimodal-margin@{margin}"
+        out[key] = (float(expected_calibration_error(y, p)), auroc_gap(y, p, ts, n_boot=n_boot))
+    return out
+
+
+def tally(rows: list[dict]) -> tuple[int, int, int, float, float, float, float]:
+    """(met, within noise, clear losses, mean deficit, worst deficit, mean ECE, worst ECE) of ``rows``
+    ({"ece", "gap"})."""
+    v = [r["gap"]["verdict"] for r in rows]
+    d = [max(0.0, -r["gap"]["diff"]) for r in rows]
+    e = [r["ece"] for r in rows]
+    return (v.count("at least as well"), v.count("within noise"), v.count("clear loss"), float(np.mean(d)),
+            float(np.max(d)), float(np.mean(e)), float(np.max(e)))
+
+
+def rule_key(rows: list[dict]) -> tuple:
+    """The choice's order: fewest clear losses, then most met, then the lowest mean AUROC deficit."""
+    met, _, clear, mean_def, *_ = tally(rows)
+    return (clear, -met, round(mean_def, 6))
+
+
+def leave_one_family_out(ts, *, n_boot: int = 1000, progress=None) -> dict:
+    """family -> :func:`verdicts` of that family's runs, every map fitted on the other families' runs."""
+    S, y, g = signal_scores(ts), np.asarray(ts.labels, dtype=np.float64), families(ts)
+    out = {}
+    for i, fam in enumerate(sorted(set(g))):
+        if progress:
+            progress(f"  leave-one-family-out {i + 1}/{len(set(g))} ({fam})")
+        tr, te = np.flatnonzero(g != fam), np.flatnonzero(g == fam)
+        out[fam] = verdicts(ts.take(te), S[te], y[te], Maps(S[tr], y[tr], g[tr]), n_boot)
+    return out
+
+
+def chosen_margin(per_family: dict, leave_out: str | None = None) -> float:
+    """The margin of ``bimodal-margin`` that :func:`rule_key` prefers over ``per_family`` without ``leave_out``
+    (the smallest margin among equals)."""
+    fams = [f for f in per_family if f != leave_out]
+    return min(MARGINS, key=lambda m: (rule_key([_row(per_family[f], f"bimodal-margin@{m}") for f in fams]), m))
+
+
+def _row(v: dict, name: str, **extra) -> dict:
+    ece, gap = v[name]
+    return {"ece": ece, "gap": gap, **extra}
+
+
+def lofo_rows(per_family: dict) -> dict:
+    """method -> one row per held-out family; ``bimodal-margin`` with its margin chosen on the other families."""
+    out = {}
+    for m in CANDIDATES:
+        rows = []
+        for f, v in per_family.items():
+            key = f"bimodal-margin@{chosen_margin(per_family, f)}" if m == "bimodal-margin" else m
+            rows.append(_row(v, key, family=f, key=key))
+        out[m] = rows
+    return out
+
+
+def choose(rows_by_method: dict) -> str:
+    """The candidate :func:`rule_key` prefers (the shipped ``min_prob`` among equals)."""
+    return min(rows_by_method, key=lambda m: (rule_key(rows_by_method[m]), m != "min_prob"))
+
+
+def case_rows(train, sets: list, *, n_boot: int, margin: float, progress=None) -> list[dict]:
+    """The 9 rows of every set of ``sets`` (whole runs for gac and gac-full, then each prefix cut), every
+    candidate's maps fitted on ``train`` (whole runs; every prefix of them for the cuts)."""
+    from htc_core.traces.prefix import prefixes
+
+    from ..train_gac_prefix import all_prefixes
+
+    y_of = lambda t: np.asarray(t.labels, dtype=np.float64)       # noqa: E731
+    pre = all_prefixes(train)
+    whole = Maps(signal_scores(train), y_of(train), families(train))
+    by_prefix = Maps(signal_scores(pre), y_of(pre), families(pre))
+    rows = []
+    for name, ts in sets:
+        if progress:
+            progress(f"  {name}")
+        v = verdicts(ts, signal_scores(ts), y_of(ts), whole, n_boot)
+        rows += [{"set": name, "cut": "whole runs", "model": m, "v": v} for m in ("gac", "gac-full")]
+        for label, cut in CUTS:
+            p = prefixes(ts, **cut)
+            rows.append({"set": name, "cut": label, "model": "gac-prefix",
+                         "v": verdicts(p, signal_scores(p), y_of(p), by_prefix, n_boot)})
+    for r in rows:
+        r["margin"] = margin
+    return rows
+
+
+def foreign_tally(rows: list[dict], method: str) -> tuple:
+    key = lambda r: f"bimodal-margin@{r['margin']}" if method == "bimodal-margin" else method   # noqa: E731
+    return tally([_row(r["v"], key(r)) for r in rows])
+
+
+def _labeled(path):
+    from htc_core.formats import load
+
+    ts, _ = load([str(path)])
+    return ts.labeled()
+
+
+def lofo_table(rows_by_method: dict, chosen: str) -> str:
+    head = (f"{'method':16s} {'met':>4} {'noise':>5} {'clear':>5}  {'deficit mean/worst':>18}  "
+            f"{'ECE mean/worst':>14}")
+    lines = [head]
+    for m, rows in rows_by_method.items():
+        met, noise, clear, dm, dw, em, ew = tally(rows)
+        lines.append(f"{m + (' *' if m == chosen else ''):16s} {met:4d} {noise:5d} {clear:5d}  {dm:8.3f} / {dw:.3f}  "
+                     f"{em:6.3f} / {ew:.3f}")
+    return "\n".join(lines)
+
+
+def family_lines(rows_by_method: dict, methods: list[str]) -> str:
+    lines = [f"{'held-out family':34s} " + " ".join(f"{m:>26s}" for m in methods)]
+    for i, r in enumerate(rows_by_method[methods[0]]):
+        cells = []
+        for m in methods:
+            x = rows_by_method[m][i]
+            g = x["gap"]
+            cells.append(f"{g['diff']:+.3f} {g['verdict'][:5]:5s} ECE {x['ece']:.3f}"
+                         + (f" m={x['key'].split('@')[1]}" if "@" in x.get("key", "") else ""))
+        lines.append(f"{r['family']:34s} " + " ".join(f"{c:>26s}" for c in cells))
+    return "\n".join(lines)
+
+
+def foreign_table(rows: list[dict]) -> str:
+    lines = [f"{'method':16s} {'met':>4} {'noise':>5} {'clear':>5}  {'deficit mean/worst':>18}  {'ECE mean/worst':>14}"
+             f"  (of {len(rows)} rows)"]
+    for m in CANDIDATES:
+        met, noise, clear, dm, dw, em, ew = foreign_tally(rows, m)
+        lines.append(f"{m:16s} {met:4d} {noise:5d} {clear:5d}  {dm:8.3f} / {dw:.3f}  {em:6.3f} / {ew:.3f}")
+    return "\n".join(lines)
+
+
+def margin_lines(rows: list[dict]) -> str:
+    """``bimodal-margin`` on the foreign rows at every margin, one for all cases (shown, chosen by nothing)."""
+    lines = ["bimodal-margin at a fixed margin on every foreign row (shown only; the margin is chosen on training runs)"]
+    for m in MARGINS:
+        met, noise, clear, dm, dw, em, ew = tally([_row(r["v"], f"bimodal-margin@{m}") for r in rows])
+        lines.append(f"  margin {m:<5}: met {met}, within noise {noise}, clear losses {clear}; deficit mean {dm:.3f}, "
+                     f"worst {dw:.3f}; ECE mean {em:.3f}, worst {ew:.3f}")
+    return "\n".join(lines)
+
+
+def set_lines(rows: list[dict], methods: list[str]) -> str:
+    lines = [f"{'set @ cut':52s} " + " ".join(f"{m:>30s}" for m in methods)]
+    for r in rows:
+        if r["model"] == "gac-full":
+            continue
+        cells = []
+        for m in methods:
+            key = f"bimodal-margin@{r['margin']}" if m == "bimodal-margin" else m
+            ece, g = r["v"][key]
+            cells.append(f"{g['diff']:+.3f} {g['verdict'][:5]:5s} ({g['signal'] or '-'}) ECE {ece:.3f}")
+        lines.append(f"{(r['set'] + ' @ ' + r['cut'])[:52]:52s} " + " ".join(f"{c:>30s}" for c in cells))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m htc_dev.bench gac_rank", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="200 bootstrap resamples per row instead of 1,000")
+    ap.add_argument("--details", action="store_true", help="also print every foreign row")
+    args = ap.parse_args(argv)
+    n_boot = 200 if args.quick else 1000
+    say = lambda s: print(s, file=sys.stderr)      # noqa: E731
+    ts = _labeled(SAMPLE_RUNS)
+    per_family = leave_one_family_out(ts, n_boot=n_boot, progress=say)
+    rows = lofo_rows(per_family)
+    chosen = choose(rows)
+    print("Leave one family out on the training runs (sample_runs/, 10 families); * = the choice "
+          "(fewest clear losses, then most met, then the lowest mean deficit)")
+    print(lofo_table(rows, chosen))
+    print(family_lines(rows, ["min_prob", "bimodal", "bimodal-margin", "z-mean"]))
+    new = ts.meta["model"].astype(str).str.startswith(NEW_FAMILY).to_numpy()
+    old = ts.take(np.flatnonzero(~new))
+    say("leave-one-family-out on the SmolLM2 families alone (the margin of the new-family case)")
+    margin_old = chosen_margin(leave_one_family_out(old, n_boot=n_boot))
+    held = ts.take(np.flatnonzero(new))
+    tasks = held.meta["dataset"].astype(str).to_numpy()
+    gemma = [(f"{NEW_FAMILY} {t} (new family)", held.take(np.flatnonzero(tasks == t))) for t in sorted(set(tasks))]
+    foreign = (case_rows(ts, uala_sets(DEFAULT_FOREIGN) + fixture_sets(), n_boot=n_boot,
+                         margin=chosen_margin(per_family), progress=say)
+               + case_rows(old, gemma + [(f"{NEW_FAMILY} all tasks (new family)", held)], n_boot=n_boot,
+                           margin=margin_old, progress=say))
+    print(f"\nForeign sets, after the choice (margin of bimodal-margin: {chosen_margin(per_family)} for UALA and "
+          f"the fixture, {margin_old} for the new family); rows as in python -m htc_dev.bench gac_foreign")
+    print(foreign_table(foreign))
+    print(margin_lines(foreign))
+    if args.details:
+        print(set_lines(foreign, ["min_prob", chosen] if chosen != "min_prob" else ["min_prob", "bimodal"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
