@@ -65,3 +65,19 @@ def test_the_choice_prefers_fewer_clear_losses_then_more_met_then_the_smaller_de
     assert gr.choose({"min_prob": rows(met, noise), "seq_prob": rows(met, met)}) == "seq_prob"
     assert gr.choose({"seq_prob": rows(met, noise), "min_prob": rows(met, noise)}) == "min_prob"   # ties: shipped
     assert gr.tally(rows(met, noise, clear))[:5] == (1, 1, 1, pytest.approx(0.25 / 3), 0.2)
+
+
+def test_nearest_family_takes_the_best_signal_of_the_training_family_that_looks_alike():
+    """Two training families: in "a" column 0 ranks (column 1 is noise), in "b" column 1 does, and "b"'s scores sit
+    5 sd higher. A set that looks like "b" gets column 1; one that looks like "a", column 0."""
+    rng = np.random.default_rng(3)
+    n = 400
+    y = (rng.random(2 * n) < 0.5).astype(float)
+    S = rng.standard_normal((2 * n, 3))
+    S[:n, 0] += 3 * y[:n]
+    S[n:, 1] += 3 * y[n:]
+    S[n:] += 5.0
+    g = np.repeat(np.array(["a", "b"], dtype=object), n)
+    maps = gr.Maps(S, y, g)
+    assert [c for _, c in maps.families] == [0, 1]
+    assert maps.pick("nearest-family", S[n:][:100]) == 1 and maps.pick("nearest-family", S[:n][:100]) == 0

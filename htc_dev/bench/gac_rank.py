@@ -16,7 +16,8 @@ with an out-of-family Platt map fitted on training runs
 - ``rank-mean``: the mean of the three signals' ranks within the scored set;
 - ``consensus``: per set, the signal whose ranks agree most with the mean rank of the other two
   (:func:`htc_core.calibration.rank_ensemble.consensus_agreement`); ``spread``: the signal whose sd on the set is
-  the largest multiple of its sd on the training runs;
+  the largest multiple of its sd on the training runs; ``nearest-family``: the signal that ranks best the training
+  family whose signals look most like the set's (each signal's mean and sd, in training sd);
 - ``bimodal``: per set, the signal whose scores are the most bimodal there
   (:func:`htc_core.calibration.rank_ensemble.choose_by_bimodality`), through that signal's map;
 - ``bimodal-margin``: the minimum token probability unless another signal is more bimodal by a margin; the margin
@@ -43,7 +44,7 @@ from .gac_foreign import CUTS, DEFAULT_FOREIGN, NEW_FAMILY, SAMPLE_RUNS, auroc_g
 
 PER_RUN = {"min_prob": (0, 1, 0), "seq_prob": (1, 0, 0), "neg_entropy": (0, 0, 1), "z-mean": (1, 1, 1),
            "gac+z-mean": (1, 2, 1)}
-SET_LEVEL = ("rank-mean", "consensus", "spread", "bimodal", "bimodal-margin")
+SET_LEVEL = ("rank-mean", "consensus", "spread", "nearest-family", "bimodal", "bimodal-margin")
 CANDIDATES = tuple(PER_RUN) + SET_LEVEL
 MARGINS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, float("inf"))
 DEFAULT = 1                      # the column of the minimum token probability: the shipped GAC's ranking
@@ -87,6 +88,13 @@ class Maps:
         from htc_core.calibration.rank_ensemble import fit_rank_mean_platt
 
         self.rank_mean = fit_rank_mean_platt(S, y, groups)
+        self.families = [(self.profile(S[groups == f]), best_column(S[groups == f], y[groups == f]))
+                         for f in sorted(set(groups))]
+
+    def profile(self, S: np.ndarray) -> np.ndarray:
+        """A set's signals in training units: each one's mean and sd on the set (NaN where undefined)."""
+        with np.errstate(invalid="ignore"):
+            return np.r_[(np.nanmean(S, axis=0) - self.mu) / self.sd, np.nanstd(S, axis=0) / self.sd]
 
     def column(self, S: np.ndarray, j: int) -> np.ndarray:
         from htc_core.calibration.transfer_methods import sigmoid
@@ -101,6 +109,8 @@ class Maps:
         use = np.flatnonzero(rk.usable_columns(S))
         if not use.size:
             return DEFAULT
+        if method == "nearest-family":
+            return self.nearest(S, use)
         if method == "consensus":
             if use.size < 3:                 # two rankers agree with each other equally: keep the default
                 return DEFAULT if DEFAULT in use else int(use[0])
@@ -108,6 +118,15 @@ class Maps:
         else:
             score = np.nanstd(S[:, use], axis=0) / self.sd[use]
         return int(use[int(np.argmax(score))])
+
+    def nearest(self, S: np.ndarray, use: np.ndarray) -> int:
+        """The best signal of the training family nearest to ``S`` in :meth:`profile` (over the signals ``S``
+        defines); the default where that signal is not usable on ``S``."""
+        prof = self.profile(S)
+        ok = np.isfinite(prof)
+        dist = [float(np.sum((prof[ok] - p[ok]) ** 2)) for p, _ in self.families]
+        j = self.families[int(np.argmin(dist))][1]
+        return j if j in use else DEFAULT
 
     def confidences(self, method: str, S: np.ndarray, margin: float = 0.0) -> np.ndarray:
         """The candidate ``method``'s confidences of one scored set ``S``."""
@@ -122,7 +141,7 @@ class Maps:
         if method == "rank-mean":
             a, b = self.rank_mean
             return sigmoid(a * logit(rk.rank_mean(S)) + b)
-        if method in ("consensus", "spread"):
+        if method in ("consensus", "spread", "nearest-family"):
             return self.column(S, self.pick(method, S))
         if method == "bimodal":
             return self.column(S, rk.choose_by_bimodality(S))
@@ -139,6 +158,18 @@ def increasing(ab: tuple[float, float], x: np.ndarray, y: np.ndarray, *, floor: 
     if ab[0] > 0:
         return ab
     return floor, float(logit(np.mean(y))) - floor * float(np.mean(x))
+
+
+def best_column(S: np.ndarray, y: np.ndarray) -> int:
+    """The column of ``S`` with the highest AUROC against ``y`` (a training family's labels), NaN rows left out."""
+    from htc_core.calibration.metrics import auroc
+    from htc_core.calibration.rank_ensemble import scaled_ranks
+
+    aur = []
+    for j in range(S.shape[1]):
+        ok = np.isfinite(S[:, j])
+        aur.append(auroc(y[ok], scaled_ranks(S[ok, j])[:, 0]) if ok.sum() > 1 and len(set(y[ok])) == 2 else np.nan)
+    return int(np.nanargmax(aur)) if np.isfinite(aur).any() else DEFAULT
 
 
 def families(ts) -> np.ndarray:
