@@ -148,12 +148,13 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
     """
     s, lab = _check(scores, labeled, n, strategy, n_bins)
     rng = np.random.default_rng(seed)
+    keys = rng.random(len(s))              # one random key per run, drawn first: common to every strategy
     free = np.flatnonzero(~lab)
     n = min(int(n), len(free))
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if strategy == "random":
-        return rng.permutation(free)[:n].astype(np.int64)
+        return free[np.argsort(keys[free], kind="stable")[:n]].astype(np.int64)
     if strategy == "uncertainty":
         order = np.lexsort((rng.random(len(free)), np.abs(s[free] - 0.5)))
         return free[order[:n]].astype(np.int64)
@@ -164,18 +165,19 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
             raise ValueError("strategy 'refit' needs the current model and the runs' features (model=..., X=...)")
         return refit_variance(model, X, lab, n, rng, sharpness=sharpness)
     if strategy == "mixed":
-        return _mixed(s, lab, n, rng, n_bins)
-    return _stratified(s, lab, n, rng, n_bins, weighted=strategy == "calibration")
+        return _mixed(s, lab, n, n_bins, keys)
+    return _stratified(s, lab, n, keys, n_bins, weighted=strategy == "calibration")
 
 
-def _mixed(s, lab, n, rng, n_bins) -> np.ndarray:
+def _mixed(s, lab, n, n_bins, keys) -> np.ndarray:
     """Half of the ``n`` runs by Neyman allocation over the bins (``calibration``), the other half uniformly from
     the remaining unlabeled runs, interleaved (Neyman first)."""
     half = (n + 1) // 2
-    first = _stratified(s, lab, half, rng, n_bins, weighted=True)
+    first = _stratified(s, lab, half, keys, n_bins, weighted=True)
     taken = lab.copy()
     taken[first] = True
-    rest = rng.permutation(np.flatnonzero(~taken))[: n - len(first)]
+    left = np.flatnonzero(~taken)
+    rest = left[np.argsort(keys[left], kind="stable")][: n - len(first)]
     out = np.empty(len(first) + len(rest), dtype=np.int64)
     k = min(len(first), len(rest))
     out[0:2 * k:2], out[1:2 * k:2] = first[:k], rest[:k]
@@ -256,7 +258,9 @@ def label_weights(scores, labeled, n_bins: int = 10) -> np.ndarray:
     return out
 
 
-def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
+def _stratified(s, lab, n, keys, n_bins, *, weighted: bool) -> np.ndarray:
+    """Each next run from the bin furthest below its share; inside a bin, the unlabeled run with the smallest
+    ``keys`` (the random keys ``random`` order takes globally, so both orders share their draws)."""
     k = int(min(n_bins, len(s)))
     b = confidence_bins(s, k)
     mass = np.bincount(b, minlength=k) / len(s)
@@ -264,7 +268,10 @@ def _stratified(s, lab, n, rng, n_bins, *, weighted: bool) -> np.ndarray:
     share = mass * np.sqrt(p * (1 - p)) if weighted else mass
     share = share / share.sum()
     have = np.bincount(b[lab], minlength=k).astype(np.float64)
-    pools = [list(rng.permutation(np.flatnonzero((b == j) & ~lab))) for j in range(k)]
+    pools = []
+    for j in range(k):
+        q = np.flatnonzero((b == j) & ~lab)
+        pools.append(list(q[np.argsort(-keys[q], kind="stable")]))      # pop() takes the smallest key
     out = []
     for _ in range(n):
         total = have.sum() + 1

@@ -225,6 +225,49 @@ def _print_estimates(rows, strategies, sizes) -> None:
                   f"{v['est_width']:.3f}")
 
 
+def paired_difference(baseline, other) -> tuple[float, float]:
+    """Mean and standard error of ``baseline - other`` over paired draws (same seed: same split, same test part,
+    the same random keys behind both orders); positive: ``other`` is lower.
+
+    >>> m, se = paired_difference([0.12, 0.10, 0.14], [0.10, 0.09, 0.11])
+    >>> round(m, 4), round(se, 4)
+    (0.02, 0.0058)
+    """
+    d = np.asarray(baseline, dtype=np.float64) - np.asarray(other, dtype=np.float64)
+    se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+    return float(d.mean()), se
+
+
+def run_set_groups(rows) -> list[tuple[str, list]]:
+    """The run sets the done-when names: the sample runs (every target but HotpotQA, each seed's mean over them)
+    and each foreign target on its own."""
+    sample = [r for r in rows if r["target"] != "HotpotQA"]
+    return ([("sample runs", sample)] if sample else []) + [(r["target"], [r]) for r in rows if r["target"] == "HotpotQA"]
+
+
+def _print_paired(rows, strategies, sizes) -> None:
+    print("\npaired over seeds (same split, test part and random keys): random minus the strategy, mean +- standard "
+          "error; positive = the strategy's adapted ECE is lower")
+    for s in strategies:
+        if s == "random":
+            continue
+        for name, group in run_set_groups(rows):
+            cells = []
+            for n in sizes:
+                base = np.mean([r["curves"]["random"][n]["ece_seeds"] for r in group], axis=0)
+                mine = np.mean([r["curves"][s][n]["ece_seeds"] for r in group], axis=0)
+                m, se = paired_difference(base, mine)
+                cells.append(f"{n}: {m:+.4f}+-{se:.4f}")
+            print(f"  {s:<12} {name:<12} " + "  ".join(cells))
+        if 30 in sizes:
+            verdicts = []
+            for name, group in run_set_groups(rows):
+                m, se = paired_difference(np.mean([r["curves"]["random"][30]["ece_seeds"] for r in group], axis=0),
+                                          np.mean([r["curves"][s][30]["ece_seeds"] for r in group], axis=0))
+                verdicts.append(f"{name} {m:+.4f} (se {se:.4f}) {'meets' if m >= 0.01 else 'misses'} 0.01")
+            print(f"  at 30 labels, {s}: " + "; ".join(verdicts))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m htc_dev.bench label_queue", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -269,14 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     _print(rows, args.strategies, args.sizes)
     if args.estimates:
         _print_estimates(rows, args.strategies, args.sizes)
-    if "random" in args.strategies and 30 in args.sizes:
-        rnd = np.mean([r["curves"]["random"][30]["ece"] for r in rows])
-        for s in args.strategies:
-            if s != "random":
-                q = np.mean([r["curves"][s][30]["ece"] for r in rows])
-                per = ", ".join(f"{r['target']} {r['curves']['random'][30]['ece'] - r['curves'][s][30]['ece']:+.4f}"
-                                for r in rows)
-                print(f"at 30 labels: {s} {q:.4f} vs random {rnd:.4f}: {rnd - q:+.4f} lower ({per})")
+    if "random" in args.strategies:
+        _print_paired(rows, args.strategies, args.sizes)
     print(f"wall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s, load average "
           f"{os.getloadavg()[0]:.1f}")
     if args.json:
