@@ -15,8 +15,12 @@ seeds) per target and strategy, the mean over targets, and the done-when line (q
 Each curve runs :func:`htc_core.calibration.active.queue_step`, the loop of the Label page and ``htc label next``.
 A strategy may carry a sharpness (``variance@2``) and ``+w`` / ``-w`` (the refit weighted by the inverse of each
 label's chance of being picked, :func:`~htc_core.calibration.active.label_weights`, or not; none: the library's
-default for that strategy). ``--estimates`` also measures the page's ECE estimate (plain and corrected for the
-noise of the labels: error, coverage of its 90% interval, width) against the adapted model's ECE on the test part.
+default for that strategy). ``oracle`` is no queue: the stratified order over the target's out-of-fold probability
+from its *own* labels (:func:`oracle_scores`), a bound on what stratifying could gain. Printed last: random order
+minus each strategy, paired over seeds (the same split, test part and random keys), with its standard error, at
+every size, for the sample runs (each seed's mean over the four) and HotpotQA. ``--estimates`` also measures the
+page's ECE estimate (plain and corrected for the noise of the labels: error, coverage of its 90% interval, width)
+against the adapted model's ECE on the test part.
 """
 
 from __future__ import annotations
@@ -101,11 +105,21 @@ def _estimate_errors(sub, lab, prior, step, y_test, p_test, seed: int) -> dict:
     return out
 
 
-def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes, estimates=False):
+def oracle_scores(fm, y, prior) -> np.ndarray:
+    """Every run's out-of-fold probability from the prior adapted to the *target's own labels* (10 folds over all
+    its runs, test part included): a stratifier no queue can have, for the ``oracle`` order, which bounds what
+    stratifying on any label-free score could gain."""
+    from htc_core.calibration.active import out_of_fold
+
+    return out_of_fold(fm, np.asarray(y, dtype=np.float64), prior, folds=10, seed=0)
+
+
+def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes, estimates=False, oracle=None):
     """ECE/Brier/AUROC on ``test`` after each budget of ``sizes``, labels proposed by ``strategy`` from ``pool``:
     the loop of the page and of ``htc label next`` (:func:`~htc_core.calibration.active.queue_step`: refit on the
-    labels so far, weighted as the strategy is, then the next batch)."""
-    from htc_core.calibration.active import queue_step
+    labels so far, weighted as the strategy is, then the next batch). ``oracle``: every run's oracle score
+    (:func:`oracle_scores`), which the ``oracle`` order stratifies on instead of the current confidence."""
+    from htc_core.calibration.active import queue_step, select
     from htc_core.experiments.grouping import score_metrics
 
     name, sharpness, weighted = parse_strategy(strategy)
@@ -113,9 +127,12 @@ def _curve(fm, y, prior, pool, test, strategy, seed, batch, sizes, estimates=Fal
     lab = np.full(len(pool), np.nan)
     out = {}
     while True:
-        step = queue_step(sub, lab, prior, n=batch, strategy=name, seed=seed * 1000, weighted=weighted,
-                          sharpness=sharpness)
+        step = queue_step(sub, lab, prior, n=batch, strategy="random" if name == "oracle" else name,
+                          seed=seed * 1000, weighted=weighted, sharpness=sharpness)
         n = step.n_labeled
+        if name == "oracle":
+            step.positions = select(oracle[pool], np.isfinite(lab), batch, strategy="stratified",
+                                    seed=seed * 1000 + n)
         if n in sizes:
             p_test = step.model.predict_proba(fm.take(test))[:, 1]
             out[n] = score_metrics(y[test], p_test)
@@ -141,13 +158,14 @@ def _target(ts, target, args, cache):
     fm = extract(tgt, profile=profile, top_k=top_k)
     prior = linear_prior(prior, fm)      # the GAC's sub-model for these runs' features
     res = {s: {n: [] for n in args.sizes} for s in args.strategies}
+    oracle = oracle_scores(fm, y, prior) if "oracle" in args.strategies else None
     zero = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         pool, test = next(StratifiedShuffleSplit(n_splits=1, test_size=0.4, random_state=seed).split(fm.values, y))
         zero.append(score_metrics(y[test], prior.predict_proba(fm.take(test))[:, 1])["ece"])
         for strategy in args.strategies:
             for n, m in _curve(fm, y, prior, pool, test, strategy, seed, args.batch, args.sizes,
-                               args.estimates).items():
+                               args.estimates, oracle).items():
                 res[strategy][n].append(m)
     return {"target": target, "n": len(y), "positive_rate": float(y.mean()), "zero_shot_ece": float(np.mean(zero)),
             "curves": {s: {n: {k: float(np.mean([m[k] for m in v if k in m])) for k in ("ece", "brier", "auroc")
