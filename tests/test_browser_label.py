@@ -69,7 +69,9 @@ window.addEventListener('keydown', (e) => {
                           target: name(e.target), active: name(a), focus: document.hasFocus(),
                           buttons: document.querySelectorAll('.stButton button').length,
                           enabled: document.querySelectorAll('.stButton button:not([disabled])').length,
-                          stale: document.querySelectorAll('[data-stale="true"]').length});
+                          stale: document.querySelectorAll('[data-stale="true"]').length,
+                          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length,
+                          headings: document.querySelectorAll('h3').length});
 });
 """
 

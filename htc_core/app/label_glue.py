@@ -274,12 +274,27 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
     clicked = _buttons(ws, i, key=key, render=render, navigate=navigate, inspect_key=inspect_key,
                        current=None if cur.empty else str(cur["value"].iat[0]))
     if slot is not None:
-        with slot.container():
+        with slot.container(key=f"{key}_run"):
+            st.markdown(hide_until_buttons(key), unsafe_allow_html=True)
             if heading is not None:
                 heading()
             if ev is not None:
                 _draw_evidence(ev)
     return clicked
+
+
+def hide_until_buttons(key: str) -> str:
+    """A style that keeps the run's title and evidence (the container ``{key}_run``) invisible while no label button
+    of the bar (in ``{key}_row``) is mounted in the browser.
+
+    Streamlit's browser code loads its Button component lazily (one script file, fetched when the tab first draws a
+    button; each element waits behind a skeleton until its code is there) while the title, a markdown element, is
+    drawn at once. On a fresh tab (a deep link), every button of the page, the sidebar's included, was still a
+    skeleton when the run's title showed, so a key pressed at the title had no shortcut to reach and did nothing
+    (reproduced by delaying that file: docs/labeling.md). The style is markdown, drawn as early as the title, and
+    uses CSS ``:has()`` to look for a mounted ``<button>`` in the bar."""
+    return (f"<style>body:not(:has(.st-key-{key}_row button)) .st-key-{key}_run "
+            "{visibility: hidden;}</style>")
 
 
 def button_kind(value: str, current: str | None) -> str:
