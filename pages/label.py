@@ -36,12 +36,12 @@ with ui.page_errors("label"):
             conf = label_glue.current_confidence(ws, view, i)
 
             def heading() -> None:      # drawn by the label bar once the run's keys are live in the browser
-                st.subheader(f"Run {ui.md(row['id'])}")
                 st.caption(f"dataset {ui.md(views.shown_text(row['dataset']))} · "
                            f"model {ui.md(views.shown_text(row['model']))} · {row['steps']} steps · "
                            f"current confidence {conf:.2f}")
 
-            label_glue.label_bar(ws, i, key="queue", heading=heading)   # a label is stored by the button's callback
+            label_glue.label_bar(ws, i, key="queue", heading=heading,   # a label is stored by the button's callback
+                                 title=f"Run {ui.md(row['id'])}")
     with right:
         label_panels.estimate_panel(ws, view, job)
         label_panels.scorer_card(ws, key="label_card", actions=True)

@@ -54,8 +54,14 @@ def _wait_for_refit(timeout: float = 240.0) -> None:
     raise AssertionError("the refit did not end")
 
 
+def run_titles(at) -> list[str]:
+    """The proposed run's title: an h3 in the markdown element that also holds the style hiding it until the label
+    buttons are mounted (``label_glue.hide_until_buttons``)."""
+    return [m.value.split("\n### ", 1)[1] for m in at.markdown if "\n### Run " in m.value]
+
+
 def _current_id(at) -> str:
-    [head] = [s.value for s in at.subheader if s.value.startswith("Run ")]
+    [head] = run_titles(at)
     return head.removeprefix("Run ").replace("\\", "")
 
 
@@ -220,7 +226,7 @@ def test_label_page_on_a_selection_labeled_by_its_files_offers_no_queue(tmp_path
     [info] = [i.value for i in at.info if "has a label from its files" in i.value]
     assert "Every run of this selection (40)" in info and "Calibration page" in info
     assert not at.metric and not at.get("plotly_chart")                       # no estimate, no curves
-    assert not [s for s in at.subheader if s.value.startswith("Run ")]         # no run proposed
+    assert not run_titles(at)                                                  # no run proposed
     with jobs._LOCK:
         assert not [j for j in jobs._JOBS.values() if j.key[0] == "label-queue" and j.is_running]
     assert not [k for k in _settings(Store(data)) if k.startswith("label-model:")]   # no adapted model saved

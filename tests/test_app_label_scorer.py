@@ -72,7 +72,7 @@ def labeled_in_app(tmp_path_factory):
     at.switch_page("pages/label.py")
     at.run()
     for _ in range(N_LABELS):
-        [head] = [s.value for s in at.subheader if s.value.startswith("Run ")]
+        [head] = [m.value.split("\n### ", 1)[1] for m in at.markdown if "\n### Run " in m.value]
         tid = head.removeprefix("Run ").replace("\\", "")
         at.button(key=f"queue_{'success' if truth[tid] else 'failure'}").click().run()
         assert not problems(at), problems(at)

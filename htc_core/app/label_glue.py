@@ -245,7 +245,7 @@ def _feedback(key: str) -> None:
 
 
 def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, evidence_first: bool = True,
-              inspect_key: str | None = None, heading=None):
+              inspect_key: str | None = None, heading=None, title: str | None = None):
     """The run's outcome evidence and its label buttons (``s`` success, ``f`` failure, ``x`` skip; with
     ``navigate``: ``p``/``n`` previous/next run, moving ``inspect_key``). The buttons act through callbacks
     (:func:`_on_label`): a key is applied once or refused visibly, never lost while the page redraws. Returns the
@@ -257,13 +257,18 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
     show while its buttons were still on their way (up to a second under load), so a key pressed as soon as the run
     appeared reached no button and was lost without a trace. Now a run's title never shows before its keys are
     live, and the slot is emptied first, so the previous run's title and evidence are gone before its buttons
-    are replaced (a key on those is refused, never applied to a run not on screen)."""
+    are replaced (a key on those is refused, never applied to a run not on screen).
+
+    ``title`` (markdown, already escaped with ``md``), when given, is the run's heading (h3), drawn above
+    ``heading`` in one markdown element with the style of :func:`hide_until_buttons`, so the title is invisible
+    until the bar's buttons are mounted in the browser (their keys live), even on a fresh tab whose button code is
+    still loading."""
     ev = _run_evidence(ws, i) if evidence_first else None
     cur = labels().current([str(ws.run_set[i])])
     cur = cur[cur["id"] == str(ws.ts.ids[i])]
     now = "unlabeled" if cur.empty else f"{cur['value'].iat[0]} ({cur['source'].iat[0]})"
     scored = adapted_confidence(ws, i)
-    slot = st.empty() if (heading is not None or ev is not None) else None
+    slot = st.empty() if (heading is not None or ev is not None or title is not None) else None
     _feedback(key)
     render = int(_bar_state(key, "render") or 0) + 1
     st.session_state[f"{key}_render"] = render
@@ -275,7 +280,8 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
                        current=None if cur.empty else str(cur["value"].iat[0]))
     if slot is not None:
         with slot.container(key=f"{key}_run"):
-            st.markdown(hide_until_buttons(key), unsafe_allow_html=True)
+            st.markdown(hide_until_buttons(key) + ("" if title is None else f"\n\n### {title}"),
+                        unsafe_allow_html=True)
             if heading is not None:
                 heading()
             if ev is not None:
@@ -291,10 +297,11 @@ def hide_until_buttons(key: str) -> str:
     button; each element waits behind a skeleton until its code is there) while the title, a markdown element, is
     drawn at once. On a fresh tab (a deep link), every button of the page, the sidebar's included, was still a
     skeleton when the run's title showed, so a key pressed at the title had no shortcut to reach and did nothing
-    (reproduced by delaying that file: docs/labeling.md). The style is markdown, drawn as early as the title, and
-    uses CSS ``:has()`` to look for a mounted ``<button>`` in the bar."""
-    return (f"<style>body:not(:has(.st-key-{key}_row button)) .st-key-{key}_run "
-            "{visibility: hidden;}</style>")
+    (reproduced by delaying that file: docs/labeling.md). The style uses CSS ``:has()`` to look for a mounted
+    ``<button>`` in the bar. Markdown with HTML is itself rendered by lazily loaded code (rehype-raw), so the title
+    goes in the same markdown element as the style (``label_bar(..., title=)``): it cannot show before the style."""
+    hide = f"body:not(:has(.st-key-{key}_row button)) .st-key-{key}_run"
+    return f"<style>{hide}, {hide} * {{visibility: hidden !important;}}</style>"   # a markdown heading sets its own
 
 
 def button_kind(value: str, current: str | None) -> str:
