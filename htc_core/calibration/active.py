@@ -102,7 +102,9 @@ def select(scores, labeled, n: int = 10, *, strategy: str = DEFAULT_STRATEGY, se
            n_bins: int = 10, model=None, X=None, sharpness: float | None = None) -> np.ndarray:
     """Positions of the next (at most) ``n`` runs to label, in the order to label them.
 
-    Never a labeled run; seeded. The strategies are described in the module docstring.
+    Never a labeled run; seeded. The strategies are described in the module docstring. Every order draws from one
+    random key per run (the same keys for the same seed): ``random`` takes the smallest keys, the bin strategies the
+    smallest key inside the bin they choose, so two orders compared on one seed share most of their draws.
 
     Parameters
     ----------
