@@ -35,7 +35,8 @@ with ui.page_errors("compare_runsets"):
     reduced = "HTC-Reduced" if "HTC-Reduced" in methods else methods[0]
     # a run-set picker spans the page, so its chips hold whole names (ui-review 23); two methods fit side by side
     c1, c2 = (st.container(), st.container()) if mode == "runsets" else st.columns(2)
-    c3, c4, c5 = st.columns([3, 2, 3])
+    # the settings row: "Confidence from" first for run sets; the two methods are chosen above for calibrators
+    c3, c4, c5 = st.columns([3, 2, 3]) if mode == "runsets" else (None, *st.columns([2, 3, 3])[:2])
     if mode == "runsets":
         if len(names) < 2:
             st.info("Two run sets are needed: upload another one on **Runs**, or widen the sidebar's choice.")
