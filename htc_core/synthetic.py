@@ -10,9 +10,8 @@ import random
 
 import numpy as np
 import orjson
-import pandas as pd
 
-from .traces import TraceSet, empty_meta
+from .traces import MetaTable, TraceSet
 
 __all__ = ["synthetic_trace_set", "make_call", "write_calllog"]
 
@@ -58,9 +57,9 @@ def synthetic_trace_set(n_traj: int = 10_000, n_steps: int = 10, n_tokens: int =
         top[:, 0] = np.maximum(logprob, np.log(rng.uniform(0.3, 1.0, n)))
         gaps = rng.exponential(1.5, (n, k - 1)) if k > 1 else np.zeros((n, 0))
         top[:, 1:] = top[:, :1] - np.cumsum(gaps, axis=1)
-    meta = empty_meta(n_traj)
-    meta["id"] = np.array([f"syn-{i}" for i in range(n_traj)], dtype=object)
-    meta["success"] = pd.array(rng.random(n_traj) < 0.5, dtype="boolean")
+    meta = MetaTable.empty(n_traj)          # plain columns: no pandas until ts.meta is read
+    meta.columns["id"] = np.array([f"syn-{i}" for i in range(n_traj)], dtype=object)
+    meta.columns["success"] = (rng.random(n_traj) < 0.5).astype(np.float64)
     return TraceSet(
         logprob=logprob,
         top_logprobs=top,

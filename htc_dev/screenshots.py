@@ -6,8 +6,9 @@ Start the dashboard on the shipped sample runs first, e.g.
 
 then run ``python -m htc_dev.screenshots --url http://127.0.0.1:8619`` (``--only calibration,examples`` retakes
 some). Each page is opened by URL at 1440 px wide, the script waits until the page's run is over (no running
-status, no progress bar, no '⏳' status line of background work: Feature space waits until UMAP has replaced the
-PCA preview), then saves a full-page PNG, palette-quantized to keep the files small.
+status, no progress bar, no status line of background work, marked by htc_core.app.layout.PENDING_ICON: Feature
+space waits until UMAP has replaced the PCA preview), then saves a full-page PNG, palette-quantized to keep the files
+small.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pathlib import Path
 
 from PIL import Image
 from playwright.sync_api import sync_playwright
+
+#: htc_core.app.layout.PENDING_ICON_NAME (written out: this tool imports no Streamlit)
+PENDING_ICON_NAME = "hourglass_empty"
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 WIDTH = 1440
@@ -39,14 +43,15 @@ SHOTS = {
 
 
 def settle(page, timeout: float = 600.0) -> None:
-    """Wait until the script run is over and no background-work status line ('⏳') is left in the main area."""
+    """Wait until the script run is over and no background-work status line (its icon's name in the page's text:
+    layout.PENDING_ICON_NAME) is left in the main area."""
     page.wait_for_timeout(800)
     deadline = time.time() + timeout
     main = page.locator('[data-testid="stMain"]')
     while time.time() < deadline:
         busy = (page.locator('[data-testid="stStatusWidget"]').count()
                 + page.locator('[data-testid="stProgress"]').count()
-                + page.locator('[data-testid="stSpinner"]').count() + main.get_by_text("⏳").count())
+                + page.locator('[data-testid="stSpinner"]').count() + main.get_by_text(PENDING_ICON_NAME).count())
         if not busy:
             page.wait_for_timeout(1500)
             if not page.locator('[data-testid="stStatusWidget"]').count():

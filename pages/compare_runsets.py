@@ -33,7 +33,10 @@ with ui.page_errors("compare_runsets"):
         st.stop()
     methods = ev.result.methods
     reduced = "HTC-Reduced" if "HTC-Reduced" in methods else methods[0]
-    c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
+    # a run-set picker spans the page, so its chips hold whole names (ui-review 23); two methods fit side by side
+    c1, c2 = (st.container(), st.container()) if mode == "runsets" else st.columns(2)
+    # the settings row: "Confidence from" first for run sets; the two methods are chosen above for calibrators
+    c3, c4, c5 = st.columns([3, 2, 3]) if mode == "runsets" else (None, *st.columns([2, 3, 3])[:2])
     if mode == "runsets":
         if len(names) < 2:
             st.info("Two run sets are needed: upload another one on **Runs**, or widen the sidebar's choice.")
@@ -42,8 +45,13 @@ with ui.page_errors("compare_runsets"):
         for k, default in (("ab_a", da), ("ab_b", db)):
             kept = [r for r in st.session_state.get(k) or [] if r in names]
             st.session_state[k] = kept or default
-        a = c1.multiselect("A (one or several run sets)", list(names), key="ab_a", format_func=names.get)
-        b = c2.multiselect("B (one or several run sets)", list(names), key="ab_b", format_func=names.get)
+        short = ab_views.short_names(names)           # chips: without the shared "sample: " and ".jsonl"
+        pick = ("Run sets of this side; the chips show the names without the prefix and extension all run sets "
+                "share. The full names are listed under the pickers.")
+        a = c1.multiselect("A (one or several run sets)", list(names), key="ab_a", format_func=short.get,
+                           wrap=True, help=pick)
+        b = c2.multiselect("B (one or several run sets)", list(names), key="ab_b", format_func=short.get,
+                           wrap=True, help=pick)
         ui.valid_choice("ab_method", methods, reduced)
         method = c3.selectbox("Confidence from", methods, key="ab_method")
         settings_key = ("runsets", tuple(a), tuple(b), method)
@@ -61,8 +69,11 @@ with ui.page_errors("compare_runsets"):
                         format_func=lambda s: {"uniform": "equal width", "quantile": "equal mass"}[s],
                         help="Binning of the reliability diagram and the ECE: 10 equal-width bins on [0, 1], or "
                              "10 bins with the same number of runs each.")
-    threshold = c4.slider("Trust threshold", 0.05, 0.95, step=0.05, key="ab_threshold",
+    threshold = c5.slider("Trust threshold", 0.05, 0.95, step=0.05, key="ab_threshold",
                           help="A run's verdict is 'trust' when its confidence is at least this, else 'doubt'.")
+    if mode == "runsets":
+        for side, chosen in (("A", a), ("B", b)):
+            st.caption(ui.md(ab_views.side_caption(side, chosen, names, len(ab_views.side_positions(ws, chosen)))))
     ui.write_ab_url(mode, {**choices, "bins": strategy, "trust": f"{threshold:.2f}"})
     try:
         inputs = (ab_views.run_set_inputs(ws, ev, method, a, b, names) if mode == "runsets"

@@ -86,6 +86,34 @@ def test_queue_step_adapts_after_both_outcomes_and_estimate_has_an_interval(unit
     assert stop_suggestion(est, width=1e-9, ece_below=est.ece_high - 1e-6).startswith("keep labeling")
 
 
+def test_the_adapted_model_names_its_prior_not_its_class(units):
+    """adaptation_["prior"] (shown in the Label page's model card and the saved model file) is the prior's name:
+    the shipped GAC's sub-model as gac/<kind> however it is passed, a fitted model by what it is."""
+    from htc_core.app.label_views import compute_queue, model_card
+    from htc_core.calibration.active import adapt_to_labels, linear_prior
+    from htc_core.calibration.adapt import named_prior, prior_name
+    from htc_core.calibration.calibrators import HTCCalibrator
+    from htc_core.calibration.models import load_model
+
+    fm, y = units
+    lab = np.full(len(y), np.nan)
+    lab[:40] = y[:40]
+    gac = load_model("gac")
+    for prior in ("gac", gac, linear_prior("gac", fm)):
+        model, adapted = adapt_to_labels(fm, lab, prior)
+        assert adapted and model.adaptation_["prior"] == "gac/with_alternatives", prior
+    sub = gac.models["with_alternatives"]
+    named = named_prior(sub, "gac/with_alternatives")       # as the Label page passes it
+    assert named is not sub and not hasattr(sub, "name_") and named.coef_ is sub.coef_
+    view = compute_queue(fm, lab, named, n=5)
+    assert model_card(view, selection="s")["adaptation"]["prior"] == "gac/with_alternatives"
+    bare = adapt_to_labels(fm, lab, sub)[0].adaptation_["prior"]
+    assert bare == prior_name(sub) == "HTC-Reduced model (paper profile, top-k 5, fitted on 2,096 runs)"
+    mine = HTCCalibrator(alphas=(1.0,)).fit(fm, y)
+    assert adapt_to_labels(fm, lab, mine)[0].adaptation_["prior"] == \
+        f"HTC-Reduced model (paper profile, top-k 5, fitted on {len(y):,} runs)"
+
+
 def test_cli_label_next_json(tmp_path, units, capsys):
     ts, _ = load("sample_runs/units")
     meta = ts.meta.copy()

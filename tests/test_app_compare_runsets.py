@@ -67,6 +67,13 @@ def test_compare_run_sets_page_defaults_to_the_two_decoding_configurations(app):
     names = dict(zip(store.list_run_sets()["id"], store.list_run_sets()["name"]))
     assert [names[v] for v in a.value] == ["sample: arithmetic_SmolLM2-135M-greedy.jsonl"]
     assert [names[v] for v in b.value] == ["sample: arithmetic_SmolLM2-135M-sampled-t0.7.jsonl"]
+    # the chips show the names without the shared "sample: " and ".jsonl"; a caption lists the full names
+    # (ui-review 23: the chips were cut); AppTest's formatted options are the chips' texts
+    assert [a.format_func(o) for o in a.value] == ["arithmetic_SmolLM2-135M-greedy"]
+    captions = [c.value.replace("\\", "") for c in app.caption]       # names are escaped for Markdown
+    assert any(c.startswith("A (1 run set, 60 runs): sample: arithmetic_SmolLM2-135M-greedy.jsonl") for c in captions)
+    assert any(c.startswith("B (1 run set, 60 runs): sample: arithmetic_SmolLM2-135M-sampled-t0.7.jsonl")
+               for c in captions)
     metric_table = app.table[0].value.reset_index()
     assert list(metric_table["metric"]) == ["ECE ↓", "Brier ↓", "AUROC ↑", "verdict accuracy ↑", "success rate ↑"]
     assert {"B − A", "difference"} <= set(metric_table.columns)
@@ -151,3 +158,21 @@ def test_the_comparison_lives_in_the_url_and_a_link_restores_it(app, tmp_path, s
     assert other.selectbox(key="ab_method_a").value == "Tail+Platt"
     assert other.selectbox(key="ab_method_b").value == "HTC-Reduced"
     assert "a" not in other.query_params and other.query_params["mb"] == "HTC-Reduced"
+
+
+def test_short_run_set_names_stay_unambiguous():
+    """The pickers' labels drop only what every name shares at a word boundary (the "SOURCE: " prefix, the file
+    extension); a name stays whole where that would leave it empty or equal to another's."""
+    samples = {"g": "sample: facts_SmolLM2-135M-greedy.jsonl", "s": "sample: facts_SmolLM2-135M-sampled-t0.7.jsonl"}
+    assert ab_views.short_names(samples) == {"g": "facts_SmolLM2-135M-greedy", "s": "facts_SmolLM2-135M-sampled-t0.7"}
+    mixed = {**samples, "u": "my runs.jsonl"}                      # an upload: no prefix shared by all
+    assert ab_views.short_names(mixed) == {"g": "sample: facts_SmolLM2-135M-greedy", "u": "my runs",
+                                           "s": "sample: facts_SmolLM2-135M-sampled-t0.7"}
+    alike = {"a": "up: x.jsonl", "b": "up: x.jsonl"}               # two uploads of one file name
+    assert ab_views.short_names(alike) == alike
+    assert ab_views.short_names({"a": "up: .jsonl", "b": "up: a.jsonl"}) == {"a": "up: .jsonl", "b": "a"}
+    assert ab_views.short_names({"a": "only one.jsonl"}) == {"a": "only one.jsonl"}
+    assert ab_views.short_names({"a": "x", "b": "y"}) == {"a": "x", "b": "y"}
+    assert ab_views.side_caption("A", [], samples, 0) == "A: no run set chosen"
+    assert ab_views.side_caption("B", ["g", "s"], samples, 1234) == \
+        "B (2 run sets, 1,234 runs): sample: facts_SmolLM2-135M-greedy.jsonl, sample: facts_SmolLM2-135M-sampled-t0.7.jsonl"

@@ -13,6 +13,7 @@ import pytest
 
 import htc_core.app.compute as compute
 import htc_core.app.projection_job as projection_job
+from htc_core.app.layout import PENDING_ICON
 from htc_core.app.projection import pca
 from htc_core.app.store import Store
 
@@ -66,7 +67,7 @@ def test_feature_space_shows_a_pca_and_a_status_while_umap_runs_then_umap(tmp_pa
     assert len(at.get("plotly_chart")) == 1                     # a chart at once: the PCA preview
     text = _captions(at)
     assert "PCA of the standardized 48 features" in text and "shown while UMAP is computed" in text
-    assert "⏳" in text and "UMAP" in text.split("⏳", 1)[1]      # the status line says what is computing
+    assert PENDING_ICON in text and "UMAP" in text.split(PENDING_ICON, 1)[1]   # the status line says what computes
     assert _stored_projections(data) == 0
     preview = at.get("plotly_chart")[0].proto.spec
 
@@ -76,7 +77,7 @@ def test_feature_space_shows_a_pca_and_a_status_while_umap_runs_then_umap(tmp_pa
     assert not problems(at), problems(at)
     text = _captions(at)
     assert "UMAP of the standardized 48 features: fitted on all 60 runs" in text
-    assert "⏳" not in text and "PCA" not in text
+    assert PENDING_ICON not in text and "PCA" not in text
     assert at.get("plotly_chart")[0].proto.spec != preview
 
 

@@ -202,3 +202,19 @@ def test_isotonic_rows_only_with_enough_training_runs_on_real_sample_runs():
         assert np.all(np.diff(iso[m][order]) >= -1e-12)
     assert r.summary["Bottom10+Platt"]["brier"]["mean"] <= r.summary["Bottom10+Temp"]["brier"]["mean"]
     assert r.strongest_baseline() in {"Bottom10+Iso", "Bottom10+Platt"}
+
+
+@pytest.mark.parametrize("scaler", ["TemperatureScaling", "PlattScaling"])
+def test_both_scalings_check_their_inputs_alike(scaler):
+    """Temperature and Platt scaling share one check of (confidence, y): the same messages for the same faults."""
+    from htc_core.calibration import baselines
+
+    cls = getattr(baselines, scaler)
+    with pytest.raises(ValueError, match=r"one label per confidence \(3\), got 2"):
+        cls().fit([0.2, 0.5, 0.9], [0, 1])
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        cls().fit([0.2, 0.5, 0.9], [0, 1, 2])
+    with pytest.raises(ValueError, match="must be finite"):
+        cls().fit([0.2, np.nan, 0.9], [0, 1, 1])
+    with pytest.raises(ValueError, match=r"in \[0, 1\], got 1.5"):
+        cls().fit([0.2, 1.5, 0.9], [0, 1, 1])

@@ -118,13 +118,16 @@ def browser():
 
 def _settle(page, timeout: float = 240.0) -> None:
     """Wait until the script run is over (no 'running' status widget, no progress bar) and the main area shows no
-    status line of background work ('⏳': Feature space's projection still computing, refreshed every second)."""
+    status line of background work (layout.PENDING_ICON: Feature space's projection still computing, refreshed every
+    second; the page's text shows the icon's name)."""
+    from htc_core.app.layout import PENDING_ICON_NAME
+
     page.wait_for_timeout(600)
     deadline = time.time() + timeout
     while time.time() < deadline:
         running = page.locator('[data-testid="stStatusWidget"]').count()
         bars = page.locator('[data-testid="stProgress"]').count()
-        pending = page.locator('[data-testid="stMain"]').get_by_text("⏳").count()
+        pending = page.locator('[data-testid="stMain"]').get_by_text(PENDING_ICON_NAME).count()
         if not running and not bars and not pending:
             page.wait_for_timeout(500)
             if not page.locator('[data-testid="stStatusWidget"]').count():

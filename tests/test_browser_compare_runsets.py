@@ -46,6 +46,18 @@ def test_compare_the_two_decoding_configurations(server, browser):  # noqa: F811
     pickers = main.locator('[data-testid="stMultiSelect"]')
     assert "facts_SmolLM2-135M-greedy" in pickers.nth(0).inner_text()
     assert "facts_SmolLM2-135M-sampled-t0.7" in pickers.nth(1).inner_text()
+    # no run-set chip is cut (ui-review 23), at 1440 and at 900 px: each picker spans the page, its chips wrap
+    chips = ("() => Array.from(document.querySelectorAll('[data-testid=\"stMain\"] "
+             "[data-testid=\"stMultiSelectTagsContainer\"] span')).filter(e => !e.children.length && "
+             "e.textContent.trim()).map(e => [e.textContent, e.scrollWidth, e.clientWidth])")
+    for width in (1440, 900):
+        page.set_viewport_size({"width": width, "height": 1000})
+        try:                                    # the layout settles after the resize
+            page.wait_for_function(f"() => {{ const c = ({chips})(); return c.length == 2 && "
+                                   "c.every(([t, sw, cw]) => sw <= cw); }", timeout=10_000, polling=250)
+        except Exception:
+            raise AssertionError((width, page.evaluate(chips))) from None
+    page.set_viewport_size({"width": 1440, "height": 1000})
     # the metric table: five metrics, A, B and B - A with intervals
     table = main.locator('[data-testid="stTable"]').first.inner_text()
     for metric in ("ECE", "Brier", "AUROC", "verdict accuracy", "success rate", "B − A"):

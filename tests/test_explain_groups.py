@@ -88,3 +88,44 @@ def test_group_metrics_with_bootstrap_intervals():
     boots = [brier_score(ya[i], pa[i]) for i in idx]
     assert gm.loc[0, "brier_low"] == pytest.approx(np.quantile(boots, 0.025))
     assert gm.loc[0, "brier_high"] == pytest.approx(np.quantile(boots, 0.975))
+
+
+def test_group_metrics_methods_of_a_group_share_one_resample_with_the_per_method_intervals(monkeypatch):
+    """One resample per group serves every method scored on its runs (paired_metric_intervals); with an int
+    random_state the intervals are exactly the former per-method ones (metric_intervals once per group and
+    method), also for a method missing on some runs (resampled on its own runs), a one-outcome group (AUROC
+    undefined) and a group of one run."""
+    from htc_core.calibration.comparison import metric_intervals, paired_metric_intervals
+
+    rng = np.random.default_rng(7)
+    n = 181
+    p = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < p).astype(float)
+    y[120:150] = 1.0                                             # group "c": one outcome only
+    gaps = p.copy()
+    gaps[::9] = np.nan                                           # a method scored on fewer runs
+    preds = {"m": p, "sqrt": np.sqrt(p), "gaps": gaps}
+    groups = np.array(["a"] * 60 + ["b"] * 60 + ["c"] * 30 + ["d"] * 30 + ["one"])
+    from htc_core.calibration import comparison
+
+    draws = []
+    real = comparison.percentile_intervals
+    monkeypatch.setattr(comparison, "percentile_intervals", lambda *a, **k: draws.append(a[1]) or real(*a, **k))
+    gm = explain.group_metrics(y, preds, groups, n_boot=150, random_state=5)
+    monkeypatch.undo()
+    # per group one resample for "m" and "sqrt" (the same runs), one for "gaps"; "one": no "gaps"
+    assert sorted(draws) == sorted([(60,), (53,), (60,), (53,), (30,), (27,), (30,), (27,), (1,)])
+    assert len(gm) == 5 * 3 - 1                                 # "gaps" has no score for the run of "one"
+    for _, row in gm.iterrows():
+        mm = (groups == row["group"]) & np.isfinite(preds[row["method"]])
+        iv = metric_intervals(y[mm], preds[row["method"]][mm], n_boot=150, random_state=5)
+        for met in ("ece", "brier", "auroc"):
+            assert (row[f"{met}_low"], row[f"{met}_high"]) == pytest.approx(iv[met][1:], nan_ok=True), \
+                (row["group"], row["method"], met)
+    m = groups == "a"
+    both = paired_metric_intervals(y[m], {"m": p[m], "sqrt": np.sqrt(p[m])}, n_boot=150, random_state=5)
+    assert both["sqrt"] == metric_intervals(y[m], np.sqrt(p[m]), n_boot=150, random_state=5)
+    with pytest.raises(ValueError, match="at least one"):
+        paired_metric_intervals(y, {})
+    with pytest.raises(ValueError, match="side sqrt differ in length"):
+        paired_metric_intervals(y, {"m": p, "sqrt": p[:10]})

@@ -16,6 +16,7 @@ Decisions (also on the page):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..calibration.comparison import COMPARED_METRICS, RunSetComparison, compare
 from .workspace import Workspace
 
 __all__ = ["default_sides", "side_positions", "oof_all_rows", "ABInputs", "run_set_inputs", "calibrator_inputs",
-           "compare", "metric_table", "flipped_table", "shift_table", "side_label"]
+           "compare", "metric_table", "flipped_table", "shift_table", "side_label", "short_names", "side_caption"]
 
 
 def default_sides(ws: Workspace, names: dict) -> tuple[list[str], list[str]]:
@@ -55,6 +56,31 @@ def side_label(run_sets: list[str], names: dict) -> str:
     if not labels:
         return "(empty)"
     return labels[0] if len(labels) == 1 else f"{labels[0]} + {len(labels) - 1} more"
+
+
+def short_names(names: dict) -> dict:
+    """Run set id -> a shorter label that still tells the run sets apart, for the pickers' chips: the ``SOURCE: ``
+    prefix and the file extension every name shares are left out (``sample: facts_SmolLM2-135M-greedy.jsonl`` ->
+    ``facts_SmolLM2-135M-greedy``); a name stays whole where the rest would be empty or the same as another's."""
+    full = {i: str(n) for i, n in names.items()}
+    if len(full) < 2:
+        return full
+    texts = list(full.values())
+    prefix = os.path.commonprefix(texts)
+    head = prefix.rfind(": ") + 2 if ": " in prefix else 0
+    suffix = os.path.commonprefix([t[::-1] for t in texts])[::-1]
+    tail = len(suffix) - suffix.rfind(".") if "." in suffix else 0
+    short = {i: t[head:len(t) - tail] if len(t) - tail > head else t for i, t in full.items()}
+    return short if len(set(short.values())) == len(short) else full
+
+
+def side_caption(side: str, run_sets: list[str], names: dict, n_runs: int) -> str:
+    """What a side holds, with every run set's full name (the chips show shortened names, cut when long)."""
+    if not run_sets:
+        return f"{side}: no run set chosen"
+    listed = ", ".join(str(names.get(r, r)) for r in run_sets)
+    count = f"{len(run_sets)} run sets" if len(run_sets) > 1 else "1 run set"
+    return f"{side} ({count}, {n_runs:,} runs): {listed}"
 
 
 def side_positions(ws: Workspace, run_sets: list[str]) -> np.ndarray:

@@ -122,12 +122,14 @@ def keep(scorer: AdaptedScorer) -> str:
 
 def prior_of(scorer: AdaptedScorer):
     """The shipped GAC's sub-model the scorer was adapted from (the one of the scorer's profile)."""
+    from ..calibration.adapt import named_prior
     from .experiments import shipped_gac
 
     want = (scorer.model.profile_, int(scorer.model.top_k_))
-    for m in shipped_gac().models.values():
+    gac = shipped_gac()
+    for kind, m in gac.models.items():
         if m is not None and (m.profile_, int(m.top_k_)) == want:
-            return m
+            return named_prior(m, f"{gac.name}/{kind}")
     raise ValueError(f"the shipped GAC has no model of profile {want[0]!r}, top-k {want[1]}")
 
 

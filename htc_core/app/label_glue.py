@@ -16,6 +16,7 @@ import threading
 import numpy as np
 import streamlit as st
 
+from ..calibration.adapt import named_prior
 from . import adapted_scorer, experiments, jobs, session, trajectory_view
 from .label_store import LabelStore
 from .label_views import LabelQueueView, compute_queue, evidence, model_card
@@ -70,7 +71,7 @@ def _prior_inputs(ws: Workspace):
     kinds = ws.stored.gac_kind if ws.stored is not None else gac.kinds(ws.ts)
     kind = "with_alternatives" if len(kinds) and np.all(np.asarray(kinds) == "with_alternatives") \
         else "without_alternatives"
-    model = gac.models[kind]
+    model = named_prior(gac.models[kind], f"{gac.name}/{kind}")     # adaptation_["prior"]: gac/<kind>
     same = (model.profile_, int(model.top_k_)) == (ws.profile, int(ws.top_k))
     X = ws.features if same else session.workspace_for_profile(model.profile_, model.top_k_).features
     return X, model

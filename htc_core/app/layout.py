@@ -21,6 +21,11 @@ from .workspace import Workspace
 
 log = logging.getLogger("htc.dashboard")
 
+#: the mark of a status line of background work (Feature space's projection, the kernels' warm-up): Streamlit's
+#: bundled Material Symbols font draws it on every machine, where the emoji U+23F3 was a box in a browser without a
+#: colour-emoji font (headless Chromium; docs/ui-review.md). In the browser's page text it reads PENDING_ICON_NAME.
+PENDING_ICON_NAME = "hourglass_empty"
+PENDING_ICON = f":material/{PENDING_ICON_NAME}:"
 #: markdown punctuation escaped by :func:`md`
 _MD_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$=^")
 #: a colon that could open or close a shortcode (followed by anything but a space)
@@ -300,7 +305,7 @@ def kernel_status() -> None:
         text = kernels.status_text()
         if text is None:
             st.rerun()              # once: the next run of the app draws no status, and this refresh stops
-        st.caption(f"⏳ {text}")
+        st.caption(f"{PENDING_ICON} {text}")
 
     live()
 

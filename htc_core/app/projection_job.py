@@ -99,7 +99,9 @@ def projection_or_preview(ws: Workspace, method: str) -> Shown:
 
 def status_text(job: "jobs.Job", method: str) -> str:
     """The status line of a projection still computing."""
-    return (f"⏳ {job.text()}. Shown meanwhile: a PCA of the same standardized features (the first two principal "
+    from .layout import PENDING_ICON
+
+    return (f"{PENDING_ICON} {job.text()}. Shown meanwhile: a PCA of the same standardized features (the first two principal "
             f"components); the chart changes to {LABELS[method]} when it is ready.")
 
 

@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "RunSetComparison": "comparison",
     "compare_metrics": "comparison",
     "metric_intervals": "comparison",
+    "paired_metric_intervals": "comparison",
     "feature_shift": "comparison",
     "pairing_keys": "comparison",
     "MetricState": "streaming",

@@ -116,7 +116,7 @@ def resolve_prior(prior, cls, of_matrix: tuple[str, int] | None) -> tuple[object
     'gac/without_alternatives'
     """
     notes: list = []
-    name = getattr(prior, "name", None) or type(prior).__name__
+    name = prior_name(prior)
     if isinstance(prior, (str, bytes)) or hasattr(prior, "__fspath__"):
         prior, name = _load_named(prior if not isinstance(prior, bytes) else prior.decode(), cls)
     subs = getattr(prior, "models", prior) if not isinstance(prior, cls) else None
@@ -127,7 +127,82 @@ def resolve_prior(prior, cls, of_matrix: tuple[str, int] | None) -> tuple[object
     if not isinstance(prior, cls) or not hasattr(prior, "coef_"):
         raise ValueError(f"prior must be a fitted HTCCalibrator, a General Agent Calibrator, a shipped model name "
                          f"or a model file, got {type(prior).__name__}")
+    if getattr(prior, "name_", None) != name and name != prior_name(prior):
+        prior = named_prior(prior, name)     # a sub-model or a file's model keeps its name through later resolves
     return prior, str(name), notes
+
+
+def named_prior(model, name: str):
+    """A shallow copy of a fitted linear HTC model that carries the name it is shown by (``name_``).
+
+    A GAC's sub-model or a model file's model, once picked out, would otherwise be shown by its class name;
+    :func:`prior_name` (and so ``adaptation_["prior"]``) reads ``name_``. The copy shares the model's arrays.
+
+    Parameters
+    ----------
+    model : HTCCalibrator
+        The fitted model (left unchanged).
+    name : str
+        Its name, e.g. ``"gac/with_alternatives"``.
+
+    Returns
+    -------
+    HTCCalibrator
+        The named copy.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.adapt import named_prior, prior_name
+    >>> sub = htc.load_model("gac").models["with_alternatives"]
+    >>> prior_name(named_prior(sub, "gac/with_alternatives"))
+    'gac/with_alternatives'
+    """
+    import copy
+
+    named = copy.copy(model)
+    named.name_ = str(name)
+    return named
+
+
+def prior_name(prior) -> str:
+    """The name a prior is shown by in ``adaptation_["prior"]``, the notes and the error messages.
+
+    Its ``name`` (a GAC's, e.g. ``"gac"``) or ``name_`` (:func:`named_prior`), a shipped name or a file path as
+    given; a fitted HTC model without a name is described by its variant, profile and training size (never by its
+    class name).
+
+    Parameters
+    ----------
+    prior : HTCCalibrator, GeneralCalibrator, str or path
+        The prior as given.
+
+    Returns
+    -------
+    str
+        Its name.
+
+    Examples
+    --------
+    >>> import htc_core as htc
+    >>> from htc_core.calibration.adapt import prior_name
+    >>> gac = htc.load_model("gac")
+    >>> prior_name(gac), prior_name("gac")
+    ('gac', 'gac')
+    >>> prior_name(gac.models["with_alternatives"])
+    'HTC-Reduced model (paper profile, top-k 5, fitted on 2,096 runs)'
+    """
+    for attr in ("name", "name_"):
+        value = getattr(prior, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    if isinstance(prior, (str, bytes)) or hasattr(prior, "__fspath__"):
+        return prior.decode() if isinstance(prior, bytes) else str(prior)
+    if hasattr(prior, "coef_") and hasattr(prior, "profile_"):
+        n = (getattr(prior, "training_summary_", None) or {}).get("n")
+        fitted = f", fitted on {n:,} runs" if isinstance(n, int) else ""
+        return f"HTC-{str(prior.variant).capitalize()} model ({prior.profile_} profile, top-k {prior.top_k_}{fitted})"
+    return type(prior).__name__
 
 
 def _pick_submodel(subs: dict, of_matrix, name: str):

@@ -462,6 +462,16 @@ class TemperatureScaling:
         c = np.clip(c, self.eps, 1 - self.eps)
         return np.log(c) - np.log1p(-c)
 
+    def _logit_and_labels(self, confidence, y) -> tuple[np.ndarray, np.ndarray]:
+        """The checked logits of the confidences and their 0/1 labels (what both scalings fit on)."""
+        z = self._logit(confidence)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape != z.shape:
+            raise ValueError(f"y must have one label per confidence ({len(z)}), got {len(y)}")
+        if not np.all((y == 0) | (y == 1)):
+            raise ValueError("y must contain only 0 and 1")
+        return z, y
+
     def fit(self, confidence, y) -> "TemperatureScaling":
         """Fit the temperature by minimizing the log loss of ``sigmoid(logit(confidence) / T)`` against ``y``.
 
@@ -489,12 +499,7 @@ class TemperatureScaling:
         >>> round(scaler.temperature_, 2)
         4.8
         """
-        z = self._logit(confidence)
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if y.shape != z.shape:
-            raise ValueError(f"y must have one label per confidence ({len(z)}), got {len(y)}")
-        if not np.all((y == 0) | (y == 1)):
-            raise ValueError("y must contain only 0 and 1")
+        z, y = self._logit_and_labels(confidence, y)
         lo, hi = 1.0 / self.max_temperature, 1.0 / self.min_temperature
         beta = 1.0
         for _ in range(self.max_iter):
@@ -638,12 +643,7 @@ class PlattScaling(TemperatureScaling):
         >>> round(scaler.slope_, 2), round(scaler.intercept_, 2)
         (2.69, -5.07)
         """
-        z = self._logit(confidence)
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if y.shape != z.shape:
-            raise ValueError(f"y must have one label per confidence ({len(z)}), got {len(y)}")
-        if not np.all((y == 0) | (y == 1)):
-            raise ValueError("y must contain only 0 and 1")
+        z, y = self._logit_and_labels(confidence, y)
         A = np.column_stack([z, np.ones_like(z)])
         w = np.zeros(2)
         lam = self.ridge * max(len(z), 1)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,8 @@ import pandas as pd
 from .bootstrap import check_resampling, percentile_intervals, renamed_seed
 from .metrics import check_n_bins, check_strategy, ReliabilityCurve, bin_predictions, reliability_curve
 
-__all__ = ["metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison", "compare_metrics", "feature_shift",
-           "pairing_keys", "flipped_verdicts", "compare_run_sets", "COMPARED_METRICS"]
+__all__ = ["metric_intervals", "paired_metric_intervals", "MetricComparison", "FeatureShift", "RunSetComparison",
+           "compare_metrics", "feature_shift", "pairing_keys", "flipped_verdicts", "compare_run_sets", "COMPARED_METRICS"]
 
 # metric -> (label, True when higher is better)
 COMPARED_METRICS = {"ece": ("ECE", False), "brier": ("Brier", False), "auroc": ("AUROC", True),
@@ -94,7 +94,8 @@ def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95,
 
     The metrics of ``COMPARED_METRICS`` (ECE, Brier, AUROC, verdict accuracy, success rate), all from the same
     ``n_boot`` resamples of the runs (:func:`~htc_core.calibration.bootstrap.percentile_intervals`). Runs
-    without a label or a confidence are left out.
+    without a label or a confidence are left out. Several calibrators on the same runs:
+    :func:`paired_metric_intervals`.
 
     Parameters
     ----------
@@ -135,18 +136,85 @@ def metric_intervals(y_true, y_prob, *, n_boot: int = 1000, level: float = 0.95,
     >>> [round(v, 3) for v in iv["auroc"]]
     [0.861, 0.804, 0.917]
     """
+    return paired_metric_intervals(y_true, {"y_prob": y_prob}, n_boot=n_boot, level=level, random_state=random_state,
+                                   n_bins=n_bins, strategy=strategy, threshold=threshold, seed=seed)["y_prob"]
+
+
+def paired_metric_intervals(y_true, y_probs: Mapping[str, object], *, n_boot: int = 1000, level: float = 0.95,
+                            random_state=0, n_bins: int = 10, strategy: str = "uniform", threshold: float = 0.5,
+                            seed=None) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Every compared metric of several calibrators scored on the same runs, all from one resample of the runs.
+
+    The paired bootstrap of :func:`metric_intervals`: the ``n_boot`` resamples of the runs are drawn once and
+    every calibrator's metrics are computed on each of them, so their intervals are comparable resample by
+    resample. A run is left out when its label or any calibrator's confidence is missing. With one calibrator
+    (or an int ``random_state``, the same for each call) the intervals equal :func:`metric_intervals`'s.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        0/1 labels.
+    y_probs : mapping of str to array-like of shape (n,)
+        Confidences in [0, 1] by calibrator name (at least one).
+    n_boot : int, default=1000
+        Bootstrap resamples.
+    level : float, default=0.95
+        Level of the intervals.
+    random_state : int, Generator, RandomState or None, default=0
+        Seed of the resamples.
+    n_bins : int, default=10
+        Bins of the ECE.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width or equal-mass bins.
+    threshold : float, default=0.5
+        The verdict "trust" is confidence >= threshold (verdict accuracy).
+    seed : int, optional
+        Deprecated old name of ``random_state``.
+
+    Returns
+    -------
+    dict
+        Calibrator -> metric -> ``(value, low, high)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=200)                       # calibrated confidences ...
+    >>> y = (rng.uniform(size=200) < p).astype(float)   # ... and outcomes drawn from them
+    >>> from htc_core.calibration.comparison import metric_intervals, paired_metric_intervals
+    >>> iv = paired_metric_intervals(y, {"raw": p, "sqrt": np.sqrt(p)}, n_boot=200)
+    >>> [round(v, 3) for v in iv["raw"]["ece"]], [round(v, 3) for v in iv["sqrt"]["ece"]]
+    ([0.064, 0.06, 0.13], [0.187, 0.136, 0.24])
+    >>> iv["raw"] == metric_intervals(y, p, n_boot=200)
+    True
+    """
     n_bins = check_n_bins(n_bins)
     strategy = check_strategy(strategy)
     n_boot, level = check_resampling(n_boot, level)
     random_state = renamed_seed(seed, random_state)
-    y, p = _clean(y_true, y_prob, "y_prob")
+    if not y_probs:
+        raise ValueError("y_probs must hold at least one calibrator's confidences")
+    y = np.asarray(y_true, dtype=np.float64).reshape(-1)
+    probs = {name: np.asarray(p, dtype=np.float64).reshape(-1) for name, p in y_probs.items()}
+    ok = np.isfinite(y)
+    for name, p in probs.items():
+        if p.shape != y.shape:
+            raise ValueError(f"labels and confidences of side {name} differ in length: {y.size} vs {p.size}")
+        ok &= np.isfinite(p)
+    clean = {name: _clean(y[ok], p[ok], name) for name, p in probs.items()}
+    yy = y[ok]
+    k = len(COMPARED_METRICS)
 
     def stat(i):
-        rows = _metric_rows(y[i], p[i], threshold, n_bins, strategy)
-        return np.stack([rows[m] for m in COMPARED_METRICS])
+        out = []
+        for _, p in clean.values():
+            rows = _metric_rows(yy[i], p[i], threshold, n_bins, strategy)
+            out.extend(rows[m] for m in COMPARED_METRICS)
+        return np.stack(out)
 
-    iv = percentile_intervals(stat, (y.size,), n_boot=n_boot, level=level, random_state=random_state)
-    return {m: iv.triple(k) for k, m in enumerate(COMPARED_METRICS)}
+    iv = percentile_intervals(stat, (yy.size,), n_boot=n_boot, level=level, random_state=random_state)
+    return {name: {m: iv.triple(j * k + c) for c, m in enumerate(COMPARED_METRICS)} for j, name in enumerate(clean)}
 
 
 @dataclass

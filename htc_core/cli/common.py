@@ -99,8 +99,13 @@ def add_chunk_option(p: argparse.ArgumentParser) -> None:
 
 def positive_int(value: str) -> int:
     """argparse type: a positive integer (``1,000`` and ``1_000`` accepted)."""
+    return _positive(value.replace(",", "").replace("_", ""), value)
+
+
+def _positive(text: str, value: str) -> int:
+    """``text`` as a positive integer; the message names ``value``, what the user typed."""
     try:
-        v = int(value.replace(",", "").replace("_", ""))
+        v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
     if v < 1:
@@ -153,10 +158,5 @@ def labeled_only(ts, command: str):
 
 
 def seeds_arg(value: str) -> int:
-    try:
-        v = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return v
+    """argparse type: a positive integer as ``int()`` reads it (seeds, repeats, counts; no thousands comma)."""
+    return _positive(value, value)

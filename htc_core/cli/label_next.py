@@ -9,17 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import CLIError, add_input_options, load_inputs
-
-
-def _positive(value: str) -> int:
-    try:
-        v = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return v
+from .common import CLIError, add_input_options, load_inputs, seeds_arg
 
 
 def cmd_label_next(args: argparse.Namespace) -> int:
@@ -75,7 +65,7 @@ def register(sub) -> None:
     add_input_options(q, model_name=False)
     q.add_argument("--model", dest="prior", default="gac", metavar="MODEL",
                    help="the prior: a shipped model (gac, gac-full) or a model file (default: gac)")
-    q.add_argument("-n", type=_positive, default=10, metavar="N", help="how many runs to propose (default: 10)")
+    q.add_argument("-n", type=seeds_arg, default=10, metavar="N", help="how many runs to propose (default: 10)")
     q.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
     q.add_argument("--strategy", choices=STRATEGIES, default="stratified",
                    help="stratified (default), calibration, mixed, variance, refit, random or uncertainty "

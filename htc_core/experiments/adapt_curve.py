@@ -694,9 +694,10 @@ def compare_on_labels(ts, prior="gac", *, folds: int = 5, seed: int = 42) -> Lab
     """
     from sklearn.model_selection import StratifiedKFold
 
+    from ..calibration.adapt import prior_name
     from ..features import extract
 
-    name = prior if isinstance(prior, str) else getattr(prior, "name", "prior")
+    name = prior_name(prior)
     gac = _load_prior(prior)
     ts = ts.labeled()
     y = ts.labels

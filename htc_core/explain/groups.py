@@ -96,8 +96,8 @@ def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_bo
         Each run's group (model, framework, dataset, ...); a missing group is ``"(none)"``.
     n_boot : int, default 0
         With ``n_boot > 0``, also the 95% percentile bootstrap interval of each metric over ``n_boot``
-        resamples of the group's runs (:func:`~htc_core.calibration.comparison.metric_intervals`; one resample
-        per group and method for all its metrics).
+        resamples of the group's runs (:func:`~htc_core.calibration.comparison.paired_metric_intervals`: one
+        resample per group for all its metrics and every method scored on the same runs).
     random_state : int, numpy.random.Generator or None, default 0
         The bootstrap's randomness, as scikit-learn's ``random_state``.
     seed : int or None, default None
@@ -127,7 +127,6 @@ def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_bo
     ['ece_low', 'ece_high', 'brier_low', 'brier_high', 'auroc_low', 'auroc_high']
     """
     from ..calibration.bootstrap import renamed_seed
-    from ..calibration.comparison import metric_intervals
 
     random_state = renamed_seed(seed, random_state)
     y = np.asarray(labels, dtype=np.float64)
@@ -136,17 +135,34 @@ def group_metrics(labels, predictions: Mapping[str, np.ndarray], groups, *, n_bo
     rows = []
     for grp in sorted(set(g)):
         m = (g == grp) & np.isfinite(y)
+        masks = {name: m & np.isfinite(p) for name, p in preds.items()}
+        ivs = _group_intervals(y, preds, masks, n_boot, random_state) if n_boot else {}
         for name, p in preds.items():
-            mm = m & np.isfinite(p)
+            mm = masks[name]
             if mm.any():
                 row = _metric_row(grp, name, y[mm], p[mm])
-                if n_boot:
-                    iv = metric_intervals(y[mm], p[mm], n_boot=n_boot, random_state=random_state)
-                    for met in ("ece", "brier", "auroc"):
-                        row[f"{met}_low"], row[f"{met}_high"] = iv[met][1], iv[met][2]
+                for met in ("ece", "brier", "auroc") if n_boot else ():
+                    row[f"{met}_low"], row[f"{met}_high"] = ivs[name][met][1], ivs[name][met][2]
                 rows.append(row)
     extra = [f"{m}_{b}" for m in ("ece", "brier", "auroc") for b in ("low", "high")] if n_boot else []
     return pd.DataFrame(rows, columns=GROUP_METRIC_COLUMNS + extra)
+
+
+def _group_intervals(y, preds: dict, masks: dict, n_boot: int, random_state) -> dict:
+    """Bootstrap intervals of every method of one group: the methods scored on the same runs (the usual case)
+    share one resample of them (:func:`~htc_core.calibration.comparison.paired_metric_intervals`)."""
+    from ..calibration.comparison import paired_metric_intervals
+
+    same_runs: dict[bytes, list[str]] = {}
+    for name, mm in masks.items():
+        if mm.any():
+            same_runs.setdefault(np.packbits(mm).tobytes(), []).append(name)
+    out = {}
+    for names in same_runs.values():
+        mm = masks[names[0]]
+        out.update(paired_metric_intervals(y[mm], {n: preds[n][mm] for n in names}, n_boot=n_boot,
+                                           random_state=random_state))
+    return out
 
 
 def group_curves(labels, prediction, groups, *, n_bins: int = 10) -> dict[str, ReliabilityCurve]:

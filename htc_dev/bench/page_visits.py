@@ -78,7 +78,7 @@ def _usable(page, title: str, groups) -> bool:
 
 #: what a page writes while a part of it is still computing in the background (Feature space's status line,
 #: Calibration's list of parts still evaluating): a page that shows one has not settled
-PENDING_TEXT = ("⏳", "Still evaluating")
+PENDING_TEXT = ("hourglass_empty", "Still evaluating")     # the first: layout.PENDING_ICON's name in the page
 
 
 def _busy(page) -> bool:
