@@ -15,6 +15,21 @@ from hostile_records import ROOT
 SAMPLE = ROOT / "sample_runs" / "units"
 
 
+def _close_failing_once(monkeypatch, pq, exc: OSError) -> None:
+    """``ParquetWriter.close`` raises ``exc`` on its first call only: the writer's own ``__del__`` closes again when
+    it is collected (still inside the test), and a second injected failure there was an "exception ignored"
+    warning in every run."""
+    real, calls = pq.ParquetWriter.close, []
+
+    def close(self):
+        calls.append(self)
+        if len(calls) == 1:
+            raise exc
+        return real(self)
+
+    monkeypatch.setattr(pq.ParquetWriter, "close", close)
+
+
 # -- issue 28 item 6: a failing ParquetWriter.close is not swallowed ----------------------------------------
 def test_tablewriter_failing_parquet_close_keeps_the_previous_file(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
@@ -25,10 +40,7 @@ def test_tablewriter_failing_parquet_close_keeps_the_previous_file(tmp_path, mon
     pd.DataFrame({"id": ["a", "b"], "x": [1.0, 2.0]}).to_parquet(out, index=False)
     before = out.read_bytes()
 
-    def full(self):
-        raise OSError(28, "No space left on device (injected at close)")
-
-    monkeypatch.setattr(pq.ParquetWriter, "close", full)
+    _close_failing_once(monkeypatch, pq, OSError(28, "No space left on device (injected at close)"))
     with pytest.raises(OSError, match="No space left"):
         with TableWriter(out) as w:
             w.write(pd.DataFrame({"id": ["c"], "x": [3.0]}))
@@ -41,7 +53,7 @@ def test_tablewriter_block_error_wins_over_a_failing_close(tmp_path, monkeypatch
 
     from htc_core.tablewriter import TableWriter
 
-    monkeypatch.setattr(pq.ParquetWriter, "close", lambda self: (_ for _ in ()).throw(OSError(28, "full")))
+    _close_failing_once(monkeypatch, pq, OSError(28, "full"))
     with pytest.raises(KeyError, match="the block's own"):
         with TableWriter(tmp_path / "o.parquet") as w:
             w.write(pd.DataFrame({"x": [1.0]}))
