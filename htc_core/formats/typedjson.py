@@ -31,7 +31,9 @@ value) took 0.13 s.
 
 from __future__ import annotations
 
+import re
 import threading
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,6 @@ __all__: list[str] = []
 MAX_LINE = 16 << 20
 # the step fields decoded to arrays; every other field becomes Python objects
 NUMERIC_KEYS = ("logprobs", "top_logprobs")
-_SUFFIX = b'logprobs"'  # ends both keys: '"logprobs"' and '"top_logprobs"'
 _BOM = b"\xef\xbb\xbf"
 #: every character the text of a JSON number can hold, and the blanks: deleted from a line (``bytes.translate``),
 #: they leave an array of numbers as its skeleton of brackets and commas (``step_shapes``)
@@ -212,38 +213,57 @@ def step_shapes(skeleton: bytes) -> tuple[list[int], list[tuple[int, int] | None
     deleted, and what stood between two commas of valid JSON made of those characters alone is a number. So a
     bool, a string, null, an object, an empty or a nested array inside the value shows in its skeleton and fails
     the comparison. Every occurrence of either key in the text is counted (in metadata, in a text, or a
-    look-alike that the deletion made); the caller requires exactly one per step, so each is a step's own key."""
-    lens: list[int] = []
-    tops: list[tuple[int, int] | None] = []
-    find, startswith = skeleton.find, skeleton.startswith
-    pos = find(_SUFFIX)
-    while pos >= 0:
-        before = skeleton[pos - 1]
-        is_top = before == 95 and skeleton[pos - 5:pos] == b'"top_'
-        if before == 34 or is_top:
-            v = pos + 10  # after 'logprobs":'
-            if skeleton[v - 1] != 58:  # ':'
-                return None
-            if is_top and startswith(b"null", v):
-                tops.append(None)
-            elif is_top:
-                k = find(b"]", v) - v - 1  # the first row's width: '[[', k - 1 commas, ']'
-                end = find(b"]]", v) + 2
-                n = (end - v - 1) // (k + 2) if k > 0 else 0  # n rows of k numbers: n * (k + 2) + 1 characters
-                if n < 1 or not startswith(_SKELETONS.get((n, k)) or _skeleton_of(n, k), v) \
-                        or end - v != n * (k + 2) + 1:
-                    return None
-                tops.append((n, k))
-                pos = end - 9
-            else:
-                end = find(b"]", v) + 1
-                n = end - v - 1
-                if n < 1 or not startswith(_SKELETONS.get((n, 0)) or _skeleton_of(n, 0), v):
-                    return None
-                lens.append(n)
-                pos = end - 9
-        pos = find(_SUFFIX, pos + 9)
-    return lens, tops
+    look-alike that the deletion made); the caller requires exactly one per step, so each is a step's own key.
+
+    One regular-expression pass finds every occurrence with the brackets and commas that follow it
+    (``KEY_VALUES``); each distinct piece is judged once (``value_shape``) and remembered, since the steps of a
+    file have a few shapes: no Python work per step (issue 29: 0.045 -> 0.029 s on the 112 MB bench file)."""
+    found = KEY_VALUES.findall(skeleton)
+    got = list(map(_SHAPES.get, found, repeat(_UNSEEN)))
+    if _UNSEEN in got:
+        got = list(map(value_shape, found))
+    if _BAD in got:
+        return None
+    return [g for g in got if type(g) is int], [g for g in got if type(g) is not int]
+
+
+#: every occurrence of either key in a skeleton, with the brackets and commas of its value (and the comma after
+#: it): in valid JSON a key's value ends there, since the next key starts with a quote
+KEY_VALUES = re.compile(rb'"(?:top_)?logprobs"(?::(?:null|\[[\[\],]*))?')
+_UNSEEN, _BAD = object(), object()
+_SHAPES: dict[bytes, Any] = {}  # a piece of KEY_VALUES -> value_shape (pieces up to 4 kB, at most 4,096)
+
+
+def value_shape(piece: bytes) -> Any:
+    """What a ``KEY_VALUES`` piece holds: n (``logprobs``: n >= 1 numbers), (n, k) (``top_logprobs``: n rows of
+    k numbers), None (``top_logprobs``: null), or ``_BAD`` (anything else, or no value)."""
+    shape = _SHAPES.get(piece, _UNSEEN)
+    if shape is _UNSEEN:
+        shape = _judge(piece)
+        if len(piece) <= 4096:
+            if len(_SHAPES) >= 4096:
+                _SHAPES.clear()
+            _SHAPES[piece] = shape
+    return shape
+
+
+def _judge(piece: bytes) -> Any:
+    """``value_shape`` without the memory."""
+    top = piece.startswith(b'"top_')
+    head = 15 if top else 11  # '"top_logprobs":' or '"logprobs":'
+    if len(piece) <= head or piece[head - 1] != 58:  # no ':' and value
+        return _BAD
+    v = piece[head:-1] if piece.endswith(b",") else piece[head:]
+    if top and v == b"null":
+        return None
+    if not top:
+        n = len(v) - 1  # '[' n-1 commas ']'
+        return n if n >= 1 and v == _skeleton_of(n, 0) else _BAD
+    k = v.find(b"]") - 1  # '[[' k-1 commas ']'
+    if k < 1 or (len(v) - 1) % (k + 2):
+        return _BAD
+    n = (len(v) - 1) // (k + 2)  # n rows of k numbers: n * (k + 2) + 1 characters
+    return (n, k) if v == _skeleton_of(n, k) else _BAD
 
 
 _SKELETONS: dict[tuple[int, int], bytes] = {}
