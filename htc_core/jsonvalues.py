@@ -140,7 +140,30 @@ def may_nest_too_deep(raw: bytes | str) -> bool:
         n = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
         if n <= MAX_DEPTH:
             return False
+    if isinstance(raw, bytes) and len(raw) < 1 << 20 and nests_within(raw, MAX_DEPTH):
+        return False
     return max_bracket_depth(raw) > MAX_DEPTH
+
+
+#: ``bytes.translate`` deletes every byte but the four brackets
+_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+
+
+def nests_within(raw: bytes, depth: int) -> bool:
+    """True when the brackets of ``raw`` (those inside strings too) are properly nested and no deeper than
+    ``depth``; False says nothing (``max_bracket_depth`` decides then).
+
+    The brackets alone (one ``bytes.translate``), then the empty pairs ``[]`` and ``{}`` deleted pass after pass:
+    a pass removes at most two levels, so brackets that are gone within ``depth // 2`` passes nest at most
+    ``depth`` deep, and their running count (``max_bracket_depth``) peaks at that nesting. A line of the ingest
+    bench (37 kB, 1,000 brackets, 5 levels): 16 us, against 50 us for the numpy scan that format detection paid
+    on each of its 200 sampled lines (issue 29)."""
+    s = raw.translate(None, _NOT_BRACKETS)
+    for _ in range(depth // 2):
+        if not s:
+            return True
+        s = s.replace(b"[]", b"").replace(b"{}", b"")
+    return not s
 
 
 def suspect(text: str) -> bool:

@@ -166,7 +166,7 @@ class _Buffers:
     """The buffers of a line's step arrays as ``_step`` finds them, how many steps have a top_logprobs key, and
     the keys of the last step read (the next step usually has the same ones)."""
 
-    __slots__ = ("lp", "top", "keyed", "keys", "others")
+    __slots__ = ("lp", "top", "keyed", "keys", "others", "has_top")
 
     def __init__(self) -> None:
         self.lp: list = []
@@ -174,6 +174,7 @@ class _Buffers:
         self.keyed = 0
         self.keys: list[str] = []
         self.others: list[str] = []  # the keys but the numeric ones
+        self.has_top = False  # a top_logprobs key among them
 
 
 def _step(st: Any, n: int, got: _Buffers) -> dict | None:
@@ -181,24 +182,35 @@ def _step(st: Any, n: int, got: _Buffers) -> dict | None:
     in the buffers added to ``got``; ``step_shapes`` proved their shapes)."""
     if not isinstance(st, simdjson.Object):
         return None
-    keys = got.keys
-    # the last step's keys, all present and no other (so none repeated): they are this step's (the order of a
-    # step's keys matters to no one: its fields are read by name)
-    if len(st) != len(keys) or not all(map(st.__contains__, keys)):
-        keys = list(st.keys())
-        if len(set(keys)) != len(keys) or "logprobs" not in keys:
-            return None
-        got.keys, got.others = keys, [k for k in keys if k not in NUMERIC_KEYS]
-    got.lp.append(st["logprobs"].as_buffer(of_type="d"))
+    if len(st) == len(got.keys):
+        # the last step's keys (the next step usually has the same ones): reading each of them proves it present,
+        # and a step with as many entries as those distinct keys holds no other key and none twice; a missing one
+        # raises KeyError before anything is kept (the order of a step's keys matters to no one)
+        try:
+            return _fields(st, n, got)
+        except KeyError:
+            pass
+    keys = list(st.keys())
+    if len(set(keys)) != len(keys) or "logprobs" not in keys:
+        return None
+    got.keys, got.others = keys, [k for k in keys if k not in NUMERIC_KEYS]
+    got.has_top = "top_logprobs" in keys
+    return _fields(st, n, got)
+
+
+def _fields(st: Any, n: int, got: _Buffers) -> dict:
+    """``_step`` for a step whose keys are ``got.keys`` (KeyError, with nothing kept, for a key it lacks)."""
+    lp = st["logprobs"]
     out = {}
     for key in got.others:
         v = st[key]
         out[key] = v if type(v) in _SCALARS else _python(v, MAX_DEPTH - 3)
-    if len(got.others) + 1 < len(keys):  # a top_logprobs key
+    top = st["top_logprobs"] if got.has_top else None
+    got.lp.append(lp.as_buffer(of_type="d"))
+    if got.has_top:
         got.keyed += 1
-        v = st["top_logprobs"]
-        if v is not None:
-            got.top.append(v.as_buffer(of_type="d"))
+        if top is not None:
+            got.top.append(top.as_buffer(of_type="d"))
     out["logprobs"] = range(n)
     return out
 
