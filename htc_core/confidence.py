@@ -71,8 +71,9 @@ class Profile:
     compute: Callable[[np.ndarray, np.ndarray, int], TokenConfidence]
 
 
-def _row_sum_count(block: np.ndarray, transform) -> tuple[np.ndarray, np.ndarray]:
-    """Row sums of transform(block) over non-NaN entries, and their counts.
+def _row_sum_count(block: np.ndarray, transform) -> tuple[np.ndarray, np.ndarray | None]:
+    """Row sums of transform(block) over non-NaN entries, and their counts (None when no row is padded: every
+    count is the width).
 
     Row reductions over a narrow axis are slow in NumPy; a matrix-vector
     product with a ones vector (BLAS) is not. Rows without NaN padding (the
@@ -80,15 +81,16 @@ def _row_sum_count(block: np.ndarray, transform) -> tuple[np.ndarray, np.ndarray
     """
     ones = np.ones(block.shape[1])
     s = transform(block) @ ones
-    cnt = np.full(block.shape[0], float(block.shape[1]))
     padded = np.isnan(s)
-    if padded.any():
-        sub = block[padded]
-        valid = ~np.isnan(sub)
-        vals = transform(np.where(valid, sub, 0.0))
-        vals[~valid] = 0.0
-        s[padded] = vals @ ones
-        cnt[padded] = valid.sum(axis=1)
+    if not padded.any():
+        return s, None
+    cnt = np.full(block.shape[0], float(block.shape[1]))
+    sub = block[padded]
+    valid = ~np.isnan(sub)
+    vals = transform(np.where(valid, sub, 0.0))
+    vals[~valid] = 0.0
+    s[padded] = vals @ ones
+    cnt[padded] = valid.sum(axis=1)
     return s, cnt
 
 
@@ -103,10 +105,16 @@ def _top1_topk_prob(logprob: np.ndarray, top: np.ndarray, k: int, r: np.ndarray)
         b = min(n, a + _CHUNK)
         first = top[a:b, 0]
         has = ~np.isnan(first)
-        top1[a:b] = np.where(has, np.exp(np.where(has, first, 0.0)), r[a:b])
+        if has.all():  # every token has alternatives (the usual case): the same values, four passes fewer
+            np.exp(first.copy(), out=top1[a:b])   # contiguous, as the where below makes it
+        else:
+            top1[a:b] = np.where(has, np.exp(np.where(has, first, 0.0)), r[a:b])
         if kk > 0:
             s, cnt = _row_sum_count(top[a:b, :kk], np.exp)
-            topk[a:b] = np.where(cnt > 0, s / np.maximum(cnt, 1.0), r[a:b])
+            if cnt is None:  # no padding: every count is kk
+                np.divide(s, float(kk), out=topk[a:b])
+            else:
+                topk[a:b] = np.where(cnt > 0, s / np.maximum(cnt, 1.0), r[a:b])
         else:
             topk[a:b] = r[a:b]
     return top1, topk
@@ -129,7 +137,10 @@ def _deepconf(logprob: np.ndarray, top: np.ndarray, k: int) -> TokenConfidence:
         for a in range(0, n, _CHUNK):
             b = min(n, a + _CHUNK)
             s, cnt = _row_sum_count(top[a:b, :kk], lambda v: v)
-            topk[a:b] = np.where(cnt > 0, -s / np.maximum(cnt, 1.0), topk[a:b])
+            if cnt is None:  # no padding: every count is kk
+                topk[a:b] = -s / float(kk)
+            else:
+                topk[a:b] = np.where(cnt > 0, -s / np.maximum(cnt, 1.0), topk[a:b])
     return TokenConfidence(r, top1, topk)
 
 

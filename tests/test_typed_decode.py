@@ -130,6 +130,13 @@ REFUSED_RAW = {
                                               b'{"logprobs":[-0.1],"top_logprobs":[[-0.1]]}]}',
     "null alternatives on one step of two": b'{"id":"t","steps":[{"logprobs":[-0.1],"top_logprobs":[[-0.1,-1]]},'
                                             b'{"logprobs":[-0.1],"top_logprobs":null}]}',
+    # the next step has as many entries as the last one's keys (``typedjson._step`` reads those keys directly)
+    "a repeated key on the next step, as many entries": b'{"id":"t","steps":[{"name":"a","logprobs":[-0.1],'
+                                                        b'"top_logprobs":[[-0.1,-2]]},{"logprobs":[-0.2],'
+                                                        b'"logprobs":[-0.2],"top_logprobs":[[-0.2,-3]]}]}',
+    "no alternatives on the next step, as many entries": b'{"id":"t","steps":[{"name":"a","logprobs":[-0.1],'
+                                                         b'"top_logprobs":[[-0.1,-2]]},{"name":"b","text":"c",'
+                                                         b'"logprobs":[-0.2]}]}',
 }
 #: raw lines the typed decode takes (the skeleton proof holds) and whose values the reference path judges the same
 TAKEN_RAW = {
@@ -140,6 +147,11 @@ TAKEN_RAW = {
     "an escaped key in a text (not a key: its quote is escaped)":
         b'{"id":"t","steps":[{"logprobs":[-0.1],"text":"a \\"logprobs\\": [1] 2"}]}',
     "keys in another order": b'{"steps":[{"top_logprobs":[[-0.1,-2]],"name":"a","logprobs":[-0.1]}],"id":"t"}',
+    "another key on the next step, as many entries": b'{"id":"t","steps":[{"name":"a","logprobs":[-0.1],'
+                                                     b'"top_logprobs":[[-0.1,-2]]},{"text":"b","logprobs":[-0.2],'
+                                                     b'"top_logprobs":[[-0.2,-3]]}]}',
+    "fewer keys, then more again": b'{"id":"t","steps":[{"name":"a","text":"x","logprobs":[-0.1]},'
+                                   b'{"logprobs":[-0.2]},{"name":"c","text":null,"logprobs":[-0.3]}]}',
 }
 #: lines the typed decode takes but whose values the reference path must judge (clip, sentinel, order, ids)
 JUDGED = {

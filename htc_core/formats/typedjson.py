@@ -231,10 +231,10 @@ def step_shapes(skeleton: bytes) -> tuple[list[int], list[tuple[int, int] | None
     (``KEY_VALUES``); each distinct piece is judged once (``value_shape``) and remembered, since the steps of a
     file have a few shapes: no Python work per step (issue 29: 0.045 -> 0.029 s on the 112 MB bench file)."""
     found = KEY_VALUES.findall(skeleton)
-    got = list(map(_SHAPES.get, found, repeat(_UNSEEN)))
+    got = list(map(SHAPE_MEMO.get, found, repeat(_UNSEEN)))
     if _UNSEEN in got:
         got = list(map(value_shape, found))
-    if _BAD in got:
+    if BAD_SHAPE in got:
         return None
     return [g for g in got if type(g) is int], [g for g in got if type(g) is not int]
 
@@ -242,20 +242,23 @@ def step_shapes(skeleton: bytes) -> tuple[list[int], list[tuple[int, int] | None
 #: every occurrence of either key in a skeleton, with the brackets and commas of its value (and the comma after
 #: it): in valid JSON a key's value ends there, since the next key starts with a quote
 KEY_VALUES = re.compile(rb'"(?:top_)?logprobs"(?::(?:null|\[[\[\],]*))?')
-_UNSEEN, _BAD = object(), object()
-_SHAPES: dict[bytes, Any] = {}  # a piece of KEY_VALUES -> value_shape (pieces up to 4 kB, at most 4,096)
+_UNSEEN = object()
+#: what ``value_shape`` answers for a piece that is not a plain value of its key
+BAD_SHAPE = object()
+#: ``value_shape``'s memory: a piece of ``KEY_VALUES`` -> its shape (pieces up to 4 kB, at most 4,096 of them)
+SHAPE_MEMO: dict[bytes, Any] = {}
 
 
 def value_shape(piece: bytes) -> Any:
     """What a ``KEY_VALUES`` piece holds: n (``logprobs``: n >= 1 numbers), (n, k) (``top_logprobs``: n rows of
-    k numbers), None (``top_logprobs``: null), or ``_BAD`` (anything else, or no value)."""
-    shape = _SHAPES.get(piece, _UNSEEN)
+    k numbers), None (``top_logprobs``: null), or ``BAD_SHAPE`` (anything else, or no value)."""
+    shape = SHAPE_MEMO.get(piece, _UNSEEN)
     if shape is _UNSEEN:
         shape = _judge(piece)
         if len(piece) <= 4096:
-            if len(_SHAPES) >= 4096:
-                _SHAPES.clear()
-            _SHAPES[piece] = shape
+            if len(SHAPE_MEMO) >= 4096:
+                SHAPE_MEMO.clear()
+            SHAPE_MEMO[piece] = shape
     return shape
 
 
@@ -264,18 +267,18 @@ def _judge(piece: bytes) -> Any:
     top = piece.startswith(b'"top_')
     head = 15 if top else 11  # '"top_logprobs":' or '"logprobs":'
     if len(piece) <= head or piece[head - 1] != 58:  # no ':' and value
-        return _BAD
+        return BAD_SHAPE
     v = piece[head:-1] if piece.endswith(b",") else piece[head:]
     if top and v == b"null":
         return None
     if not top:
         n = len(v) - 1  # '[' n-1 commas ']'
-        return n if n >= 1 and v == _skeleton_of(n, 0) else _BAD
+        return n if n >= 1 and v == _skeleton_of(n, 0) else BAD_SHAPE
     k = v.find(b"]") - 1  # '[[' k-1 commas ']'
     if k < 1 or (len(v) - 1) % (k + 2):
-        return _BAD
+        return BAD_SHAPE
     n = (len(v) - 1) // (k + 2)  # n rows of k numbers: n * (k + 2) + 1 characters
-    return (n, k) if v == _skeleton_of(n, k) else _BAD
+    return (n, k) if v == _skeleton_of(n, k) else BAD_SHAPE
 
 
 _SKELETONS: dict[tuple[int, int], bytes] = {}
