@@ -190,3 +190,42 @@ def test_monitor_help_and_a_replay_import_no_estimator_library(tmp_path):
                             "--out", str(tmp_path / "m.csv")], [*WATCHED, *ESTIMATOR])
         # the replayed table is a DataFrame (pandas); the model, the update and the applicability line are not
         assert not loaded & (ESTIMATOR - {"pandas"}), (model, loaded)
+
+
+def _subcommands(parser) -> dict:
+    return {name: sub for action in parser._subparsers._group_actions for name, sub in action.choices.items()}
+
+
+def test_the_module_of_each_command_is_the_one_that_registers_it():
+    import argparse
+    import importlib
+
+    from htc_core.cli import COMMAND_MODULE, COMMAND_MODULES
+
+    found = {}
+    for name in COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"htc_core.cli.{name}").register(sub)
+        found.update(dict.fromkeys(sub.choices, name))
+    assert found == COMMAND_MODULE
+
+
+def test_a_command_line_builds_the_parsers_of_its_module_only_and_the_same_ones():
+    from htc_core.cli import COMMAND_MODULE, build_parser
+
+    full = _subcommands(build_parser())
+    assert set(full) == set(COMMAND_MODULE)
+    for command, module in COMMAND_MODULE.items():
+        only = _subcommands(build_parser(command))
+        assert set(only) == {c for c, m in COMMAND_MODULE.items() if m == module}
+        assert only[command].format_help() == full[command].format_help()
+    assert set(_subcommands(build_parser("no-such-command"))) == set(full)  # argparse names the valid ones
+
+
+def test_an_unknown_command_is_refused_with_the_valid_ones(capsys):
+    from htc_core.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["featurs"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'featurs'" in err and "features" in err and "warmup" in err

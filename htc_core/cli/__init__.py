@@ -16,6 +16,15 @@ from .common import CLIError
 #: modules whose ``register(sub)`` adds sub-commands, in the order of ``htc --help``
 COMMAND_MODULES = ("data", "calibrate", "monitor", "experiments", "report", "learning", "adapt", "serve",
                    "dashboard", "labels", "label_next", "warmup")
+#: the module of each sub-command (``tests/test_cli_imports.py`` holds it to what the modules register): a
+#: command line naming one builds that module's parsers only (issue 29: 0.015 s -> 0.004 s of the start)
+COMMAND_MODULE = {
+    "validate": "data", "features": "data", "import": "data", "evaluate": "calibrate", "fit": "calibrate",
+    "score": "calibrate", "early-warning": "monitor", "prefixes": "monitor", "monitor": "monitor",
+    "transfer": "experiments", "gac": "experiments", "ablation": "experiments", "models": "experiments",
+    "report": "report", "learning-curve": "learning", "adapt-curve": "adapt", "serve": "serve",
+    "dashboard": "dashboard", "labels": "labels", "label": "label_next", "warmup": "warmup",
+}
 
 EPILOG = """examples:
   htc validate ../shared/data/uala-hotpotqa/
@@ -36,7 +45,9 @@ EPILOG = """examples:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``htc`` parser: every sub-command, or (``command``, a key of ``COMMAND_MODULE``) the sub-commands of
+    its module only."""
     parser = argparse.ArgumentParser(
         prog="htc",
         description="Holistic Trajectory Calibration: how far to trust your LLM agent runs.",
@@ -45,14 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"htc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in (COMMAND_MODULE[command],) if command in COMMAND_MODULE else COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     if argv[:1] == ["dashboard"] and not set(argv[1:2]) & {"-h", "--help"}:
         # every argument goes to `streamlit run` as written (argparse would take its --server.* options for ours)
         args = parser.parse_args(["dashboard"])
