@@ -23,10 +23,10 @@ per step (a key in metadata or in a text sends it the general way). The buffer c
 numbers too. The range and order checks are the caller's (``native.typed_steps``), on the whole arrays.
 
 Measured (issue 29, the 112 MB top-5 bench file, docs/benchmarks-ingest.md): all of ``decode_steps`` takes
-0.23 s CPU (simdjson's parse 0.074 s, the skeleton 0.041 s and its scan 0.046 s, the step fields and buffer
-copies 0.053 s), where ``orjson.loads`` alone takes 0.21 s and the Python lists it builds cost another 0.5 s to
-check and convert; the proof it replaced (row widths through one simdjson proxy per row, a bracket count per
-value) took 0.13 s.
+0.21 s CPU (simdjson's parse 0.074 s, the skeleton 0.041 s and its scan 0.028 s, the step fields and buffer
+copies 0.045 s, the line's array 0.017 s), where ``orjson.loads`` alone takes 0.21 s and the Python lists it
+builds cost another 0.5 s to check and convert; the proof it replaced (row widths through one simdjson proxy per
+row, a bracket count per value) took 0.13 s.
 """
 
 from __future__ import annotations
