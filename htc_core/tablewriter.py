@@ -164,8 +164,8 @@ class TableWriter:
         Parameters
         ----------
         columns : dict of str to ndarray
-            The columns in order, of equal length: float64 arrays (NaN: missing), object arrays of str or None,
-            and the columns named in ``booleans``.
+            The columns in order, of equal length: float64 arrays (NaN: missing), integer arrays, bool arrays,
+            object arrays of str or None, and the columns named in ``booleans``.
         booleans : iterable of str, default=()
             Columns holding float64 1.0 / 0.0 / NaN, written as a nullable boolean (True, False, missing).
 
@@ -281,10 +281,14 @@ def _arrow_columns(columns: dict[str, np.ndarray], booleans: set[str]) -> list |
             words = np.where(v == 1.0, "True", "False").astype(object)
             words[np.isnan(v)] = None
             v = words
+        elif v.dtype == bool:      # written as the DataFrame path writes a bool column
+            v = np.where(v, "True", "False").astype(object)
         if v.dtype == object:
             arr = text_array(v)
             if arr is None:
                 return None
+        elif v.dtype.kind in "iu":
+            arr = int_array(v)
         else:
             arr = float_array(v)
         out.append(arr)
@@ -306,6 +310,15 @@ def float_array(v: np.ndarray):
 
     v = np.ascontiguousarray(v, dtype=np.float64)
     return pa.Array.from_buffers(pa.float64(), len(v), [validity_bitmap(~np.isnan(v)), pa.py_buffer(v)])
+
+
+def int_array(v: np.ndarray):
+    """An int64 (uint64 for unsigned) Arrow array of an integer array (no nulls), made from its buffer."""
+    import pyarrow as pa
+
+    unsigned = v.dtype.kind == "u"
+    v = np.ascontiguousarray(v, dtype=np.uint64 if unsigned else np.int64)
+    return pa.Array.from_buffers(pa.uint64() if unsigned else pa.int64(), len(v), [None, pa.py_buffer(v)])
 
 
 def text_array(v: np.ndarray, *, large: bool = True):

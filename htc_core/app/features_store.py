@@ -128,9 +128,9 @@ def _chunk_table(ts: TraceSet, start: int, profile: str, top_k: int, gac) -> pa.
     for j, name in enumerate(BASELINES):
         cols[_B[j]] = base[name].to_numpy(dtype=np.float64) if name in base else np.full(n, np.nan)
     # run by run: a stored column must not depend on the chunk (nor does htc score: its --as-set is opt-in)
-    scores = gac.score_traces(ts, set_level=False)
-    cols["gac"] = np.asarray(scores.confidence, dtype=np.float64)
-    cols["gac_kind"] = pa.array(np.asarray(scores.kind, dtype=object).tolist(), type=pa.string())
+    confidence, _ = gac.confidences_traces(ts, set_level=False)
+    cols["gac"] = np.asarray(confidence, dtype=np.float64)
+    cols["gac_kind"] = pa.array(np.asarray(gac.kinds(ts), dtype=object).tolist(), type=pa.string())
     fl = structural_flags(ts).frame
     for f, c in zip(FLAGS, _FLAG_COLS):
         cols[c] = pa.array(fl[f].astype(object).where(fl[f].notna(), None).tolist(), type=pa.bool_())
@@ -315,11 +315,11 @@ class ColumnWriter:
 
     def __init__(self, store: Store, run_set_id: str | None = None, *, profile: str = "paper", top_k: int = 5,
                  append: bool = False):
-        from ..calibration.models import DEFAULT_GAC, load_model
+        from ..calibration.models import DEFAULT_GAC, load_scorer
 
         self.store, self.run_set_id, self.profile, self.top_k = store, run_set_id, profile, int(top_k)
         self.append, self.skip = bool(append), False      # append: runs added to a stored run set
-        self.gac_name, self.gac = DEFAULT_GAC, load_model(DEFAULT_GAC)
+        self.gac_name, self.gac = DEFAULT_GAC, load_scorer(DEFAULT_GAC)   # numpy only: no scikit-learn in serve
         self.digest = hashlib.blake2b(digest_size=20)
         self.n = 0
         self._file: _FeatureFile | None = None

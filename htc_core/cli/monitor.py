@@ -149,14 +149,14 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         shift, alts, finals = ShiftAccumulator(gac, name=gac.name), [], []
     with TableWriter(out) as w:                   # chunk by chunk, renamed onto --out only when complete
         for ts in reader:
-            df = _replay(monitor, ts)
-            w.write(df)
-            n_steps += len(df)
-            n_alerted += int(df.groupby("id", sort=False)["alert"].any().sum())
+            cols = _replay(monitor, ts)
+            w.write_columns(cols)                 # CSV straight from the arrays: no pandas for the table
+            n_steps += ts.n_steps
+            n_alerted += len(set(cols["id"][cols["alert"]]))        # ids with an alert at any step
             if gac is not None and len(ts):
                 shift.update(ts)
                 alts.append(gac.kinds(ts) == "with_alternatives")
-                finals.append(df["confidence"].to_numpy()[ts.traj_offsets[1:] - 1])
+                finals.append(cols["confidence"][ts.traj_offsets[1:] - 1])
         report_problems(reader)
     msg = f"; {n_alerted} runs alerted (confidence < {args.threshold})" if args.threshold is not None else ""
     print(f"replayed {reader.n_trajectories} runs ({n_steps} steps) through a Monitor of {args.model}{msg}; "
@@ -178,10 +178,10 @@ def _whole_run_model(args: argparse.Namespace) -> None:
     print(f"htc monitor: warning: {why}", file=sys.stderr)
 
 
-def _replay(monitor, ts):
-    """One row per step of every run of ``ts``: the confidence after it and whether it alerted."""
+def _replay(monitor, ts) -> dict:
+    """One row per step of every run of ``ts`` as numpy columns (id, step, tokens, confidence, alert): the
+    confidence after the step and whether it alerted."""
     import numpy as np
-    import pandas as pd
 
     S = ts.steps_per_trajectory
     conf = np.empty(ts.n_steps)
@@ -193,9 +193,8 @@ def _replay(monitor, ts):
             conf[s] = monitor.add_step(ts.logprob[a:b], ts.top_logprobs[a:b])
             alert[s] = bool(monitor.alerts and monitor.alerts[-1].step == k)
     starts = np.repeat(ts.traj_offsets[:-1], S)
-    return pd.DataFrame({"id": np.repeat(np.asarray(ts.ids, dtype=object), S),
-                         "step": np.arange(ts.n_steps) - starts + 1, "tokens": np.diff(ts.step_offsets),
-                         "confidence": conf, "alert": alert})
+    return {"id": np.repeat(np.asarray(ts.ids, dtype=object), S), "step": np.arange(ts.n_steps) - starts + 1,
+            "tokens": np.diff(ts.step_offsets), "confidence": conf, "alert": alert}
 
 
 def _print_expected(gac, rep, alternatives, final) -> None:

@@ -24,17 +24,26 @@ The result tables the dashboard and the report show (metrics, weights, selection
 ``htc_core.viz.tables``.
 """
 
-from .drill import BinnedRuns, binned_runs, reliability_members
-from .examples import ExampleSet, Mistakes, confidence_examples, worst_mistakes
-from .export import explain_runs, run_reasons
-from .flags import FLAGS, StructuralFlags, structural_flags
-from .groups import DatasetWeights, dataset_weights, group_curves, group_metrics, reliability_curves
-from .reasons import (GroupPosition, TrajectoryExplanation, compare_with, describe_position, explain_trajectory,
-                      format_confidence, group_position, percentile_of)
-from .shapes import ShapeCurve, ShapeCurves, shape_curves
-from .measures import measure_of
-from .signals import Signal, signal_groups
-from .steps import StepTokens, confidence_after_steps, step_timeline, token_steps
+from htc_core.lazy import lazy_exports
+
+#: public name -> submodule that defines it, imported on first use (PEP 562): ``import htc_core.explain.flags``
+#: (the dashboard's store, ``htc serve``) loads neither scikit-learn nor scipy, which ``groups`` needs for its
+#: per-group calibrators
+_EXPORTS: dict[str, str] = {
+    "BinnedRuns": "drill", "binned_runs": "drill", "reliability_members": "drill",
+    "ExampleSet": "examples", "Mistakes": "examples", "confidence_examples": "examples", "worst_mistakes": "examples",
+    "explain_runs": "export", "run_reasons": "export",
+    "FLAGS": "flags", "StructuralFlags": "flags", "structural_flags": "flags",
+    "DatasetWeights": "groups", "dataset_weights": "groups", "group_curves": "groups", "group_metrics": "groups",
+    "reliability_curves": "groups",
+    "GroupPosition": "reasons", "TrajectoryExplanation": "reasons", "compare_with": "reasons",
+    "describe_position": "reasons", "explain_trajectory": "reasons", "format_confidence": "reasons",
+    "group_position": "reasons", "percentile_of": "reasons",
+    "ShapeCurve": "shapes", "ShapeCurves": "shapes", "shape_curves": "shapes",
+    "measure_of": "measures",
+    "Signal": "signals", "signal_groups": "signals",
+    "StepTokens": "steps", "confidence_after_steps": "steps", "step_timeline": "steps", "token_steps": "steps",
+}
 
 __all__ = [
     "TrajectoryExplanation", "explain_trajectory", "GroupPosition", "group_position", "percentile_of",
@@ -44,3 +53,5 @@ __all__ = [
     "Mistakes", "worst_mistakes", "confidence_after_steps", "explain_runs", "run_reasons", "measure_of",
     "BinnedRuns", "binned_runs", "reliability_members", "ShapeCurve", "ShapeCurves", "shape_curves",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
