@@ -238,6 +238,9 @@ def test_an_unknown_command_is_refused_with_the_valid_ones(capsys):
 SERVE_SCRIPT = r"""
 import contextlib, faulthandler, io, json, os, signal, sys, threading, time, urllib.request
 faulthandler.dump_traceback_later(480, exit=True)    # a hang ends with every thread's stack in stderr
+# Ctrl-C as in a terminal: a process started in the background by a non-interactive shell (nohup, `cmd &`, some CI
+# runners) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from htc_core.cli import main
 lines, out = json.loads(sys.argv[1]), io.StringIO()
 class Log(io.StringIO):           # what htc serve prints to stderr, watched for its address and its flush line
