@@ -303,3 +303,36 @@ def test_a_run_the_model_cannot_score_is_stored_unscored_and_reported(tmp_path):
     assert sum("not scored: refused (test model)" in str(p) for p in res.report.problems) == 3
     assert res.summaries[0].endswith("mean confidence n/a; applicability: not checked (the model keeps no "
                                      "training feature statistics)")
+
+
+def test_sigterm_stores_the_held_traces_before_htc_serve_exits(tmp_path):
+    """``kill`` / ``docker stop`` send SIGTERM: the traces held (not settled yet) are stored, as on Ctrl-C."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "htc_core", "serve", "--port", "0", "--data-dir",
+                             str(tmp_path / "data"), "--settle", "3600", "--idle", "3600"],
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        deadline, head = time.monotonic() + 300, []
+        while time.monotonic() < deadline and not head or not re.search(r":(\d+)/v1/traces", head[-1]):
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "".join(head)
+            head.append(line)
+        port = re.search(r":(\d+)/v1/traces", head[-1]).group(1)
+        for d in LINES:
+            _post(f"http://127.0.0.1:{port}/v1/traces", json.dumps(d).encode(), "application/json")
+        assert not (tmp_path / "data").exists() or not Store(tmp_path / "data").list_run_sets().shape[0]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    want, _ = load(FOREIGN / "otel_otlp.jsonl")
+    (rs,) = Store(tmp_path / "data").list_run_sets().itertuples()
+    assert sorted(Store(tmp_path / "data").load_run_set(rs.id).ids) == sorted(want.ids)

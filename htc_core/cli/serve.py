@@ -7,7 +7,9 @@ is the room on top and imports it inside the command, so ``import htc_core.cli``
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .common import CLIError, probability_arg
@@ -58,12 +60,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot listen on {args.host}:{args.port}: {e}") from None
     host, port = rx.address
     print(f"htc serve: OTLP/HTTP traces at http://{host}:{port}/v1/traces (protobuf or JSON), stored in {data}; "
-          f"runs scored with {args.model}. Ctrl-C stops (held traces are stored first).", file=sys.stderr, flush=True)
+          f"runs scored with {args.model}. Ctrl-C or SIGTERM stops (held traces are stored first).", file=sys.stderr,
+          flush=True)
+    previous = _stop_on_sigterm()
     try:
         rx.serve_forever()
     except KeyboardInterrupt:
         pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _stop_on_sigterm():
+    """SIGTERM (``kill``, ``docker stop``, systemd, a CI runner's cancel) stops the receiver as Ctrl-C does, so the
+    traces it holds are stored before it exits (the default action ended the process and lost them). A server
+    started in the background from a shell ignores Ctrl-C, so SIGTERM is how it is usually stopped. Returns the
+    handler it replaced (None where signals cannot be set: not the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def register(sub) -> None:
