@@ -135,7 +135,7 @@ def test_the_comparison_lives_in_the_url_and_a_link_restores_it(app, tmp_path, s
     names = dict(zip(store.list_run_sets()["id"], store.list_run_sets()["name"]))
     assert url["ab"] == "runsets" and url["conf"] == "HTC-Full" and url["bins"] == "quantile"
     assert url["trust"] == "0.70" and names[url["a"]].endswith("greedy.jsonl")
-    table = app.table[0].value
+    table = app.dataframe[0].value          # the metric table
 
     # a new session on the swapped link (B named by its run set name): the same view, sides swapped
     fresh = AppTest.from_file(APP, default_timeout=240)
@@ -147,8 +147,8 @@ def test_the_comparison_lives_in_the_url_and_a_link_restores_it(app, tmp_path, s
     assert fresh.multiselect(key="ab_a").value == [url["b"]] and fresh.multiselect(key="ab_b").value == [url["a"]]
     assert fresh.selectbox(key="ab_method").value == "HTC-Full"
     assert fresh.radio(key="ab_binning").value == "quantile" and fresh.slider(key="ab_threshold").value == 0.7
-    swapped = fresh.table[0].value
-    assert list(swapped.index) == list(table.index)
+    swapped = fresh.dataframe[0].value
+    assert list(swapped["metric"]) == list(table["metric"])
 
     # the calibrator mode from a link, one method unknown
     other = AppTest.from_file(APP, default_timeout=240)

@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO
 from test_browser import _assert_clean, _require_browser, _settle, browser, start_dashboard  # noqa: F401
 from test_browser_drill import HAS_REDUCED, _click, _listed
+from test_browser_compare_runsets import metric_cells
 
 pytestmark = pytest.mark.browser
 VIEW = {"width": 1440, "height": 1000}
@@ -337,13 +338,13 @@ def test_compare_run_sets_mode_and_threshold_round_trip(server, browser):  # noq
     _wait_url(page, "ab", "calibrators")
     _slide(page, "Trust threshold", 4)
     _wait_url(page, "trust", "0.70")
-    metrics = page.locator('[data-testid="stTable"]').first.inner_text()
+    metrics = metric_cells(page)
 
     other = _open(browser, page.url, "Compare run sets")
     assert _checked(other, "Compare", "two calibrators on the same runs")
     assert _slider(other, "Trust threshold") == "0.7", _slider(other, "Trust threshold")
     assert _choice(other, "A (method)") == _choice(page, "A (method)")
-    again = other.locator('[data-testid="stTable"]').first.inner_text()
+    again = metric_cells(other)
     assert again == metrics, (metrics, again)     # the same comparison
     _same_url(page, other)
     _close(page, other)
