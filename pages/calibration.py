@@ -55,7 +55,7 @@ with ui.page_errors("calibration"):
         link = url_state.calibration_params(res.methods, f"cal_methods_{'-'.join(res.methods)}",
                                             f"cal_hist_{'-'.join(res.methods)}")
         url_state.restore("calibration", link)      # a pasted link's choices (checked; junk is ignored)
-        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram,
+        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram, wrap=True,
                                 key=link[0].key)
         left, right = ui.wrapping_row("cal_diagrams", 550, 370)
         with left:

@@ -206,3 +206,12 @@ def test_examples_cards_write_confidences_as_the_inspector_does(app):
     assert all(CONFIDENCE.fullmatch(v) and v not in ("0.00", "1.00") for v in shown), shown
     outcomes = [m.value for m in app.metric if m.label == "outcome"]
     assert outcomes == ["failure"] * 4 + ["success"] * 4
+
+
+def test_a_step_change_too_small_for_two_decimals_says_so():
+    """ui-review 30: the inspector's step lines read "confidence after it < 0.001 (-0.00)"."""
+    from htc_core.app.trajectory_view import change_words
+
+    assert change_words(-0.0004) == change_words(0.0049) == " (change under 0.01)"
+    assert change_words(-0.123) == " (-0.12)" and change_words(0.005) == " (+0.01)"
+    assert change_words(None) == change_words(float("nan")) == ""

@@ -14,7 +14,7 @@ import streamlit as st
 from ..explain import format_confidence
 from .layout import md, wrapping_row
 from ..viz.plots import probability_color
-from .trajectory_view import StepView, TrajectoryView, bounded, preview
+from .trajectory_view import StepView, TrajectoryView, bounded, change_words, preview
 
 __all__ = ["render_answer", "render_steps", "token_html", "strip_html", "show_text"]
 
@@ -107,8 +107,7 @@ def _summary(s: StepView) -> str:
     """One line per step, always on screen: confidence after it, the tool call and the observation's start."""
     bits = [f"**Step {s.step}** · {md(s.name or 'step')}"]
     if s.confidence is not None:
-        ch = "" if s.change is None else f" ({s.change:+.2f})"
-        bits.append(f"confidence after it {format_confidence(s.confidence)}{ch}")
+        bits.append(f"confidence after it {format_confidence(s.confidence)}{change_words(s.change)}")
     if s.tool_call is not None:
         head, rest = preview(s.tool_call, chars=200, lines=1)
         bits.append(f"tool {md(head)}" + (f" … (+{rest:,} chars)" if rest else ""))
