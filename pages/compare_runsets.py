@@ -99,8 +99,8 @@ with ui.page_errors("compare_runsets"):
     st.markdown("**Metrics**")
     st.dataframe(ab_views.metric_table(cmp), hide_index=True, width="stretch", key="ab_metrics", column_config={
         "metric": st.column_config.TextColumn(pinned=True),
-        "difference": st.column_config.TextColumn(pinned=True, help="the verdict on B − A: a side is better where the "
-                                                  "95% interval of the difference excludes 0"),
+        "difference": st.column_config.TextColumn(pinned=True, help="the verdict on B − A: a side is better where "
+                                                  "the 95% interval of the difference excludes 0"),
         "A": st.column_config.TextColumn(help=f"A: {ui.md(cmp.name_a)}; value [95% interval]"),
         "B": st.column_config.TextColumn(help=f"B: {ui.md(cmp.name_b)}; value [95% interval]")})
     left, right = ui.wrapping_row("ab_charts", 540, 380)

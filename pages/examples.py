@@ -53,14 +53,15 @@ with ui.page_errors("examples"):
         st.stop()
     link = url_state.examples_params(base_methods, htc_methods)
     url_state.restore("examples", link)      # a pasted link's choice (checked; junk is ignored)
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = st.columns([2, 2, 1])     # a number needs less room than a method name ("LowestGroup+…")
     baseline = c1.selectbox("Baseline", base_methods,
                             index=views.preferred_baseline(base_methods, res.strongest_baseline()), key="ex_baseline",
                             help="Starts on the strongest baseline by Brier score. A rescaled baseline (+Platt, +Iso, "
                                  "+Temp) can err both ways; raw token probabilities are almost always high, so they "
                                  "show over-confidence only.")
     htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
-    n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
+    n = c3.number_input("Per side", min_value=1, max_value=20, value=4, key="ex_n",
+                        help="How many examples each side shows (and each list of worst mistakes)")
     url_state.write(link)
     st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "
                "scored by a model that saw it.")

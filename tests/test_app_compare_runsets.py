@@ -76,7 +76,7 @@ def test_compare_run_sets_page_defaults_to_the_two_decoding_configurations(app):
                for c in captions)
     metric_table = app.dataframe[0].value
     assert list(metric_table["metric"]) == ["ECE ↓", "Brier ↓", "AUROC ↑", "verdict accuracy ↑", "success rate ↑"]
-    # the verdict sits next to the metric; the sides are "A" and "B" (ui-review 25: at 900 px a run set's name as a
+    # the verdict sits next to the metric; the sides are "A" and "B" (ui-review 26: at 900 px a run set's name as a
     # header pushed the verdict out of sight)
     assert list(metric_table.columns) == ["metric", "difference", "A", "B", "B − A", "n (A / B)"]
     assert len(app.get("plotly_chart")) == 3          # reliability overlay, differences, feature shifts

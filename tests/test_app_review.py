@@ -173,10 +173,10 @@ def test_a_blank_row_of_the_dataset_heatmap_says_why():
                          "regularization, larger weights).")
 
 
-# --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-30)
+# --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-32)
 
 def test_rate_change_is_in_percentage_points_with_its_base():
-    """ui-review 28: "+28.6% vs all runs" for 67.5% kept against 38.9% read as a relative change (x 1.286)."""
+    """ui-review 29: "+28.6% vs all runs" for 67.5% kept against 38.9% read as a relative change (x 1.286)."""
     assert views.rate_change(0.675, 0.389) == "+28.6 pp vs all runs (38.9%)"
     assert views.rate_change(0.25, 0.30) == "-5.0 pp vs all runs (30.0%)"
     assert views.rate_change(0.5, 0.5) == "+0.0 pp vs all runs (50.0%)"
@@ -196,7 +196,7 @@ CONFIDENCE = re.compile(r"< 0\.001|> 0\.999|0\.\d\d\d?|1\.00")
 
 
 def test_examples_cards_write_confidences_as_the_inspector_does(app):
-    """ui-review 26: the cards wrote '0.00' where the inspector wrote '< 0.001' for the same run."""
+    """ui-review 27: the cards wrote '0.00' where the inspector wrote '< 0.001' for the same run."""
     go(app, "examples")
     assert not problems(app), problems(app)
     htc = app.selectbox(key="ex_htc").value

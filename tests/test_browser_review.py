@@ -87,7 +87,7 @@ def test_compare_llms_at_900_px_keeps_its_facet_titles_apart(server, browser):  
     assert not _boxes_overlap(boxes[0], boxes[1])
 
 
-# --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-30)
+# --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-32)
 
 #: the texts of a plotly chart (tick labels, axis titles, legend entries, annotations) drawn past its own edges
 OUTSIDE = """chart => { const box = chart.getBoundingClientRect();
@@ -142,15 +142,19 @@ def test_calibration_at_900_px_cuts_no_chart_text(server, browser):  # noqa: F81
 
 
 def test_examples_cards_at_900_px_show_whole_numbers(server, browser):  # noqa: F811
-    """ui-review 26: three metrics in a card of half a 900 px page were cut to 'Lowe…' / '0…' / 'f…'."""
+    """ui-review 27: three metrics in a card of half a 900 px page were cut to 'Lowe…' / '0…' / 'f…'."""
     page = _open(browser, f"{server}/examples", "Examples")
     metrics = page.locator('[data-testid="stMain"] [data-testid="stMetric"]')
     assert metrics.count() >= 6
     assert page.locator('[data-testid="stMetric"], [data-testid="stMetric"] *').evaluate_all(CUT) == []
+    # ui-review 32: the Baseline picker, a third of the page, showed "LowestGroup+"
+    picked = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"] input')     # the chosen value's box
+    assert picked.count() == 2
+    assert picked.evaluate_all("els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.value)") == []
 
 
 def test_side_by_side_at_900_px_keeps_its_headline_whole(server, browser):  # noqa: F811
-    """ui-review 27: 'HTC-Reduced confidence (out-of-f…' in half a 900 px page."""
+    """ui-review 28: 'HTC-Reduced confidence (out-of-f…' in half a 900 px page."""
     page = _open(browser, f"{server}/side_by_side", "Side by side")
     labels = page.locator('[data-testid="stMain"] [data-testid="stMetricLabel"]')
     assert labels.count() == 2

@@ -296,7 +296,7 @@ def test_examples_choices_round_trip(server, browser):  # noqa: F811
     page = _open(browser, f"{server['url']}/examples", "Examples")
     _pick(page, "HTC model", "HTC-Full")
     _wait_url(page, "htc", "HTC-Full")
-    box = page.get_by_label("Examples per side")
+    box = page.get_by_label("Per side", exact=True)
     box.fill("2")
     box.press("Enter")
     _wait_url(page, "n", "2")
@@ -304,7 +304,7 @@ def test_examples_choices_round_trip(server, browser):  # noqa: F811
     assert cards
 
     other = _open(browser, page.url, "Examples")
-    assert _choice(other, "HTC model") == "HTC-Full" and other.get_by_label("Examples per side").input_value() == "2"
+    assert _choice(other, "HTC model") == "HTC-Full" and other.get_by_label("Per side", exact=True).input_value() == "2"
     assert _choice(other, "Baseline") == _choice(page, "Baseline")
     assert _cards(other) == cards                   # the same examples with the same numbers
     _same_url(page, other)

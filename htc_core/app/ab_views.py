@@ -167,7 +167,8 @@ def metric_table(cmp: RunSetComparison) -> pd.DataFrame:
             verdict = "no clear difference"
         rows.append({"metric": f"{r.label} {'↑' if higher else '↓'}", "difference": verdict,
                      "A": _fmt(r.a, r.a_low, r.a_high), "B": _fmt(r.b, r.b_low, r.b_high),
-                     "B − A": _fmt(r.diff, r.diff_low, r.diff_high, signed=True), "n (A / B)": f"{r.n_a:,} / {r.n_b:,}"})
+                     "B − A": _fmt(r.diff, r.diff_low, r.diff_high, signed=True),
+                     "n (A / B)": f"{r.n_a:,} / {r.n_b:,}"})
     return pd.DataFrame(rows)
 
 
