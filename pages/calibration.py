@@ -55,9 +55,9 @@ with ui.page_errors("calibration"):
         link = url_state.calibration_params(res.methods, f"cal_methods_{'-'.join(res.methods)}",
                                             f"cal_hist_{'-'.join(res.methods)}")
         url_state.restore("calibration", link)      # a pasted link's choices (checked; junk is ignored)
-        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram,
+        chosen = st.multiselect("Methods in the reliability diagram", res.methods, default=choices.diagram, wrap=True,
                                 key=link[0].key)
-        left, right = st.columns([3, 2])
+        left, right = ui.wrapping_row("cal_diagrams", 550, 370)
         with left:
             binning = st.radio("Bins", ["uniform", "quantile"], horizontal=True, key="cal_binning",
                                format_func=lambda b: {"uniform": "equal width", "quantile": "equal mass"}[b])
@@ -101,7 +101,8 @@ with ui.page_errors("calibration"):
                     "Platt scaling, +Iso: isotonic regression, each fitted on the training folds only)")
         table = views.metrics_frame(res)
         st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features", "n"]], hide_index=True,
-                     width="stretch", height=min(520, 38 + 35 * len(table)))
+                     width="stretch", height=min(520, 38 + 35 * len(table)),
+                     column_config={"method": st.column_config.TextColumn(pinned=True)})   # stays when scrolled
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
 
@@ -127,12 +128,13 @@ with ui.page_errors("calibration"):
             marked = st.selectbox("Threshold for", list(sel.risk_coverage), key="cal_sel_method")
             threshold = st.slider("Keep runs with confidence at least", 0.0, 1.0, 0.5, 0.01, key="cal_sel_threshold")
             cov, acc, kept = sel.risk_coverage[marked].at_threshold(threshold)
-            c1, c2, c3 = st.columns(3)
-            c1.metric("runs kept", f"{kept:,}", help="the others are abstained on (sent to a human, retried)")
-            c2.metric("coverage", f"{cov:.1%}")
-            c3.metric("success rate of the kept", "n/a" if kept == 0 else f"{acc:.1%}",
-                      delta=None if kept == 0 else f"{acc - sel.risk_coverage[marked].base_rate:+.1%} vs all runs")
-            left, right = st.columns(2)
+            m = st.container(horizontal=True, gap="large", key="cal_sel_metrics")   # each as wide as its words
+            m.metric("runs kept", f"{kept:,}", help="the others are abstained on (sent to a human, retried)",
+                     width="content")
+            m.metric("coverage", f"{cov:.1%}", width="content")
+            m.metric("success rate of the runs kept", "n/a" if kept == 0 else f"{acc:.1%}", width="content",
+                     delta=None if kept == 0 else views.rate_change(acc, sel.risk_coverage[marked].base_rate))
+            left, right = ui.wrapping_row("cal_selective", 460, 460)
             with left:
                 st.markdown("**Risk-coverage** (out-of-fold, first repeat; AURC: area under the risk curve, lower "
                             "is better)")

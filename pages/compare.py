@@ -31,7 +31,8 @@ def evaluated_comparison(ws, group_by: str, column, link):
     default = [m for m in ("HTC-Reduced", "Bottom10+Temp") if m in res.methods]
     link = url_state.compare_params(res.methods, default, FEATURE_NAMES, "last_top1_avg")
     url_state.restore("compare", link[1:2])     # its methods (checked; junk is ignored)
-    methods = column.multiselect("Methods", res.methods, default=default, key="cmp_methods")
+    methods = column.multiselect("Methods", res.methods, default=default, key="cmp_methods",
+                                 wrap=True)      # chips on several lines: at 900 px one row cut "Bottom10+Te…"
     st.caption("Out-of-fold predictions of the pooled evaluation, split by group (each group scored by models that "
                "never saw it). Groups with few runs have wide intervals.")
     if methods:

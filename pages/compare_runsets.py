@@ -97,8 +97,13 @@ with ui.page_errors("compare_runsets"):
                f"\"trust\" (confidence ≥ {threshold:.2f}) matches the outcome.")
 
     st.markdown("**Metrics**")
-    st.table(ab_views.metric_table(cmp).set_index("metric"))
-    left, right = st.columns([3, 2])
+    st.dataframe(ab_views.metric_table(cmp), hide_index=True, width="stretch", key="ab_metrics", column_config={
+        "metric": st.column_config.TextColumn(pinned=True),
+        "difference": st.column_config.TextColumn(pinned=True, help="the verdict on B − A: a side is better where "
+                                                  "the 95% interval of the difference excludes 0"),
+        "A": st.column_config.TextColumn(help=f"A: {ui.md(cmp.name_a)}; value [95% interval]"),
+        "B": st.column_config.TextColumn(help=f"B: {ui.md(cmp.name_b)}; value [95% interval]")})
+    left, right = ui.wrapping_row("ab_charts", 540, 380)
     with left:
         st.markdown(f"**Reliability diagrams overlaid** ({'equal-width' if strategy == 'uniform' else 'equal-mass'} "
                     "bins; whiskers: 95% Wilson intervals)")
@@ -110,7 +115,7 @@ with ui.page_errors("compare_runsets"):
     if cmp.shifts is not None:
         st.markdown("**Feature shifts**, ranked by effect size (standardized mean difference: B mean − A mean over "
                     "the pooled standard deviation)")
-        left, right = st.columns([1, 1])
+        left, right = ui.wrapping_row("ab_shifts", 450, 470)
         left.plotly_chart(ab_plots.shift_figure(cmp), key="ab_shift")
         right.dataframe(ab_views.shift_table(cmp), hide_index=True, width="stretch", height=460, key="ab_shift_table")
 

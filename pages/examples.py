@@ -53,19 +53,20 @@ with ui.page_errors("examples"):
         st.stop()
     link = url_state.examples_params(base_methods, htc_methods)
     url_state.restore("examples", link)      # a pasted link's choice (checked; junk is ignored)
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = st.columns([2, 2, 1])     # a number needs less room than a method name ("LowestGroup+…")
     baseline = c1.selectbox("Baseline", base_methods,
                             index=views.preferred_baseline(base_methods, res.strongest_baseline()), key="ex_baseline",
                             help="Starts on the strongest baseline by Brier score. A rescaled baseline (+Platt, +Iso, "
                                  "+Temp) can err both ways; raw token probabilities are almost always high, so they "
                                  "show over-confidence only.")
     htc = c2.selectbox("HTC model", htc_methods, key="ex_htc")
-    n = c3.number_input("Examples per side", min_value=1, max_value=20, value=4, key="ex_n")
+    n = c3.number_input("Per side", min_value=1, max_value=20, value=4, key="ex_n",
+                        help="How many examples each side shows (and each list of worst mistakes)")
     url_state.write(link)
     st.caption("Confidences are out-of-fold predictions (first repeat of the honest evaluation): no trajectory was "
                "scored by a model that saw it.")
     exs = views.examples_for(ws, ev, baseline=baseline, htc=htc, n=int(n))
-    left, right = st.columns(2)
+    left, right = ui.wrapping_row("ex_sides", 460, 460)     # side by side at 1440 px, one a row at 900 px
     for col, title, frame, empty, better in (
             (left, "Over-confident failures: baseline high, HTC low, wrong", exs.over,
              "No failure got a lower confidence from HTC than from the baseline.", "inverse"),
@@ -81,11 +82,12 @@ with ui.page_errors("examples"):
                     st.text(f"Question: {ui.isolate(row['question'] or '—')}")
                     st.text(f"Answer:   {ui.isolate(row['answer'] or '— (no final answer)')}\n"
                             f"Gold:     {ui.isolate(row['gold'] or '—')}")
-                    m1, m2, m3 = st.columns(3)
-                    m1.metric(f"{baseline}", f"{row['baseline']:.2f}")
-                    m2.metric(f"{htc}", f"{row['htc']:.2f}", delta=f"{row['change']:+.2f}",
-                              delta_color=better)   # green: the change moved towards the true outcome
-                    m3.metric("outcome", "success" if row["success"] == 1 else "failure")
+                    # each metric as wide as its words, wrapping (three columns in a half page cut them to "0…")
+                    m = st.container(horizontal=True, gap="medium", key=f"ex_metrics_{title[:5]}_{i}")
+                    m.metric(f"{baseline}", explain.format_confidence(row["baseline"]), width="content")
+                    m.metric(f"{htc}", explain.format_confidence(row["htc"]), delta=f"{row['change']:+.2f}",
+                             delta_color=better, width="content")   # green: the change moved towards the outcome
+                    m.metric("outcome", "success" if row["success"] == 1 else "failure", width="content")
                     if st.button("Why? Open in the inspector", key=f"ex_open_{title[:5]}_{i}"):
                         ui.open_in_inspector(row["key"])
 
@@ -96,7 +98,7 @@ with ui.page_errors("examples"):
                "the strongest reason that pushed it the wrong way: up for a failure, down for a success (the "
                "inspector explains the same number).")
     worst = views.mistakes_for(ws, ev, htc=htc, n=int(n))
-    left, right = st.columns(2)
+    left, right = ui.wrapping_row("ex_worst_sides", 460, 460)
     for col, title, frame in ((left, "Most confident failures", worst.confident_failures),
                               (right, "Least confident successes", worst.doubted_successes)):
         with col:

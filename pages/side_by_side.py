@@ -49,12 +49,14 @@ with ui.page_errors("side_by_side"):
                 st.warning("**Structural flags:** " + "; ".join(raised) + ".")
             one, j = ws.trajectory(i)
             trajectory_panel.render_answer(trajectory_view.trajectory_view(one, j, profile=s["profile"],
-                                                                           top_k=s["top_k"]))
+                                                                           top_k=s["top_k"]),
+                                           widths=(225, 225), key=f"sbs_answer_{side}")   # half a page
             with st.spinner("Explaining this run's confidence"):
                 evaluated = shown_conf.evaluation_for(ws, i, variant)
                 shown = shown_conf.shown_confidence(ws, i, variant, evaluated)
                 expl = shown.explain(ws, i)
-            st.metric(f"{shown.method} confidence ({shown.source})", explain.format_confidence(expl.confidence))
+            st.metric(shown.label, explain.format_confidence(expl.confidence),     # short: half a 900 px page cut
+                      help=f"{shown.method} confidence ({shown.source}): " + ui.md(shown.what))   # the long one
             if shown.differs:
                 st.caption(f"In-sample fit: {explain.format_confidence(shown.in_sample)} (more than 0.2 away).")
             for r in expl.reasons or ["No feature moves this run far from the model's intercept."]:

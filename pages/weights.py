@@ -133,7 +133,7 @@ with ui.page_errors("weights"):
     if missing:
         st.caption(f"Not available here: {', '.join(missing)} (install the extra: `pip install -e \".[learning]\"`).")
     lc_sizes = experiments.curve_sizes(n_lab)
-    lc_methods = tuple(st.multiselect("Methods", runnable, default=runnable, key="w_lc_methods"))
+    lc_methods = tuple(st.multiselect("Methods", runnable, default=runnable, key="w_lc_methods", wrap=True))
     lc = experiments.cached_learning_curve(lc_sizes, lc_methods) if lc_methods else None
     if lc is None and lc_methods and cannot_evaluate is None and st.button("Compute learning curves",
                                                                           key="w_lc_go"):

@@ -171,3 +171,47 @@ def test_a_blank_row_of_the_dataset_heatmap_says_why():
     [note] = views.faint_rows(hand)
     assert note.endswith("its weights (alpha 2) are small next to those of big, whose inner CV chose alpha 0.01 (weaker "
                          "regularization, larger weights).")
+
+
+# --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-32)
+
+def test_rate_change_is_in_percentage_points_with_its_base():
+    """ui-review 29: "+28.6% vs all runs" for 67.5% kept against 38.9% read as a relative change (x 1.286)."""
+    assert views.rate_change(0.675, 0.389) == "+28.6 pp vs all runs (38.9%)"
+    assert views.rate_change(0.25, 0.30) == "-5.0 pp vs all runs (30.0%)"
+    assert views.rate_change(0.5, 0.5) == "+0.0 pp vs all runs (50.0%)"
+
+
+def test_calibration_writes_the_kept_runs_success_rate_against_all_runs_in_points(app):
+    go(app, "calibration")
+    assert not problems(app), problems(app)
+    kept = next(m for m in app.metric if m.label == "success rate of the runs kept")
+    assert re.fullmatch(r"[+-]\d+\.\d pp vs all runs \(\d+\.\d%\)", kept.proto.delta), kept.proto.delta
+    rate, base = float(kept.value.rstrip("%")), float(re.search(r"\((\d+\.\d)%\)", kept.proto.delta).group(1))
+    assert abs(float(kept.proto.delta.split(" pp")[0]) - (rate - base)) <= 0.11   # both rounded to 0.1
+
+
+#: a confidence as explain.format_confidence writes it: never a bare 0.00 or 1.00
+CONFIDENCE = re.compile(r"< 0\.001|> 0\.999|0\.\d\d\d?|1\.00")
+
+
+def test_examples_cards_write_confidences_as_the_inspector_does(app):
+    """ui-review 27: the cards wrote '0.00' where the inspector wrote '< 0.001' for the same run."""
+    go(app, "examples")
+    assert not problems(app), problems(app)
+    htc = app.selectbox(key="ex_htc").value
+    baseline = app.selectbox(key="ex_baseline").value
+    shown = [m.value for m in app.metric if m.label in (htc, baseline)]
+    assert len(shown) == 2 * 8                         # 4 cards a side, two confidences a card
+    assert all(CONFIDENCE.fullmatch(v) and v not in ("0.00", "1.00") for v in shown), shown
+    outcomes = [m.value for m in app.metric if m.label == "outcome"]
+    assert outcomes == ["failure"] * 4 + ["success"] * 4
+
+
+def test_a_step_change_too_small_for_two_decimals_says_so():
+    """ui-review 30: the inspector's step lines read "confidence after it < 0.001 (-0.00)"."""
+    from htc_core.app.trajectory_view import change_words
+
+    assert change_words(-0.0004) == change_words(0.0049) == " (change under 0.01)"
+    assert change_words(-0.123) == " (-0.12)" and change_words(0.005) == " (+0.01)"
+    assert change_words(None) == change_words(float("nan")) == ""

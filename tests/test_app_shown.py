@@ -176,6 +176,6 @@ def test_side_by_side_shows_two_runs_with_the_numbers_every_page_shows(uploaded,
     at.switch_page("pages/side_by_side.py")
     at.run()
     assert not problems(at), problems(at)
-    heads = [m for m in at.metric if m.label == "HTC-Reduced confidence (out-of-fold)"]
+    heads = [m for m in at.metric if m.label == "HTC-Reduced (out-of-fold)"]
     assert [m.value for m in heads] == [cards[0][0], cards[1][0]]
     assert len(at.get("plotly_chart")) == 2 and len([m for m in at.markdown if m.value.startswith("- ")]) >= 2

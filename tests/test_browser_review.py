@@ -85,3 +85,77 @@ def test_compare_llms_at_900_px_keeps_its_facet_titles_apart(server, browser):  
     boxes = [titles.nth(k).bounding_box() for k in range(titles.count())]
     assert len(boxes) == 2                     # the two SmolLM2 run sets of the fixture
     assert not _boxes_overlap(boxes[0], boxes[1])
+
+
+# --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-32)
+
+#: the texts of a plotly chart (tick labels, axis titles, legend entries, annotations) drawn past its own edges
+OUTSIDE = """chart => { const box = chart.getBoundingClientRect();
+    return [...chart.querySelectorAll('svg text')].filter(t => t.textContent.trim()).filter(t => {
+        const r = t.getBoundingClientRect();
+        return r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1); }).map(t => t.textContent); }"""
+
+
+def _charts_whole(page, where: str) -> None:
+    charts = page.locator('[data-testid="stMain"] .stPlotlyChart')
+    assert charts.count() >= 1, where
+    for k in range(charts.count()):
+        chart = charts.nth(k)
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        assert chart.evaluate(OUTSIDE) == [], f"{where}: chart {k} cuts {chart.evaluate(OUTSIDE)}"
+
+
+def _row_layout(page, key: str) -> list[dict]:
+    """The boxes of a layout.wrapping_row's blocks."""
+    blocks = page.locator(f".st-key-{key} > div")
+    return [blocks.nth(k).bounding_box() for k in range(blocks.count())]
+
+
+@pytest.mark.parametrize("width", [900, 1440])
+def test_side_by_side_blocks_wrap_at_900_px_and_share_a_row_at_1440(server, browser, width):  # noqa: F811
+    """ui-review 25: st.columns squeezed a chart to 170 px at 900 px (axis labels cut to '(lower is better)', the
+    verdict column of Compare run sets' table out of sight); the wrapping rows put each block on a row of its own
+    there, whole, and keep them side by side at 1440 px."""
+    page = _open(browser, f"{server}/compare_runsets", "Compare run sets")
+    page.set_viewport_size({"width": width, "height": 900})
+    page.locator('[data-testid="stMain"] .stPlotlyChart').first.wait_for(timeout=300_000)
+    _settle(page)
+    main = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
+    for key in ("ab_charts", "ab_shifts"):
+        boxes = _row_layout(page, key)
+        assert len(boxes) == 2, key
+        assert all(b["x"] >= main["x"] and b["x"] + b["width"] <= main["x"] + main["width"] for b in boxes)
+        same_row = abs(boxes[0]["y"] - boxes[1]["y"]) < 2
+        assert same_row == (width == 1440), (key, width, boxes)
+    _charts_whole(page, f"Compare run sets at {width} px")
+
+
+def test_calibration_at_900_px_cuts_no_chart_text(server, browser):  # noqa: F811
+    page = _open(browser, f"{server}/calibration", "Calibration")
+    page.locator('.st-key-cal_selective .stPlotlyChart').first.wait_for(timeout=300_000)
+    _settle(page)
+    _charts_whole(page, "Calibration at 900 px")
+    labels = page.locator('.st-key-cal_sel_metrics [data-testid="stMetricLabel"]')
+    assert "success rate of the runs kept" in labels.all_inner_texts()
+    assert page.locator('.st-key-cal_sel_metrics [data-testid="stMetric"] *').evaluate_all(CUT) == []
+
+
+def test_examples_cards_at_900_px_show_whole_numbers(server, browser):  # noqa: F811
+    """ui-review 27: three metrics in a card of half a 900 px page were cut to 'Lowe…' / '0…' / 'f…'."""
+    page = _open(browser, f"{server}/examples", "Examples")
+    metrics = page.locator('[data-testid="stMain"] [data-testid="stMetric"]')
+    assert metrics.count() >= 6
+    assert page.locator('[data-testid="stMetric"], [data-testid="stMetric"] *').evaluate_all(CUT) == []
+    # ui-review 32: the Baseline picker, a third of the page, showed "LowestGroup+"
+    picked = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"] input')     # the chosen value's box
+    assert picked.count() == 2
+    assert picked.evaluate_all("els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.value)") == []
+
+
+def test_side_by_side_at_900_px_keeps_its_headline_whole(server, browser):  # noqa: F811
+    """ui-review 28: 'HTC-Reduced confidence (out-of-f…' in half a 900 px page."""
+    page = _open(browser, f"{server}/side_by_side", "Side by side")
+    labels = page.locator('[data-testid="stMain"] [data-testid="stMetricLabel"]')
+    assert labels.count() == 2
+    assert page.locator('[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] *').evaluate_all(CUT) == []

@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO
 from test_browser import _assert_clean, _require_browser, _settle, browser, start_dashboard  # noqa: F401
 from test_browser_drill import HAS_REDUCED, _click, _listed
+from test_browser_compare_runsets import metric_cells
 
 pytestmark = pytest.mark.browser
 VIEW = {"width": 1440, "height": 1000}
@@ -295,7 +296,7 @@ def test_examples_choices_round_trip(server, browser):  # noqa: F811
     page = _open(browser, f"{server['url']}/examples", "Examples")
     _pick(page, "HTC model", "HTC-Full")
     _wait_url(page, "htc", "HTC-Full")
-    box = page.get_by_label("Examples per side")
+    box = page.get_by_label("Per side", exact=True)
     box.fill("2")
     box.press("Enter")
     _wait_url(page, "n", "2")
@@ -303,7 +304,7 @@ def test_examples_choices_round_trip(server, browser):  # noqa: F811
     assert cards
 
     other = _open(browser, page.url, "Examples")
-    assert _choice(other, "HTC model") == "HTC-Full" and other.get_by_label("Examples per side").input_value() == "2"
+    assert _choice(other, "HTC model") == "HTC-Full" and other.get_by_label("Per side", exact=True).input_value() == "2"
     assert _choice(other, "Baseline") == _choice(page, "Baseline")
     assert _cards(other) == cards                   # the same examples with the same numbers
     _same_url(page, other)
@@ -337,13 +338,13 @@ def test_compare_run_sets_mode_and_threshold_round_trip(server, browser):  # noq
     _wait_url(page, "ab", "calibrators")
     _slide(page, "Trust threshold", 4)
     _wait_url(page, "trust", "0.70")
-    metrics = page.locator('[data-testid="stTable"]').first.inner_text()
+    metrics = metric_cells(page)
 
     other = _open(browser, page.url, "Compare run sets")
     assert _checked(other, "Compare", "two calibrators on the same runs")
     assert _slider(other, "Trust threshold") == "0.7", _slider(other, "Trust threshold")
     assert _choice(other, "A (method)") == _choice(page, "A (method)")
-    again = other.locator('[data-testid="stTable"]').first.inner_text()
+    again = metric_cells(other)
     assert again == metrics, (metrics, again)     # the same comparison
     _same_url(page, other)
     _close(page, other)

@@ -150,8 +150,11 @@ def _fmt(v: float, lo: float, hi: float, digits: int = 3, signed: bool = False) 
 
 
 def metric_table(cmp: RunSetComparison) -> pd.DataFrame:
-    """One row per metric: A, B and B - A, each 'value [low, high]', and a verdict on the difference
-    ('B better' / 'A better' when the interval of the difference excludes 0, else 'no clear difference')."""
+    """One row per metric: the verdict on the difference ('B better' / 'A better' when the interval of the difference
+    excludes 0, else 'no clear difference') next to the metric, then A, B and B - A, each 'value [low, high]', and the
+    runs counted. The sides' columns are named "A" and "B" (their run sets' names are ``cmp.name_a``/``name_b``,
+    a column's help on the page): a run set's name as a header made the column as wide as the name, and the
+    verdict, the table's answer, went out of sight at 900 px."""
     rows = []
     for r in cmp.metrics.frame.itertuples(index=False):
         higher = COMPARED_METRICS[r.metric][1]
@@ -162,9 +165,10 @@ def metric_table(cmp: RunSetComparison) -> pd.DataFrame:
                 verdict = "B higher" if r.diff_low > 0 else "A higher"
         else:
             verdict = "no clear difference"
-        rows.append({"metric": f"{r.label} {'↑' if higher else '↓'}", cmp.name_a: _fmt(r.a, r.a_low, r.a_high),
-                     cmp.name_b: _fmt(r.b, r.b_low, r.b_high), "B − A": _fmt(r.diff, r.diff_low, r.diff_high, signed=True),
-                     "difference": verdict, "n (A / B)": f"{r.n_a:,} / {r.n_b:,}"})
+        rows.append({"metric": f"{r.label} {'↑' if higher else '↓'}", "difference": verdict,
+                     "A": _fmt(r.a, r.a_low, r.a_high), "B": _fmt(r.b, r.b_low, r.b_high),
+                     "B − A": _fmt(r.diff, r.diff_low, r.diff_high, signed=True),
+                     "n (A / B)": f"{r.n_a:,} / {r.n_b:,}"})
     return pd.DataFrame(rows)
 
 

@@ -243,6 +243,18 @@ def _is_store_error(e: BaseException) -> bool:
 SELECT_UPLOAD = "htc_select_upload"
 
 
+def wrapping_row(key: str, *widths: int) -> list:
+    """Blocks side by side that wrap instead of squeezing: block ``k`` is ``widths[k]`` px wide (at most the page's
+    width) in a horizontal container that moves a block to the next row when the row has no room for it.
+
+    ``st.columns`` squeezes every block to its share of any width: at 900 px with the sidebar open a 2/5 column
+    is 170 px, which cut a chart's axis labels and legend and hid a table's columns. Here, at 1440 px the blocks
+    sit side by side as before; at 900 px each gets a row of its own, whole. The container's key names it in the
+    page (class ``st-key-<key>``)."""
+    row = st.container(horizontal=True, gap="small", key=key)
+    return [row.container(width=int(w)) for w in widths]
+
+
 def clear_filters() -> None:
     """The sidebar's "Clear the filters" button: every run set, dataset and model selected again."""
     for key in (RUNSETS, DATASETS, MODELS):

@@ -12,9 +12,9 @@ import html
 import streamlit as st
 
 from ..explain import format_confidence
-from .layout import md
+from .layout import md, wrapping_row
 from ..viz.plots import probability_color
-from .trajectory_view import StepView, TrajectoryView, bounded, preview
+from .trajectory_view import StepView, TrajectoryView, bounded, change_words, preview
 
 __all__ = ["render_answer", "render_steps", "token_html", "strip_html", "show_text"]
 
@@ -71,10 +71,13 @@ def show_text(text: str, key: str, what: str, prefix: str = "") -> None:
                            key=f"dl_{key}", on_click="ignore")
 
 
-def render_answer(view: TrajectoryView) -> None:
-    """Question, then the final answer next to the gold answer (the plain fact first when there is none)."""
+def render_answer(view: TrajectoryView, *, widths: tuple[int, int] = (460, 460), key: str = "answer_boxes") -> None:
+    """Question, then the final answer next to the gold answer (the plain fact first when there is none).
+
+    The two boxes are ``widths`` px wide (at most their column's width) and wrap: next to each other where both fit,
+    one under the other where not (Side by side's half page at 900 px: two 100 px boxes held five words a line)."""
     show_text(view.question or "—", "question", "question", prefix="Question: ")
-    left, right = st.columns(2)
+    left, right = wrapping_row(key, *widths)
     with left.container(border=True):
         st.markdown("**Final answer**")
         show_text(view.answer if view.answered else "— no final answer (the run ended without one)", "answer",
@@ -104,8 +107,7 @@ def _summary(s: StepView) -> str:
     """One line per step, always on screen: confidence after it, the tool call and the observation's start."""
     bits = [f"**Step {s.step}** · {md(s.name or 'step')}"]
     if s.confidence is not None:
-        ch = "" if s.change is None else f" ({s.change:+.2f})"
-        bits.append(f"confidence after it {format_confidence(s.confidence)}{ch}")
+        bits.append(f"confidence after it {format_confidence(s.confidence)}{change_words(s.change)}")
     if s.tool_call is not None:
         head, rest = preview(s.tool_call, chars=200, lines=1)
         bits.append(f"tool {md(head)}" + (f" … (+{rest:,} chars)" if rest else ""))

@@ -51,6 +51,14 @@ TEXT_ON_PAGE = 20_000
 LINE_ON_PAGE = 1_000
 
 
+def change_words(change: float | None) -> str:
+    """A step's change of confidence for its summary line: " (+0.12)", or " (change under 0.01)" where two decimals
+    would write "-0.00" (a confidence already under 0.001 moving by a hair); "" when there is no change to show."""
+    if change is None or not np.isfinite(change):
+        return ""
+    return " (change under 0.01)" if abs(change) < 0.005 else f" ({change:+.2f})"
+
+
 def bounded(text: str | None, chars: int = TEXT_ON_PAGE, line: int = LINE_ON_PAGE) -> tuple[str, bool]:
     """(what of ``text`` goes on the page, whether that is not all of it): at most ``chars`` characters, lines
     longer than ``line`` broken every ``line`` characters (a 1 MB unbroken answer is laid out in no time)."""

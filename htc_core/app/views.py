@@ -217,6 +217,12 @@ def feature_values(X, groups, labels, feature: str) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------ examples page
+def rate_change(rate: float, base: float) -> str:
+    """A rate against a base rate, as a metric's delta: the difference in percentage points and the base, e.g.
+    ``"+28.6 pp vs all runs (38.9%)"``. Not "+28.6%": that reads as a relative change (38.9% x 1.286 = 50.0%)."""
+    return f"{100 * (rate - base):+.1f} pp vs all runs ({base:.1%})"
+
+
 def preferred_baseline(baselines: Sequence[str], strongest: str | None = None) -> int:
     """Index of the baseline the Examples page starts on: the evaluation's strongest baseline by Brier
     (``EvaluationResult.strongest_baseline()``) when given and offered, else the first of

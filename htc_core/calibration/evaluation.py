@@ -478,8 +478,8 @@ def evaluate(data, labels=None, *, seeds: int | Sequence[int] = 3, n_splits: int
     for key, k in inputs.partial.items():
         names = [m.name for m in run if m.input == key]
         if names:
-            notes.append(f"{', '.join(names)}: evaluated on the {k} of {inputs.n} trajectories that carry "
-                         f"{key} (same folds, the others left out); the other methods on all {inputs.n}")
+            notes.append(f"{', '.join(names)}: evaluated on the {k:,} of {inputs.n:,} trajectories that carry "
+                         f"{key} (same folds, the others left out); the other methods on all {inputs.n:,}")
     if not run:
         fail("; ".join(f"{m}: {w}" for m, w in skipped.items()) or "no method selected")
     settings = dict(alphas=alphas, inner_folds=inner_folds, max_iter=max_iter, profile=inputs.profile,

@@ -90,7 +90,7 @@ def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
     >>> fig.data[0].type, fig.data[0].y[-1]                       # the largest shift on top
     ('bar', 'F0 Top-1 gradient, mean')
     >>> fig.layout.xaxis.title.text
-    'SMD, B − A (0.2 small, 0.5 medium, 0.8 large)'
+    'SMD, B − A<br>(0.2 small, 0.5 medium, 0.8 large)'
     """
     if cmp.shifts is None:
         return apply_layout(go.Figure(), height=height)
@@ -103,6 +103,7 @@ def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
                            hovertemplate="%{y}<br>SMD %{x:+.2f}<br>mean A %{customdata[0]:.4g}, "
                                          "mean B %{customdata[1]:.4g}<extra></extra>", showlegend=False))
     fig.add_vline(x=0, line=dict(color="#999"))
-    fig.update_xaxes(title_text="SMD, B − A (0.2 small, 0.5 medium, 0.8 large)")
+    # two lines: centred under the bars (right of the labels), one line ran past the figure's edge at 440 px
+    fig.update_xaxes(title_text="SMD, B − A<br>(0.2 small, 0.5 medium, 0.8 large)")
     fig.update_yaxes(automargin=True)
     return apply_layout(fig, height=height)
