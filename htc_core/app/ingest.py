@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 from typing import Callable, Sequence
 
-import pandas as pd
 
 from ..formats import SUFFIXES, iter_chunks, load
 from ..report import LoadReport
