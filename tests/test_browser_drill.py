@@ -88,8 +88,11 @@ def _listed(page, timeout: float = 30_000) -> tuple[int, str]:
                                  || document.scrollingElement; return m.scrollHeight; }""")
     page.set_viewport_size({"width": 1440, "height": int(min(max(h, 1000), 4200))})
     page.wait_for_timeout(800)
-    page.locator('[data-testid="stMarkdownContainer"] strong').filter(
-        has_text=re.compile(r"^[0-9,]+ runs?: ")).first.wait_for(timeout=timeout)
+    heading = page.locator('[data-testid="stMarkdownContainer"] strong').filter(
+        has_text=re.compile(r"^[0-9,]+ runs?: ")).first
+    heading.wait_for(state="attached", timeout=timeout)
+    heading.scroll_into_view_if_needed()      # a page taller than the grown viewport (wrapping rows at any width)
+    heading.wait_for(timeout=timeout)
     text = page.locator('[data-testid="stMarkdownContainer"] strong').filter(has_text=" run").all_inner_texts()
     text = [t for t in text if ": " in t and t.split(" ")[0].replace(",", "").isdigit()]
     assert text, "no drill-down table heading"

@@ -16,7 +16,11 @@ TRAJ = "facts-0007-SmolLM2-135M-sampled-t0.7"   # a real sample run (sample_runs
 
 def _view(page) -> dict:
     """What the page shows: the inspected trajectory's caption, the sidebar's chosen datasets, the title."""
-    caption = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="dataset").first.inner_text()
+    # the run's caption stays hidden until its label buttons are live (label_glue.hide_until_buttons: Streamlit loads
+    # the button code lazily on a fresh tab), so it is read once it is visible
+    shown = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="dataset").first
+    shown.wait_for(state="visible", timeout=30_000)
+    caption = shown.inner_text()
     side = page.locator('[data-testid="stSidebar"]')
     datasets = side.locator('[data-testid="stMultiSelect"]').filter(has_text="Datasets").first.inner_text().split("\n")
     chips = [d for d in ("arithmetic", "facts", "strings", "units") if d in datasets]

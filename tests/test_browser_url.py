@@ -378,7 +378,7 @@ def test_side_by_side_runs_and_calibrator_round_trip(server, browser):  # noqa: 
     _wait_url(page, "by", "full")
     run_a = _query(page)["ra"][0]
     shown = _metrics(page)
-    assert len(shown) == 2 and all(m.startswith("HTC-Full confidence") for m in shown), shown
+    assert len(shown) == 2 and all(m.startswith("HTC-Full (out-of-fold)") for m in shown), shown
 
     other = _open(browser, page.url, "Side by side")
     assert _choice(other, "Run A").startswith(run_a) and _choice(other, "Run B").startswith(RUN)
