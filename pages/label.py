@@ -41,7 +41,7 @@ with ui.page_errors("label"):
                            f"current confidence {conf:.2f}")
 
             label_glue.label_bar(ws, i, key="queue", heading=heading,   # a label is stored by the button's callback
-                                 title=f"Run {ui.md(row['id'])}")
+                                 title=f"Run {row['id']}")
     with right:
         label_panels.estimate_panel(ws, view, job)
         label_panels.scorer_card(ws, key="label_card", actions=True)

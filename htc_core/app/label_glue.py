@@ -260,8 +260,8 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
     live, and the slot is emptied first, so the previous run's title and evidence are gone before its buttons
     are replaced (a key on those is refused, never applied to a run not on screen).
 
-    ``title`` (markdown, already escaped with ``md``), when given, is the run's heading (h3), drawn above
-    ``heading`` in one markdown element with the style of :func:`hide_until_buttons`, so the title is invisible
+    ``title`` (plain text, escaped here with ``md``: it holds the run's id, trace text), when given, is the run's
+    heading (h3), drawn above ``heading`` in one markdown element with the style of :func:`hide_until_buttons`, so the title is invisible
     until the bar's buttons are mounted in the browser (their keys live), even on a fresh tab whose button code is
     still loading."""
     ev = _run_evidence(ws, i) if evidence_first else None
@@ -281,7 +281,7 @@ def label_bar(ws: Workspace, i: int, *, key: str, navigate: bool = False, eviden
                        current=None if cur.empty else str(cur["value"].iat[0]))
     if slot is not None:
         with slot.container(key=f"{key}_run"):
-            st.markdown(hide_until_buttons(key) + ("" if title is None else f"\n\n### {title}"),
+            st.markdown(hide_until_buttons(key) + ("" if title is None else f"\n\n### {md(title)}"),
                         unsafe_allow_html=True)
             if heading is not None:
                 heading()
