@@ -68,7 +68,7 @@ def score_columns(model, ts, *, verbalized_column: bool | None = None, set_level
 
     Parameters
     ----------
-    model : LinearScorer, GACScorer, HTCCalibrator, HTCGAM or GeneralCalibrator
+    model : LinearScorer, GACScorer, GAMScorer, HTCCalibrator, HTCGAM or GeneralCalibrator
         A fitted model (:func:`htc_core.calibration.models.load_scorer` or :func:`htc_core.load_model`).
     ts : TraceSet
         The runs to score.
@@ -134,7 +134,7 @@ def _scorer_names(model, ts):
         names = sorted(k for k, m in model.models.items() if m is not None)
         scorer = [f"{model.name.upper()} ({k.replace('_', ' ')} model, zero-shot)" for k in kinds]
         return scorer, [model.models[k] for k in names], np.array([names.index(str(k)) for k in kinds])
-    name = "HTC-GAM" if type(model).__name__ == "HTCGAM" else f"HTC-{str(model.variant).capitalize()}"
+    name = "HTC-GAM" if model.variant == "gam" else f"HTC-{str(model.variant).capitalize()}"
     return [f"{name} (model file)"] * ts.n_trajectories, [model], np.zeros(ts.n_trajectories, dtype=np.int64)
 
 

@@ -110,6 +110,41 @@ def test_score_with_a_model_file_of_htc_fit_imports_numpy_only(tmp_path):
         assert loaded <= SCORING and not loaded & HEAVY, (variant, loaded)
 
 
+@pytest.fixture(scope="module")
+def gam_files(tmp_path_factory) -> dict:
+    """HTC-GAM model files, one of each kind (shape functions; HTC-Reduced won), fitted here in the test process
+    (what the file holds is the point, not the process that wrote it)."""
+    import htc_core as htc
+    from htc_core.calibration.gam import HTCGAM
+
+    ts, _ = htc.load(str(SAMPLE / "units_SmolLM2-135M-greedy.jsonl"))
+    fm, d = htc.extract(ts), tmp_path_factory.mktemp("gam")
+    return {sel: HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select=sel).fit(fm, ts.labels).save(d / f"{sel}.json")
+            for sel in ("gam", "linear")}
+
+
+@pytest.mark.parametrize("kind", ["gam", "linear"])
+def test_score_with_an_htc_gam_file_imports_numpy_only(tmp_path, gam_files, kind):
+    # the file read by calibration.gam_scoring (numpy's Cox-de Boor basis): neither scikit-learn nor scipy
+    loaded = loaded_by(["score", str(gam_files[kind]), str(SAMPLE), "--out", str(tmp_path / "s.csv")])
+    assert loaded <= SCORING and not loaded & HEAVY, (kind, loaded)
+
+
+def test_monitor_and_a_worker_with_an_htc_gam_file_import_no_estimator_library(tmp_path, gam_files):
+    jsonl = ROOT / "sample_runs" / "arithmetic" / "arithmetic_SmolLM2-135M-greedy.jsonl"
+    loaded = loaded_by(["monitor", str(gam_files["gam"]), str(jsonl), "--threshold", "0.35",
+                        "--allow-whole-run-model", "--out", str(tmp_path / "m.csv")],
+                       [*WATCHED, *ESTIMATOR, "scipy.interpolate"])
+    # numba imports the top of scipy (scipy, scipy.linalg) for its kernels; the splines are not scipy's
+    assert not loaded & {*ESTIMATOR, "scipy.interpolate"}, loaded
+    assert loaded <= {"numpy", "numba", "scipy", "pyarrow"}, loaded
+    p = subprocess.run([sys.executable, "-c", SCORE_WORKER.replace('"gac"', "sys.argv[3]"), str(SAMPLE),
+                        json.dumps(WATCHED), str(gam_files["gam"])], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert not set(json.loads(p.stdout.strip().splitlines()[-1])) & {"scipy", "sklearn", "numba", "threadpoolctl"}
+
+
 def test_score_as_a_set_imports_numpy_only_and_parquet_adds_pandas_only(tmp_path):
     # --as-set ranks the runs of a chunk (numpy's average ranks, scipy's rankdata to the bit)
     loaded = loaded_by(["score", "gac", str(SAMPLE), "--as-set", "--out", str(tmp_path / "s.csv")])

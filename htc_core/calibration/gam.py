@@ -20,33 +20,33 @@ line free and bends only where the data pay for it, plus a small ridge term). De
   whenever the shape functions do not pay for themselves (``kind_ == "linear"``; the fitted HTC-Reduced is in
   ``linear_`` and scores). ``select="gam"`` forces the GAM.
 
-Saved as JSON (``"format": "htc-gam"``, below), never pickle.
+Saved as JSON (``"format": "htc-gam"``), never pickle.
 
-One module, three parts in order: the pieces (de-duplication, the cubic B-spline basis flat beyond the data,
-the P-spline penalty, the penalized Newton path, :class:`ShapeFunction`), the JSON model file
-(``"format": "htc-gam"``: fields and checks below) and the estimator :class:`HTCGAM`.
+This module fits: de-duplication, the knots, the P-spline penalty, the penalized Newton path and the estimator
+:class:`HTCGAM`. What scoring needs, numpy only, is in :mod:`htc_core.calibration.gam_scoring` and used from
+there: the cubic B-spline basis flat beyond the data (the fit's training design too), :class:`ShapeFunction`,
+the JSON model file (fields and checks) and :class:`~htc_core.calibration.gam_scoring.GAMScorer`, what
+``htc score`` reads a GAM file with.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.interpolate import BSpline
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 
 from .blas_threads import one_blas_thread
 from .calibrators import HTCCalibrator
+from .gam_scoring import (DEGREE, GAM_FORMAT, GAM_FORMAT_VERSION, SELECT, ShapeFunction, basis, gam_to_dict,
+                          parse_gam_dict, shape_contributions)
 from .inputs import (TraceSetMixin, align_columns, check_positive_int, check_predict_data, check_saveable_labels,
                      unpack_features_and_names, validate_fit_data)
 from .metrics import fast_auroc, fast_brier, fast_ece
-from .model_file import (ALPHA_RANGE, MAX_ABS_MEAN, MAX_ABS_WEIGHT, InvalidModelField, checked_feature_names,
-                         checked_number, checked_profile, checked_vector, parse_model_dict)
 from .solvers import DEFAULT_ALPHAS, sigmoid
 
 # the pieces (dedup_columns, make_knots, basis, Design, newton_path) and the file's reader and writer
@@ -55,9 +55,6 @@ __all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "DEGREE", "SELECT", "GAM_FOR
 
 
 # ================================================================ the pieces
-DEGREE = 3
-# HTCGAM(select=...): GAM vs HTC-Reduced by inner CV, always the GAM, always HTC-Reduced
-SELECT = ("cv", "gam", "linear")
 
 
 # ------------------------------------------------------------- the basis
@@ -95,13 +92,6 @@ def make_knots(x: np.ndarray, n_knots: int) -> np.ndarray:
     before = inner[0] - step_lo * np.arange(DEGREE, 0, -1)
     after = inner[-1] + step_hi * np.arange(1, DEGREE + 1)
     return np.concatenate([before, inner, after])
-
-
-def basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
-    """[n, m] B-spline design matrix of ``x`` clipped to the base interval (flat beyond the data)."""
-    lo, hi = knots[DEGREE], knots[-DEGREE - 1]
-    xc = np.clip(x, lo, hi)
-    return BSpline.design_matrix(xc, knots, DEGREE, extrapolate=True).toarray()
 
 
 def _penalty(m: int, ridge: float) -> np.ndarray:
@@ -177,286 +167,6 @@ def _newton_path(B, y, P, alphas, max_iter, tol):
                 break
         W[i], b[i] = beta[:m], beta[m]
     return W, b
-
-
-class ShapeFunction:
-    """One feature's fitted shape function: ``value(x)`` is its contribution to the logit.
-
-    A cubic B-spline, flat beyond the training range and centred on the training rows (mean value 0 there).
-    :meth:`HTCGAM.shape` returns it.
-
-    Parameters
-    ----------
-    name : str
-        The feature.
-    knots : ndarray of shape (m + 4,)
-        The full knot vector of the cubic basis (strictly increasing).
-    coef : ndarray of shape (m,)
-        The spline coefficients.
-    offset : float
-        Subtracted from the spline so that the mean value on the training rows is 0.
-
-    Examples
-    --------
-    >>> import htc_core as htc
-    >>> from htc_core.calibration.gam import HTCGAM
-    >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-    >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
-    >>> f = gam.shape("top1_gradient_mean")
-    >>> f.name, len(f.coef) == len(f.knots) - 4
-    ('top1_gradient_mean', True)
-    """
-
-    def __init__(self, name: str, knots: np.ndarray, coef: np.ndarray, offset: float):
-        self.name, self.knots, self.coef, self.offset = name, knots, coef, float(offset)
-
-    @property
-    def range(self) -> tuple[float, float]:
-        """The training range of the feature: the function is flat beyond it.
-
-        Returns
-        -------
-        tuple of float
-            ``(low, high)``.
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.gam import HTCGAM
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
-        >>> f = gam.shape("top1_gradient_mean")
-        >>> lo, hi = f.range
-        >>> bool(lo < hi), bool(f.value([lo - 1.0])[0] == f.value([lo])[0])
-        (True, True)
-        """
-        return float(self.knots[DEGREE]), float(self.knots[-DEGREE - 1])
-
-    def value(self, x) -> np.ndarray:
-        """The function's value, the contribution to the logit, at feature values ``x``.
-
-        Parameters
-        ----------
-        x : float or array-like
-            Values of the feature (clipped to :attr:`range`).
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            One value per entry of ``x`` (flattened).
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.gam import HTCGAM
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
-        >>> f = gam.shape("top1_gradient_mean")
-        >>> f.value([0.0, 0.1]).shape
-        (2,)
-        """
-        return basis(np.asarray(x, dtype=np.float64).reshape(-1), self.knots) @ self.coef - self.offset
-
-    def curve(self, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
-        """The function on an even grid over the training range, for plotting.
-
-        Parameters
-        ----------
-        n : int, default=100
-            Points of the grid.
-
-        Returns
-        -------
-        grid : ndarray of shape (n,)
-            From ``range[0]`` to ``range[1]``.
-        values : ndarray of shape (n,)
-            :meth:`value` on the grid.
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.gam import HTCGAM
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
-        >>> f = gam.shape("top1_gradient_mean")
-        >>> grid, values = f.curve(5)
-        >>> grid.shape, values.shape, bool(grid[0] == f.range[0])
-        ((5,), (5,), True)
-        """
-        lo, hi = self.range
-        grid = np.linspace(lo, hi, n)
-        return grid, self.value(grid)
-
-    def to_dict(self) -> dict:
-        """The function as the GAM model file holds it (one entry of ``shapes``).
-
-        Returns
-        -------
-        dict
-            ``name``, ``knots``, ``coef`` and ``offset`` (plain floats).
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.gam import HTCGAM
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(htc.extract(ts), ts.labels)
-        >>> f = gam.shape("top1_gradient_mean")
-        >>> sorted(f.to_dict())
-        ['coef', 'knots', 'name', 'offset']
-        """
-        return {"name": self.name, "knots": [float(v) for v in self.knots], "coef": [float(v) for v in self.coef],
-                "offset": self.offset}
-
-
-# ================================================================ the model file
-# The JSON model file of :class:`~htc_core.calibration.gam.HTCGAM` (``"format": "htc-gam"``; never pickle).
-# 
-# Fields: format, format_version, htc_version, variant ("gam"), kind ("gam" or "linear"), profile, top_k,
-# feature_names (every input column, in the paper's order), the fit options (alphas, linear_alphas, n_knots,
-# ridge, dedup_threshold, select, inner_folds, random_state, max_iter, tol), alpha, intercept, shapes (GAM:
-# per feature with a shape function: name, knots, coef, offset), linear (linear: the embedded HTC-Reduced model
-# file, checked by :mod:`htc_core.calibration.model_file`), training, cv_results.
-# 
-# Every number is checked as the HTC model file checks its own: knots finite and strictly increasing with
-# ``len(coef) == len(knots) - 4``, coefficients, offsets and the intercept bounded, names known and unique.
-# Problems raise ``ValueError("<source> is not a valid HTC-GAM model file: <why>")``.
-GAM_FORMAT = "htc-gam"
-GAM_FORMAT_VERSION = 1
-MAX_KNOTS = 1000
-REQUIRED = ("kind", "feature_names", "alpha", "intercept", "profile", "top_k")
-
-
-def gam_to_dict(model) -> dict:
-    """The ``"htc-gam"`` model file's JSON object of a fitted :class:`HTCGAM` (fields above)."""
-    from .._version import __version__
-
-    return {
-        "format": GAM_FORMAT, "format_version": GAM_FORMAT_VERSION, "htc_version": __version__,
-        "variant": "gam", "kind": model.kind_, "profile": model.profile_, "top_k": int(model.top_k_),
-        "feature_names": [str(n) for n in model.feature_names_in_],
-        "alphas": [float(a) for a in np.ravel(model.alphas)],
-        "linear_alphas": [float(a) for a in np.ravel(model.linear_alphas)],
-        "n_knots": int(model.n_knots), "ridge": float(model.ridge), "dedup_threshold": float(model.dedup_threshold),
-        "select": model.select, "inner_folds": int(model.inner_folds), "random_state": model.random_state,
-        "max_iter": int(model.max_iter), "tol": float(model.tol),
-        "alpha": float(model.alpha_), "intercept": float(model.intercept_),
-        "shapes": [s.to_dict() for s in model.shapes_],
-        "linear": model.linear_.to_dict() if model.kind_ == "linear" else None,
-        "training": model.training_summary_, "cv_results": model.cv_results_,
-    }
-
-
-def parse_gam_dict(obj: Any, *, source: str = "model") -> tuple[dict, dict]:
-    """Validate an HTC-GAM file's JSON object; return (constructor parameters, learned attributes)."""
-    try:
-        return _parse(obj, source)
-    except InvalidModelField as e:
-        raise ValueError(f"{source} is not a valid HTC-GAM model file: {e}") from None
-
-
-def _parse(obj: Any, source: str) -> tuple[dict, dict]:
-
-    if not isinstance(obj, dict) or obj.get("format") != GAM_FORMAT:
-        got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-        raise InvalidModelField(f"expected a JSON object with \"format\": \"{GAM_FORMAT}\", got {got!r}")
-    ver = obj.get("format_version")
-    if isinstance(ver, bool) or not isinstance(ver, int) or not 1 <= ver <= GAM_FORMAT_VERSION:
-        raise InvalidModelField(f"unsupported format_version {ver!r} (this htc reads version {GAM_FORMAT_VERSION})")
-    for key in REQUIRED:
-        if key not in obj:
-            raise InvalidModelField(f"missing field {key!r}")
-    names = checked_feature_names(obj["feature_names"])
-    profile, top_k = checked_profile(obj)
-    params = _options(obj, SELECT)
-    params.update(profile=profile, top_k=top_k)
-    alpha = checked_number(obj, "alpha", *ALPHA_RANGE)
-    intercept = checked_number(obj, "intercept", -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
-    kind = obj["kind"]
-    state = dict(kind_=kind, alpha_=alpha, intercept_=intercept, feature_names_in_=np.array(names, dtype=object),
-                 n_features_in_=len(names), profile_=profile, top_k_=top_k, classes_=np.array([0, 1]),
-                 training_summary_=obj.get("training") or {}, cv_results_=obj.get("cv_results"),
-                 htc_version_=obj.get("htc_version"), shapes_=[], linear_=None)
-    if kind == "linear":
-        from .calibrators import HTCCalibrator
-
-        lin = obj.get("linear")
-        try:
-            p, s = parse_model_dict(lin, source="its field linear")
-        except ValueError as e:
-            raise InvalidModelField(str(e)) from None
-        model = HTCCalibrator(**p)
-        for k, v in s.items():
-            setattr(model, k, v)
-        if [str(n) for n in model.feature_names_in_] != names or (model.profile_, model.top_k_) != (profile, top_k):
-            raise InvalidModelField("the embedded linear model's feature_names, profile or top_k differ from the file's")
-        state["linear_"] = model
-    elif kind == "gam":
-        shapes = obj.get("shapes")
-        if not isinstance(shapes, list):
-            raise InvalidModelField("shapes must be a list (one object per feature with a shape function)")
-        seen: set[str] = set()
-        for i, sh in enumerate(shapes):
-            state["shapes_"].append(_shape(sh, i, set(names), seen, DEGREE, ShapeFunction))
-    else:
-        raise InvalidModelField(f"kind must be 'gam' or 'linear', got {kind!r}")
-    return params, state
-
-
-def _options(obj: dict, select_values) -> dict:
-    out: dict[str, Any] = {}
-    for key, lo, hi, default in (("n_knots", 2, MAX_KNOTS, 6), ("inner_folds", 2, 100, 5),
-                                 ("max_iter", 1, 10**6, 25)):
-        v = obj.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise InvalidModelField(f"{key} must be an integer in [{lo}, {hi}], got {v!r}")
-        out[key] = v
-    rs = obj.get("random_state", 42)
-    if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or not 0 <= rs < 2**32):
-        raise InvalidModelField(f"random_state must be null or an integer in [0, 2**32), got {rs!r}")
-    out["random_state"] = rs
-    for key, lo, hi, default in (("ridge", 1e-12, 1e6, 0.1), ("dedup_threshold", 1e-12, 1.0, 0.999),
-                                 ("tol", 1e-15, 0.5, 1e-6)):
-        out[key] = checked_number(obj, key, lo, hi) if key in obj else default
-    for key in ("alphas", "linear_alphas"):
-        v = obj.get(key)
-        if v is not None:
-            checked_vector(v, key, len(v) if isinstance(v, list) else -1, *ALPHA_RANGE)
-            if not v:
-                raise InvalidModelField(f"{key} must be a non-empty list of numbers")
-            out[key] = tuple(float(a) for a in v)
-    sel = obj.get("select", "cv")
-    if sel not in select_values:
-        raise InvalidModelField(f"select must be one of {select_values}, got {sel!r}")
-    out["select"] = sel
-    return out
-
-
-def _shape(sh: Any, i: int, names: set, seen: set, degree: int, ShapeFunction):
-    where = f"shapes[{i}]"
-    if not isinstance(sh, dict) or not {"name", "knots", "coef", "offset"} <= set(sh):
-        raise InvalidModelField(f"{where} must be an object with name, knots, coef and offset")
-    name = sh["name"]
-    if not isinstance(name, str) or name not in names:
-        raise InvalidModelField(f"{where}.name must be one of feature_names, got {name!r}")
-    if name in seen:
-        raise InvalidModelField(f"{where}.name {name!r} has two shape functions")
-    seen.add(name)
-    knots_in = sh["knots"]
-    n = len(knots_in) if isinstance(knots_in, list) else -1
-    if not 2 * degree + 2 <= n <= MAX_KNOTS + 2 * degree:
-        raise InvalidModelField(f"{where}.knots must be a list of {2 * degree + 2} to {MAX_KNOTS + 2 * degree} numbers")
-    knots = checked_vector(knots_in, f"{where}.knots", n, -MAX_ABS_MEAN, MAX_ABS_MEAN)
-    if not np.all(np.diff(knots) > 0):
-        j = int(np.flatnonzero(np.diff(knots) <= 0)[0])
-        raise InvalidModelField(f"{where}.knots must increase strictly; knots[{j + 1}] = {knots[j + 1]!r} follows {knots[j]!r}")
-    coef = checked_vector(sh["coef"], f"{where}.coef", n - degree - 1, -MAX_ABS_WEIGHT, MAX_ABS_WEIGHT)
-    off = sh["offset"]
-    if isinstance(off, bool) or not isinstance(off, (int, float)) or not math.isfinite(off) \
-            or abs(off) > MAX_ABS_WEIGHT:
-        raise InvalidModelField(f"{where}.offset must be a finite number in [-{MAX_ABS_WEIGHT:g}, {MAX_ABS_WEIGHT:g}], "
-                       f"got {off!r}")
-    return ShapeFunction(name, knots, coef, float(off))
 
 
 # ================================================================ the estimator
@@ -720,13 +430,8 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         self._check_fitted()
         if self.kind_ == "linear":
             return self.linear_.contributions(X)
-        Xc = self._columns(X)
-        out = np.zeros_like(Xc)
-        index = {str(n): j for j, n in enumerate(self.feature_names_in_)}
-        for s in self.shapes_:
-            j = index[s.name]
-            out[:, j] = s.value(Xc[:, j])
-        return out
+        # the same code as the numpy-only GAMScorer (gam_scoring.py): a file scores the same through either
+        return shape_contributions(self._columns(X), self.shapes_, self.feature_names_in_)
 
     def cap_factor(self, X) -> np.ndarray:
         """Per row, what the intercept and the contributions are scaled by to add up to the logit.
@@ -940,7 +645,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
 
     # ----------------------------------------------------------- save/load
     def to_dict(self) -> dict:
-        """The ``"htc-gam"`` model file's JSON object (fields in the module's source, above ``GAM_FORMAT``).
+        """The ``"htc-gam"`` model file's JSON object (fields: :mod:`~htc_core.calibration.gam_scoring`).
 
         Returns
         -------
@@ -1023,7 +728,7 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
         ...
         ValueError: upload.json is not a valid HTC-GAM model file: unsupported format_version 9 (this htc reads version 1)
         """
-        params, state = parse_gam_dict(obj, source=source)
+        params, state = parse_gam_dict(obj, source=source, linear=_fitted_calibrator)
         model = cls(**params)
         for name, value in state.items():
             setattr(model, name, value)
@@ -1058,3 +763,11 @@ class HTCGAM(TraceSetMixin, ClassifierMixin, BaseEstimator):
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
         fitted = f", kind_={self.kind_!r}, alpha_={self.alpha_:g}" if hasattr(self, "kind_") else ""
         return f"HTCGAM(select={self.select!r}{fitted})"
+
+
+def _fitted_calibrator(params: dict, state: dict) -> HTCCalibrator:
+    """The embedded HTC-Reduced model of a file whose kind is "linear", as the estimator (refit, explain)."""
+    model = HTCCalibrator(**params)
+    for name, value in state.items():
+        setattr(model, name, value)
+    return model

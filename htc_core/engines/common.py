@@ -308,7 +308,7 @@ def _cuts(path: Path, piece_bytes: int) -> list[tuple[int, int]]:
 @lru_cache(maxsize=4)
 def _model(text: str, source: str):
     """The model of a task, parsed once per worker process: read for scoring only (calibration.linear_scoring,
-    numpy alone: a worker imports neither scikit-learn nor scipy), an HTC-GAM as its estimator."""
+    numpy alone: a worker imports neither scikit-learn nor scipy), an HTC-GAM too (calibration.gam_scoring)."""
     from ..calibration.linear_scoring import GAC_FORMAT, GACScorer, LinearScorer
     from ..calibration.model_file import parse_model_text
 
@@ -316,9 +316,9 @@ def _model(text: str, source: str):
     if isinstance(obj, dict) and obj.get("format") == GAC_FORMAT:
         return GACScorer.from_dict(obj, source=source)
     if isinstance(obj, dict) and obj.get("format") == "htc-gam":
-        from ..calibration.gam import HTCGAM
+        from ..calibration.gam_scoring import GAMScorer
 
-        return HTCGAM.from_dict(obj, source=source)
+        return GAMScorer.from_dict(obj, source=source)
     return LinearScorer.from_dict(obj, source=source)
 
 

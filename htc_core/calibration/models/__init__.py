@@ -122,8 +122,8 @@ def load_scorer(model: str | Path):
 
     A GAC file gives a :class:`~htc_core.calibration.linear_scoring.GACScorer` and an HTC model file a
     :class:`~htc_core.calibration.linear_scoring.LinearScorer`: they score exactly as the estimators
-    :func:`load_model` returns, with numpy only (no scikit-learn, scipy or pandas to import). An HTC-GAM file
-    gives the ``HTCGAM`` estimator (its splines are scipy's).
+    :func:`load_model` returns, with numpy only (no scikit-learn, scipy or pandas to import); so does the
+    :class:`~htc_core.calibration.gam_scoring.GAMScorer` an HTC-GAM file gives.
 
     Parameters
     ----------
@@ -132,7 +132,7 @@ def load_scorer(model: str | Path):
 
     Returns
     -------
-    GACScorer, LinearScorer or HTCGAM
+    GACScorer, LinearScorer or GAMScorer
         Whichever the file holds; an invalid file raises the ValueError :func:`load_model` raises.
 
     Examples
@@ -151,7 +151,7 @@ def load_scorer(model: str | Path):
     if fmt == GAC_FORMAT:
         return GACScorer.from_dict(obj, source=str(Path(path)))
     if fmt == "htc-gam":
-        from ..gam import HTCGAM
+        from ..gam_scoring import GAMScorer
 
-        return HTCGAM.from_dict(obj, source=str(Path(path)))
+        return GAMScorer.from_dict(obj, source=str(Path(path)))
     return LinearScorer.from_dict(obj, source=str(Path(path)))
