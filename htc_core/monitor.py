@@ -192,8 +192,8 @@ class Monitor:
         ``GeneralCalibrator``, or a fitted classifier with ``predict_proba`` over the 48 features
         (``profile_``/``top_k_`` attributes, else "paper"/5). The default, the shipped ``"gac-prefix"``,
         needs no labels of your own. A name or a file is read for scoring only (``model`` is then a
-        :class:`~htc_core.calibration.linear_scoring.GACScorer` or ``LinearScorer``: numpy, no scikit-learn);
-        the numbers are the estimator's to the bit.
+        :class:`~htc_core.calibration.linear_scoring.GACScorer`, ``LinearScorer`` or ``GAMScorer``: numpy, no
+        scikit-learn); the numbers are the estimator's to the bit.
     threshold : float, optional
         Alert when the confidence falls below this value (None: no alerts).
     on_alert : callable, optional
