@@ -83,7 +83,8 @@ def bspline_basis(x, knots, degree: int = DEGREE) -> np.ndarray:
     ell = np.clip(np.searchsorted(t, x, side="right") - 1, degree, m - 1)
     h = _nonzero_basis(x, t, ell, degree)
     out = np.zeros((x.size, m))
-    out[np.arange(x.size)[:, None], ell[:, None] - degree + np.arange(degree + 1)] = h
+    flat = (np.arange(x.size) * m + ell - degree)[:, None] + np.arange(degree + 1)   # row i, columns ell-degree..ell
+    out.reshape(-1)[flat] = h
     return out
 
 
@@ -133,7 +134,7 @@ class ShapeFunction:
     """One feature's fitted shape function: ``value(x)`` is its contribution to the logit.
 
     A cubic B-spline, flat beyond the training range and centred on the training rows (mean value 0 there).
-    :meth:`HTCGAM.shape` returns it.
+    :meth:`HTCGAM.shape <htc_core.calibration.gam.HTCGAM.shape>` returns it.
 
     Parameters
     ----------
