@@ -49,15 +49,13 @@ from .inputs import (TraceSetMixin, align_columns, check_positive_int, check_pre
 from .metrics import fast_auroc, fast_brier, fast_ece
 from .solvers import DEFAULT_ALPHAS, sigmoid
 
-# the pieces (dedup_columns, make_knots, basis, Design, newton_path) and the file's reader and writer
-# (gam_to_dict, parse_gam_dict) are the estimator's own: a user calls HTCGAM (fit, shape, save, load)
+# the pieces (dedup_columns, make_knots, Design, newton_path) are the estimator's own, and the basis and the file's
+# reader and writer (basis, gam_to_dict, parse_gam_dict) gam_scoring's: a user calls HTCGAM (fit, shape, save, load)
 __all__ = ["HTCGAM", "GAM_ALPHAS", "ShapeFunction", "DEGREE", "SELECT", "GAM_FORMAT", "GAM_FORMAT_VERSION"]
 
 
 # ================================================================ the pieces
-
-
-# ------------------------------------------------------------- the basis
+# ------------------------------------------------------------- the columns and the knots
 def dedup_columns(X: np.ndarray, threshold: float = 0.999) -> np.ndarray:
     """Boolean mask of the columns kept: not constant, and not (near-)copies of an earlier kept column."""
     d = X.shape[1]
