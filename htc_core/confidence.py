@@ -78,6 +78,11 @@ def _row_sum_count(block: np.ndarray, transform) -> tuple[np.ndarray, np.ndarray
     Row reductions over a narrow axis are slow in NumPy; a matrix-vector
     product with a ones vector (BLAS) is not. Rows without NaN padding (the
     usual case) take the fast path; only padded rows are summed with masks.
+    OpenBLAS sums the last ``n % 4`` rows of a product in another order than the
+    others (a last-bit difference, from 4 alternatives on), so the padded rows are
+    summed in a matrix of a multiple of 4 rows: a padded row's sum is the same
+    whichever rows of the set are padded with it (issue 29: ``htc features``
+    computes a chunk piece by piece, ``htc_core.features.pieces``).
     """
     ones = np.ones(block.shape[1])
     s = transform(block) @ ones
@@ -87,9 +92,11 @@ def _row_sum_count(block: np.ndarray, transform) -> tuple[np.ndarray, np.ndarray
     cnt = np.full(block.shape[0], float(block.shape[1]))
     sub = block[padded]
     valid = ~np.isnan(sub)
-    vals = transform(np.where(valid, sub, 0.0))
-    vals[~valid] = 0.0
-    s[padded] = vals @ ones
+    rows = len(sub)
+    vals = np.zeros((rows + -rows % 4, block.shape[1]))  # a multiple of 4 rows: see below
+    vals[:rows] = transform(np.where(valid, sub, 0.0))
+    vals[:rows][~valid] = 0.0
+    s[padded] = (vals @ ones)[:rows]
     cnt[padded] = valid.sum(axis=1)
     return s, cnt
 

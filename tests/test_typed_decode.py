@@ -303,8 +303,35 @@ def test_line_arrays_share_slabs_without_overlapping(monkeypatch):
     typedjson.release_slab()
     for i, (arr, n) in enumerate(zip(got, sizes)):
         assert arr.shape == (n,) and arr.flags.writeable and (arr == -float(i)).all()
-    assert got[0].base is not got[1].base and np.shares_memory(got[0].base.obj, got[1].base.obj)
-    assert not np.shares_memory(got[2].base.obj, got[3].base.obj) and len(got[3].base.obj) == 512 << 7  # 64k floats
+    assert got[0].base is got[1].base is got[2].base and got[0].base.size == 256 << 7  # 32k floats
+    assert got[3].base is not got[2].base and got[3].base.size == 512 << 7
     assert type(big.base.obj) is bytearray and (big == -9.0).all()
     got[0][:] = 1.0  # writing one line's array leaves the next one alone
     assert (got[1] == -1.0).all()
+
+
+def test_slabs_are_reused_only_once_no_array_of_them_lives(monkeypatch):
+    """A full slab is reused for the next lines once every array carved from it (and every view of those) is
+    gone, and never while one lives (issue 29: ``htc features`` reads piece after piece through the same slabs
+    instead of fresh memory); a line that fits no free slab gets a new one."""
+    monkeypatch.setattr(typedjson, "SLAB_BYTES", 1 << 20)
+    typedjson.release_slab()
+    line = 8_192  # 64 kB: 4 fill the first slab (256 kB), 8 the second (512 kB)
+
+    def arrays(value, n):
+        return [typedjson.line_array([np.full(line, value).tobytes()]) for _ in range(n)]
+
+    first = arrays(-1.0, 4)
+    slab0 = id(first[0].base)  # the id only: a reference would keep the slab in use
+    kept = first[3][5:].reshape(-1, 3)  # a view of a view keeps the slab alive
+    del first
+    second = arrays(-2.0, 8)  # slab0 is full and in use: a new slab, which they fill
+    slab1 = id(second[0].base)
+    assert slab1 != slab0 and {id(a.base) for a in second} == {slab1} and (kept == -1.0).all()
+    del kept
+    third = arrays(-3.0, 4)  # slab1 is full and in use; slab0 is free: reused
+    assert {id(a.base) for a in third} == {slab0} and all((a == -2.0).all() for a in second)
+    del second
+    fourth = arrays(-4.0, 1)  # slab0 is full again; slab1 is free
+    assert id(fourth[0].base) == slab1 and all((a == -3.0).all() for a in third)
+    typedjson.release_slab()

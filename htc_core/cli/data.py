@@ -34,7 +34,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
-    from ..features import extract
+    from ..features.pieces import PIECE_TOKENS, chunk_features
+    from ..heap import keep_freed_memory
     from ..tablewriter import TableWriter
 
     out = output_path(args.out, (".csv", ".parquet"))  # checked before the work
@@ -51,14 +52,20 @@ def cmd_features(args: argparse.Namespace) -> int:
         res = run_engine(args, task, out)
         print(f"wrote {res.rows} trajectories x 48 features to {out}")
         return 0
+    keep_freed_memory()  # this process computes piece after piece: the same memory each time (htc_core.heap)
     reader = chunk_reader(args)
-    with TableWriter(out) as w:  # chunk by chunk into a temporary file, renamed at the end
-        for ts in reader:
+    # chunk by chunk into a temporary file, renamed at the end; each chunk's features computed piece by piece
+    # (the same values; fresh memory for one piece instead of one chunk: features.pieces)
+    chunks = chunk_features(reader.pieces(PIECE_TOKENS), feature_columns, profile=args.profile, top_k=args.top_k)
+    with TableWriter(out) as w:
+        while True:
             try:
-                fm = extract(ts, profile=args.profile, top_k=args.top_k)
+                cols = next(chunks, None)
             except ValueError as e:
                 raise CLIError(str(e)) from None
-            w.write_columns(feature_columns(ts, fm), booleans=("success",))
+            if cols is None:
+                break
+            w.write_columns(cols, booleans=("success",))
         report_problems(reader)  # nothing read: an error, and the previous output is kept
     print(f"wrote {w.rows} trajectories x 48 features to {out}")
     return 0

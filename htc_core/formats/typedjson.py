@@ -32,6 +32,7 @@ row, a bracket count per value) took 0.13 s.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from itertools import repeat
 from typing import Any
@@ -137,29 +138,80 @@ SLAB_BYTES = 16 << 20
 def line_array(buffers: list) -> np.ndarray:
     """The float64 numbers of ``buffers`` one after the other, in one writable array.
 
-    A line's array is a slice of a 16 MB slab that the next lines' arrays share, not memory of its own: the
-    reader keeps every line's array until the chunk is built, and 3,000 arrays of 72 kB of fresh heap cost about
-    18,000 page faults on the 112 MB bench file (issue 29) where the slabs, which numpy allocates with huge
-    pages, cost 3,400. A slab lives as long as one of its arrays does (the builder copies them into the trace
-    set's arrays); the thread keeps its current slab for the next line until ``release_slab``. The slabs of a
-    file start at 256 kB and double up to 16 MB; a line of more than a quarter of that gets its own memory."""
+    A line's array is a slice of a slab (up to 16 MB) that the next lines' arrays share, not memory of its own:
+    the reader keeps every line's array until its trace set is built, and 3,000 arrays of 72 kB of fresh heap
+    cost about 18,000 page faults on the 112 MB bench file (issue 29) where the slabs, which numpy allocates with
+    huge pages, cost 3,400. A slab is reused once no array carved from it is alive (the builder copies them into
+    the trace set's arrays; ``htc features`` builds a piece of 2^17 tokens at a time, so a file's lines cycle
+    through two or three slabs instead of touching 72 MB of fresh memory); the thread keeps its slabs until
+    ``release_slab``. The slabs of a file start at 256 kB and double up to 16 MB; a line of more than a quarter
+    of that gets its own memory."""
     data = b"".join(buffers)
     size = len(data)
     if size > SLAB_BYTES // 4:
         return np.frombuffer(bytearray(data), dtype=np.float64)
     slab, used = getattr(_LOCAL, "slab", None), getattr(_LOCAL, "used", 0)
-    if slab is None or used + size > len(slab):  # the slabs of a file grow from 256 kB: a small file needs little
-        cap = min(SLAB_BYTES, max(2 * (len(slab) if slab is not None else 0), 1 << 18, 4 * size))
-        slab, used = memoryview(np.empty(cap // 8)).cast("B"), 0
+    if slab is None or used + size > slab.nbytes:
+        slab, used = _next_slab(slab, size), 0
         _LOCAL.slab = slab
-    slab[used:used + size] = data
+    slab.view[used:used + size] = data
     _LOCAL.used = used + size
-    return np.frombuffer(slab[used:used + size], dtype=np.float64)
+    return slab.array[used >> 3:(used + size) >> 3]
+
+
+class Slab:
+    """A float64 buffer that line arrays are sliced from (``line_array``), and a byte view to copy into it.
+
+    Attributes
+    ----------
+    array : ndarray of float64
+        The buffer; every line array is a view of it (its ``base``).
+    view : memoryview
+        The buffer's bytes.
+    nbytes : int
+        Its size in bytes.
+    """
+
+    __slots__ = ("array", "view", "nbytes", "_refs")
+
+    def __init__(self, nbytes: int) -> None:
+        self.array = np.empty(nbytes // 8)
+        self.view = memoryview(self.array).cast("B")
+        self.nbytes = nbytes
+        self._refs = _refcount(self.array)  # this object's and the byte view's: no line array yet
+
+    def in_use(self) -> bool:
+        """Whether a line array (or any view of one) is still alive: each holds a reference to ``array``.
+        Always True where the interpreter counts no references (the slab is then never reused)."""
+        return self._refs < 0 or _refcount(self.array) != self._refs
+
+
+def _refcount(obj) -> int:
+    get = getattr(sys, "getrefcount", None)
+    return -1 if get is None else get(obj)
+
+
+def _next_slab(full: Slab | None, size: int) -> Slab:
+    """A slab for a line of ``size`` bytes once ``full`` (the current one, or None) has no room: the largest
+    slab of the thread's that no array uses any longer, else a new one twice as large as ``full``
+    (``SLAB_BYTES`` at most; the thread keeps its 6 largest)."""
+    pool = getattr(_LOCAL, "slabs", None)
+    if pool is None:
+        pool = _LOCAL.slabs = []
+    for slab in pool:  # largest first
+        if slab.nbytes >= size and not slab.in_use():
+            return slab
+    slab = Slab(min(SLAB_BYTES, max(2 * (full.nbytes if full is not None else 0), 1 << 18, 4 * size)))
+    pool.append(slab)
+    pool.sort(key=lambda s: -s.nbytes)
+    del pool[6:]
+    return slab
 
 
 def release_slab() -> None:
-    """Let this thread's current slab go once the arrays carved from it are gone (the end of a file)."""
+    """Let this thread's slabs go once the arrays carved from them are gone (the end of a file)."""
     _LOCAL.slab = None
+    _LOCAL.slabs = None
 
 
 class _Buffers:
