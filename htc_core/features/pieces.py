@@ -31,9 +31,9 @@ from . import BLAS_LIMIT_TOKENS, FeatureMatrix, extract
 
 __all__ = ["PIECE_TOKENS", "chunk_features", "settled"]
 
-#: tokens per piece: measured on the bench file (issue 29, docs/benchmarks-ingest.md), 2^17 tokens (1 MB per
-#: token array, 5 MB for the [tokens, 5] alternatives) keeps a piece's working set in the cache and its
-#: buffers under the allocator's reuse threshold, for a fixed cost per piece of about 1 ms
+#: tokens per piece (issue 29, docs/benchmarks-ingest.md): 2^15 to 2^19 measured within the noise of each other on
+#: the bench file; 2^17 is 1 MB per token array and 5 MB for [tokens, 5] alternatives (under the allocator's
+#: 32 MB threshold of ``htc_core.heap``), for a fixed cost of about 0.4 ms per piece (``extract`` on 3 runs)
 PIECE_TOKENS = 1 << 17
 
 
