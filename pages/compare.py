@@ -10,7 +10,7 @@ from htc_core import explain
 from htc_core.app import experiments, ui, url_state, views
 from htc_core.viz import experiment_plots, plots
 from htc_core.calibration.evaluation import EvaluationError, label_problem
-from htc_core.features import FEATURE_NAMES, REGISTRY
+from htc_core.features import FEATURE_NAMES, REGISTRY, feature_label
 
 
 def evaluated_comparison(ws, group_by: str, column, link):
@@ -61,10 +61,10 @@ with ui.page_errors("compare"):
     evaluated_box = st.container()    # filled last: the feature distributions and transfer need no evaluation
     st.markdown("**Feature distributions per group**")
     feature = st.selectbox("Feature", list(FEATURE_NAMES), index=FEATURE_NAMES.index("last_top1_avg"),
-                           format_func=lambda f: f"{REGISTRY[f].code} {REGISTRY[f].display_name}", key="cmp_feature")
+                           format_func=feature_label, key="cmp_feature")
     st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
     fv = views.feature_values(ws.features, ws.ts.meta[group_by], ws.labels, feature)
-    st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")
+    st.plotly_chart(plots.feature_distribution(fv, feature_label=feature_label(feature)), key="cmp_feat")
 
     st.subheader(f"Transfer across {group_by}s")
     st.caption(f"For every {group_by} (source), HTC is fitted on all of its labeled runs and applied unchanged to "

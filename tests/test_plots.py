@@ -12,7 +12,7 @@ from htc_core import explain
 from htc_core.app import views
 from htc_core.viz import inspector_plots, plots
 from htc_core.calibration.calibrators import HTCCalibrator
-from htc_core.features import FEATURE_NAMES
+from htc_core.features import FEATURE_NAMES, feature_label
 from htc_core.calibration.metrics import reliability_curve
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -124,11 +124,11 @@ def test_chart_fixes_bar_order_codes_top1_and_token_axis():
     wf = views.weights_frame({"HTC-Full": model})
     fig = plots.weights_bar(wf)
     order = list(fig.layout.xaxis.categoryarray)
-    w = wf.set_index(wf["code"] + " " + wf["feature"])["weight"].abs()
+    w = wf.set_index(wf["feature"].map(feature_label))["weight"].abs()
     assert len(order) == 48 and list(w[order]) == sorted(w, reverse=True)
     assert fig.layout.xaxis.automargin is True
     heat = plots.weights_heatmap(pd.DataFrame(np.ones((1, 48)), index=["D1"], columns=list(FEATURE_NAMES)))
-    assert list(heat.data[0].x) == [f"{REGISTRY[n].code} {n}" for n in FEATURE_NAMES]
+    assert list(heat.data[0].x) == [f"{REGISTRY[n].code} {REGISTRY[n].display_name}" for n in FEATURE_NAMES]
     tl = pd.DataFrame({"step": [1, 2, 3], "name": ["a", "b", "c"], "tokens": [1, 9, 16],
                        "mean_confidence": [0.5, 0.6, 0.7], "top1_confidence": [0.5, 0.6, 0.7],
                        "topk_confidence": [0.4, 0.5, 0.6], "entropy": [1.0, 1.1, 1.2], "concentration": [1.2, 1.3, 1.4],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..features import feature_label
 from .plots import apply_layout, esc
 
 __all__ = ["difference_figure", "shift_figure"]
@@ -96,7 +97,7 @@ def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
         return apply_layout(go.Figure(), height=height)
     f = cmp.shifts.top(k)
     f = f[np.isfinite(f["smd"])].iloc[::-1]
-    labels = [f"{c} {esc(n, 40)}" for c, n in zip(f["code"], f["name"])]
+    labels = [esc(feature_label(n), 48) for n in f["feature"]]
     colors = np.where(f["smd"] > 0, "#E45756", "#4C78A8")
     fig = go.Figure(go.Bar(x=f["smd"], y=labels, orientation="h", marker_color=colors,
                            customdata=np.column_stack([f["mean_a"], f["mean_b"]]),
