@@ -171,6 +171,11 @@ def wrap_label(text: str, width: int = 13) -> str:
 
 
 # ------------------------------------------------------------ calibration
+#: the axis range of a reliability diagram's confidence and success rate: [0, 1] and a margin, so a point and its
+#: whisker at 0 or 1 are drawn whole (at [0, 1] exactly, half of a marker and its whisker's cap fell outside)
+UNIT_RANGE = [-0.04, 1.04]
+
+
 def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
                        ece: Mapping[str, float] | None = None) -> go.Figure:
     """Overlaid reliability diagrams with the per-bin counts below.
@@ -238,9 +243,9 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
                              customdata=np.column_stack([np.full(c.n_bins, name, dtype=object), np.arange(c.n_bins)]),
                              hovertemplate=f"{esc(name)}<br>bin centre %{{x:.2f}}<br>count %{{y}}<extra></extra>"),
                       row=2, col=1)
-    fig.update_xaxes(range=[0, 1], row=1, col=1)
-    fig.update_xaxes(range=[0, 1], title_text="predicted confidence", row=2, col=1)
-    fig.update_yaxes(range=[0, 1], title_text="observed success rate", row=1, col=1)
+    fig.update_xaxes(range=UNIT_RANGE, row=1, col=1)
+    fig.update_xaxes(range=UNIT_RANGE, title_text="predicted confidence", row=2, col=1)
+    fig.update_yaxes(range=UNIT_RANGE, title_text="observed success rate", row=1, col=1)
     fig.update_yaxes(title_text="count", row=2, col=1)
     fig.update_layout(barmode="group", clickmode="event+select")   # a plain click selects a bin (drill-down)
     return apply_layout(fig, title, height)
@@ -298,8 +303,8 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
                 hovertemplate=(f"{esc(g)}<br>{esc(name)}<br>confidence %{{x:.2f}}<br>accuracy %{{y:.2f}}<br>"
                                "n %{customdata}<extra></extra>")), row=1, col=gi + 1)
             seen.add(name)
-        fig.update_xaxes(range=[0, 1], title_text="confidence", row=1, col=gi + 1)
-    fig.update_yaxes(range=[0, 1], title_text="success rate", row=1, col=1)
+        fig.update_xaxes(range=UNIT_RANGE, title_text="confidence", row=1, col=gi + 1)
+    fig.update_yaxes(range=UNIT_RANGE, title_text="success rate", row=1, col=1)
     apply_layout(fig, None, height, subplot_titles=True)
     if any("<br>" in a.text for a in fig.layout.annotations):    # two-line titles: the legend one line higher
         fig.update_layout(margin_t=fig.layout.margin.t + 18, legend_y=1.2)
