@@ -255,6 +255,16 @@ def wrapping_row(key: str, *widths: int) -> list:
     return [row.container(width=int(w)) for w in widths]
 
 
+#: a table's count column: thousands separators ("1,000", as the pages' texts write counts), still a number that
+#: sorts as one (st.column_config's printf format, "," for the separator)
+COUNT_FORMAT = "%,d"
+
+
+def count_column(help: str | None = None):
+    """The column configuration of a count in an ``st.dataframe``: "1,000", sorted as a number."""
+    return st.column_config.NumberColumn(format=COUNT_FORMAT, help=help)
+
+
 def clear_filters() -> None:
     """The sidebar's "Clear the filters" button: every run set, dataset and model selected again."""
     for key in (RUNSETS, DATASETS, MODELS):
