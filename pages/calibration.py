@@ -102,7 +102,13 @@ with ui.page_errors("calibration"):
         table = views.metrics_frame(res)
         st.dataframe(table[["method", "ECE ↓", "Brier ↓", "AUROC ↑", "features", "n"]], hide_index=True,
                      width="stretch", height=min(520, 38 + 35 * len(table)),
-                     column_config={"method": st.column_config.TextColumn(pinned=True)})   # stays when scrolled
+                     # widths that keep the three metrics whole in the 440 px of a 900 px window (auto widths
+                     # cut AUROC there); the method stays when the table scrolls to features and n
+                     column_config={"method": st.column_config.TextColumn(pinned=True, width=142),
+                                    "ECE ↓": st.column_config.TextColumn(width=90),
+                                    "Brier ↓": st.column_config.TextColumn(width=100),
+                                    "AUROC ↑": st.column_config.TextColumn(width=100),
+                                    "n": ui.count_column("runs evaluated")})
         with st.expander("Per-fold values"):
             st.dataframe(res.per_fold, hide_index=True, width="stretch")
 

@@ -10,7 +10,7 @@ from htc_core import explain
 from htc_core.app import experiments, ui, url_state, views
 from htc_core.viz import experiment_plots, plots
 from htc_core.calibration.evaluation import EvaluationError, label_problem
-from htc_core.features import FEATURE_NAMES, REGISTRY
+from htc_core.features import FEATURE_NAMES, REGISTRY, feature_label
 
 
 def evaluated_comparison(ws, group_by: str, column, link):
@@ -40,13 +40,22 @@ def evaluated_comparison(ws, group_by: str, column, link):
         st.plotly_chart(plots.reliability_facets(views.group_reliability(res, groups, methods)), key="cmp_rel")
         gm = explain.group_metrics(res.labels, views.oof_predictions(res, methods), groups, n_boot=300)
         st.markdown(f"**Per {group_by}: labeled runs, success rate and the calibration metrics**")
-        st.dataframe(views.group_summary(gm, group_by), hide_index=True, width="stretch",
-                     column_config={"success rate": st.column_config.ProgressColumn(format="%.2f", min_value=0,
-                                                                                    max_value=1)})
+        summary = views.group_summary(gm, group_by)
+        metric_cols = {c: st.column_config.NumberColumn(format="%.3f")
+                       for c in summary.columns[3:]}
+        st.dataframe(summary, hide_index=True, width="stretch",
+                     column_config={group_by: st.column_config.TextColumn(pinned=True),   # stays when scrolled
+                                    "n": ui.count_column("labeled runs of the group"),
+                                    "success rate": st.column_config.ProgressColumn(format="%.2f", min_value=0,
+                                                                                    max_value=1, width="small"),
+                                    **metric_cols})
+        if len(summary.columns) > 6:           # more than one method: at 900 px the last ones are out of sight
+            st.caption(f"{len(summary.columns) - 3} metric columns: on a narrow window the table scrolls sideways "
+                       f"(shift + mouse wheel, or drag its bottom bar), the {group_by} column stays.")
         st.markdown("**Metrics per group** (whiskers: 95% bootstrap intervals, 300 resamples of the group's runs)")
         st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
         with st.expander("Metrics table"):
-            st.dataframe(gm, hide_index=True, width="stretch")
+            st.dataframe(gm, hide_index=True, width="stretch", column_config={"n": ui.count_column()})
     return link
 
 
@@ -61,10 +70,10 @@ with ui.page_errors("compare"):
     evaluated_box = st.container()    # filled last: the feature distributions and transfer need no evaluation
     st.markdown("**Feature distributions per group**")
     feature = st.selectbox("Feature", list(FEATURE_NAMES), index=FEATURE_NAMES.index("last_top1_avg"),
-                           format_func=lambda f: f"{REGISTRY[f].code} {REGISTRY[f].display_name}", key="cmp_feature")
+                           format_func=feature_label, key="cmp_feature")
     st.caption(f"{REGISTRY[feature].description} Formula: {REGISTRY[feature].formula}")
     fv = views.feature_values(ws.features, ws.ts.meta[group_by], ws.labels, feature)
-    st.plotly_chart(plots.feature_distribution(fv, feature_label=REGISTRY[feature].display_name), key="cmp_feat")
+    st.plotly_chart(plots.feature_distribution(fv, feature_label=feature_label(feature)), key="cmp_feat")
 
     st.subheader(f"Transfer across {group_by}s")
     st.caption(f"For every {group_by} (source), HTC is fitted on all of its labeled runs and applied unchanged to "

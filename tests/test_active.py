@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from htc_core.calibration.active import (STRATEGIES, confidence_bins, estimate, out_of_fold, queue_step, select,
-                                         stop_suggestion)
+from htc_core.calibration.active import STRATEGIES, confidence_bins, out_of_fold, queue_step, select
+from htc_core.calibration.label_estimate import estimate, stop_suggestion
 from htc_core.cli import main
 from htc_core.formats import load, native
 
@@ -276,7 +276,8 @@ def test_weighted_queue_step_and_bad_weights(units):
 def test_weighted_estimate_stands_for_every_run():
     """Labels drawn unevenly (many in a well-calibrated stratum, few in a badly calibrated one): the weighted ECE
     is the ECE of all the runs, the unweighted one that of the labeled runs; equal weights change nothing."""
-    from htc_core.calibration.active import label_weights, weighted_metrics
+    from htc_core.calibration.active import label_weights
+    from htc_core.calibration.label_estimate import weighted_metrics
     from htc_core.calibration.metrics import expected_calibration_error
 
     rng = np.random.default_rng(0)

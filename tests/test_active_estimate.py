@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from htc_core.calibration.active import Estimate, binned_ece, estimate, stop_suggestion, weighted_metrics
+from htc_core.calibration.label_estimate import Estimate, binned_ece, estimate, stop_suggestion, weighted_metrics
 from htc_core.calibration.metrics import bin_predictions, expected_calibration_error
 
 

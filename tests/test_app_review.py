@@ -215,3 +215,32 @@ def test_a_step_change_too_small_for_two_decimals_says_so():
     assert change_words(-0.0004) == change_words(0.0049) == " (change under 0.01)"
     assert change_words(-0.123) == " (-0.12)" and change_words(0.005) == " (+0.01)"
     assert change_words(None) == change_words(float("nan")) == ""
+
+
+def _table_with(at, column: str, first: str):
+    """The page's st.dataframe whose first column is ``first`` and that has ``column``, with its column config."""
+    import json
+
+    for df in at.dataframe:
+        value = df.value
+        if column in value.columns and value.columns[0] == first:
+            return value, json.loads(df.proto.columns or "{}")
+    raise AssertionError(f"no table with {first!r} first and {column!r}")
+
+
+def test_counts_have_thousands_separators_and_stay_numbers(app):
+    """ui-review 35: Compare LLMs' per-model table and Calibration's metrics table wrote n as "1000". The n
+    columns are numbers (they sort as numbers) shown with the "%,d" format ("1,000"); the first column stays
+    when the table scrolls, and Calibration's three metrics get widths that fit a 900 px window (440 px)."""
+    go(app, "calibration")
+    assert not problems(app), problems(app)
+    table, config = _table_with(app, "n", "method")
+    assert pd.api.types.is_integer_dtype(table["n"]) and config["n"]["type_config"]["format"] == "%,d"
+    assert config["method"]["pinned"] is True
+    assert sum(config[c]["width"] for c in ("method", "ECE ↓", "Brier ↓", "AUROC ↑")) <= 440
+    go(app, "compare")
+    assert not problems(app), problems(app)
+    table, config = _table_with(app, "n", "model")
+    assert pd.api.types.is_numeric_dtype(table["n"]) and config["n"]["type_config"]["format"] == "%,d"
+    assert config["model"]["pinned"] is True
+    assert all(config[c]["type_config"]["format"] == "%.3f" for c in table.columns[3:])

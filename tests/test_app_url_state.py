@@ -297,3 +297,20 @@ def test_clear_the_filters_selects_every_run_again(new_app):
     assert at.multiselect(key=ui.MODELS).value == [] and at.multiselect(key=ui.RUNSETS).value == []
     assert "models" not in at.query_params and at.button(key="sidebar_clear").disabled
     assert not problems(at)
+
+
+def test_the_models_chips_are_short_and_the_url_keeps_full_names(new_app):
+    """docs/ui-review.md 37: two chosen models were cut to "SmolLM2-135M-gre…" / "SmolLM2-135M-sa…". The chips
+    show short labels (layout.chip_labels), the value, the URL and a pasted link keep the full names, and the
+    caption under the picker names the chosen models in full."""
+    at = new_app()
+    models = at.multiselect(key=ui.MODELS)
+    full = ["SmolLM2-135M-greedy", "SmolLM2-135M-sampled-t0.7"]
+    assert list(models.options) == ["SmolLM2…greedy", "SmolLM2…t0.7"]
+    models.set_value(full).run()
+    assert at.multiselect(key=ui.MODELS).value == full
+    assert at.query_params["models"] == full
+    assert any("models: SmolLM2\\-135M\\-greedy, SmolLM2\\-135M\\-sampled\\-t0\\.7" in c.value
+               for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+    again = new_app({"models": full})
+    assert again.multiselect(key=ui.MODELS).value == full and not problems(again)

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
-from htc_core.calibration.active import estimate
+from htc_core.calibration.label_estimate import estimate
 from htc_core.calibration.baselines import baseline_confidences
 from htc_core.calibration.bootstrap import as_generator, check_resampling, percentile_intervals
 from htc_core.calibration.comparison import COMPARED_METRICS, compare_metrics, metric_intervals

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from htc_core import explain
-from htc_core.explain.measures import MEASURES, UNITS, format_measure
-from htc_core.explain.reasons import TYPICAL_BAND, one_of, position_of
+from htc_core.explain.measures import MAX_APART_DIGITS, MEASURES, UNITS, format_apart, format_measure
+from htc_core.explain.reasons import TYPICAL_BAND, ModelReading, one_of, position_of, reason_text
 from htc_core.features import FEATURE_NAMES, extract
 from htc_core.formats import load
 
@@ -81,6 +81,21 @@ def check_sentence(text: str, signal_row, reference: str) -> None:
     if ", so this" in why:
         reads_success = "reads higher values as a sign of success" in why
         assert (reads_success == (" is above the average" in why)) == up, text
+    check_side(why, m["value"])
+
+
+SIDE = re.compile(r"and (?P<value>.+?) is (?P<side>above|below|at) the average of the runs it was fitted on "
+                  r"\((?P<centre>.+?)\)")
+
+
+def check_side(why: str, value: str) -> None:
+    """docs/ui-review.md 34: "above" / "below" never sits next to a value and a centre that print alike, and "at"
+    only next to two that do."""
+    side = SIDE.search(why)
+    if side is None:                              # a model without weights: no reading
+        return
+    assert side["value"] == value
+    assert (side["side"] == "at") == (side["value"] == side["centre"]), why
 
 
 @settings(max_examples=60, deadline=None)
@@ -173,4 +188,41 @@ def test_a_reason_about_steps_says_steps():
         k = int(ts.steps_per_trajectory[i])
         assert re.match(rf"^Number of steps( \(one signal of \d+ correlated features\))? is {k} steps?, ",
                         e.reasons[0]), e.reasons[0]
-        assert f"({format_measure('normalized_step_count', model.mean_[43])})" in e.reasons[0]
+        centre = format_apart("normalized_step_count", X[i, 43], model.mean_[43])[1]
+        assert f"({centre})" in e.reasons[0]
+
+
+NAMES = st.sampled_from(["last_top1_avg", "normalized_step_count", "avg_tokens_per_step", "first_token_count"])
+CLOSE = st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=NAMES, centre=CLOSE, rel=st.sampled_from([0.0, 1e-12, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 3e-3, 0.02, 0.5]),
+       sign=st.sampled_from([-1.0, 1.0]), weight=st.floats(-3, 3).filter(lambda w: w != 0), members=st.integers(1, 4),
+       contribution=st.floats(-2, 2).filter(lambda c: abs(c) > 1e-9))
+def test_above_or_below_only_where_the_numbers_differ(name, centre, rel, sign, weight, members, contribution):
+    """docs/ui-review.md 34: "1.19 is below the average of the runs it was fitted on (1.19)". For any value and
+    centre: if they differ, the printed texts differ (up to MAX_APART_DIGITS significant digits) or the words say
+    "at"; "above" / "below" never sits next to two texts alike; the side word has the offset's sign."""
+    value = centre + sign * rel * max(abs(centre), 1e-3)
+    shown, mid = format_apart(name, value, centre)
+    if value != centre and abs(value - centre) > 10.0 ** (1 - MAX_APART_DIGITS) * max(abs(value), abs(centre)):
+        assert shown != mid, (value, centre)
+    if value == centre:
+        assert shown == mid
+    text = reason_text("X", shown, 50.0, 20, "runs", contribution,
+                       ModelReading(weight=weight, offset=value - centre, centre=mid, n_members=members))
+    side = SIDE.search(text)
+    assert side is not None and side["value"] == shown and side["centre"] == mid
+    if shown == mid:
+        assert side["side"] == "at", text
+    else:
+        assert side["side"] == ("above" if value > centre else "below"), text
+    assert "0 other" not in text
+
+
+def test_the_reported_reason_now_reads_apart():
+    """The finding's numbers: a value of 1.187 against a centre of 1.193 printed both as "1.19"."""
+    shown, mid = format_apart("last_top1_avg", 1.1874, 1.1931)
+    text = reason_text("X", shown, 50.0, 20, "runs", -0.3, ModelReading(weight=0.5, offset=1.1874 - 1.1931, centre=mid))
+    assert "1.187 is below the average of the runs it was fitted on (1.193), so this lowers" in text

@@ -12,7 +12,7 @@ from htc_core import explain
 from htc_core.app import views
 from htc_core.viz import inspector_plots, plots
 from htc_core.calibration.calibrators import HTCCalibrator
-from htc_core.features import FEATURE_NAMES
+from htc_core.features import FEATURE_NAMES, feature_label
 from htc_core.calibration.metrics import reliability_curve
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -124,11 +124,11 @@ def test_chart_fixes_bar_order_codes_top1_and_token_axis():
     wf = views.weights_frame({"HTC-Full": model})
     fig = plots.weights_bar(wf)
     order = list(fig.layout.xaxis.categoryarray)
-    w = wf.set_index(wf["code"] + " " + wf["feature"])["weight"].abs()
+    w = wf.set_index(wf["feature"].map(feature_label))["weight"].abs()
     assert len(order) == 48 and list(w[order]) == sorted(w, reverse=True)
     assert fig.layout.xaxis.automargin is True
     heat = plots.weights_heatmap(pd.DataFrame(np.ones((1, 48)), index=["D1"], columns=list(FEATURE_NAMES)))
-    assert list(heat.data[0].x) == [f"{REGISTRY[n].code} {n}" for n in FEATURE_NAMES]
+    assert list(heat.data[0].x) == [f"{REGISTRY[n].code} {REGISTRY[n].display_name}" for n in FEATURE_NAMES]
     tl = pd.DataFrame({"step": [1, 2, 3], "name": ["a", "b", "c"], "tokens": [1, 9, 16],
                        "mean_confidence": [0.5, 0.6, 0.7], "top1_confidence": [0.5, 0.6, 0.7],
                        "topk_confidence": [0.4, 0.5, 0.6], "entropy": [1.0, 1.1, 1.2], "concentration": [1.2, 1.3, 1.4],
@@ -177,3 +177,36 @@ def test_the_inspector_marker_label_sits_inside_the_plot_clear_of_the_legend(val
     a = fig.layout.annotations[0]
     assert a.text == "this trajectory" and a.yanchor == "top" and a.y < 1 and a.xanchor == side
     assert fig.layout.legend.y >= 1.0 and fig.layout.legend.yanchor == "bottom"
+
+
+def _inside(fig, axis_x: str, axis_y: str, trace, plot_px: float) -> None:
+    """Every point of ``trace`` and its whisker lie inside the axes' ranges when the plot is ``plot_px`` wide and
+    high: the marker's radius and the whisker cap's half-width (plotly draws the cap ``width`` px each side)."""
+    xr, yr = fig.layout[axis_x].range, fig.layout[axis_y].range
+    marker = (trace.marker.size or 6) / 2
+    cap = max(trace.error_y.width if trace.error_y.width is not None else 4, marker)
+    x, y = np.asarray(trace.x, float), np.asarray(trace.y, float)
+    top, bottom = y + np.asarray(trace.error_y.array, float), y - np.asarray(trace.error_y.arrayminus, float)
+    dx, dy = (cap + 1) * (xr[1] - xr[0]) / plot_px, (marker + 1) * (yr[1] - yr[0]) / plot_px
+    assert xr[0] <= x.min() - dx and x.max() + dx <= xr[1], (xr, x.min(), x.max())
+    assert yr[0] <= bottom.min() - dy and top.max() + dy <= yr[1], (yr, bottom.min(), top.max())
+
+
+def test_reliability_whiskers_at_0_and_1_are_drawn_whole():
+    """docs/ui-review.md 36: a whisker at confidence 1 was drawn half outside the plot's right edge (x range [0, 1]
+    exactly). Points at confidence 0 and 1 with success rates 0 and 1 stay inside, at the narrowest plot the pages
+    draw (a facet of four beside each other at 900 px, about 150 px wide)."""
+    from htc_core.explain.groups import group_curves, reliability_curves
+
+    p = np.r_[np.zeros(40), np.ones(40), np.full(40, 0.5)]
+    y = np.r_[np.zeros(40), np.ones(40), np.tile([0.0, 1.0], 20)]
+    curves = reliability_curves(y, {"HTC-Full": p}, n_bins=10)
+    fig = plots.reliability_figure(curves)
+    line = next(t for t in fig.data if t.error_y.array is not None)
+    assert min(line.x) == 0.0 and max(line.x) == 1.0 and min(line.y) == 0.0 and max(line.y) == 1.0
+    _inside(fig, "xaxis", "yaxis", line, plot_px=400)
+    assert fig.layout.xaxis2.range == fig.layout.xaxis.range            # the count bars line up with the points
+    by_group = group_curves(y, p, np.where(np.arange(120) % 2 == 0, "facts", "lists"), n_bins=10)
+    facets = plots.reliability_facets({g: {"HTC-Full": c} for g, c in by_group.items()})
+    for k, t in enumerate(t for t in facets.data if t.error_y.array is not None):
+        _inside(facets, f"xaxis{'' if k == 0 else k + 1}", "yaxis", t, plot_px=150)

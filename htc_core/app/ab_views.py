@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..calibration.comparison import COMPARED_METRICS, RunSetComparison, compare_run_sets, pairing_keys
+from ..features import feature_label
 from .workspace import Workspace
 
 __all__ = ["default_sides", "side_positions", "oof_all_rows", "ABInputs", "run_set_inputs", "calibrator_inputs",
@@ -198,5 +199,5 @@ def shift_table(cmp: RunSetComparison, k: int = 48) -> pd.DataFrame:
     if cmp.shifts is None:
         return pd.DataFrame(columns=["feature", "SMD (B − A)", "mean A", "mean B"])
     f = cmp.shifts.top(k)
-    return pd.DataFrame({"feature": f["code"] + " " + f["name"], "SMD (B − A)": f["smd"].round(3),
+    return pd.DataFrame({"feature": [feature_label(n) for n in f["feature"]], "SMD (B − A)": f["smd"].round(3),
                          "mean A": f["mean_a"].round(4), "mean B": f["mean_b"].round(4)})

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..explain import Mistakes, explain_runs, explain_trajectory, run_reasons, shape_curves, worst_mistakes
+from ..features import feature_label
 from .workspace import Workspace
 
 __all__ = ["oof_column", "export_frame", "step_texts", "signal_frame", "mistakes_for"]
@@ -82,7 +83,9 @@ def step_texts(ts, index: int) -> list[tuple[str, str | None]]:
 def signal_frame(explanation) -> pd.DataFrame:
     """The explanation's distinct signals as a table for the page (members joined in words)."""
     t = explanation.signals.copy()
-    t["related features"] = t["members"].map(lambda m: ", ".join(m))
+    members = explanation.table.groupby("signal")["feature"].agg(list)       # each lead's signal, in model order
+    t["related features"] = ["; ".join(feature_label(f) for f in members.get(s, []) if f != s) for s in t["signal"]]
+    t["display_name"] = [feature_label(s) for s in t["signal"]]
     t = t.rename(columns={"display_name": "lead feature", "shown_value": "value (as worded)",
                           "value": "lead feature's value", "direction": "against the typical reference run"})
     return t[["name", "value (as worded)", "lead feature", "lead feature's value", "kind", "related features",

@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..calibration.active import estimate, linear_prior, out_of_fold, queue_step, stop_suggestion
+from ..calibration.active import linear_prior, out_of_fold, queue_step
+from ..calibration.label_estimate import estimate, stop_suggestion
 from ..calibration.metrics import reliability_curve
 
 __all__ = ["LabelQueueView", "compute_queue", "evidence", "Evidence", "model_card", "MIN_FOR_ESTIMATE"]
@@ -31,7 +32,7 @@ class LabelQueueView:
     zero_shot: np.ndarray            # every run's zero-shot (prior) confidence
     adapted: bool
     n_labeled: int
-    estimate: object | None = None   # active.Estimate of the adapted model (out-of-fold), or None
+    estimate: object | None = None   # label_estimate.Estimate of the adapted model (out-of-fold), or None
     zero_shot_estimate: object | None = None
     curves: dict = field(default_factory=dict)      # "GAC zero-shot" / "GAC adapted" -> ReliabilityCurve
     stop: str = ""

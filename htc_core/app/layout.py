@@ -255,10 +255,56 @@ def wrapping_row(key: str, *widths: int) -> list:
     return [row.container(width=int(w)) for w in widths]
 
 
+#: a table's count column: thousands separators ("1,000", as the pages' texts write counts), still a number that
+#: sorts as one (st.column_config's printf format, "," for the separator)
+COUNT_FORMAT = "%,d"
+
+
+def count_column(help: str | None = None):
+    """The column configuration of a count in an ``st.dataframe``: "1,000", sorted as a number."""
+    return st.column_config.NumberColumn(format=COUNT_FORMAT, help=help)
+
+
 def clear_filters() -> None:
     """The sidebar's "Clear the filters" button: every run set, dataset and model selected again."""
     for key in (RUNSETS, DATASETS, MODELS):
         st.session_state[key] = []
+
+
+#: the characters a chip of the sidebar's pickers shows whole: about 130 px of text at about 7 px a character
+#: (measured in Chromium: "SmolLM2-135M-greedy", 19 characters, is 134 px and was cut to "SmolLM2-135M-gre…")
+CHIP_CHARS = 16
+#: where a name splits into parts for its chip label
+_PARTS = re.compile(r"[-_ /:]")
+
+
+def chip_label(name: str, width: int = CHIP_CHARS) -> str:
+    """``name`` in at most ``width`` characters for a picker's chip: whole when it fits, else its first part, "…"
+    and as many of its last parts as fit ("SmolLM2-135M-greedy" -> "SmolLM2…greedy"); a name with an organisation
+    ("meta-llama/Llama-3.1-8B") keeps the part after the last "/". Cut by characters where no part fits."""
+    text = str(name)
+    if len(text) <= width:
+        return text
+    base = text.rsplit("/", 1)[-1] or text
+    if len(base) <= width:
+        return base
+    cuts = [m.start() for m in _PARTS.finditer(base)]
+    head = base[:cuts[0]] if cuts and 0 < cuts[0] <= width // 2 else base[:max(1, width // 2 - 1)]
+    room = width - len(head) - 1
+    tail = next((base[c + 1:] for c in cuts if c >= len(head) and len(base) - c - 1 <= room), "")
+    return f"{head}…{tail or base[len(base) - room:]}"
+
+
+def chip_labels(names, width: int = CHIP_CHARS) -> dict[str, str]:
+    """Name -> :func:`chip_label` for a picker's options (its ``format_func``; the widget's value, the session
+    state and the URL keep the full names). A name whose label another name shares keeps its full name, so no two
+    chips read alike."""
+    full = [str(n) for n in names]
+    labels = {n: chip_label(n, width) for n in full}
+    seen: dict[str, int] = {}
+    for label in labels.values():
+        seen[label] = seen.get(label, 0) + 1
+    return {n: (label if seen[label] == 1 or label == n else n) for n, label in labels.items()}
 
 
 def sidebar() -> None:
@@ -284,8 +330,11 @@ def sidebar() -> None:
                            help="A run set is what one upload stored together (the shipped samples: one per file). "
                                 "Every page shows the chosen run sets only.")
             st.multiselect("Datasets", ds_all, key=DATASETS, placeholder="all datasets")
-            st.multiselect("Models", ms_all, key=MODELS, placeholder="all models")
-            st.caption(f"{len(workspace()):,} of {len(full):,} trajectories selected")
+            chips = chip_labels(ms_all)
+            st.multiselect("Models", ms_all, key=MODELS, placeholder="all models",
+                           format_func=lambda m: chips.get(m, m),
+                           help="Long model names are shortened here; the caption below names the chosen ones in full.")
+            st.caption(selection_caption(len(workspace()), len(full), st.session_state.get(MODELS) or [], chips))
             # also the tab's first st.button: Streamlit's browser code loads its Button component lazily, on the
             # first button a tab draws, and until then a button's keyboard shortcut is not bound; drawn here, before
             # any page, it is loaded before a page's label bar (the first key on the Label page: docs/labeling.md)
@@ -300,6 +349,15 @@ def sidebar() -> None:
             st.number_input("CV repeats (seeds 42, 43, …)", min_value=1, max_value=5, step=1, key=SEEDS)
         st.caption(f"store: `{data_dir()}`")
         kernel_status()
+
+
+def selection_caption(n_selected: int, n_all: int, models: list, chips: dict) -> str:
+    """The sidebar's count of selected trajectories, with the chosen models' full names where a chip shortens one
+    (escaped: a model name comes from the runs' files)."""
+    text = f"{n_selected:,} of {n_all:,} trajectories selected"
+    if any(chips.get(m, m) != m for m in models):
+        text += " · models: " + ", ".join(md(m) for m in models)
+    return text
 
 
 def kernel_status() -> None:

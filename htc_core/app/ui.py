@@ -22,7 +22,7 @@ from .compute import (EVAL_PARTS, PART_NAMES, Evaluated, cached_evaluation, cach
                       computed, evaluation, evaluation_pending, labeled_positions, merge_evaluations, parts_missing,
                       start_evaluation, timed_spinner)
 from .fits import dataset_weights, early_warning, fitted_gam, fitted_model
-from .layout import (RUNS_ALIAS, RUNS_HOME, apply_ab_url, follow_deep_link, guard, md, open_in_inspector,
+from .layout import (RUNS_ALIAS, RUNS_HOME, apply_ab_url, count_column, follow_deep_link, guard, md, open_in_inspector,
                      page_errors, require_app, restore_from_url, run_set_ids, runs_alias, set_url_id, sidebar,
                      valid_choice, wrapping_row, write_ab_url, write_url)
 from .projection_job import LABELS as PROJECTION_LABELS
@@ -43,7 +43,7 @@ __all__ = [
     # layout
     "RUNS_ALIAS", "RUNS_HOME", "runs_alias", "follow_deep_link", "guard", "isolate", "md", "open_in_inspector", "page_errors", "require_app", "sidebar",
     "restore_from_url", "write_url", "set_url_id", "run_set_ids", "apply_ab_url", "valid_choice", "write_ab_url",
-    "wrapping_row",
+    "wrapping_row", "count_column",
     # compute
     "EVAL_PARTS", "PART_NAMES", "Evaluated", "cached_evaluation", "cached_result", "compute_evaluation_parts",
     "computed", "dataset_weights", "early_warning", "evaluation", "evaluation_pending", "fitted_gam",

@@ -4,7 +4,7 @@ Every interval HTC reports (:func:`~htc_core.calibration.comparison.compare_metr
 :func:`~htc_core.calibration.comparison.metric_intervals`,
 :func:`~htc_core.calibration.selective.bootstrap_interval`, the bootstrap bands of
 :func:`~htc_core.calibration.metrics.reliability_curve` and the labeling estimate of
-:func:`~htc_core.calibration.active.estimate`) goes through :func:`percentile_intervals`, which runs
+:func:`~htc_core.calibration.label_estimate.estimate`) goes through :func:`percentile_intervals`, which runs
 :func:`scipy.stats.bootstrap` (``method="percentile"``, ``vectorized=True``) on the *indices* of the runs. The
 statistic receives the resampled indices of all resamples at once and returns every metric of one comparison,
 so all of them (both sides and their difference) come from the same resamples.

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .inputs import group_names
 from .flags import structural_flags
-from .measures import format_measure
+from .measures import format_apart
 from .reasons import MIN_GROUP_REFERENCE, ModelReading, reason_text, reference_name, signal_name
 from .signals import signal_groups
 
@@ -148,9 +148,9 @@ def _row_reasons(c, x, pct, ref_name, n_ref, signals, leads, model, n_reasons, m
         sig, lead = signals[s_i], leads[s_i]
         mu = float(model.mean_[lead])
         net = sum(sig.sign_of(j) * sig.sign_of(lead) * float(model.coef_[0][j]) for j in sig.members)
-        reading = ModelReading(weight=net, offset=float(x[lead] - mu),
-                               centre=format_measure(names[lead], mu), n_members=len(sig.members))
-        texts.append(reason_text(signal_name(names[lead], len(sig.members)), format_measure(names[lead], x[lead]),
+        shown, centre = format_apart(names[lead], x[lead], mu)
+        reading = ModelReading(weight=net, offset=float(x[lead] - mu), centre=centre, n_members=len(sig.members))
+        texts.append(reason_text(signal_name(names[lead], len(sig.members)), shown,
                                  float(pct[lead]), n_ref, ref_name, float(c[s_i]), reading))
     return texts
 

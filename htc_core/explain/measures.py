@@ -111,8 +111,8 @@ UNITS: dict[str, tuple[float, str, str]] = {
 }
 
 
-def format_measure(name: str, value: float) -> str:
-    """A feature's value written in the unit that :func:`measure_of` names (3 significant digits).
+def format_measure(name: str, value: float, digits: int = 3) -> str:
+    """A feature's value written in the unit that :func:`measure_of` names (3 significant digits by default).
 
     Parameters
     ----------
@@ -120,6 +120,8 @@ def format_measure(name: str, value: float) -> str:
         A feature name.
     value : float
         Its value as stored in the feature matrix.
+    digits : int, default 3
+        Significant digits (trailing zeros dropped: 4 steps stays "4 steps").
 
     Returns
     -------
@@ -139,8 +141,47 @@ def format_measure(name: str, value: float) -> str:
     if value != value or value in (float("inf"), float("-inf")):
         return "n/a"
     factor, one, many = UNITS.get(str(name), (1.0, "", ""))
-    v = value * factor
-    text = f"{v:.3g}"
+    v = value * factor + 0.0                                     # + 0.0: -0.0 is written "0", not "-0"
+    text = f"{v:.{int(digits)}g}"
     if not one:
         return text
     return f"{text} {one if text == '1' else many}"
+
+
+#: the most significant digits :func:`format_apart` writes to tell a value from a centre
+MAX_APART_DIGITS = 6
+
+
+def format_apart(name: str, value: float, centre: float) -> tuple[str, str]:
+    """A value and the centre it is compared with, written so that they read differently when they differ.
+
+    Both in the unit :func:`measure_of` names, with 3 significant digits, or as many more (at most
+    :data:`MAX_APART_DIGITS`) as it takes for the two texts to differ: "1.187" below "1.193", never "1.19" below
+    "1.19". Two texts alike (at 3 digits) mean the values are equal at :data:`MAX_APART_DIGITS` digits; the words
+    then say the value is at the centre.
+
+    Parameters
+    ----------
+    name : str
+        A feature name.
+    value, centre : float
+        The run's value and the centre (e.g. the mean of the runs a model was fitted on), as stored.
+
+    Returns
+    -------
+    tuple of str
+        The value's text and the centre's text, with the same number of significant digits.
+
+    Examples
+    --------
+    >>> from htc_core.explain.measures import format_apart
+    >>> format_apart("last_top1_avg", 1.1874, 1.1931), format_apart("last_top1_avg", 0.52149, 0.4)
+    (('1.187', '1.193'), ('0.521', '0.4'))
+    >>> format_apart("normalized_step_count", 0.4, 0.40004), format_apart("last_top1_avg", 1 / 3, 1 / 3 + 1e-9)
+    (('4 steps', '4.0004 steps'), ('0.333', '0.333'))
+    """
+    for digits in range(3, MAX_APART_DIGITS + 1):
+        shown = format_measure(name, value, digits), format_measure(name, centre, digits)
+        if shown[0] != shown[1]:
+            return shown
+    return format_measure(name, value), format_measure(name, centre)

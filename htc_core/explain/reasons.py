@@ -24,7 +24,7 @@ import pandas as pd
 from ..bidi import isolate
 from ..features import FEATURE_NAMES, REGISTRY
 from .inputs import check_matrix, group_names
-from .measures import format_measure, measure_of
+from .measures import format_apart, format_measure, measure_of
 from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 
 __all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "compare_with",
@@ -474,7 +474,8 @@ class ModelReading:
     offset : float
         The run's lead value minus the mean of the runs the model was fitted on.
     centre : str
-        That mean, in the unit the words name (:func:`~htc_core.explain.measures.format_measure`).
+        That mean, in the unit the words name, with as many digits as tell it from the value
+        (:func:`~htc_core.explain.measures.format_apart`).
     n_members : int, default 1
         The number of features in the signal.
     """
@@ -494,13 +495,20 @@ def _model_words(value: str, reading: ModelReading | None, up: bool) -> str:
     if reading is None or not (np.isfinite(reading.weight) and reading.weight != 0):
         return f"this {effect} the confidence"
     reads = "success" if reading.weight > 0 else "failure"
-    side = "above" if reading.offset > 0 else ("below" if reading.offset < 0 else "at")
+    at = reading.offset == 0 or value == reading.centre          # equal as written: never "below" next to "(1.19)"
+    side = "at" if at else ("above" if reading.offset > 0 else "below")
     words = (f"the model reads higher values as a sign of {reads}, and {value} is {side} the average of the runs "
              f"it was fitted on ({reading.centre})")
-    if (reading.weight * reading.offset > 0) == up and reading.offset != 0:
+    if not at and (reading.weight * reading.offset > 0) == up:
         return f"{words}, so this {effect} the confidence"
     others = reading.n_members - 1
-    pull = "other correlated feature pulls" if others == 1 else f"{others} other correlated features pull"
+    if others == 0:
+        return f"{words}: this {effect} the confidence"
+    pull = "other correlated feature" if others == 1 else f"{others} other correlated features"
+    if at:
+        decide = "decides" if others == 1 else "decide"
+        return f"{words}: the run's {pull} {decide}, together they {effect[:-1]} the confidence"
+    pull = f"{pull} pulls" if others == 1 else f"{pull} pull"
     return f"{words}, but the run's {pull} the other way: together they {effect[:-1]} the confidence"
 
 
@@ -523,7 +531,7 @@ def reason_text(name: str, value: str, pct: float, n_ref: int, reference: str, c
     name : str
         The signal's name (:func:`signal_name`).
     value : str
-        The lead feature's value, formatted (:func:`~htc_core.explain.measures.format_measure`).
+        The lead feature's value, formatted (:func:`~htc_core.explain.measures.format_apart`).
     pct : float
         Its percentile among the reference runs.
     n_ref : int
@@ -579,10 +587,10 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
         lead_of.update({names[j]: lead for j in members})
         contribution = float(np.nansum(contrib[members]))
         net = sum(sig.sign_of(j) * sig.sign_of(lj) * float(weight[j]) for j in members)
+        shown_value, centre = (format_measure(lead, value[lj]), "") if lin is None else \
+            format_apart(lead, value[lj], lin.mean_[lj])
         reading = None if lin is None else ModelReading(
-            weight=net, offset=float(value[lj] - lin.mean_[lj]),
-            centre=format_measure(lead, lin.mean_[lj]), n_members=len(members))
-        shown_value = format_measure(lead, value[lj])
+            weight=net, offset=float(value[lj] - lin.mean_[lj]), centre=centre, n_members=len(members))
         pct = float(percentile[lj])
         rows.append({
             "signal": lead, "name": signal_name(lead, len(members)), "display_name": shown[lj],

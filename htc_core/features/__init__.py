@@ -41,6 +41,32 @@ FEATURE_NAMES: tuple[str, ...] = tuple(REGISTRY)
 N_FEATURES = len(FEATURE_NAMES)
 
 
+def feature_label(name: str) -> str:
+    """A feature's one label on every page, table and figure: its code and short name.
+
+    The dashboard, the report and the figures all name a feature this way (the snake-case name goes on hover
+    where a figure has room for it), so a feature reads alike on Feature weights and on Compare run sets.
+
+    Parameters
+    ----------
+    name : str
+        A feature name of the registry; any other name (a model's own column) is returned as given.
+
+    Returns
+    -------
+    str
+        E.g. "F13 Token gradient, min" for ``token_gradient_min``.
+
+    Examples
+    --------
+    >>> from htc_core.features import feature_label
+    >>> feature_label("token_gradient_min"), feature_label("x0")
+    ('F13 Token gradient, min', 'x0')
+    """
+    spec = REGISTRY.get(str(name))
+    return str(name) if spec is None else f"{spec.code} {spec.display_name}"
+
+
 def get_feature(name: str) -> FeatureSpec:
     """The registered feature ``name`` (also accepts codes such as 'F31').
 

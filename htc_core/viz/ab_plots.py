@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..features import feature_label
 from .plots import apply_layout, esc
 
 __all__ = ["difference_figure", "shift_figure"]
@@ -40,9 +41,21 @@ def difference_figure(cmp, *, height: int = 300) -> go.Figure:
     >>> fig = difference_figure(cmp)
     >>> [trace.type for trace in fig.data], fig.layout.xaxis.title.text
     (['scatter'], 'B − A, 95% bootstrap interval')
-    >>> list(fig.data[0].y)
-    ['success rate (higher is better)', 'verdict accuracy (higher is better)', 'AUROC (higher is better)',
-     'Brier (lower is better)', 'ECE (lower is better)']
+    >>> for label in fig.data[0].y:
+    ...     print(label)
+    success rate (higher is better)
+    verdict accuracy (higher is better)
+    AUROC (higher is better)
+    Brier (lower is better)
+    ECE (lower is better)
+    >>> dot = fig.data[0]
+    >>> bool(float(dot.x[0]) == y_b.mean() - y_a.mean())              # success rate: B's minus A's (0.48 each)
+    True
+    >>> low, high = dot.x - dot.error_x.arrayminus, dot.x + dot.error_x.array
+    >>> bool(np.all((low <= dot.x) & (dot.x <= high)))               # every interval holds its dot
+    True
+    >>> round(float(dot.x[2]), 2), bool(high[2] < 0)                 # B's confidences are noise: its AUROC drops
+    (-0.31, True)
     """
     f = cmp.metrics.frame.iloc[::-1]
     labels = [f"{lab} ({'higher' if b == 'higher' else 'lower'} is better)" for lab, b in zip(f["label"], f["better"])]
@@ -96,7 +109,7 @@ def shift_figure(cmp, *, k: int = 15, height: int = 460) -> go.Figure:
         return apply_layout(go.Figure(), height=height)
     f = cmp.shifts.top(k)
     f = f[np.isfinite(f["smd"])].iloc[::-1]
-    labels = [f"{c} {esc(n, 40)}" for c, n in zip(f["code"], f["name"])]
+    labels = [esc(feature_label(n), 48) for n in f["feature"]]
     colors = np.where(f["smd"] > 0, "#E45756", "#4C78A8")
     fig = go.Figure(go.Bar(x=f["smd"], y=labels, orientation="h", marker_color=colors,
                            customdata=np.column_stack([f["mean_a"], f["mean_b"]]),

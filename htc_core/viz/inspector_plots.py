@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from ..features import feature_label
 from .plots import apply_layout, esc
 
 __all__ = ["waterfall"]
@@ -49,8 +50,8 @@ def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
     t = t[t["contribution"] != 0]          # features a sparse model dropped add nothing
     head = t.head(top)
     rest = float(t["contribution"].iloc[top:].sum()) if len(t) > top else 0.0
-    x = ["intercept"] + [d + (f" (+{n - 1} related)" if n > 1 else "")
-                         for d, n in zip(head["display_name"], head["n_members"])]
+    x = ["intercept"] + [feature_label(s) + (f" (+{n - 1} related)" if n > 1 else "")
+                         for s, n in zip(head["signal"], head["n_members"])]
     y = [explanation.intercept] + list(head["contribution"])
     shown = head["shown_value"] if "shown_value" in head else head["value"].map(lambda v: f"{v:.4g}")
     text = ["baseline log-odds of the model"] + [f"value {esc(v)}; {esc(c)}" for v, c in zip(shown, head["comparison"])]

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..bidi import isolate
-from ..features import FAMILIES, REGISTRY
+from ..features import FAMILIES, feature_label
 
 __all__ = [
     "esc", "short", "FAMILY_COLORS", "METHOD_COLORS", "reliability_figure", "reliability_facets",
@@ -171,6 +171,11 @@ def wrap_label(text: str, width: int = 13) -> str:
 
 
 # ------------------------------------------------------------ calibration
+#: the axis range of a reliability diagram's confidence and success rate: [0, 1] and a margin, so a point and its
+#: whisker at 0 or 1 are drawn whole (at [0, 1] exactly, half of a marker and its whisker's cap fell outside)
+UNIT_RANGE = [-0.04, 1.04]
+
+
 def reliability_figure(curves: Mapping[str, object], *, title: str | None = None, height: int = 520,
                        ece: Mapping[str, float] | None = None) -> go.Figure:
     """Overlaid reliability diagrams with the per-bin counts below.
@@ -238,9 +243,9 @@ def reliability_figure(curves: Mapping[str, object], *, title: str | None = None
                              customdata=np.column_stack([np.full(c.n_bins, name, dtype=object), np.arange(c.n_bins)]),
                              hovertemplate=f"{esc(name)}<br>bin centre %{{x:.2f}}<br>count %{{y}}<extra></extra>"),
                       row=2, col=1)
-    fig.update_xaxes(range=[0, 1], row=1, col=1)
-    fig.update_xaxes(range=[0, 1], title_text="predicted confidence", row=2, col=1)
-    fig.update_yaxes(range=[0, 1], title_text="observed success rate", row=1, col=1)
+    fig.update_xaxes(range=UNIT_RANGE, row=1, col=1)
+    fig.update_xaxes(range=UNIT_RANGE, title_text="predicted confidence", row=2, col=1)
+    fig.update_yaxes(range=UNIT_RANGE, title_text="observed success rate", row=1, col=1)
     fig.update_yaxes(title_text="count", row=2, col=1)
     fig.update_layout(barmode="group", clickmode="event+select")   # a plain click selects a bin (drill-down)
     return apply_layout(fig, title, height)
@@ -298,8 +303,8 @@ def reliability_facets(curves: Mapping[str, Mapping[str, object]], *, height: in
                 hovertemplate=(f"{esc(g)}<br>{esc(name)}<br>confidence %{{x:.2f}}<br>accuracy %{{y:.2f}}<br>"
                                "n %{customdata}<extra></extra>")), row=1, col=gi + 1)
             seen.add(name)
-        fig.update_xaxes(range=[0, 1], title_text="confidence", row=1, col=gi + 1)
-    fig.update_yaxes(range=[0, 1], title_text="success rate", row=1, col=1)
+        fig.update_xaxes(range=UNIT_RANGE, title_text="confidence", row=1, col=gi + 1)
+    fig.update_yaxes(range=UNIT_RANGE, title_text="success rate", row=1, col=1)
     apply_layout(fig, None, height, subplot_titles=True)
     if any("<br>" in a.text for a in fig.layout.annotations):    # two-line titles: the legend one line higher
         fig.update_layout(margin_t=fig.layout.margin.t + 18, legend_y=1.2)
@@ -436,8 +441,8 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
     # bars by size (|weight| of the first model, largest first), not in the paper's order
     first = frame[frame["model"] == models[0]] if models else frame
     ranked = first.assign(_abs=first["weight"].abs()).sort_values(["_abs", "code"], ascending=[False, True])
-    category = [f"{c} {f}" for c, f in zip(ranked["code"], ranked["feature"])]
-    category += [f"{c} {f}" for c, f in zip(frame["code"], frame["feature"]) if f"{c} {f}" not in set(category)]
+    category = [feature_label(f) for f in ranked["feature"]]
+    category += [feature_label(f) for f in frame["feature"] if feature_label(f) not in set(category)]
     for fam in FAMILIES:
         for mi, mdl in enumerate(models):
             sub = frame[(frame["family"] == fam) & (frame["model"] == mdl)]
@@ -446,9 +451,10 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
             if sub.empty:
                 continue
             fig.add_trace(go.Bar(
-                x=sub["code"] + " " + sub["feature"], y=sub["weight"], name=f"{fam}" + (f" · {mdl}" if len(models) > 1 else ""),
+                x=[feature_label(f) for f in sub["feature"]], y=sub["weight"],
+                name=f"{fam}" + (f" · {mdl}" if len(models) > 1 else ""),
                 marker=dict(color=FAMILY_COLORS.get(fam, "#888"), pattern_shape="" if mi == 0 else "/"),
-                customdata=np.column_stack([sub["display_name"], sub["formula"], sub["model"]]),
+                customdata=np.column_stack([sub["feature"], sub["formula"], sub["model"]]),
                 hovertemplate=("<b>%{x}</b><br>%{customdata[0]}<br>formula: %{customdata[1]}<br>"
                                "model: %{customdata[2]}<br>weight %{y:.3f}<extra></extra>")))
     fig.update_layout(barmode="group", xaxis=dict(categoryorder="array", categoryarray=category))
@@ -488,7 +494,7 @@ def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int 
     >>> [trace.name for trace in fig.data]
     ['Dynamics', 'Position', 'Stability', 'Structure']
     >>> list(fig.data[0].x[:2]), fig.layout.yaxis.title.text
-    (['F12 token_gradient_max', 'F16 step_progression_spread'], 'fraction of fits (folds x seeds)')
+    (['F12 Token gradient, max', 'F16 Spread progression (CV)'], 'fraction of fits (folds x seeds)')
     """
     sub = frame.sort_values(["frequency", "code"], ascending=[False, True])
     fig = go.Figure()
@@ -496,17 +502,19 @@ def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int 
         s = sub[sub["family"] == fam]
         if s.empty:
             continue
-        fig.add_trace(go.Bar(x=s["code"] + " " + s["feature"], y=s["frequency"], name=fam,
-                             marker_color=FAMILY_COLORS.get(fam, "#888"), customdata=np.column_stack([s["times"], s["fits"]]),
-                             hovertemplate="%{x}<br>selected in %{customdata[0]} of %{customdata[1]} fits<extra></extra>"))
-    fig.update_layout(xaxis=dict(categoryorder="array", categoryarray=list(sub["code"] + " " + sub["feature"])))
+        fig.add_trace(go.Bar(x=[feature_label(f) for f in s["feature"]], y=s["frequency"], name=fam,
+                             marker_color=FAMILY_COLORS.get(fam, "#888"),
+                             customdata=np.column_stack([s["times"], s["fits"], s["feature"]]),
+                             hovertemplate=("<b>%{x}</b><br>%{customdata[2]}<br>selected in %{customdata[0]} of "
+                                            "%{customdata[1]} fits<extra></extra>")))
+    fig.update_layout(xaxis=dict(categoryorder="array", categoryarray=[feature_label(f) for f in sub["feature"]]))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
     fig.update_yaxes(range=[0, 1.02], title_text="fraction of fits (folds x seeds)")
     return apply_layout(fig, title, height)
 
 
 def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: int = 360) -> go.Figure:
-    """Heatmap of weights: rows are groups (e.g. datasets), columns are features (named by F-code).
+    """Heatmap of weights: rows are groups (e.g. datasets), columns are features (named by :func:`~htc_core.features.feature_label`).
 
     Parameters
     ----------
@@ -530,16 +538,17 @@ def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: 
     ...                        columns=["last_top1_avg", "normalized_step_count"])
     >>> fig = weights_heatmap(weights)
     >>> fig.data[0].type, list(fig.data[0].x), list(fig.data[0].y)
-    ('heatmap', ['F31 last_top1_avg', 'F43 normalized_step_count'], ['facts', 'lists'])
+    ('heatmap', ['F31 Last step top1 avg', 'F43 Step count / 10'], ['facts', 'lists'])
     """
     z = weights.to_numpy(dtype=np.float64)
     lim = float(np.nanmax(np.abs(z))) if z.size else 1.0
-    # columns named by their F-codes, as the weight bars name them (the feature name on hover)
+    # columns named as on every page (feature_label), the snake-case name on hover
     cols = [str(c) for c in weights.columns]
-    x = [f"{REGISTRY[c].code} {c}" if c in REGISTRY else c for c in cols]
-    fig = go.Figure(go.Heatmap(z=z, x=x, y=[esc(v, 40) for v in weights.index],
+    x = [esc(feature_label(c), 60) for c in cols]
+    names = np.tile(np.array([esc(c, 60) for c in cols], dtype=object), (len(weights.index), 1))
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=[esc(v, 40) for v in weights.index], customdata=names,
                                colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
-                               hovertemplate="%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
+                               hovertemplate="%{y}<br><b>%{x}</b><br>%{customdata}<br>weight %{z:.3f}<extra></extra>",
                                colorbar=dict(title="weight")))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)
     return apply_layout(fig, title, max(height, 120 + 28 * len(weights.index)))

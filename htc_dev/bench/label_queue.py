@@ -85,9 +85,10 @@ def parse_strategy(spec: str) -> tuple[str, float | None, bool | None]:
 
 def _estimate_errors(sub, lab, prior, step, y_test, p_test, seed: int) -> dict:
     """The page's estimate of the adapted ECE (out-of-fold, bootstrap interval over the labels; plain and corrected
-    for the noise of the labels, :func:`~htc_core.calibration.active.estimate`) against the adapted model's ECE on
+    for the noise of the labels, :func:`~htc_core.calibration.label_estimate.estimate`) against the adapted model's ECE on
     the test part, plain and corrected the same way: absolute error, whether the interval holds it, its width."""
-    from htc_core.calibration.active import binned_ece, estimate, out_of_fold
+    from htc_core.calibration.active import out_of_fold
+    from htc_core.calibration.label_estimate import binned_ece, estimate
     from htc_core.calibration.metrics import bin_predictions
 
     bins = bin_predictions(y_test, p_test).bin_ids
