@@ -116,3 +116,22 @@ def test_lists_gold_answers_follow_from_the_snippet_tool():
     for t in make_tasks("lists", 50):
         nums = [int(v) for v in t.question.rstrip("?").split("numbers ")[-1].split(" of ")[-1].split(", ")]
         assert min(nums) <= float(t.gold) <= sum(nums)
+
+
+def test_recording_rounds_cover_the_new_tasks_once_and_never_the_first_ones(tmp_path):
+    """collect_runs --start 8 --batch 4: rounds of 4 tasks per family, each in its own folder, that together
+    hold tasks 8..n-1 exactly once (so a recording stopped early has grown every family evenly and never repeats
+    the tasks 0-7 already shipped); the tasks of a round are the same as in one long recording."""
+    from htc_dev.demo_agent.collect_runs import rounds
+
+    r = rounds(8, 23, 4, tmp_path)
+    assert [(s, e) for s, e, _ in r] == [(8, 12), (12, 16), (16, 20), (20, 23)]
+    assert [d.name for _, _, d in r] == ["round000", "round001", "round002", "round003"]
+    covered = [i for s, e, _ in r for i in range(s, e)]
+    assert covered == list(range(8, 23))
+    assert rounds(0, 8, None, tmp_path) == [(0, 8, tmp_path)]
+    for fam in FAMILIES:
+        whole = [t.id for t in make_tasks(fam, 23)]
+        assert [t.id for s, e, _ in r for t in make_tasks(fam, e)[s:]] == whole[8:]
+    with pytest.raises(ValueError, match="--batch"):
+        rounds(8, 23, 0, tmp_path)

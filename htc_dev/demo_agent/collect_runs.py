@@ -80,6 +80,16 @@ def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_see
             "generated_tokens": n_tokens, "calllog": str(calllog), "labels": str(labels)}
 
 
+def rounds(start: int, n: int, batch: int | None, out_dir: Path) -> list[tuple[int, int, Path]]:
+    """The (first task, end task, folder) of each recording round: tasks ``start..n-1`` in one round, or in
+    rounds of ``batch`` tasks, each in its own ``roundNNN`` folder (``collect`` rewrites a family's files)."""
+    if batch is None:
+        return [(start, n, out_dir)]
+    if batch < 1:
+        raise ValueError(f"--batch must be at least 1, got {batch}")
+    return [(s, min(s + batch, n), out_dir / f"round{r:03d}") for r, s in enumerate(range(start, n, batch))]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m htc_dev.demo_agent.collect_runs", description=__doc__.splitlines()[0])
     p.add_argument("--family", action="append", choices=sorted(FAMILIES), help="task family (repeatable; default all)")
@@ -88,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", type=Path, default=Path("sample_runs/_raw"), help="where to write")
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="skip the first tasks (to split a family over processes)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="record in rounds of BATCH tasks per family, each round in OUT_DIR/roundNNN, so that a "
+                        "recording stopped early has grown every family evenly (default: each family in one go)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--no-confidence", action="store_true",
                    help="do not ask for a verbalized confidence after the final answer (saves a call per run)")
@@ -105,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         client = LocalChatClient(n_threads=args.threads)
     label = f"{MODELS[args.model]}-{args.config}"
     summaries = []
-    for fam in args.family or sorted(FAMILIES):
-        summaries.append(collect(client, fam, args.n, args.config, args.out_dir, task_seed=args.task_seed,
-                                 model_label=label, start=args.start, ask_confidence=not args.no_confidence))
+    for start, end, out_dir in rounds(args.start, args.n, args.batch, args.out_dir):
+        for fam in args.family or sorted(FAMILIES):
+            summaries.append(collect(client, fam, end, args.config, out_dir, task_seed=args.task_seed,
+                                     model_label=label, start=start, ask_confidence=not args.no_confidence))
     meta = {"python": platform.python_version(), "model_file": client.model_path, "config": args.config,
             "settings": vars(CONFIGS[args.config]), "date": time.strftime("%Y-%m-%d"), "runs": summaries}
     with open(args.out_dir / f"collect_{args.config}_{int(time.time())}.json", "w") as fh:
