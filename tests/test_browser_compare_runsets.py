@@ -22,7 +22,7 @@ def test_run_sets_in_the_url_scope_the_pages(server, browser):  # noqa: F811
     side.get_by_text("trajectories selected").wait_for(timeout=240000)   # the first start loads the samples
     _settle(page)
     _assert_clean(page, "runs page with ?runsets")
-    assert "250 of 2,096 trajectories selected" in side.inner_text()
+    assert "250 of 3,521 trajectories selected" in side.inner_text()
     assert name in side.locator('[data-testid="stMultiSelect"]').first.inner_text()
     # the URL now carries the run set's id (names need not be unique); a reload keeps the choice
     page.wait_for_function("() => window.location.search.includes('runsets=')", timeout=20000)
@@ -30,7 +30,7 @@ def test_run_sets_in_the_url_scope_the_pages(server, browser):  # noqa: F811
     assert len(ids) == 1 and len(ids[0]) == 12
     page.reload(wait_until="domcontentloaded")
     _settle(page)
-    assert "250 of 2,096 trajectories selected" in page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "250 of 3,521 trajectories selected" in page.locator('[data-testid="stSidebar"]').inner_text()
     ctx.close()
 
 
