@@ -155,6 +155,10 @@ def training_arguments(ap: argparse.ArgumentParser, out_help: str) -> None:
                          "are the foreign evaluation set, htc_dev.bench.gac_foreign)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=out_help)
     ap.add_argument("--seed", type=int, default=42, help="seed of the inner folds (default 42)")
+    ap.add_argument("--corpus-of", type=Path, default=None, metavar="MODEL_JSON",
+                    help="train on the runs that model file was trained on: the run sets its card lists, the first "
+                         "N runs of each as the card counts them (run set files only grow by appending), so that "
+                         "--table-only reproduces that card's table after sample_runs/ has grown")
 
 
 def load_training(args, prog: str) -> tuple[object, list[Path]]:
@@ -172,8 +176,30 @@ def load_training(args, prog: str) -> tuple[object, list[Path]]:
         return None, []
     ts, _ = load([str(p) for p in sources])
     ts = ts.labeled()
+    if getattr(args, "corpus_of", None) is not None:
+        ts = corpus_of(ts, args.corpus_of)
     print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
     return ts, sources
+
+
+def corpus_of(ts, model_file: Path):
+    """The runs of ``ts`` that ``model_file`` was trained on: for each run set its card lists (dataset x model), the
+    first ``runs`` runs in file order; run sets the card does not list are dropped. Raises ValueError when a listed
+    run set holds fewer runs than the card counts (the files changed otherwise than by appending)."""
+    import json
+
+    import numpy as np
+
+    listed = {r["run_set"]: int(r["runs"]) for r in json.loads(Path(model_file).read_text())["card"]
+              ["training_data"]["run_sets"]}
+    keys = (ts.meta["dataset"].astype(str) + "_" + ts.meta["model"].astype(str)).to_numpy()
+    position = ts.meta.assign(key=keys).groupby("key").cumcount().to_numpy()
+    keep = np.array([position[i] < listed.get(k, 0) for i, k in enumerate(keys)], dtype=bool)
+    found = {k: int(n) for k, n in zip(*np.unique(keys[keep], return_counts=True))}
+    short = {k: (n, found.get(k, 0)) for k, n in listed.items() if found.get(k, 0) < n}
+    if short:
+        raise ValueError(f"{model_file}: run sets with fewer runs than its card counts (card, found): {short}")
+    return ts.filter(keep)
 
 
 def build_card(name: str, variant: str, ts, sources: list[Path], loo: dict, gac) -> dict:
