@@ -401,7 +401,7 @@ def apply_rule(rule, meta: pd.DataFrame) -> np.ndarray:
     --------
     >>> import htc_core as htc
     >>> from htc_core.label_rules import AnswerRule, apply_rule
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> apply_rule(AnswerRule("numeric", rel_tol=0.01), ts.meta).tolist()
     [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
     """
@@ -465,7 +465,7 @@ def preview(rule, meta: pd.DataFrame, *, n_examples: int = 5, seed: int = 42) ->
     --------
     >>> import htc_core as htc
     >>> from htc_core.label_rules import AnswerRule, preview
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> p = preview(AnswerRule("exact"), ts.meta, n_examples=2)
     >>> p.rule, p.n_success, p.n_failure, p.unlabeled
     ('answer vs gold: exact', 4, 4, {})

@@ -45,7 +45,7 @@ def score_frame(model, ts, *, verbalized_column: bool | None = None, explain: bo
     --------
     >>> import htc_core as htc
     >>> from htc_core.scoring import score_frame
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> table = score_frame(htc.load_model("gac"), ts)
     >>> list(table.columns)
     ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
@@ -88,7 +88,7 @@ def score_columns(model, ts, *, verbalized_column: bool | None = None, set_level
     >>> import htc_core as htc
     >>> from htc_core.calibration.models import load_scorer
     >>> from htc_core.scoring import score_columns
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> cols = score_columns(load_scorer("gac"), ts)
     >>> list(cols)
     ['id', 'confidence', 'gac_model', 'last_step_tp', 'global_trace_tp', 'bottom10', 'lowest_group', 'tail']
@@ -211,7 +211,7 @@ def explained_columns(model, ts, *, n_reasons: int = 3):
     --------
     >>> import htc_core as htc
     >>> from htc_core.scoring import explained_columns
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> table = explained_columns(htc.load_model("gac"), ts, n_reasons=2)
     >>> table.shape
     (8, 56)

@@ -139,7 +139,7 @@ class ShiftReport:
     >>> import htc_core as htc
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-    >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+    >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
     >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
     >>> report.verdict, report.moved_features()
     ('outside the training data', ['first_attention_entropy'])
@@ -197,7 +197,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> report.known
         True
@@ -218,7 +218,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> report.shifted
         True
@@ -239,7 +239,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> report.verdict
         'outside the training data'
@@ -262,7 +262,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> round(report.max_shift, 2)
         2.77
@@ -288,7 +288,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> report.worst(2)[["feature", "shift", "moved"]].round(2)
                              feature  shift  moved
@@ -310,7 +310,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> report.moved_features()
         ['first_attention_entropy']
@@ -337,7 +337,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> print(report.message(n_labels=30))
         these 8 runs are outside the data units-model was trained on (first_attention_entropy +2.8 sd: ...
@@ -371,7 +371,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> report.to_frame().shape
         (48, 9)
@@ -392,7 +392,7 @@ class ShiftReport:
         >>> import htc_core as htc
         >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
         >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-        >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+        >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
         >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
         >>> d = report.to_dict()
         >>> d["verdict"], d["n_by_part"], len(d["features"])
@@ -545,7 +545,7 @@ def shift_check_matrix(model, X) -> float:
     >>> import htc_core as htc
     >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit(htc.extract(ts), ts.labels)
-    >>> lists, _ = htc.load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
+    >>> lists, _ = htc.load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")              # 8 runs of another model on another task
     >>> report = htc.shift_check(model, htc.extract(lists), name="units-model")
     >>> from htc_core.calibration.shift import shift_check_matrix
     >>> round(shift_check_matrix(model, htc.extract(lists)), 2)

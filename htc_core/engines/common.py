@@ -58,7 +58,7 @@ def sized_piece_bytes(inputs, workers: int) -> int:
     Examples
     --------
     >>> from htc_core.engines.common import MIN_PIECE_BYTES, sized_piece_bytes
-    >>> sized_piece_bytes(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], workers=2) == MIN_PIECE_BYTES    # a small input
+    >>> sized_piece_bytes(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], workers=2) == MIN_PIECE_BYTES    # a small input
     True
     """
     from ..formats.inputs import SUFFIXES, expand_inputs
@@ -169,8 +169,8 @@ class Piece:
     Examples
     --------
     >>> from htc_core.engines import split_inputs
-    >>> split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)[1]
-    Piece(index=1, path='sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl', start=25822, end=50826, format='native')
+    >>> split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)[1]
+    Piece(index=1, path='sample_runs/_examples/units_Gemma3-270M-greedy.jsonl', start=25822, end=50826, format='native')
     """
 
     index: int
@@ -218,7 +218,7 @@ def pieces_batch(pieces: list[Piece]):
     Examples
     --------
     >>> from htc_core.engines.common import pieces_batch, split_inputs
-    >>> batch = pieces_batch(split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000))
+    >>> batch = pieces_batch(split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000))
     >>> batch.num_rows, batch.column("end").to_pylist()
     (2, [25822, 50826])
     """
@@ -254,7 +254,7 @@ def split_inputs(inputs, *, format: str = "auto", piece_bytes: int = DEFAULT_PIE
     --------
     >>> from htc_core.engines import split_inputs
     >>> from htc_core.report import LoadReport
-    >>> [(p.start, p.end) for p in split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)]
+    >>> [(p.start, p.end) for p in split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)]
     [(0, 25822), (25822, 50826)]
     >>> split_inputs(["sample_runs/_calllog/"])[0].format            # a call log: one piece
     'openai-calllog'
@@ -504,7 +504,7 @@ def map_batches(batches: Iterable, task: Task) -> Iterator:
     >>> import json
     >>> from htc_core.engines import Task, map_batches, split_inputs
     >>> from htc_core.engines.common import pieces_batch
-    >>> pieces = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
+    >>> pieces = split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
     >>> out = list(map_batches([pieces_batch(pieces[:1])], Task("features")))
     >>> [batch.num_rows for batch in out]                  # 4 trajectories, then the meta row
     [4, 1]

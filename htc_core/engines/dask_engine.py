@@ -142,7 +142,7 @@ def run_dask(inputs, task: Task, out, *, scheduler: str | None = None, workers: 
     >>> from htc_core.engines.dask_engine import run_dask
     >>> out = os.path.join(tempfile.mkdtemp(), "features.csv")
     >>> with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
-    ...     result = run_dask(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task(), out, scheduler=cluster.scheduler_address)
+    ...     result = run_dask(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], Task(), out, scheduler=cluster.scheduler_address)
     >>> result.engine, result.workers, result.rows
     ('dask', 1, 8)
     """

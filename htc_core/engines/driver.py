@@ -57,7 +57,7 @@ class EngineResult:
     >>> import os, tempfile
     >>> from htc_core.engines import Task, run
     >>> out = os.path.join(tempfile.mkdtemp(), "features.parquet")
-    >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task("features"), out)
+    >>> result = run(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], Task("features"), out)
     >>> result.engine, result.rows, result.report.trajectories_read, result.metrics
     ('local', 8, 8, None)
     """
@@ -82,7 +82,7 @@ class EngineResult:
         >>> import os, tempfile
         >>> from htc_core.engines import Task, run
         >>> out = os.path.join(tempfile.mkdtemp(), "scores.csv")
-        >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
+        >>> result = run(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
         >>> d = result.to_dict()
         >>> d["rows"], d["metric_n"], round(d["metric_auroc"], 3)
         (8, 8, 0.812)
@@ -106,7 +106,7 @@ class EngineResult:
         >>> import os, tempfile
         >>> from htc_core.engines import Task, run
         >>> out = os.path.join(tempfile.mkdtemp(), "scores.csv")
-        >>> result = run(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
+        >>> result = run(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], Task.for_model("gac"), out, engine="local")
         >>> list(result.to_frame().columns[:4])
         ['engine', 'out', 'rows', 'pieces']
         """
@@ -143,7 +143,7 @@ class Collector:
     >>> from htc_core.engines.common import pieces_batch
     >>> from htc_core.engines.driver import Collector
     >>> from htc_core.tablewriter import TableWriter
-    >>> pieces = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
+    >>> pieces = split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
     >>> with TableWriter(os.path.join(tempfile.mkdtemp(), "features.csv")) as writer:
     ...     collector = Collector(writer)
     ...     for piece in pieces:
@@ -181,7 +181,7 @@ class Collector:
         >>> from htc_core.engines.common import pieces_batch
         >>> from htc_core.engines.driver import Collector
         >>> from htc_core.tablewriter import TableWriter
-        >>> piece = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"])[0]
+        >>> piece = split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"])[0]
         >>> with TableWriter(os.path.join(tempfile.mkdtemp(), "features.csv")) as writer:
         ...     Collector(writer).add(piece, list(map_batches([pieces_batch([piece])], Task())))
         >>> writer.rows
@@ -289,7 +289,7 @@ def collect(pieces: list[Piece], results: Iterable[list], out, task: Task, *, en
     >>> from htc_core.engines.driver import collect
     >>> from htc_core.report import LoadReport
     >>> task = Task("features")
-    >>> pieces = split_inputs(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
+    >>> pieces = split_inputs(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], piece_bytes=20_000)
     >>> results = (list(map_batches([pieces_batch([p])], task)) for p in pieces)
     >>> out = os.path.join(tempfile.mkdtemp(), "features.jsonl")
     >>> result = collect(pieces, results, out, task, engine="my-scheduler", workers=1, report=LoadReport())

@@ -39,7 +39,7 @@ def run_local(inputs, task: Task, out, *, scheduler: str | None = None, workers:
     >>> from htc_core.engines import Task
     >>> from htc_core.engines.local import run_local
     >>> out = os.path.join(tempfile.mkdtemp(), "features.csv")
-    >>> run_local(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task(), out, piece_bytes=20_000).to_dict()["pieces"]
+    >>> run_local(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], Task(), out, piece_bytes=20_000).to_dict()["pieces"]
     2
     """
     report = LoadReport()

@@ -85,7 +85,7 @@ def run_spark(inputs, task: Task, out, *, scheduler: str | None = None, workers:
     >>> from htc_core.engines import Task
     >>> from htc_core.engines.spark_engine import run_spark
     >>> out = os.path.join(tempfile.mkdtemp(), "features.csv")
-    >>> run_spark(["sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl"], Task(), out, scheduler="local[2]").rows  # doctest: +SKIP
+    >>> run_spark(["sample_runs/_examples/units_Gemma3-270M-greedy.jsonl"], Task(), out, scheduler="local[2]").rows  # doctest: +SKIP
     8
     """
     report = LoadReport()

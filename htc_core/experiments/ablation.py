@@ -85,8 +85,8 @@ class SelectionFrequency:
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.experiments.ablation import selection_frequency
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
@@ -117,8 +117,8 @@ class SelectionFrequency:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.calibration.evaluation import evaluate
         >>> from htc_core.experiments.ablation import selection_frequency
         >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
@@ -141,8 +141,8 @@ class SelectionFrequency:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.calibration.evaluation import evaluate
         >>> from htc_core.experiments.ablation import selection_frequency
         >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
@@ -182,8 +182,8 @@ class SelectionFrequency:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.calibration.evaluation import evaluate
         >>> from htc_core.experiments.ablation import selection_frequency
         >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
@@ -227,8 +227,8 @@ def selection_frequency(result: EvaluationResult, method: str = "HTC-Reduced") -
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.experiments.ablation import selection_frequency
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
@@ -304,8 +304,8 @@ class AblationResult:
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> from htc_core.experiments.ablation import ablation
     >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> len(result.rows), list(result.selection), result.evaluation.methods[0]
@@ -328,8 +328,8 @@ class AblationResult:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.experiments.ablation import ablation
         >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> result.to_frame()[["families", "n_columns", "auroc_mean"]].round(3).head(3)
@@ -352,8 +352,8 @@ class AblationResult:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.experiments.ablation import ablation
         >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> row = result.to_dict()["rows"][0]
@@ -385,8 +385,8 @@ class AblationResult:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.experiments.ablation import ablation
         >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> import json
@@ -407,8 +407,8 @@ class AblationResult:
         Examples
         --------
         >>> from htc_core.formats import load
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> from htc_core.experiments.ablation import ablation
         >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> print(result.table())
@@ -474,8 +474,8 @@ def ablation(data, labels=None, *, variants: Sequence[str] = ("full", "reduced")
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> from htc_core.features import extract
     >>> from htc_core.experiments.ablation import ablation
     >>> result = ablation(extract(ts), ts.labels, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,),

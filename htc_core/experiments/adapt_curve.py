@@ -207,10 +207,10 @@ class AdaptCurveResult:
     >>> from htc_core.formats import load
     >>> from htc_core.traces import concat
     >>> from htc_core.experiments.adapt_curve import adaptation_curve
-    >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+    >>> others, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...                   "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
     >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
     >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)
@@ -475,10 +475,10 @@ def adaptation_curve(ts, *, group: str = "dataset", target: str, sizes: Sequence
     >>> from htc_core.formats import load
     >>> from htc_core.traces import concat
     >>> from htc_core.experiments.adapt_curve import adaptation_curve
-    >>> others, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...                   "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...                   "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...                   "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
+    >>> others, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...                   "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...                   "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])   # facts, lists: 32 runs
     >>> units, _ = load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
     >>> runs = concat([others, units.take(range(50))])                                 # the target: 50 units runs
     >>> curve = adaptation_curve(runs, target="units", sizes=(10,), seeds=1)

@@ -77,10 +77,10 @@ class GACResult:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.gac import gac_leave_one_out
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> result.groups, result.alternatives, list(result.models)[0]
     (['facts', 'lists'], {'facts': 16, 'lists': 16}, ('reduced', 'facts', 42, 'paper/with'))
@@ -110,10 +110,10 @@ class GACResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.gac import gac_leave_one_out
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> result.to_frame()[["heldout", "method", "n_train", "auroc_mean"]].round(3)
           heldout         method  n_train  auroc_mean
@@ -143,10 +143,10 @@ class GACResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.gac import gac_leave_one_out
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, strategies=("by-kind", "chosen"),
         ...                            alphas=(1.0,), inner_folds=3, direct=False)
         >>> result.summary("auroc").round(3)
@@ -171,10 +171,10 @@ class GACResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.gac import gac_leave_one_out
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> row = result.to_dict()["rows"][0]
         >>> row["heldout"], row["method"], round(row["ece"]["mean"], 3)
@@ -209,10 +209,10 @@ class GACResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.gac import gac_leave_one_out
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> import json
         >>> json.loads(result.to_json())["experiment"]
@@ -232,10 +232,10 @@ class GACResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.gac import gac_leave_one_out
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> print(result.table())
         GAC leave-one-dataset-out: fitted on all other groups, applied zero-shot to the held-out one, next to ...
@@ -353,10 +353,10 @@ def gac_leave_one_out(data, *, by: str = "dataset", variants: Sequence[str] = ("
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.gac import gac_leave_one_out
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> result = gac_leave_one_out(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> result.summary("ece").round(3)                 # the GAC never saw the held-out dataset
     method   DirectTrain  GAC (by-kind)

@@ -66,10 +66,10 @@ class GroupedData:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.grouping import grouped_data
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> data = grouped_data(ts, by="dataset")
     >>> data.names, data.n_runs, data.features["paper"].shape
     (['facts', 'lists'], {'facts': 16, 'lists': 16}, (32, 48))
@@ -106,10 +106,10 @@ class GroupedData:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.grouping import grouped_data
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> rows = grouped_data(ts, by="dataset").rows("lists")
         >>> len(rows), rows[:3]
         (16, array([16, 17, 18]))
@@ -160,10 +160,10 @@ def grouped_data(ts, *, by: str, profiles: Sequence[str] = ("paper",), top_k: in
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.grouping import grouped_data
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> data = grouped_data(ts, by="dataset")
     >>> data.positive_rate
     {'facts': 0.375, 'lists': 0.3125}
@@ -257,10 +257,10 @@ def fit_rows(data: GroupedData, profile: str, variant: str, rows: np.ndarray, *,
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.grouping import grouped_data, fit_rows
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> data = grouped_data(ts, by="dataset")
     >>> model = fit_rows(data, "paper", "reduced", data.rows("facts"), forbidden=["lists"], seed=0, alphas=(1.0,),
     ...                  inner_folds=3)
@@ -333,10 +333,10 @@ def direct_train(data: GroupedData, group: str, variants: Sequence[str], *, seed
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.grouping import grouped_data, direct_train
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> data = grouped_data(ts, by="dataset")
     >>> scores = direct_train(data, "lists", ["reduced"], seeds=[42], n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> round(scores["reduced"]["auroc"]["mean"], 3), scores["reduced"]["n_features"]

@@ -79,10 +79,10 @@ class LearningCurveResult:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.learning_curve import learning_curve
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
     >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
     >>> result.methods, result.sizes, result.seeds, result.n_runs
     (['HTC-Reduced'], [10, 16], [42], 32)
@@ -114,10 +114,10 @@ class LearningCurveResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.learning_curve import learning_curve
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
         >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
         >>> result.curves()[["method", "size", "n_train", "n_fits", "ece_mean", "auroc_mean"]].round(3)
                 method  size  n_train  n_fits  ece_mean  auroc_mean
@@ -145,10 +145,10 @@ class LearningCurveResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.learning_curve import learning_curve
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
         >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
         >>> result.to_frame()[["method", "size"]].values.tolist()
         [['HTC-Reduced', 10], ['HTC-Reduced', 16]]
@@ -168,10 +168,10 @@ class LearningCurveResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.learning_curve import learning_curve
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
         >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
         >>> d = result.to_dict()
         >>> d["experiment"], d["curves"][0]["size"], round(d["curves"][0]["auroc"]["mean"], 3)
@@ -208,10 +208,10 @@ class LearningCurveResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.learning_curve import learning_curve
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
         >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
         >>> import json
         >>> json.loads(result.to_json())["sizes"]
@@ -231,10 +231,10 @@ class LearningCurveResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.learning_curve import learning_curve
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
         >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)
         >>> print(result.table())
         learning curves on 32 labeled runs (34% success): 2 outer folds x seeds 42; mean ± std over the 2 fits per
@@ -327,10 +327,10 @@ def learning_curve(data, *, sizes: Sequence[int] = DEFAULT_SIZES, repeats=1, fol
     >>> import numpy as np
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.learning_curve import CurveMethod, learning_curve
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 32 runs
     >>> constant = CurveMethod("always 0.4", lambda train_ts, y_train, test_ts, seed: np.full(len(test_ts), 0.4),
     ...                        kind="zero-shot")
     >>> result = learning_curve(ts, sizes=(10,), methods=["HTC-Reduced", constant], folds=2)

@@ -73,7 +73,7 @@ def token_sequences(ts, *, top_k: int = 5, max_len: int = DEFAULT_MAX_LEN) -> np
     >>> import numpy as np
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.sequence_models import token_sequences
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> X = token_sequences(ts)
     >>> X.shape                                     # 8 runs, the longest 27 tokens, 1 + 5 channels
     (8, 27, 6)
@@ -189,7 +189,7 @@ class LSTMBaseline(_SequenceBaseline):
 
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.sequence_models import token_sequences, LSTMBaseline
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
     >>> X = token_sequences(ts)
     >>> lstm = LSTMBaseline(hidden_size=16, max_epochs=10)
     >>> lstm.get_params()["hidden_size"], X.shape[2]
@@ -239,7 +239,7 @@ class LSTMBaseline(_SequenceBaseline):
 
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.sequence_models import token_sequences, LSTMBaseline
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> X = token_sequences(ts)
         >>> lstm = LSTMBaseline(max_epochs=10).fit(X, ts.labels)           # doctest: +SKIP
         >>> lstm.classes_                                                  # doctest: +SKIP
@@ -293,7 +293,7 @@ class TransformerBaseline(_SequenceBaseline):
 
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.sequence_models import token_sequences, TransformerBaseline
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
     >>> X = token_sequences(ts)
     >>> model = TransformerBaseline(max_positions=32, max_epochs=10)
     >>> model.get_params()["d_model"], X.shape[1] <= model.max_positions
@@ -348,7 +348,7 @@ class TransformerBaseline(_SequenceBaseline):
 
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.sequence_models import token_sequences, TransformerBaseline
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> X = token_sequences(ts)
         >>> model = TransformerBaseline(max_epochs=10).fit(X, ts.labels)   # doctest: +SKIP
         >>> 1 <= model.n_epochs_ <= 10                                      # doctest: +SKIP
@@ -393,7 +393,7 @@ class TransformerBaseline(_SequenceBaseline):
 
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.sequence_models import token_sequences, TransformerBaseline
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> X = token_sequences(ts)
         >>> model = TransformerBaseline(max_epochs=10).fit(X, ts.labels)   # doctest: +SKIP
         >>> model.predict_proba(X).sum(axis=1).round(6)                     # doctest: +SKIP

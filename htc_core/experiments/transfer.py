@@ -65,10 +65,10 @@ class TransferResult:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.transfer import transfer
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> result.groups, result.n_runs, list(result.models)
     (['facts', 'lists'], {'facts': 16, 'lists': 16}, [('reduced', 'facts', 42), ('reduced', 'lists', 42)])
@@ -112,10 +112,10 @@ class TransferResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.transfer import transfer
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> result.matrix("auroc").round(3)
         target  facts  lists
@@ -145,10 +145,10 @@ class TransferResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.transfer import transfer
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> result.to_frame()[["source", "target", "kind", "auroc_mean"]].round(3)
           source target      kind  auroc_mean
@@ -172,10 +172,10 @@ class TransferResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.transfer import transfer
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> d = result.to_dict()
         >>> d["experiment"], d["cells"][1]["target"], d["cells"][1]["auroc"]
@@ -211,10 +211,10 @@ class TransferResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.transfer import transfer
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> import json
         >>> json.loads(result.to_json(indent=2))["groups"]
@@ -235,10 +235,10 @@ class TransferResult:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.experiments.transfer import transfer
-        >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+        >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
         >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
         >>> print(result.table())
         transfer by dataset: rows = source (fitted on all its runs), columns = target; diagonal = DirectTrain (nested CV
@@ -300,10 +300,10 @@ def transfer(data, *, by: str = "dataset", variants: Sequence[str] = ("full", "r
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.transfer import transfer
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> result.matrix("ece").round(3)                  # the diagonal is DirectTrain
     target  facts  lists

@@ -716,10 +716,10 @@ def prepare(ts) -> dict:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.transfer_eval import prepare
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
     >>> d = prepare(ts)
     >>> sorted(d), d["features"]["chosen"].shape, sorted(set(d["groups"]))
     (['alt', 'features', 'groups', 'ids', 'signals', 'y'], (32, 48), ['facts | Gemma3-270M', 'lists | Gemma3-270M'])
@@ -770,10 +770,10 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.transfer_eval import leave_one_family_out
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
     >>> choice = leave_one_family_out(ts, alphas=(1.0,), inner_folds=2)
     >>> choice.summary()[["ece_mean", "auroc_mean"]].round(3).loc[["gac", "signal", "stack-oof"]]
                ece_mean  auroc_mean
@@ -871,10 +871,10 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.experiments.transfer_eval import fit_transfer, prepare
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 families, 16 runs each
     >>> d = prepare(ts)
     >>> fit_transfer(d, "gac") is None
     True

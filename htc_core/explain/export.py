@@ -95,7 +95,7 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     >>> from htc_core.formats import load
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> import numpy as np
@@ -196,7 +196,7 @@ def explain_runs(ts, features, model=None, *, models=None, which=None, n_reasons
     >>> from htc_core.formats import load
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> from htc_core.explain.export import explain_runs

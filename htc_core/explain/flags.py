@@ -147,7 +147,7 @@ class StructuralFlags:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.explain.flags import structural_flags
-        >>> ts, _ = load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")
         >>> structural_flags(ts).counts()
         no_final_answer    0
         step_limit         0
@@ -171,7 +171,7 @@ class StructuralFlags:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.explain.flags import structural_flags
-        >>> ts, _ = load("sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = load("sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl")
         >>> table = structural_flags(ts).to_frame()
         >>> table.shape, str(table["tool_error"].dtype)
         ((8, 6), 'boolean')

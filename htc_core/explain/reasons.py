@@ -226,7 +226,7 @@ class TrajectoryExplanation:
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.explain.reasons import explain_trajectory
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
@@ -270,7 +270,7 @@ class TrajectoryExplanation:
         >>> from htc_core.features import extract
         >>> from htc_core.calibration.calibrators import HTCCalibrator
         >>> from htc_core.explain.reasons import explain_trajectory
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> fm = extract(ts)
         >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
         >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
@@ -294,7 +294,7 @@ class TrajectoryExplanation:
         >>> from htc_core.features import extract
         >>> from htc_core.calibration.calibrators import HTCCalibrator
         >>> from htc_core.explain.reasons import explain_trajectory
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> fm = extract(ts)
         >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
         >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
@@ -318,7 +318,7 @@ class TrajectoryExplanation:
         >>> from htc_core.features import extract
         >>> from htc_core.calibration.calibrators import HTCCalibrator
         >>> from htc_core.explain.reasons import explain_trajectory
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> fm = extract(ts)
         >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
         >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
@@ -680,7 +680,7 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.explain.reasons import explain_trajectory
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=2)
@@ -752,7 +752,7 @@ class GroupPosition:
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.explain.reasons import group_position
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> where = group_position(model, fm, 3, ts.meta["dataset"], labels=ts.labels)
@@ -781,7 +781,7 @@ class GroupPosition:
         >>> from htc_core.features import extract
         >>> from htc_core.calibration.calibrators import HTCCalibrator
         >>> from htc_core.explain.reasons import group_position
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
         >>> fm = extract(ts)
         >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
         >>> group_position(model, fm, 3, ts.meta["dataset"]).n
@@ -822,7 +822,7 @@ def group_position(model, X, index: int, groups, *, labels=None) -> GroupPositio
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.explain.reasons import group_position
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")     # 8 runs, 3 successes
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> where = group_position(model, fm, 3, ts.meta["dataset"], labels=ts.labels)

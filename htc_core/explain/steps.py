@@ -50,7 +50,7 @@ def step_timeline(ts: TraceSet, index: int, *, profile: str = "paper", top_k: in
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.explain.steps import step_timeline
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> step_timeline(ts, 0)[["step", "name", "tokens", "top1_confidence", "entropy"]].round(3)
        step      name  tokens  top1_confidence  entropy
     0     1  llm_call      18            0.982    2.890
@@ -89,7 +89,7 @@ class StepTokens:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.explain.steps import token_steps
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> first = token_steps(ts, 0)[0]
     >>> first.step, first.name, first.tokens[:4]
     (1, 'llm_call', ['Thought', ':', ' I', ' should'])
@@ -117,7 +117,7 @@ class StepTokens:
         --------
         >>> from htc_core.formats import load
         >>> from htc_core.explain.steps import token_steps
-        >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
         >>> steps = token_steps(ts, 0, max_tokens=8)          # the second step is past the 8 tokens shown
         >>> round(steps[0].lowest, 3), steps[1].lowest
         (0.944, nan)
@@ -156,7 +156,7 @@ def token_steps(ts: TraceSet, index: int, *, profile: str = "paper", top_k: int 
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.explain.steps import token_steps
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> steps = token_steps(ts, 0)
     >>> [(s.step, len(s.tokens)) for s in steps]
     [(1, 18), (2, 8)]
@@ -206,7 +206,7 @@ def confidence_after_steps(model, ts: TraceSet, index: int) -> pd.DataFrame:
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.explain.steps import confidence_after_steps
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> model = HTCCalibrator(variant="reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)

@@ -352,7 +352,7 @@ def features(state, out):
     >>> import numpy as np
     >>> import htc_core as htc
     >>> from htc_core.features import incremental as inc
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> state, summary, buf = inc.new_state(), np.zeros(9), np.zeros(5)
     >>> for step in ts.trajectory(0)["steps"]:
     ...     code = inc.add_step(state, np.array(step["logprobs"]), np.array(step["top_logprobs"]), 5, False,

@@ -145,7 +145,7 @@ def features_of_trajectory_dict(traj, k=5, profile="paper"):
     >>> import numpy as np
     >>> import htc_core as htc
     >>> from htc_core.features.reference import features_of_trajectory_dict
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> oracle = features_of_trajectory_dict(ts.trajectory(0))
     >>> bool(np.allclose(oracle, htc.extract(ts).values[0], rtol=1e-9, atol=1e-12))
     True

@@ -47,7 +47,7 @@ class StepStats:
     --------
     >>> import htc_core as htc
     >>> from htc_core.features import build_context
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> ctx = build_context(ts)
     >>> ctx.steps.n[:4].tolist(), ctx.steps.top1[:2].round(3).tolist()
     ([26.0, 11.0, 26.0, 12.0], [0.922, 0.968])
@@ -85,7 +85,7 @@ class FeatureContext:
     --------
     >>> import htc_core as htc
     >>> from htc_core.features import build_context
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> ctx = build_context(ts)
     >>> ctx.profile, ctx.top_k, len(ctx.steps.n) == ts.n_steps
     ('paper', 5, True)
@@ -109,7 +109,7 @@ class FeatureContext:
         --------
         >>> import htc_core as htc
         >>> from htc_core.features import build_context
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> build_context(ts).first_step[:3].tolist()
         [0, 2, 4]
         """
@@ -127,7 +127,7 @@ class FeatureContext:
         --------
         >>> import htc_core as htc
         >>> from htc_core.features import build_context
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> build_context(ts).last_step[:3].tolist()
         [1, 3, 5]
         """
@@ -153,7 +153,7 @@ def step_stats(ts: TraceSet, conf: TokenConfidence) -> StepStats:
     >>> import htc_core as htc
     >>> from htc_core.confidence import token_confidence
     >>> from htc_core.features import step_stats
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> stats = step_stats(ts, token_confidence(ts.logprob, ts.top_logprobs))
     >>> stats.n[:2].tolist(), round(float(stats.mu[0]), 3)
     ([26.0, 11.0], 0.922)
@@ -210,7 +210,7 @@ def build_context(ts: TraceSet, *, profile: str = "paper", top_k: int = 5) -> Fe
     --------
     >>> import htc_core as htc
     >>> from htc_core.features import build_context
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> ctx = build_context(ts, profile="chosen")
     >>> bool((ctx.conf.top1 == ctx.conf.r).all())      # 'chosen' ignores the alternatives
     True

@@ -45,7 +45,7 @@ def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
     >>> import htc_core as htc
     >>> from htc_core.features import build_context
     >>> from htc_core.features.structure import SPECS, compute
-    >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
     >>> values = compute(build_context(ts))
     >>> len(values) == len(SPECS) == 5
     True

@@ -58,8 +58,8 @@ class ReportData:
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.htmlreport.build import ReportData
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> model = HTCCalibrator("reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
     >>> data = ReportData(evaluation=result, models={"HTC-Reduced": model}, title="Gemma3 on lists",
@@ -97,8 +97,8 @@ class ReportData:
         >>> from htc_core.calibration.evaluation import evaluate
         >>> from htc_core.calibration.calibrators import HTCCalibrator
         >>> from htc_core.htmlreport.build import ReportData
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
         >>> model = HTCCalibrator("reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
         >>> data = ReportData(evaluation=result, models={"HTC-Reduced": model}, title="Gemma3 on lists",
@@ -317,8 +317,8 @@ def build_report(data: ReportData) -> str:
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.htmlreport.build import ReportData, build_report
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> model = HTCCalibrator("reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
     >>> data = ReportData(evaluation=result, models={"HTC-Reduced": model}, title="Gemma3 on lists",

@@ -70,8 +70,8 @@ def compute_report(ts, *, seeds: int | Sequence[int] = 3, by: str = "dataset", a
     --------
     >>> from htc_core.formats import load
     >>> from htc_core.htmlreport.compute import compute_report
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs, one dataset
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs, one dataset
     >>> data = compute_report(ts, seeds=1, n_examples=2, progress=print)
     evaluating 16 labeled runs (nested CV)
     >>> list(data.models), len(data.mistakes.confident_failures)

@@ -36,7 +36,7 @@ def prefix_lengths(ts: TraceSet, steps=None, *, fraction: float | None = None) -
     --------
     >>> import htc_core as htc
     >>> from htc_core.traces.prefix import prefix_lengths
-    >>> ts, _ = htc.load("sample_runs/gemma3/strings_Gemma3-270M-sampled-t0.7.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/strings_Gemma3-270M-sampled-t0.7.jsonl")
     >>> ts.steps_per_trajectory[:3].tolist()
     [4, 2, 2]
     >>> prefix_lengths(ts, 3)[:3].tolist(), prefix_lengths(ts, fraction=0.5)[:3].tolist()
@@ -87,7 +87,7 @@ def prefixes(ts: TraceSet, steps=None, *, fraction: float | None = None) -> Trac
     --------
     >>> import htc_core as htc
     >>> from htc_core.traces.prefix import prefixes
-    >>> ts, _ = htc.load("sample_runs/gemma3/strings_Gemma3-270M-sampled-t0.7.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/strings_Gemma3-270M-sampled-t0.7.jsonl")
     >>> early = prefixes(ts, 1)
     >>> early
     TraceSet(trajectories=8, steps=8, tokens=171, k=5)
@@ -128,7 +128,7 @@ def prefix_pairs(ts: TraceSet, runs, lengths) -> TraceSet:
     --------
     >>> import htc_core as htc
     >>> from htc_core.traces.prefix import prefix_pairs
-    >>> ts, _ = htc.load("sample_runs/gemma3/strings_Gemma3-270M-sampled-t0.7.jsonl")
+    >>> ts, _ = htc.load("sample_runs/_examples/strings_Gemma3-270M-sampled-t0.7.jsonl")
     >>> growing = prefix_pairs(ts, runs=[0, 0, 0, 0], lengths=[1, 2, 3, 4])
     >>> growing.steps_per_trajectory.tolist(), len(set(growing.ids))
     ([1, 2, 3, 4], 1)

@@ -156,7 +156,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.meta.loc[0, "model"]
         'Gemma3-270M-greedy'
         """
@@ -217,7 +217,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> before = ts.has_meta_frame
         >>> _ = ts.meta
         >>> before, ts.has_meta_frame
@@ -243,7 +243,7 @@ class TraceSet:
         --------
         >>> import numpy as np
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.meta_taken(np.array([1, 0])).column("id").tolist()
         ['units-0001-Gemma3-270M-greedy', 'units-0000-Gemma3-270M-greedy']
         """
@@ -263,7 +263,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.n_trajectories, len(ts)
         (8, 8)
         """
@@ -283,7 +283,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.n_steps
         16
         """
@@ -300,7 +300,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.n_tokens
         281
         """
@@ -317,7 +317,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.k
         5
         """
@@ -334,7 +334,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.ids[:2].tolist()
         ['units-0000-Gemma3-270M-greedy', 'units-0001-Gemma3-270M-greedy']
         """
@@ -351,7 +351,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.steps_per_trajectory.tolist()
         [2, 2, 2, 2, 2, 2, 2, 2]
         """
@@ -368,7 +368,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.tokens_per_step[:4].tolist()
         [26, 11, 26, 12]
         """
@@ -385,7 +385,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> int(ts.tokens_per_trajectory.sum()) == ts.n_tokens
         True
         """
@@ -402,7 +402,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.labels.tolist()
         [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
         """
@@ -419,7 +419,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.has_labels, htc.TraceSet.empty().has_labels
         (True, False)
         """
@@ -436,7 +436,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.step_trajectory_index()[:6].tolist()
         [0, 0, 1, 1, 2, 2]
         """
@@ -453,7 +453,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> idx = ts.token_step_index()
         >>> len(idx) == ts.n_tokens, int(idx[25]), int(idx[26])
         (True, 0, 1)
@@ -476,7 +476,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.metadata_of(0)["stop_reason"]
         'final_answer'
         """
@@ -498,7 +498,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.memory_bytes() == 8 * (ts.n_tokens * (1 + ts.k) + ts.n_steps + 1 + ts.n_trajectories + 1)
         True
         """
@@ -567,7 +567,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> ts.step_field("tool")[:2].tolist()
         ['{"name":"convert","arguments":"16.5 ft to m"}', None]
         >>> ts.step_field("error")[:2].tolist()
@@ -668,7 +668,7 @@ class TraceSet:
         Examples
         --------
         >>> import htc_core as htc
-        >>> ts, _ = htc.load("sample_runs/gemma3/units_Gemma3-270M-greedy.jsonl")
+        >>> ts, _ = htc.load("sample_runs/_examples/units_Gemma3-270M-greedy.jsonl")
         >>> run = ts.trajectory(0)
         >>> run["question"], run["answer"], run["success"]
         ('How many meters are in 16.5 feet?', '5.03', True)

@@ -38,10 +38,10 @@ def transfer_heatmaps(result, variant: str = "reduced", *, height: int = 420) ->
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> from htc_core.experiments.transfer import transfer
     >>> from htc_core.viz.experiment_plots import transfer_heatmaps
     >>> result = transfer(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
@@ -92,10 +92,10 @@ def selection_levels_bar(by_family: pd.DataFrame, *, height: int = 340) -> go.Fi
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> from htc_core.experiments.ablation import ablation
     >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> from htc_core.viz.experiment_plots import selection_levels_bar
@@ -139,10 +139,10 @@ def ablation_bars(rows: pd.DataFrame, variant: str, *, metric: str = "auroc", he
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> from htc_core.experiments.ablation import ablation
     >>> result = ablation(ts, variants=("reduced",), seeds=1, n_splits=3, alphas=(1.0,), inner_folds=3)
     >>> from htc_core.viz.experiment_plots import ablation_bars
@@ -189,10 +189,10 @@ def learning_curve_lines(curves: pd.DataFrame, *, height: int = 380) -> go.Figur
     Examples
     --------
     >>> from htc_core.formats import load
-    >>> ts, _ = load(["sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/facts_Gemma3-270M-sampled-t0.7.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
+    >>> ts, _ = load(["sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/facts_Gemma3-270M-sampled-t0.7.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 2 datasets, 16 runs each
     >>> from htc_core.experiments.learning_curve import learning_curve
     >>> from htc_core.viz.experiment_plots import learning_curve_lines
     >>> result = learning_curve(ts, sizes=(10, 16), methods=["HTC-Reduced"], folds=2)

@@ -37,7 +37,7 @@ def waterfall(explanation, *, top: int = 12, height: int = 480) -> go.Figure:
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.explain.reasons import explain_trajectory
     >>> from htc_core.viz.inspector_plots import waterfall
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> fm = extract(ts)
     >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
     >>> fig = waterfall(explain_trajectory(model, fm, 3, labels=ts.labels), top=3)

@@ -428,7 +428,7 @@ def weights_bar(frame: pd.DataFrame, *, title: str | None = None, height: int = 
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.viz.tables import weights_frame
     >>> from htc_core.viz.plots import weights_bar
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> model = HTCCalibrator(variant="reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
     >>> fig = weights_bar(weights_frame({"HTC-Reduced": model}), only_selected=True)
     >>> [(trace.name, len(trace.x)) for trace in fig.data]
@@ -486,8 +486,8 @@ def selection_bar(frame: pd.DataFrame, *, title: str | None = None, height: int 
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import selection_frequency
     >>> from htc_core.viz.plots import selection_bar
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced",), seeds=1, n_splits=3, alphas=(1.0,))
     >>> freq = selection_frequency(result)
     >>> fig = selection_bar(freq[freq["method"] == "HTC-Reduced"])
@@ -651,7 +651,7 @@ def step_timeline_figure(timeline: pd.DataFrame, *, height: int = 460) -> go.Fig
     >>> from htc_core.formats import load
     >>> from htc_core.explain.steps import step_timeline
     >>> from htc_core.viz.plots import step_timeline_figure
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> fig = step_timeline_figure(step_timeline(ts, 0))
     >>> [trace.name for trace in fig.data]
     ['mean token probability', 'top-k confidence', 'top-1 confidence', 'entropy', 'concentration', 'spread', 'tokens']

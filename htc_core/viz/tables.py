@@ -39,7 +39,7 @@ def weights_frame(models: Mapping[str, object]) -> pd.DataFrame:
     >>> from htc_core.features import extract
     >>> from htc_core.calibration.calibrators import HTCCalibrator
     >>> from htc_core.viz.tables import weights_frame
-    >>> ts, _ = load("sample_runs/gemma3/facts_Gemma3-270M-greedy.jsonl")
+    >>> ts, _ = load("sample_runs/_examples/facts_Gemma3-270M-greedy.jsonl")
     >>> model = HTCCalibrator(variant="reduced", alphas=(1.0,)).fit(extract(ts), ts.labels)
     >>> frame = weights_frame({"HTC-Reduced": model})
     >>> frame.shape
@@ -79,8 +79,8 @@ def selection_frequency(result) -> pd.DataFrame:
     >>> from htc_core.formats import load
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import selection_frequency
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> freq = selection_frequency(result)
     >>> freq.head(3)
@@ -118,8 +118,8 @@ class SelectionView:
     >>> from htc_core.formats import load
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import selection_view
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> view = selection_view(result)
     >>> view.fits, view.methods
@@ -148,8 +148,8 @@ class SelectionView:
         >>> from htc_core.formats import load
         >>> from htc_core.calibration.evaluation import evaluate
         >>> from htc_core.viz.tables import selection_view
-        >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-        ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+        >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+        ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
         >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
         >>> rows = selection_view(result).of("HTC-Reduced")
         >>> len(rows), int(rows["times"].max())
@@ -176,8 +176,8 @@ def selection_view(result) -> SelectionView:
     >>> from htc_core.formats import load
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import selection_view
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> view = selection_view(result)
     >>> view.methods, len(view.frame)
@@ -219,8 +219,8 @@ def metrics_frame(result) -> pd.DataFrame:
     >>> from htc_core.formats import load
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import metrics_frame
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> metrics_frame(result)[["method", "n", "ECE ↓", "AUROC ↑", "features"]]
             method   n            ECE ↓          AUROC ↑   features
@@ -272,8 +272,8 @@ def metrics_long(result, methods: Sequence[str] | None = None) -> pd.DataFrame:
     >>> from htc_core.formats import load
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import metrics_long
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> metrics_long(result, ["HTC-Reduced"]).round(3)
             method metric   mean  std
@@ -311,8 +311,8 @@ def table_ece(result, methods: Sequence[str]) -> dict[str, float]:
     >>> from htc_core.formats import load
     >>> from htc_core.calibration.evaluation import evaluate
     >>> from htc_core.viz.tables import table_ece
-    >>> ts, _ = load(["sample_runs/gemma3/lists_Gemma3-270M-greedy.jsonl",
-    ...               "sample_runs/gemma3/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
+    >>> ts, _ = load(["sample_runs/_examples/lists_Gemma3-270M-greedy.jsonl",
+    ...               "sample_runs/_examples/lists_Gemma3-270M-sampled-t0.7.jsonl"])     # 16 runs
     >>> result = evaluate(ts, methods=("HTC-Reduced", "LastStep-TP"), seeds=1, n_splits=3, alphas=(1.0,))
     >>> {m: round(e, 3) for m, e in table_ece(result, ["HTC-Reduced", "GP"]).items()}
     {'HTC-Reduced': 0.28}
