@@ -5,7 +5,10 @@
 # family (each round in its own folder), so that a recording stopped early (Ctrl-C) has grown every family
 # evenly; only finished runs are converted. APPEND=1 appends to the run set files in sample_runs/gemma3/
 # (it refuses ids already there). The shipped sets: tasks 0-7 with N=8, then tasks from 8 on with
-# START=8 N=250 BATCH=4 APPEND=1, stopped after the time available (see README.md).
+# START=8 N=250 BATCH=4 APPEND=1, stopped after the time available (see README.md); then the easy tier of
+# facts and lists (tasks from 1000 on, htc_dev/demo_agent/tasks.py) with FAMILIES="facts lists" START=1000
+# N=1120 BATCH=8 APPEND=1 (recorded as the collect_runs line below, at nice 19, then converted one
+# configuration after the other: two conversions at once would share sample_runs/_converted.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-60}

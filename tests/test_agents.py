@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from htc_dev.demo_agent.runner import ACTION, FINAL, parse_action, TOOL_OF_FAMILY, few_shot, system_prompt
-from htc_dev.demo_agent.tasks import FAMILIES, check_answer, make_tasks
+from htc_dev.demo_agent.tasks import EASY, EASY_START, FAMILIES, Task, check_answer, make_tasks
 from htc_dev.demo_agent.tools import calculator, converter, python_sandbox, run_tool, search
 
 
@@ -66,6 +66,54 @@ def test_checker_numbers_and_text():
     fact = next(t for t in make_tasks("facts", 50) if t.gold == "Buenos Aires" or " " not in t.gold)
     assert check_answer(fact.gold.lower() + ".", fact)
     assert not check_answer("Paris" if fact.gold != "Paris" else "Rome", fact)
+
+
+@pytest.mark.parametrize("answer, gold, kind, ok", [
+    ("pesos", "peso", "text", True), ("clock", "clocks", "text", True), ("Rupees.", "rupee", "text", True),
+    ("the boxes", "box", "text", True), ("North Americas", "North America", "text", True),
+    ("euro", "Europe", "text", False), ("EUR", "euro", "text", False), ("New", "New Delhi", "text", False),
+    ("Delhis", "New Delhi", "text", False), ("pesoss", "peso", "text", False),
+    ("tenalps", "tenalp", "string", False), ("PLANETS", "PLANET", "string", False), ("Tenalp", "tenalp", "string", True)])
+def test_checker_accepts_a_plural_for_words_but_not_for_exact_strings(answer, gold, kind, ok):
+    """A word's plural is the same answer ("pesos" for the peso); the strings family's answers are exact strings,
+    where one more letter is wrong ("tenalps" is not 'planet' backwards)."""
+    assert check_answer(answer, Task("t-0000", "facts" if kind == "text" else "strings", "q", gold, kind)) is ok
+
+
+def test_strings_answers_are_graded_as_exact_strings_and_other_text_as_words():
+    assert {t.kind for t in make_tasks("strings", 60)} == {"number", "string"}
+    assert {t.kind for t in make_tasks("facts", 30) + make_tasks("docs", 30)} <= {"number", "text"}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_easy_tier_leaves_the_standard_tasks_as_they_were(family):
+    """Tasks below EASY_START are the same whatever n (their recorded runs stay reproducible); from EASY_START
+    on, facts and lists draw the easy tier from a stream of their own, other families go on as before."""
+    short, long = make_tasks(family, 300), make_tasks(family, EASY_START + 60)
+    assert long[:300] == short
+    assert {t.tier for t in long[:EASY_START]} == {"standard"}
+    tail = long[EASY_START:]
+    assert [t.id for t in tail] == [f"{family}-{i:04d}" for i in range(EASY_START, EASY_START + 60)]
+    assert {t.tier for t in tail} == ({"easy"} if family in EASY else {"standard"})
+    assert make_tasks(family, EASY_START + 60, seed=1)[EASY_START:] != tail
+    for t in tail:
+        assert check_answer(t.gold, t), t
+
+
+def test_the_easy_tier_asks_what_it_says():
+    """facts: half the questions ask the currency, the rest as the standard tier; lists: sum, largest or
+    smallest of 3-5 numbers from 1 to 50, gold from the snippet tool."""
+    facts = make_tasks("facts", EASY_START + 400)[EASY_START:]
+    share = sum("currency" in t.question for t in facts) / len(facts)
+    assert 0.4 < share < 0.6
+    for t in facts:
+        country = t.question.rstrip("?").split(" of ")[-1].split(" is ")[-1]
+        assert t.gold in search(country)
+    for t in make_tasks("lists", EASY_START + 100)[EASY_START:]:
+        nums = [int(v) for v in t.question.rstrip("?").split("numbers ")[-1].split(", ")]
+        assert 3 <= len(nums) <= 5 and all(1 <= v <= 50 for v in nums)
+        op = {"sum": sum, "largest": max, "smallest": min}[t.question.split()[3]]
+        assert float(t.gold) == op(nums)
 
 
 def test_prompt_examples_parse_with_the_runners_own_patterns():

@@ -32,7 +32,7 @@ CONFIGS = {
 MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma3-270M"}
 
 LABEL_FIELDS = ["id", "success", "dataset", "model", "framework", "question", "gold", "answer",
-                "verbalized_confidence", "steps", "stop_reason", "seconds"]
+                "verbalized_confidence", "steps", "stop_reason", "seconds", "tier"]
 
 
 def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_seed: int = 0,
@@ -68,7 +68,7 @@ def collect(client, family: str, n: int, config: str, out_dir: Path, *, task_see
                              "answer": run.answer or "", "verbalized_confidence":
                              "" if run.verbalized_confidence is None else run.verbalized_confidence,
                              "steps": len(run.steps), "stop_reason": run.stop_reason,
-                             "seconds": round(run.seconds, 2)})
+                             "seconds": round(run.seconds, 2), "tier": task.tier})
             lf.flush()
             if (i + 1) % 25 == 0 or i + 1 == n:
                 el = time.perf_counter() - t0

@@ -7,6 +7,14 @@ conversion, converter), ``facts`` (lookup in the bundled fact table, search),
 (questions about invented towns answered from a local document set, BM25
 ``lookup``) and ``lists`` (statistics of a list of numbers, a sandboxed
 interpreter of short Python snippets, ``code``).
+
+``facts`` and ``lists`` have an easier tier from task index ``EASY_START`` on (``Task.tier == "easy"``),
+drawn from a random stream of its own, so the standard tasks below that index keep their text (and their
+recorded runs stay reproducible). Gemma 3 270M answered few standard tasks of these two families (facts
+0.18, lists 0.12 over 505 recorded runs): it copies the currency field from a fact line whatever the
+question asks, and mostly fails operations other than a plain sum. The easy facts tier asks the currency in
+half its questions (the other half as the standard tier); the easy lists tier asks sum, largest or
+smallest of 3-5 numbers from 1 to 50.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ class Task:
     family: str
     question: str
     gold: str
-    kind: str  # "number" or "text": how the answer is checked
+    kind: str  # how the answer is checked: "number", "text" (words, a plural form accepted) or "string" (exact)
+    tier: str = "standard"  # "easy" for the easier tier of facts and lists (task index >= EASY_START)
 
 
 _ITEMS = ["apples", "pencils", "books", "marbles", "stickers", "cookies", "coins", "cards"]
@@ -89,6 +98,16 @@ def _facts(rng: random.Random, i: int) -> Task:
     return Task(f"facts-{i:04d}", "facts", q, FACTS[country][attr], "text")
 
 
+def _facts_easy(rng: random.Random, i: int) -> Task:
+    country = rng.choice(sorted(FACTS))
+    attr = rng.choice(["currency", "currency", "currency", "capital", "continent", "language"])
+    q = {"capital": f"What is the capital of {country}?",
+         "currency": f"What is the currency of {country}?",
+         "continent": f"On which continent is {country}?",
+         "language": f"What is the main language of {country}?"}[attr]
+    return Task(f"facts-{i:04d}", "facts", q, FACTS[country][attr], "text", tier="easy")
+
+
 _WORDS = ["planet", "garden", "silver", "rocket", "banana", "window", "python", "orange", "castle", "market",
           "yellow", "forest", "bridge", "candle", "dragon", "summer", "pepper", "little", "button", "circle"]
 
@@ -107,7 +126,7 @@ def _strings(rng: random.Random, i: int) -> Task:
     else:
         q, expr = f"What is '{w}' in upper case?", f"upper('{w}')"
     gold = python_sandbox(expr)
-    return Task(f"strings-{i:04d}", "strings", q, gold, "number" if gold.isdigit() else "text")
+    return Task(f"strings-{i:04d}", "strings", q, gold, "number" if gold.isdigit() else "string")
 
 
 _DOC_QUESTIONS = {"founded": "In which year was {t} founded?", "river": "On which river is {t}?",
@@ -142,15 +161,37 @@ def _lists(rng: random.Random, i: int) -> Task:
     return Task(f"lists-{i:04d}", "lists", q, code_tool(code), "number")
 
 
+def _lists_easy(rng: random.Random, i: int) -> Task:
+    xs = [rng.randint(1, 50) for _ in range(rng.randint(3, 5))]
+    shown = ", ".join(map(str, xs))
+    form = rng.randrange(3)
+    if form == 0:
+        q, code = f"What is the sum of the numbers {shown}?", f"sum({xs})"
+    elif form == 1:
+        q, code = f"What is the largest of the numbers {shown}?", f"max({xs})"
+    else:
+        q, code = f"What is the smallest of the numbers {shown}?", f"min({xs})"
+    return Task(f"lists-{i:04d}", "lists", q, code_tool(code), "number", tier="easy")
+
+
 FAMILIES = {"arithmetic": _arithmetic, "units": _units, "facts": _facts, "strings": _strings, "docs": _docs,
             "lists": _lists}
 
 
+#: the easier tier's task generators, used from task index EASY_START on
+EASY = {"facts": _facts_easy, "lists": _lists_easy}
+EASY_START = 1000
+
+
 def make_tasks(family: str, n: int, seed: int = 0) -> list[Task]:
+    """Tasks 0..n-1 of a family. For ``facts`` and ``lists``, tasks from ``EASY_START`` on are the easier
+    tier, drawn from their own random stream: the tasks below ``EASY_START`` are the same whatever ``n``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown task family {family!r}; valid: {sorted(FAMILIES)}")
     rng = random.Random(f"{family}-{seed}")
-    return [FAMILIES[family](rng, i) for i in range(n)]
+    tasks = [FAMILIES[family](rng, i) for i in range(min(n, EASY_START) if family in EASY else n)]
+    easy_rng = random.Random(f"{family}-easy-{seed}")
+    return tasks + [EASY[family](easy_rng, i) for i in range(EASY_START, n if family in EASY else EASY_START)]
 
 
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -160,8 +201,15 @@ def normalize(text: str) -> str:
     return re.sub(r"[^a-z0-9 ]", "", text.lower()).strip()
 
 
+def same_word(a: str, g: str) -> bool:
+    """Equal words, or one the plural of the other (rupee / rupees, clocks / clock)."""
+    return a == g or a in (g + "s", g + "es") or g in (a + "s", a + "es")
+
+
 def check_answer(answer: str | None, task: Task) -> bool:
-    """Automatic grading against the gold answer (numbers with tolerance, text normalized)."""
+    """Automatic grading against the gold answer: numbers with tolerance; text normalized (case and
+    punctuation), the gold's words found in the answer, a word's plural accepted for words ("pesos" for "peso")
+    but not for the strings family's exact strings ("string" tasks: "tenalps" is not 'planet' backwards)."""
     if answer is None:
         return False
     if task.kind == "number":
@@ -175,7 +223,15 @@ def check_answer(answer: str | None, task: Task) -> bool:
         want = float(task.gold)
         return abs(got - want) <= max(0.011, 0.005 * abs(want))
     a, g = normalize(answer), normalize(task.gold)
-    return bool(a) and (a == g or g in a.split() or (len(g.split()) > 1 and g in a))
+    if not a:
+        return False
+    if a == g or g in a.split() or (len(g.split()) > 1 and g in a):
+        return True
+    if task.kind != "text":
+        return False
+    words, gold = a.split(), g.split()
+    return any(all(same_word(w, x) for w, x in zip(words[i:i + len(gold)], gold))
+               for i in range(len(words) - len(gold) + 1))
 
 
-__all__ = ["Task", "FAMILIES", "make_tasks", "check_answer", "normalize", "calculator"]
+__all__ = ["Task", "FAMILIES", "EASY", "EASY_START", "make_tasks", "check_answer", "normalize", "same_word", "calculator"]
