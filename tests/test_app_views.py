@@ -103,7 +103,7 @@ def test_method_choices():
 
 def test_strongest_baseline_and_best_marks_on_real_runs():
     """Examples and the Calibration diagram start on the baseline with the lowest Brier; the table marks the
-    best of each column; Verbalized (on the 1,361 of 3,521 sample runs that state one) shows its n and is
+    best of each column; Verbalized (on the 1,361 of 4,001 sample runs that state one) shows its n and is
     neither marked best nor offered for run-by-run examples. The legend's ECE is the table's."""
     from htc_core.formats import load
 
@@ -117,10 +117,10 @@ def test_strongest_baseline_and_best_marks_on_real_runs():
     assert "Verbalized" not in base and "Verbalized+Iso" not in base
     assert base[views.preferred_baseline(base, res.strongest_baseline())] == min(briers, key=briers.get)
     table = views.metrics_frame(res).set_index("method")
-    assert table.loc["Verbalized", "n"] == 1361 and table.loc["Bottom10", "n"] == 3521
+    assert table.loc["Verbalized", "n"] == 1361 and table.loc["Bottom10", "n"] == 4001
     for col, k in (("ECE ↓", "ece"), ("Brier ↓", "brier"), ("AUROC ↑", "auroc")):
         marked = [m for m in table.index if table.loc[m, col].startswith(views.BEST_MARK)]
-        assert marked == [res.best(k)] and res.n_of(marked[0]) == 3521
+        assert marked == [res.best(k)] and res.n_of(marked[0]) == 4001
     from htc_core.viz import plots
     from htc_core.explain import reliability_curves
 

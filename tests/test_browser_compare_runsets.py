@@ -1,6 +1,8 @@
 """The run-set selector and the "Compare run sets" page in real headless Chromium, on the project's own
 sample runs: SmolLM2-135M-greedy vs SmolLM2-135M-sampled-t0.7 (the two decoding configurations), scoped to the
-facts dataset through the URL so the evaluation stays short."""
+facts dataset and those two models through the URL so the evaluation stays short. (Without the models, the
+default sides of facts are the two models with the most runs: Gemma3-270M-greedy, 256 since its easy tier, and
+SmolLM2-135M-greedy, 250.)"""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def test_run_sets_in_the_url_scope_the_pages(server, browser):  # noqa: F811
     side.get_by_text("trajectories selected").wait_for(timeout=240000)   # the first start loads the samples
     _settle(page)
     _assert_clean(page, "runs page with ?runsets")
-    assert "250 of 3,521 trajectories selected" in side.inner_text()
+    assert "250 of 4,001 trajectories selected" in side.inner_text()
     assert name in side.locator('[data-testid="stMultiSelect"]').first.inner_text()
     # the URL now carries the run set's id (names need not be unique); a reload keeps the choice
     page.wait_for_function("() => window.location.search.includes('runsets=')", timeout=20000)
@@ -30,14 +32,15 @@ def test_run_sets_in_the_url_scope_the_pages(server, browser):  # noqa: F811
     assert len(ids) == 1 and len(ids[0]) == 12
     page.reload(wait_until="domcontentloaded")
     _settle(page)
-    assert "250 of 3,521 trajectories selected" in page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "250 of 4,001 trajectories selected" in page.locator('[data-testid="stSidebar"]').inner_text()
     ctx.close()
 
 
 def test_compare_the_two_decoding_configurations(server, browser):  # noqa: F811
     ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
     page = ctx.new_page()
-    page.goto(f"{server['url']}/compare_runsets?datasets=facts", wait_until="domcontentloaded")
+    page.goto(f"{server['url']}/compare_runsets?datasets=facts&models=SmolLM2-135M-greedy"
+              "&models=SmolLM2-135M-sampled-t0.7", wait_until="domcontentloaded")
     _settle(page, timeout=600)
     _assert_clean(page, "compare run sets")
     assert page.locator("h1").first.inner_text() == "Compare run sets"

@@ -40,7 +40,7 @@ def test_filters_and_trajectory_survive_reload_and_a_pasted_link(server, browser
     assert first["title"] == "Trajectory inspector"
     assert TRAJ in first["caption"] and "dataset facts" in first["caption"]
     assert first["chips"] == ["facts"]
-    assert first["selected"] == ["753 of 3,521 trajectories selected"]
+    assert first["selected"] == ["993 of 4,001 trajectories selected"]
     q = parse_qs(urlparse(page.url).query)
     assert q.get("datasets") == ["facts"] and q.get("id") == [TRAJ] and urlparse(page.url).path == "/inspector"
 

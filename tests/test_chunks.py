@@ -147,7 +147,7 @@ def test_chunks_concatenate_to_load(size):
     ts, report = load(SAMPLE)
     assert_chunks_equal(chunks, ts)
     assert problems(reader.report) == problems(report) and reader.report.files == report.files
-    assert reader.n_trajectories == ts.n_trajectories == 3521
+    assert reader.n_trajectories == ts.n_trajectories == 4001
 
 
 def test_chunks_of_mixed_formats_with_labels_and_a_repeated_id(tmp_path):
@@ -226,7 +226,7 @@ def test_features_in_chunks_equal_features_at_once(tmp_path, suffix, capsys):
     assert main(["features", str(SAMPLE), "--out", str(many), "--chunk-size", "333"]) == 0
     read = pd.read_csv if suffix == ".csv" else pd.read_parquet
     a, b = read(one), read(many)
-    assert len(a) == 3521 and a.shape[1] == 52
+    assert len(a) == 4001 and a.shape[1] == 52
     pd.testing.assert_frame_equal(a, b)
     if suffix == ".csv":
         assert one.read_bytes() == many.read_bytes()

@@ -40,7 +40,7 @@ def test_a_trace_set_stored_in_chunks_is_the_one_stored_at_once(tmp_path):
     ts, _ = load(REPO / "sample_runs")
     s = Store(tmp_path / "st")
     whole = s.add_run_set(ts, name="whole", chunk=10_000)
-    # 19 chunks of the 3,521 sample runs (every file; chunks cut across files), the last one of 101 runs; each chunk
+    # 22 chunks of the 4,001 sample runs (every file; chunks cut across files), the last one of 11 runs; each chunk
     # is a DuckDB transaction (about 33 ms), so chunks of 37 runs (57 of them) cost 1.9 s CPU for the same check
     parts = s.add_run_set(ts, name="chunks", chunk=190)
     assert -(-len(ts) // 190) >= 10 and len(ts) % 190
