@@ -164,8 +164,13 @@ def check_transfer(t) -> dict | None:
     from .rank_ensemble import check_set_level
 
     out = {**t, "coef": [float(v) for v in coef]}
-    if t.get("set_level") is not None:
-        out["set_level"] = check_set_level(t["set_level"], check_transfer)
+    sl = t.get("set_level")
+    if isinstance(sl, dict) and sl.get("method") == "nearest-family":
+        from .signal_choice import check_entry
+
+        out["set_level"] = check_entry(sl)
+    elif sl is not None:
+        out["set_level"] = check_set_level(sl, check_transfer)
     return out
 
 
@@ -421,10 +426,16 @@ class GACScoring:
         p = None
         if t is not None:
             sig, kinds = training_free_signal_arrays(ts), self.kinds(ts)
-            if set_level and t.get("set_level"):
+            sl = t.get("set_level") if set_level else None
+            if sl and sl["method"] == "nearest-family":
+                from .signal_choice import nearest_family_confidences
+                from .transfer_methods import signal_matrix
+
+                p = nearest_family_confidences(sl, signal_matrix(sig))[0]
+            elif sl:
                 from .rank_ensemble import apply_set_level
 
-                p = apply_set_level(t["set_level"], z, sig, kinds)
+                p = apply_set_level(sl, z, sig, kinds)
             z = apply_transfer(t, z, sig[t["signal"]], kinds)
         per_run = sigmoid(z)
         return (per_run if p is None else p), per_run
@@ -562,9 +573,10 @@ class GACScoring:
 
     def rescore_as_set(self, ts, per_run: np.ndarray) -> np.ndarray | None:
         """The set-level confidences of ``ts`` from its runs' per-run confidences (stored earlier), without
-        extracting features again: the runs' ranks by ``logit(per_run)`` and the three training-free signals.
+        extracting features again: the runs' ranks by ``logit(per_run)`` and the three training-free signals
+        (``rank-mean-platt``), or the signal a ``nearest-family`` step chooses for ``ts``.
 
-        Exact where the set-level entry's ranker is the per-run transfer itself.
+        Exact where the set-level entry's ranker is the per-run transfer itself (``nearest-family`` has none).
 
         Parameters
         ----------
@@ -598,6 +610,10 @@ class GACScoring:
         sl = (t or {}).get("set_level")
         if not sl or not self.scores_as_set(len(per_run)):
             return None
+        if sl["method"] == "nearest-family":          # the set's own signals choose; no ranker to re-read
+            from .signal_choice import nearest_family_confidences
+
+            return nearest_family_confidences(sl, signal_matrix(training_free_signal_arrays(ts)))[0]
         if {k: v for k, v in t.items() if k != "set_level"} != sl["ranker"]:
             return None
         S = np.column_stack([logit(per_run), signal_matrix(training_free_signal_arrays(ts))])

@@ -555,7 +555,8 @@ def check_set_level(e, check_ranker=None) -> dict | None:
     Parameters
     ----------
     e : dict or None
-        ``{"method": "rank-mean-platt", "coef": [a, b], "min_runs": int >= 3, "ranker": a per-run transfer entry}``.
+        ``{"method": "rank-mean-platt", "coef": [a, b], "min_runs": int >= 3, "ranker": a per-run transfer entry}``
+        (a ``nearest-family`` entry is checked by :func:`htc_core.calibration.signal_choice.check_entry`).
     check_ranker : callable, optional
         Validates the ranker entry (the GAC's ``check_transfer``).
 
@@ -587,7 +588,8 @@ def check_set_level(e, check_ranker=None) -> dict | None:
           and isinstance(e.get("ranker"), dict) and "set_level" not in e["ranker"])
     if not ok:
         raise ValueError("'transfer.set_level' must be {'method': 'rank-mean-platt', 'coef': [a, b], 'min_runs': "
-                         f"int >= 3, 'ranker': a transfer entry without set_level}}, got {e!r}")
+                         "int >= 3, 'ranker': a transfer entry without set_level} or a 'nearest-family' entry, "
+                         f"got {e!r}")
     ranker = check_ranker(e["ranker"]) if check_ranker is not None else e["ranker"]
     return {**e, "coef": [float(v) for v in e["coef"]], "ranker": ranker}
 

@@ -245,7 +245,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     shift = _shift_accumulator(model, args.model)
     assess = _AssessParts() if hasattr(model, "assess") else None
     verbalized = None  # one chunk: the column only when present (as always); several: always, for one header
-    sets = 0           # chunks a GAC scored as a set
+    sets = SetReport()  # chunks a GAC scored as a set, and what its set-level step chose for each
     writer = TableWriter(out) if out is not None else TableWriter(None, stream=sys.stdout.buffer)
     with writer as w, (contextlib.redirect_stdout(sys.stderr) if out is None else contextlib.nullcontext()):
         for i, (ts, more) in enumerate(_lookahead(reader)):
@@ -253,7 +253,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                 verbalized = True
             try:
                 cols = _score_chunk(model, ts, w, verbalized, args)
-                sets += _scored_as_set(model, ts, cols)
+                sets.update(model, ts, cols)
             except ValueError as e:
                 raise CLIError(str(e)) from None
             y = ts.labels
@@ -270,8 +270,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         # with --out -, standard output holds the CSV only: the summary goes to standard error
         print(f"scored {w.rows} trajectories with {args.model} ({_model_name(model)}); wrote "
               f"{out if out is not None else 'CSV to standard output'}")
-        _report_sets(model, sets)
+        sets.report(model)
         _print_metrics(metrics, overlap)
+        sets.report_per_run()
         if shift is not None:
             rep = shift.report()
             if assess is not None and w.rows:
@@ -300,12 +301,64 @@ def _scored_as_set(model, ts, cols) -> int:
     return int("confidence_per_run" in cols and model.scores_as_set(ts.n_trajectories))
 
 
-def _report_sets(model, sets: int) -> None:
-    if sets:
+class SetReport:
+    """What ``htc score --as-set`` says about the chunks a GAC scored as a set, gathered chunk by chunk: how many,
+    for a ``nearest-family`` step the signal chosen for each chunk and why, and what the per-run transfer (column
+    confidence_per_run) gives the same runs: their mean confidence and, on labeled runs, its metrics."""
+
+    SHOWN = 10          # chunks listed one by one; beyond, a count per signal
+
+    def __init__(self):
+        from ..calibration.streaming import MetricState
+
+        self.n = 0
+        self.lines, self.signals = [], {}
+        self.per_run = MetricState()
+
+    def update(self, model, ts, cols) -> None:
+        import numpy as np
+
+        if not _scored_as_set(model, ts, cols):
+            return
+        self.n += 1
         sl = model.transfer["set_level"]
-        print(f"scored as a set: {sets} chunk(s) of at least {sl['min_runs']} runs got each run's confidence from its "
-              f"rank within the chunk ({sl['method']}, chosen leave-one-family-out); column confidence_per_run: "
-              "each run on its own, the number the dashboard and htc monitor give")
+        conf, per_run = cols["confidence"], cols["confidence_per_run"]
+        what = f"mean confidence {float(np.mean(conf)):.3f} as a set, {float(np.mean(per_run)):.3f} run by run"
+        if sl["method"] == "nearest-family":
+            from ..calibration.signal_choice import choose_signal
+            from ..calibration.transfer_methods import signal_matrix, training_free_signal_arrays
+
+            choice = choose_signal(sl, signal_matrix(training_free_signal_arrays(ts)))
+            self.signals[choice.signal] = self.signals.get(choice.signal, 0) + 1
+            what = f"{choice.words()}; {what}"
+        if self.n <= self.SHOWN:
+            self.lines.append(f"  chunk {self.n} ({ts.n_trajectories} runs): {what}")
+        y = ts.labels
+        lab = ~np.isnan(y)
+        if lab.any():
+            self.per_run.update(y[lab], per_run[lab])
+
+    def report(self, model) -> None:
+        if not self.n:
+            return
+        sl, t = model.transfer["set_level"], model.transfer
+        how = ("one training-free signal chosen for the chunk, without labels, through its out-of-family map"
+               if sl["method"] == "nearest-family" else "its rank within the chunk")
+        print(f"scored as a set: {self.n} chunk(s) of at least {sl['min_runs']} runs got each run's confidence from "
+              f"{how} ({sl['method']}, chosen leave-one-family-out); column confidence_per_run: each run on its own "
+              f"by the per-run transfer ({t.get('method')}, {t.get('signal')}), the number the dashboard and htc "
+              "monitor give")
+        for line in self.lines:
+            print(line)
+        if self.n > self.SHOWN:
+            print(f"  ... {self.n - self.SHOWN} more chunk(s); signals chosen over all chunks: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(self.signals.items())))
+
+    def report_per_run(self) -> None:
+        if self.n and self.per_run.n:
+            m = self.per_run.to_dict()
+            print(f"the same labeled runs scored run by run (column confidence_per_run): ECE {m['ece']:.4f}, "
+                  f"Brier {m['brier']:.4f}, AUROC {m['auroc']:.4f}")
 
 
 class _AssessParts:
@@ -426,10 +479,12 @@ def register(sub) -> None:
                         "limit, repeated action, ...), its three strongest reasons (from the model that scored it; a "
                         "GAC's sub-model per run) and its 48 features")
     p.add_argument("--as-set", action="store_true",
-                   help="a GAC whose model file holds a set-level step: score a chunk of at least 50 runs as a set, "
-                        "each run's confidence from its rank within the chunk by the GAC's score and three "
-                        "training-free signals (column confidence_per_run: each run on its own); a run's number then "
-                        "depends on the other runs of the chunk. The shipped gac and gac-full hold none (no set-level "
+                   help="a GAC whose model file holds a set-level step: score a chunk of at least 50 runs as a set "
+                        "(column confidence_per_run: each run on its own); a run's number then depends on the other "
+                        "runs of the chunk. rank-mean-platt: each run's rank within the chunk by the GAC's score and "
+                        "three training-free signals; nearest-family: the training-free signal that ranks best the "
+                        "training family whose signals look most like the chunk's (the command prints which, why, "
+                        "and what the per-run transfer gives). The shipped gac and gac-full hold none (no set-level "
                         "step beat their per-run transfer leave-one-family-out), so with them every run is scored on "
                         "its own: see docs/gac.md")
     add_chunk_option(p)

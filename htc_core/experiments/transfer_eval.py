@@ -23,7 +23,9 @@ held-out family is scored zero-shot by each candidate of :mod:`htc_core.calibrat
   (the ranker SUMMA estimates best, Platt-scaled on the training runs), ``summa`` (the SUMMA-weighted mean rank),
   ``rank-mean`` (the plain mean rank), ``consensus`` (the ranker agreeing most with the others) -- these three
   re-order the ``stack-oof`` confidences -- and ``rank-mean-platt`` (the mean rank through a Platt map fitted on
-  the training families, each ranked within itself); below ``set_min_runs`` held-out runs they keep the per-run
+  the training families, each ranked within itself), ``nearest-family`` (the signal that ranks best the training
+  family whose signals look most like the held-out set's, through its out-of-family map:
+  :mod:`htc_core.calibration.signal_choice`); below ``set_min_runs`` held-out runs they keep the per-run
   confidences. ``TransferChoice.estimates`` holds, per family and ranker, SUMMA's label-free AUROC estimate
   next to the true one.
 
@@ -49,15 +51,15 @@ from .grouping import has_alternatives, score_metrics
 
 __all__ = ["METHODS", "SHIPPABLE", "SET_LEVEL", "SET_MIN_RUNS", "model_family", "family_groups", "TransferChoice",
            "leave_one_family_out", "prepare", "fit_transfer", "expected_error_points", "range_self_check",
-           "out_of_family_platt"]
+           "out_of_family_platt", "fit_nearest_family"]
 
 METHODS = ("gac", "tts", "em", "iw", "stack", "stack+em", "signal", "signal+em", "signal-oof", "stack-oof",
-           "stack-all-oof", "summa-select", "summa", "rank-mean", "consensus", "rank-mean-platt")
+           "stack-all-oof", "summa-select", "summa", "rank-mean", "consensus", "rank-mean-platt", "nearest-family")
 # set-level methods (:mod:`htc_core.calibration.rank_ensemble`): they rank the runs of one scored set with the
 # rankers (the ``stack-oof`` logit and the three training-free signals) chosen or combined from that set's own
 # unlabeled scores; below :data:`SET_MIN_RUNS` runs, or with fewer than 3 distinct usable rankers for the SUMMA
 # ones, they keep the ``stack-oof`` confidences
-SET_LEVEL = ("summa-select", "summa", "rank-mean", "consensus", "rank-mean-platt")
+SET_LEVEL = ("summa-select", "summa", "rank-mean", "consensus", "rank-mean-platt", "nearest-family")
 # a set-level method needs this many scored runs (the ranks of fewer are too coarse; every family here holds 16 or
 # 500 runs, so leave-one-family-out cannot tell any threshold in 17-500 apart)
 SET_MIN_RUNS = 50
@@ -544,6 +546,7 @@ def set_level_methods(d: dict, tr: np.ndarray, te: np.ndarray, p_te: np.ndarray,
     (SUMMA) AUROC estimate. ``p_te``: the ``stack-oof`` confidences of ``te``; ``zs_tr``: its out-of-family logit
     on ``tr``."""
     from ..calibration import rank_ensemble as rk
+    from ..calibration.signal_choice import nearest_family_confidences
 
     y, groups = d["y"], d["groups"]
     A = signal_matrix(d["signals"])
@@ -558,6 +561,7 @@ def set_level_methods(d: dict, tr: np.ndarray, te: np.ndarray, p_te: np.ndarray,
         return out, rows
     a, b = rk.fit_rank_mean_platt(np.column_stack([zs_tr, A[tr]]), y[tr], groups[tr])
     out["rank-mean-platt"] = sigmoid(a * logit(rk.rank_mean(S_te)) + b)
+    out["nearest-family"] = nearest_family_confidences(fit_nearest_family(A[tr], y[tr], groups[tr]), A[te])[0]
     out["rank-mean"] = rk.reorder(p_te, rk.rank_mean(S_te))
     if est is not None:
         cols = np.flatnonzero(use)
@@ -624,6 +628,60 @@ def out_of_family_platt(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tup
         oof[m] = a * x[m] + b
     a2, b2 = weighted_platt(oof, y)
     return a2 * a1, a2 * b1 + b2
+
+
+def fit_nearest_family(S: np.ndarray, y: np.ndarray, groups: np.ndarray, *, min_runs: int = SET_MIN_RUNS,
+                       max_distance: float | None = None) -> dict:
+    """The ``nearest-family`` set-level entry fitted on training runs (:mod:`htc_core.calibration.signal_choice`).
+
+    Per training family its signals' profile and the signal that ranks it best; per signal its out-of-family
+    Platt map (:func:`out_of_family_platt` on the runs where it is defined, as ``signal-oof`` fits its map), kept
+    increasing (:func:`~htc_core.calibration.signal_choice.increasing_map`).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, 3)
+        The training runs' signal scores (:func:`~htc_core.calibration.transfer_methods.signal_matrix`, NaN kept).
+    y : ndarray of shape (n,)
+        Their 0/1 outcomes.
+    groups : ndarray of shape (n,)
+        Each run's family.
+    min_runs : int, default 50
+        The fewest runs a scored set must hold to be scored as a set.
+    max_distance : float or None, default None
+        Keep the minimum token probability where no training family lies within this distance of the set.
+
+    Returns
+    -------
+    dict
+        The JSON entry (:func:`~htc_core.calibration.signal_choice.build_entry`).
+
+    Examples
+    --------
+    Two families: in "a" the first signal ranks, in "b" the third, and "b"'s scores sit 5 sd higher.
+
+    >>> import numpy as np
+    >>> from htc_core.calibration.signal_choice import choose_signal
+    >>> from htc_core.experiments.transfer_eval import fit_nearest_family
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random(800) < 0.5).astype(float)
+    >>> S = rng.standard_normal((800, 3))
+    >>> S[:400, 0] += 3 * y[:400]; S[400:, 2] += 3 * y[400:]; S[400:] += 5
+    >>> entry = fit_nearest_family(S, y, np.repeat(["a", "b"], 400))
+    >>> [f["best"] for f in entry["families"]], choose_signal(entry, S[400:500]).signal
+    (['seq_prob', 'neg_entropy'], 'neg_entropy')
+    """
+    from ..calibration.signal_choice import NAMES, build_entry, increasing_map
+
+    S = np.asarray(S, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    groups = np.asarray(groups, dtype=object)
+    maps = {}
+    for j, name in enumerate(NAMES):
+        ok = np.isfinite(S[:, j])
+        maps[name] = increasing_map(out_of_family_platt(S[ok, j], y[ok], groups[ok]), S[ok, j], y[ok]) \
+            if ok.sum() > 1 and len(set(y[ok].tolist())) == 2 else (1e-3, float(logit(np.mean(y))))
+    return build_entry(S, y, groups, maps, min_runs=min_runs, max_distance=max_distance)
 
 
 def _platt_signal(a_tr: np.ndarray, y_tr: np.ndarray, a_te: np.ndarray) -> np.ndarray:
@@ -852,7 +910,7 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
         Their inner folds.
     models : dict or None, default None
         The GAC's fitted models by kind (``stack``, and ``stack-oof`` with one training family).
-    set_level : {None, "rank-mean-platt"}, default None
+    set_level : {None, "rank-mean-platt", "nearest-family"}, default None
         Also fit the entry's opt-in ``set_level`` step (:func:`fit_set_level`).
 
     Returns
@@ -864,8 +922,8 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
     Raises
     ------
     ValueError
-        If ``method`` is not shippable, or ``set_level`` is not None or "rank-mean-platt" on a method other than
-        ``gac``.
+        If ``method`` is not shippable, or ``set_level`` is not None, "rank-mean-platt" or "nearest-family" on a
+        method other than ``gac``.
 
     Examples
     --------
@@ -884,13 +942,15 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
     """
     if method not in SHIPPABLE:
         raise ValueError(f"method must be one of {SHIPPABLE}, got {method!r}")
-    if set_level not in (None, "rank-mean-platt") or (set_level and method == "gac"):
-        raise ValueError(f"set_level must be None or 'rank-mean-platt' (on top of a transfer method other than "
-                         f"'gac'), got {set_level!r} with {method!r}")
+    if set_level not in (None, "rank-mean-platt", "nearest-family") or (set_level and method == "gac"):
+        raise ValueError(f"set_level must be None, 'rank-mean-platt' or 'nearest-family' (on top of a transfer "
+                         f"method other than 'gac'), got {set_level!r} with {method!r}")
     if method == "gac":
         return None
     out, _ = _fit_per_run(d, method, variant=variant, seed=seed, inner_folds=inner_folds, models=models)
-    if set_level:
+    if set_level == "nearest-family":
+        out["set_level"] = fit_nearest_family(signal_matrix(d["signals"]), d["y"], d["groups"])
+    elif set_level:
         out["set_level"] = fit_set_level(d, variant=variant, seed=seed, inner_folds=inner_folds, models=models)
     return out
 

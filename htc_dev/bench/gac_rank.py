@@ -17,7 +17,12 @@ with an out-of-family Platt map fitted on training runs
 - ``consensus``: per set, the signal whose ranks agree most with the mean rank of the other two
   (:func:`htc_core.calibration.rank_ensemble.consensus_agreement`); ``spread``: the signal whose sd on the set is
   the largest multiple of its sd on the training runs; ``nearest-family``: the signal that ranks best the training
-  family whose signals look most like the set's (each signal's mean and sd, in training sd);
+  family whose signals look most like the set's (each signal's mean and sd, in training sd), as the library's
+  set-level step chooses it (:mod:`htc_core.calibration.signal_choice`: that family's best signal usable on the
+  set); ``nearest-50``: the same as a GAC file scores it (a set under 50 runs keeps the minimum token probability);
+  ``nearest-cut``: the minimum token probability where the nearest family lies further than any training family
+  from its own nearest one; ``nearest-oof``: a second Platt step on ``nearest-family``'s confidences, fitted on
+  each training family scored without it (how far the choice's calibration carries to a new family);
 - ``bimodal``: per set, the signal whose scores are the most bimodal there
   (:func:`htc_core.calibration.rank_ensemble.choose_by_bimodality`), through that signal's map;
 - ``bimodal-margin``: the minimum token probability unless another signal is more bimodal by a margin; the margin
@@ -44,8 +49,10 @@ from .gac_foreign import CUTS, DEFAULT_FOREIGN, NEW_FAMILY, SAMPLE_RUNS, auroc_g
 
 PER_RUN = {"min_prob": (0, 1, 0), "seq_prob": (1, 0, 0), "neg_entropy": (0, 0, 1), "z-mean": (1, 1, 1),
            "gac+z-mean": (1, 2, 1)}
-SET_LEVEL = ("rank-mean", "consensus", "spread", "nearest-family", "bimodal", "bimodal-margin")
+SET_LEVEL = ("rank-mean", "consensus", "spread", "nearest-family", "nearest-50", "nearest-cut", "nearest-oof",
+             "bimodal", "bimodal-margin")
 CANDIDATES = tuple(PER_RUN) + SET_LEVEL
+NEAREST = ("min_prob", "nearest-family", "nearest-50", "nearest-cut", "nearest-oof")    # shown with Brier and AUROC
 MARGINS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, float("inf"))
 DEFAULT = 1                      # the column of the minimum token probability: the shipped GAC's ranking
 
@@ -71,7 +78,7 @@ class Maps:
     """Everything fitted on training rows (scores ``S``, labels ``y``, families ``groups``): each signal's and each
     per-run combination's out-of-family Platt map, the standardization of the combinations, the fill of NaNs."""
 
-    def __init__(self, S: np.ndarray, y: np.ndarray, groups: np.ndarray):
+    def __init__(self, S: np.ndarray, y: np.ndarray, groups: np.ndarray, nested: bool = True):
         from htc_core.experiments.transfer_eval import out_of_family_platt
 
         self.mu, self.sd = np.nanmean(S, axis=0), np.nanstd(S, axis=0)
@@ -88,8 +95,14 @@ class Maps:
         from htc_core.calibration.rank_ensemble import fit_rank_mean_platt
 
         self.rank_mean = fit_rank_mean_platt(S, y, groups)
-        self.families = [(self.profile(S[groups == f]), best_column(S[groups == f], y[groups == f]))
-                         for f in sorted(set(groups))]
+        from htc_core.calibration.signal_choice import NAMES, build_entry
+
+        # nearest-family as the library scores it (the set-level entry a GAC file holds), from these maps
+        self.entry = build_entry(S, y, groups, dict(zip(NAMES, self.signal)), min_runs=0)
+        self.families = [(np.array(f["profile"], dtype=np.float64), NAMES.index(f["best"]))
+                         for f in self.entry["families"]]
+        self.cut = nearest_neighbour_distance(self.entry)
+        self.outer = outer_step(S, y, groups) if nested else None
 
     def profile(self, S: np.ndarray) -> np.ndarray:
         """A set's signals in training units: each one's mean and sd on the set (NaN where undefined)."""
@@ -109,8 +122,10 @@ class Maps:
         use = np.flatnonzero(rk.usable_columns(S))
         if not use.size:
             return DEFAULT
-        if method == "nearest-family":
-            return self.nearest(S, use)
+        if method in ("nearest-family", "nearest-oof"):
+            return self.nearest(S)
+        if method == "nearest-cut":
+            return self.nearest(S, self.cut)
         if method == "consensus":
             if use.size < 3:                 # two rankers agree with each other equally: keep the default
                 return DEFAULT if DEFAULT in use else int(use[0])
@@ -119,14 +134,12 @@ class Maps:
             score = np.nanstd(S[:, use], axis=0) / self.sd[use]
         return int(use[int(np.argmax(score))])
 
-    def nearest(self, S: np.ndarray, use: np.ndarray) -> int:
-        """The best signal of the training family nearest to ``S`` in :meth:`profile` (over the signals ``S``
-        defines); the default where that signal is not usable on ``S``."""
-        prof = self.profile(S)
-        ok = np.isfinite(prof)
-        dist = [float(np.sum((prof[ok] - p[ok]) ** 2)) for p, _ in self.families]
-        j = self.families[int(np.argmin(dist))][1]
-        return j if j in use else DEFAULT
+    def nearest(self, S: np.ndarray, max_distance: float | None = None) -> int:
+        """The library's choice (:func:`htc_core.calibration.signal_choice.choose_signal`): the best usable signal
+        of the training family nearest to ``S`` in :meth:`profile`; the default beyond ``max_distance``."""
+        from htc_core.calibration.signal_choice import NAMES, choose_signal
+
+        return NAMES.index(choose_signal({**self.entry, "max_distance": max_distance}, S).signal)
 
     def confidences(self, method: str, S: np.ndarray, margin: float = 0.0) -> np.ndarray:
         """The candidate ``method``'s confidences of one scored set ``S``."""
@@ -141,11 +154,45 @@ class Maps:
         if method == "rank-mean":
             a, b = self.rank_mean
             return sigmoid(a * logit(rk.rank_mean(S)) + b)
-        if method in ("consensus", "spread", "nearest-family"):
+        if method == "nearest-50":            # as a GAC file scores it: a set under SET_MIN_RUNS runs run by run
+            from htc_core.experiments.transfer_eval import SET_MIN_RUNS
+
+            return self.column(S, DEFAULT if len(S) < SET_MIN_RUNS else self.pick("nearest-family", S))
+        if method in ("consensus", "spread", "nearest-family", "nearest-cut"):
             return self.column(S, self.pick(method, S))
+        if method == "nearest-oof":
+            a, b = self.outer
+            return sigmoid(a * logit(self.column(S, self.pick(method, S))) + b)
         if method == "bimodal":
             return self.column(S, rk.choose_by_bimodality(S))
         return self.column(S, rk.choose_by_bimodality(S, default=DEFAULT, margin=margin))
+
+
+def nearest_neighbour_distance(entry: dict) -> float:
+    """The largest distance of a training family to its nearest other training family (``nearest-cut``'s
+    ``max_distance``): beyond it, no training family was ever matched that far, so the choice is untested there."""
+    P = np.array([f["profile"] for f in entry["families"]], dtype=np.float64)
+    if len(P) < 2:
+        return float("inf")
+    D = np.nansum((P[:, None, :] - P[None, :, :]) ** 2, axis=2)
+    np.fill_diagonal(D, np.inf)
+    return float(D.min(axis=1).max())
+
+
+def outer_step(S: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+    """``nearest-oof``'s second Platt step: each training family scored by ``nearest-family`` fitted without it
+    (its maps and family profiles from the others), then one Platt step on the logits of those out-of-family
+    confidences (kept increasing): how far the chosen signal's map carries to a family the choice has not seen."""
+    from htc_core.calibration.transfer_methods import logit, weighted_platt
+
+    fams = sorted(set(groups))
+    if len(fams) < 3:
+        return 1.0, 0.0
+    z = np.empty(len(y))
+    for f in fams:
+        m = groups == f
+        z[m] = logit(Maps(S[~m], y[~m], groups[~m], nested=False).confidences("nearest-family", S[m]))
+    return increasing(weighted_platt(z, y), z, y)
 
 
 def increasing(ab: tuple[float, float], x: np.ndarray, y: np.ndarray, *, floor: float = 1e-3) -> tuple[float, float]:
@@ -180,14 +227,15 @@ def families(ts) -> np.ndarray:
 
 def verdicts(ts, S, y, maps: Maps, n_boot: int) -> dict:
     """method (and ``bimodal-margin@m`` for every margin) -> (ECE, auroc_gap dict) of one scored set."""
-    from htc_core.calibration.metrics import expected_calibration_error
+    from htc_core.calibration.metrics import auroc, brier_score, expected_calibration_error
 
     out = {}
     keys = [(m, 0.0) for m in CANDIDATES if m != "bimodal-margin"] + [("bimodal-margin", m) for m in MARGINS]
     for method, margin in keys:
         p = maps.confidences(method, S, margin)
         key = method if method != "bimodal-margin" else f"bimodal-margin@{margin}"
-        out[key] = (float(expected_calibration_error(y, p)), auroc_gap(y, p, ts, n_boot=n_boot))
+        out[key] = (float(expected_calibration_error(y, p)), auroc_gap(y, p, ts, n_boot=n_boot),
+                    float(brier_score(y, p)), float(auroc(y, p)))
     return out
 
 
@@ -227,8 +275,18 @@ def chosen_margin(per_family: dict, leave_out: str | None = None) -> float:
 
 
 def _row(v: dict, name: str, **extra) -> dict:
-    ece, gap = v[name]
-    return {"ece": ece, "gap": gap, **extra}
+    ece, gap, brier, aur = v[name]
+    return {"ece": ece, "gap": gap, "brier": brier, "auroc": aur, **extra}
+
+
+def metric_lines(rows_by_method: dict, methods: list[str]) -> str:
+    """Mean and worst ECE, Brier and AUROC of ``methods`` over their rows (``rows_by_method``: method -> rows)."""
+    lines = [f"{'method':16s} {'ECE mean/worst':>15} {'Brier mean/worst':>17} {'AUROC mean/worst':>17}"]
+    for m in methods:
+        e, b, a = (np.array([r[k] for r in rows_by_method[m]]) for k in ("ece", "brier", "auroc"))
+        lines.append(f"{m:16s} {e.mean():6.3f} / {e.max():.3f}  {b.mean():7.3f} / {b.max():.3f}  "
+                     f"{np.nanmean(a):7.3f} / {np.nanmin(a):.3f}")
+    return "\n".join(lines)
 
 
 def lofo_rows(per_family: dict) -> dict:
@@ -337,7 +395,7 @@ def set_lines(rows: list[dict], methods: list[str]) -> str:
         cells = []
         for m in methods:
             key = f"bimodal-margin@{r['margin']}" if m == "bimodal-margin" else m
-            ece, g = r["v"][key]
+            ece, g, *_ = r["v"][key]
             cells.append(f"{g['diff']:+.3f} {g['verdict'][:5]:5s} ({g['signal'] or '-'}) ECE {ece:.3f}")
         lines.append(f"{(r['set'] + ' @ ' + r['cut'])[:52]:52s} " + " ".join(f"{c:>30s}" for c in cells))
     return "\n".join(lines)
@@ -359,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
           "(fewest clear losses, then most met, then the lowest mean deficit)")
     print(lofo_table(rows, chosen))
     print(family_lines(rows, ["min_prob", "bimodal", "bimodal-margin", "z-mean"]))
+    print(metric_lines(rows, list(NEAREST)))
     new = ts.meta["model"].astype(str).str.startswith(NEW_FAMILY).to_numpy()
     old = ts.take(np.flatnonzero(~new))
     say("leave-one-family-out on the SmolLM2 families alone (the margin of the new-family case)")
@@ -373,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nForeign sets, after the choice (margin of bimodal-margin: {chosen_margin(per_family)} for UALA and "
           f"the fixture, {margin_old} for the new family); rows as in python -m htc_dev.bench gac_foreign")
     print(foreign_table(foreign))
+    print(metric_lines({m: [_row(r["v"], m) for r in foreign] for m in NEAREST}, list(NEAREST)))
     print(margin_lines(foreign))
     if args.details:
         print(set_lines(foreign, ["min_prob", chosen] if chosen != "min_prob" else ["min_prob", "bimodal"]))
