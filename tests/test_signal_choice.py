@@ -210,3 +210,14 @@ def test_score_as_set_says_which_signal_and_why(nf_gac, tmp_path, capsys):
     # without --as-set: run by run, nothing about a choice
     assert main(["score", model, str(src), "--out", str(tmp_path / "c.csv")]) == 0
     assert "scored as a set" not in capsys.readouterr().out
+
+
+def test_training_runs_that_never_define_a_signal_give_a_valid_entry():
+    """Where no training run lists alternatives, the entropy has no statistics: the entry is still finite JSON,
+    the entropy never chosen."""
+    S, y, g = two_families()
+    S[:, 2] = np.nan
+    entry = json.loads(json.dumps(fit_nearest_family(S, y, g)))
+    assert sc.check_entry(entry)["mu"][2] == 0.0
+    assert all(f["best"] != "neg_entropy" and f["aurocs"][2] is None for f in entry["families"])
+    assert sc.choose_signal(entry, two_families(seed=11)[0][400:]).signal != "neg_entropy"

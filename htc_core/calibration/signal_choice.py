@@ -185,7 +185,11 @@ def build_entry(S, y, groups, maps: dict, *, min_runs: int = 50, max_distance: f
     S = np.asarray(S, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     groups = np.asarray(groups, dtype=object)
-    mu, sd = np.nanmean(S, axis=0), np.nanstd(S, axis=0)
+    ok = np.isfinite(S)
+    n = ok.sum(axis=0)
+    # a signal no training run defines (e.g. the entropy where none lists alternatives): centre 0, scale 1
+    mu = np.where(n > 0, np.where(ok, S, 0.0).sum(axis=0) / np.maximum(n, 1), 0.0)
+    sd = np.sqrt((np.where(ok, S - mu, 0.0) ** 2).sum(axis=0) / np.maximum(n, 1))
     sd = np.where(sd > 1e-12, sd, 1.0)
     fams = []
     for f in sorted(set(groups.tolist()), key=str):
@@ -194,7 +198,7 @@ def build_entry(S, y, groups, maps: dict, *, min_runs: int = 50, max_distance: f
         fams.append({"name": str(f), "n": int(m.sum()), "profile": [_num(v) for v in profile(S[m], mu, sd)],
                      "aurocs": [_num(v) for v in aur], "best": NAMES[best]})
     return {"method": METHOD, "signals": list(NAMES), "mu": [float(v) for v in mu], "sd": [float(v) for v in sd],
-            "fill": [_num(np.nanmedian(S[:, j])) if np.isfinite(S[:, j]).any() else 0.0 for j in range(S.shape[1])],
+            "fill": [float(np.median(S[ok[:, j], j])) if n[j] else 0.0 for j in range(S.shape[1])],
             "maps": {n: [float(maps[n][0]), float(maps[n][1])] for n in NAMES}, "families": fams,
             "default": default, "min_runs": int(min_runs),
             "max_distance": None if max_distance is None else float(max_distance),

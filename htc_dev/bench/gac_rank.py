@@ -401,6 +401,40 @@ def set_lines(rows: list[dict], methods: list[str]) -> str:
     return "\n".join(lines)
 
 
+def fallback_lines(ts) -> str:
+    """How ``nearest-family`` should fall back where a set lacks top-k alternatives (its entropy undefined), chosen
+    on the training runs: each family held out with its entropy removed, the maps and profiles fitted on the other
+    nine; the AUROC of (a) the minimum token probability (the default), (b) the nearest family's best signal
+    that the set defines (the library's rule), (c) the best signal of the nearest family whose best is defined on
+    the set; against the better of the two defined signals."""
+    from htc_core.calibration.metrics import fast_auroc
+    from htc_core.calibration.signal_choice import NAMES, choose_signal
+
+    S, y, g = signal_scores(ts), np.asarray(ts.labels, dtype=np.float64), families(ts)
+    res = {"default (min_prob)": [], "nearest family's best defined (library)": [],
+           "nearest family whose best is defined": []}
+    best = []
+    for fam in sorted(set(g)):
+        tr, te = g != fam, g == fam
+        maps = Maps(S[tr], y[tr], g[tr], nested=False)
+        T = S[te].copy()
+        T[:, 2] = np.nan
+        aur = [float(fast_auroc(y[te], S[te][:, j])[0]) for j in range(2)]
+        fams = [f for f in maps.entry["families"] if f["best"] != "neg_entropy"]
+        other = choose_signal({**maps.entry, "families": fams}, T).signal
+        for key, sig in zip(res, ("min_prob", choose_signal(maps.entry, T).signal, other)):
+            res[key].append(aur[NAMES.index(sig)])
+        best.append(max(aur))
+    best = np.array(best)
+    lines = ["Sets without alternatives, simulated on the training families (entropy removed from the held-out one): "
+             "AUROC against the better of the two defined signals"]
+    for key, v in res.items():
+        v = np.array(v)
+        lines.append(f"  {key:42s} met {int(np.sum(v >= best - 1e-12))} of {len(v)}; mean AUROC {v.mean():.3f}; "
+                     f"deficit mean {np.mean(best - v):.3f}, worst {np.max(best - v):.3f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m htc_dev.bench gac_rank", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -418,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     print(lofo_table(rows, chosen))
     print(family_lines(rows, ["min_prob", "bimodal", "bimodal-margin", "z-mean"]))
     print(metric_lines(rows, list(NEAREST)))
+    print(fallback_lines(ts))
     new = ts.meta["model"].astype(str).str.startswith(NEW_FAMILY).to_numpy()
     old = ts.take(np.flatnonzero(~new))
     say("leave-one-family-out on the SmolLM2 families alone (the margin of the new-family case)")
@@ -433,6 +468,10 @@ def main(argv: list[str] | None = None) -> int:
           f"the fixture, {margin_old} for the new family); rows as in python -m htc_dev.bench gac_foreign")
     print(foreign_table(foreign))
     print(metric_lines({m: [_row(r["v"], m) for r in foreign] for m in NEAREST}, list(NEAREST)))
+    whole = [r for r in foreign if r["cut"] == "whole runs"]
+    print(f"\nThe whole-run rows only (what gac and gac-full score; a prefix row needs a set-level step in gac-prefix)")
+    print(foreign_table(whole))
+    print(metric_lines({m: [_row(r["v"], m) for r in whole] for m in NEAREST}, list(NEAREST)))
     print(margin_lines(foreign))
     if args.details:
         print(set_lines(foreign, ["min_prob", chosen] if chosen != "min_prob" else ["min_prob", "bimodal"]))
