@@ -221,3 +221,32 @@ def test_training_runs_that_never_define_a_signal_give_a_valid_entry():
     assert sc.check_entry(entry)["mu"][2] == 0.0
     assert all(f["best"] != "neg_entropy" and f["aurocs"][2] is None for f in entry["families"])
     assert sc.choose_signal(entry, two_families(seed=11)[0][400:]).signal != "neg_entropy"
+
+
+def test_a_family_too_small_to_tell_its_best_signal_lends_none():
+    """A 16-run family lies nearest to the set but its best signal is measured on 16 runs: under min_runs (the
+    default of min_family_runs) it is left out of the entry, and the set takes the best of a large family."""
+    S, y, g = two_families()
+    rng = np.random.default_rng(9)
+    tiny = rng.standard_normal((16, 3)) + 10.0                     # its own place, far from "a" and "b"
+    tiny_y = np.r_[np.zeros(8), np.ones(8)]
+    tiny[:, 1] += 3 * tiny_y                                       # here the minimum token probability ranks
+    S2, y2, g2 = np.vstack([S, tiny]), np.r_[y, tiny_y], np.r_[g, np.array(["tiny"] * 16, dtype=object)]
+    entry = fit_nearest_family(S2, y2, g2)
+    assert [f["name"] for f in entry["families"]] == ["a", "b"] and entry["families_left_out"] == ["tiny"]
+    assert sc.choose_signal(entry, tiny).family in ("a", "b")
+    every = fit_nearest_family(S2, y2, g2, min_runs=10)          # min_family_runs follows min_runs
+    assert sc.choose_signal(every, tiny).family == "tiny"
+    assert sc.check_entry(json.loads(json.dumps(entry)))["families_left_out"] == ["tiny"]
+
+
+def test_score_as_set_with_a_nearest_family_file_imports_numpy_only(nf_gac, tmp_path):
+    """The choice and its words at scoring time need numpy alone, as the per-run GAC does."""
+    from test_cli_imports import HEAVY, SCORING, loaded_by
+
+    from conftest import REPO
+
+    model = str(nf_gac.save(tmp_path / "gac-nf.json"))
+    src = REPO / "sample_runs" / "units" / "units_SmolLM2-135M-greedy.jsonl"
+    loaded = loaded_by(["score", model, str(src), "--as-set", "--out", str(tmp_path / "s.csv")])
+    assert loaded <= SCORING and not loaded & HEAVY, loaded

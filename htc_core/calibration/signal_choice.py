@@ -145,7 +145,7 @@ def increasing_map(ab, x, y, *, floor: float = 1e-3) -> tuple[float, float]:
 
 
 def build_entry(S, y, groups, maps: dict, *, min_runs: int = 50, max_distance: float | None = None,
-                default: str = DEFAULT_SIGNAL) -> dict:
+                default: str = DEFAULT_SIGNAL, min_family_runs: int | None = None) -> dict:
     """The ``nearest-family`` set-level entry of a GAC file, from the training runs and the signals' maps.
 
     Parameters
@@ -164,12 +164,15 @@ def build_entry(S, y, groups, maps: dict, *, min_runs: int = 50, max_distance: f
         Keep ``default`` where no training family lies within this distance of the set (None: always choose).
     default : str, default="min_prob"
         The signal kept when nothing else can be chosen.
+    min_family_runs : int or None, default=None
+        The fewest runs a training family needs to lend its best signal (None: ``min_runs``; a family's best signal
+        on 16 runs is mostly noise); where no family has that many, every family.
 
     Returns
     -------
     dict
-        JSON-ready: method, signals, mu, sd, fill, maps, families (name, n, profile, aurocs, best), default,
-        min_runs, max_distance, what.
+        JSON-ready: method, signals, mu, sd, fill, maps, families (name, n, profile, aurocs, best), families_left_out
+        (the smaller ones' names), default, min_runs, max_distance, what.
 
     Examples
     --------
@@ -186,20 +189,28 @@ def build_entry(S, y, groups, maps: dict, *, min_runs: int = 50, max_distance: f
     y = np.asarray(y, dtype=np.float64)
     groups = np.asarray(groups, dtype=object)
     ok = np.isfinite(S)
-    n = ok.sum(axis=0)
+    count = ok.sum(axis=0)
     # a signal no training run defines (e.g. the entropy where none lists alternatives): centre 0, scale 1
-    mu = np.where(n > 0, np.where(ok, S, 0.0).sum(axis=0) / np.maximum(n, 1), 0.0)
-    sd = np.sqrt((np.where(ok, S - mu, 0.0) ** 2).sum(axis=0) / np.maximum(n, 1))
+    mu = np.where(count > 0, np.where(ok, S, 0.0).sum(axis=0) / np.maximum(count, 1), 0.0)
+    sd = np.sqrt((np.where(ok, S - mu, 0.0) ** 2).sum(axis=0) / np.maximum(count, 1))
     sd = np.where(sd > 1e-12, sd, 1.0)
-    fams = []
-    for f in sorted(set(groups.tolist()), key=str):
+    fams, small = [], []
+    names = sorted(set(groups.tolist()), key=str)
+    least = min_runs if min_family_runs is None else int(min_family_runs)
+    if not any(int((groups == f).sum()) >= least for f in names):
+        least = 0
+    for f in names:
         m = groups == f
+        if m.sum() < least:
+            small.append(str(f))
+            continue
         best, aur = best_signal(S[m], y[m])
         fams.append({"name": str(f), "n": int(m.sum()), "profile": [_num(v) for v in profile(S[m], mu, sd)],
                      "aurocs": [_num(v) for v in aur], "best": NAMES[best]})
     return {"method": METHOD, "signals": list(NAMES), "mu": [float(v) for v in mu], "sd": [float(v) for v in sd],
-            "fill": [float(np.median(S[ok[:, j], j])) if n[j] else 0.0 for j in range(S.shape[1])],
+            "fill": [float(np.median(S[ok[:, j], j])) if count[j] else 0.0 for j in range(S.shape[1])],
             "maps": {n: [float(maps[n][0]), float(maps[n][1])] for n in NAMES}, "families": fams,
+            "families_left_out": small,
             "default": default, "min_runs": int(min_runs),
             "max_distance": None if max_distance is None else float(max_distance),
             "what": "a run set of at least min_runs runs: the training-free signal that ranks best the training "
@@ -268,6 +279,9 @@ def check_entry(e) -> dict:
             and _finite_list(f.get("profile"), 2 * k, nullable=True) and _finite_list(f.get("aurocs"), k, nullable=True)
             for f in fams):
         bad("families", fams, "a non-empty list of {'name', 'profile' (2 x signals), 'aurocs', 'best'}")
+    left = e.get("families_left_out", [])
+    if not isinstance(left, list) or not all(isinstance(v, str) for v in left):
+        bad("families_left_out", left, "a list of family names")
     if e.get("default") not in NAMES:
         bad("default", e.get("default"), f"one of {list(NAMES)}")
     md = e.get("max_distance")

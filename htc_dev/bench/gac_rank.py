@@ -98,7 +98,10 @@ class Maps:
         from htc_core.calibration.signal_choice import NAMES, build_entry
 
         # nearest-family as the library scores it (the set-level entry a GAC file holds), from these maps
-        self.entry = build_entry(S, y, groups, dict(zip(NAMES, self.signal)), min_runs=0)
+        from htc_core.experiments.transfer_eval import SET_MIN_RUNS
+
+        # (min_runs: the families too small to lend their best signal; the bench scores every set as a set anyway)
+        self.entry = build_entry(S, y, groups, dict(zip(NAMES, self.signal)), min_runs=SET_MIN_RUNS)
         self.families = [(np.array(f["profile"], dtype=np.float64), NAMES.index(f["best"]))
                          for f in self.entry["families"]]
         self.cut = nearest_neighbour_distance(self.entry)
