@@ -250,3 +250,20 @@ def test_score_as_set_with_a_nearest_family_file_imports_numpy_only(nf_gac, tmp_
     src = REPO / "sample_runs" / "units" / "units_SmolLM2-135M-greedy.jsonl"
     loaded = loaded_by(["score", model, str(src), "--as-set", "--out", str(tmp_path / "s.csv")])
     assert loaded <= SCORING and not loaded & HEAVY, loaded
+
+
+def test_the_leave_one_family_out_choice_measures_it_on_sets_of_any_size():
+    """nearest-family is a set-level candidate of the choice rule; with set_min_runs=0 every held-out family (16
+    runs here) is scored as a set, and its families (all under 50 runs) still lend their signal."""
+    from htc_core.experiments.transfer_eval import SET_LEVEL, leave_one_family_out
+    from htc_core.formats import load
+
+    from conftest import REPO
+
+    ex = REPO / "sample_runs" / "_examples"
+    ts, _ = load([str(ex / f"{t}_Gemma3-270M-greedy.jsonl") for t in ("facts", "lists", "units")])
+    choice = leave_one_family_out(ts, alphas=(1.0,), inner_folds=2, set_min_runs=0)
+    assert "nearest-family" in SET_LEVEL
+    rows = choice.rows[choice.rows.method == "nearest-family"]
+    assert len(rows) == 3 and np.isfinite(rows[["ece", "brier", "auroc"]].to_numpy()).all()
+    assert np.isfinite(choice.predictions["nearest-family"]).all()

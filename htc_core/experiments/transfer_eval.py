@@ -561,7 +561,9 @@ def set_level_methods(d: dict, tr: np.ndarray, te: np.ndarray, p_te: np.ndarray,
         return out, rows
     a, b = rk.fit_rank_mean_platt(np.column_stack([zs_tr, A[tr]]), y[tr], groups[tr])
     out["rank-mean-platt"] = sigmoid(a * logit(rk.rank_mean(S_te)) + b)
-    out["nearest-family"] = nearest_family_confidences(fit_nearest_family(A[tr], y[tr], groups[tr]), A[te])[0]
+    # its families lend their best signal from SET_MIN_RUNS runs on; the set is scored whatever min_runs says here
+    nf = fit_nearest_family(A[tr], y[tr], groups[tr])
+    out["nearest-family"] = nearest_family_confidences({**nf, "min_runs": 0}, A[te])[0]
     out["rank-mean"] = rk.reorder(p_te, rk.rank_mean(S_te))
     if est is not None:
         cols = np.flatnonzero(use)
