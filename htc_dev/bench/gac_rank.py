@@ -23,6 +23,9 @@ with an out-of-family Platt map fitted on training runs
   ``nearest-cut``: the minimum token probability where the nearest family lies further than any training family
   from its own nearest one; ``nearest-oof``: a second Platt step on ``nearest-family``'s confidences, fitted on
   each training family scored without it (how far the choice's calibration carries to a new family);
+  ``nearest-reorder``: the minimum token probability's confidences (the per-run GAC's), handed out in the order of
+  the signal ``nearest-family`` chose (:func:`htc_core.calibration.rank_ensemble.reorder`): its ranking, the
+  per-run confidence histogram;
 - ``bimodal``: per set, the signal whose scores are the most bimodal there
   (:func:`htc_core.calibration.rank_ensemble.choose_by_bimodality`), through that signal's map;
 - ``bimodal-margin``: the minimum token probability unless another signal is more bimodal by a margin; the margin
@@ -50,9 +53,9 @@ from .gac_foreign import CUTS, DEFAULT_FOREIGN, NEW_FAMILY, SAMPLE_RUNS, auroc_g
 PER_RUN = {"min_prob": (0, 1, 0), "seq_prob": (1, 0, 0), "neg_entropy": (0, 0, 1), "z-mean": (1, 1, 1),
            "gac+z-mean": (1, 2, 1)}
 SET_LEVEL = ("rank-mean", "consensus", "spread", "nearest-family", "nearest-50", "nearest-cut", "nearest-oof",
-             "bimodal", "bimodal-margin")
+             "nearest-reorder", "bimodal", "bimodal-margin")
 CANDIDATES = tuple(PER_RUN) + SET_LEVEL
-NEAREST = ("min_prob", "nearest-family", "nearest-50", "nearest-cut", "nearest-oof")    # shown with Brier and AUROC
+NEAREST = ("min_prob", "nearest-family", "nearest-50", "nearest-cut", "nearest-oof", "nearest-reorder")    # shown with Brier and AUROC
 MARGINS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, float("inf"))
 DEFAULT = 1                      # the column of the minimum token probability: the shipped GAC's ranking
 
@@ -163,6 +166,9 @@ class Maps:
             return self.column(S, DEFAULT if len(S) < SET_MIN_RUNS else self.pick("nearest-family", S))
         if method in ("consensus", "spread", "nearest-family", "nearest-cut"):
             return self.column(S, self.pick(method, S))
+        if method == "nearest-reorder":      # the per-run confidences, handed out in the chosen signal's order
+            j = self.pick("nearest-family", S)
+            return rk.reorder(self.column(S, DEFAULT), np.where(np.isfinite(S[:, j]), S[:, j], self.fill[j]))
         if method == "nearest-oof":
             a, b = self.outer
             return sigmoid(a * logit(self.column(S, self.pick(method, S))) + b)
