@@ -246,3 +246,21 @@ def test_counts_have_thousands_separators_and_stay_numbers(app):
     assert pd.api.types.is_numeric_dtype(table["n"]) and config["n"]["type_config"]["format"] == "%,d"
     assert config["model"]["pinned"] is True
     assert all(config[c]["type_config"]["format"] == "%.3f" for c in table.columns[3:])
+
+
+def test_the_charts_keep_their_place_after_the_run_that_waited_for_the_evaluation(app, monkeypatch):
+    """ui-review 38: the evaluation's progress bar was drawn only in the run that waited for it, so the next run (a
+    click's) placed every element after it one place earlier and Streamlit drew the charts there again; a click
+    meanwhile was lost. The bar has its place in every run now: the run that waits and the next one draw the same
+    elements before the charts."""
+    import htc_core.app.compute as compute
+
+    monkeypatch.setattr(compute, "GRACE_S", 600.0)     # the first visit waits for every part (no later redraw)
+    go(app, "calibration")
+    assert not problems(app), problems(app)
+    assert app.get("plotly_chart"), "Calibration drew no chart"
+    waited = [(n.type, getattr(n, "key", None)) for n in app.main.children.values()]
+    app.run()                                          # the next run (a click's): the evaluation is ready
+    assert not problems(app), problems(app)
+    again = [(n.type, getattr(n, "key", None)) for n in app.main.children.values()]
+    assert waited == again

@@ -109,15 +109,31 @@ def _open_first_in_inspector(page) -> str:
     return tid
 
 
+# marks the chart's element; the mark is gone once Streamlit draws that chart again (a new element)
+MARK_JS = "(chart) => { document.querySelectorAll('.js-plotly-plot')[chart].__htcMark = true; }"
+MARKED_JS = "(chart) => document.querySelectorAll('.js-plotly-plot')[chart].__htcMark === true"
+
+
 def _click_listed(page, chart: int, trace: str, index: int) -> tuple[int, str]:
-    """Click a point and read the list it opens. A click that lands while Streamlit reruns the page can be lost
-    (seen once in a clean-clone CI run, never locally): as a user would, click the same point once more, saying
-    so in the output, before waiting the full time."""
+    """Click a point and read the list it opens, and check that the click's rerun did not draw the chart again.
+
+    A click that lands while Streamlit replaces a chart's element hits an empty chart and sends nothing (measured:
+    docs/ui-review.md, "Clicks lost while a chart is drawn again"). Streamlit replaces the element when the figure
+    changes (a chart with selections is named by its content) or when the chart moves to another place in the
+    page; the second no longer happens on Calibration. The first can still meet a click (seen once in a
+    clean-clone CI run): as a user would, click the same point once more, saying so in the output, before
+    waiting the full time."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+    page.evaluate(MARK_JS, chart)
     _click(page, chart, trace, index)
     try:
-        return _listed(page, timeout=15_000)
+        listed = _listed(page, timeout=15_000)
+        # the click's rerun leaves the chart in place: each run draws the same elements before it (the evaluation's
+        # progress bar has its place in every run), so Streamlit does not draw it again, and a second click made
+        # while the list appears is not lost on a chart being drawn again
+        assert page.evaluate(MARKED_JS, chart), f"chart {chart} was drawn again by the rerun of a click on it"
+        return listed
     except PlaywrightTimeout:
         print(f"drill-down: no list 15 s after the click on {trace}[{index}] of chart {chart}; clicking again")
         _settle(page)

@@ -344,14 +344,14 @@ def _with_kernels(text: str) -> str:
     return text if status is None else f"{status} Then: {text}"
 
 
-def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
-    """Show the background evaluation's progress until ``parts`` are ready, then (``grace_s``) until every part
-    is while the rest is due within ``grace_s`` (at most ``2 * grace_s`` more). A rerun (a widget change, a
-    reload) stops this wait, never the job: the next run joins it where it is."""
+def _wait_for(ws: Workspace, parts: list[str], slot, *, grace_s: float = 0.0) -> None:
+    """Show the background evaluation's progress in ``slot`` (an ``st.empty``) until ``parts`` are ready, then
+    (``grace_s``) until every part is while the rest is due within ``grace_s`` (at most ``2 * grace_s`` more). A
+    rerun (a widget change, a reload) stops this wait, never the job: the next run joins it where it is."""
     job = _evaluation_job(ws)
     if job is None:
         return
-    bar = st.progress(0.0, text=job.text())
+    bar = slot.progress(0.0, text=job.text())
     deadline = None
 
     def waiting() -> bool:
@@ -375,7 +375,7 @@ def _wait_for(ws: Workspace, parts: list[str], *, grace_s: float = 0.0) -> None:
                 break
         bar.progress(job.fraction, text=_with_kernels(job.text()))
         time.sleep(0.25)
-    bar.empty()
+    slot.empty()
 
 
 def cached_result_quiet(key: tuple) -> Any | None:
@@ -425,11 +425,16 @@ def evaluation(ws: Workspace, *, wait: bool = True) -> Evaluated:
 
     With ``wait=False`` the page waits for the cheapest part, then for the rest while it is due within
     :data:`GRACE_S`, and the result holds what is ready (the Calibration page draws it, then waits for the
-    rest with :func:`compute_evaluation_parts`)."""
+    rest with :func:`compute_evaluation_parts`).
+
+    The progress bar's place is drawn in every run, waiting or not: the elements a page draws after it then keep
+    their places from one run to the next. A bar drawn only in the run that waited moved them by one place in
+    the next run, and Streamlit drew the charts there again: a click on a chart in that moment was lost."""
+    slot = st.empty()
     ready = [cached_result(_part_key(p)) or _stored_part(ws, p) for p in EVAL_PARTS]
     if any(r is None for r in ready):
         before_evaluating(len(labeled_positions(ws)))     # a large selection nobody chose: ask first
-        _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]], grace_s=0.0 if wait else GRACE_S)
+        _wait_for(ws, list(EVAL_PARTS) if wait else [EVAL_PARTS[0]], slot, grace_s=0.0 if wait else GRACE_S)
         ready = [r if r is not None else cached_result_quiet(_part_key(p)) for p, r in zip(EVAL_PARTS, ready)]
     return merge_evaluations(ready)
 
@@ -467,7 +472,7 @@ def parts_missing(drawn: Evaluated) -> list[str]:
 
 def compute_evaluation_parts(ws: Workspace, parts: list[str]) -> None:
     """Wait (with the background job's progress) until every part of ``parts`` is ready."""
-    _wait_for(ws, list(parts))
+    _wait_for(ws, list(parts), st.empty())
 
 
 def cached_evaluation() -> Evaluated | None:
