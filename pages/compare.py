@@ -13,6 +13,35 @@ from htc_core.calibration.evaluation import EvaluationError, label_problem
 from htc_core.features import FEATURE_NAMES, REGISTRY, feature_label
 
 
+#: the tooltips of the per-group table's metric columns
+METRIC_HELP = {"ECE ↓": "expected calibration error, 10 equal-width bins (lower is better)",
+               "Brier ↓": "mean squared error of the confidence (lower is better)",
+               "AUROC ↑": "how well the confidence ranks successes above failures (higher is better; empty when the "
+                          "group has one outcome only)"}
+
+
+def group_tables(tables, group_by: str) -> None:
+    """The counts per group and one calibration table per method (four columns at most: whole in the 440 px a
+    900 px window leaves beside the sidebar, side by side on a wide one; one row per group with every method's
+    metrics side by side was 9 columns for two methods and scrolled sideways at 900 px)."""
+    blocks = ui.wrapping_row("cmp_tables", *[420] * (1 + len(tables.metrics)))
+    with blocks[0]:
+        st.markdown(f"**Per {group_by}: labeled runs and success rate**")
+        st.dataframe(tables.counts, hide_index=True, width="stretch",
+                     column_config={group_by: st.column_config.TextColumn(pinned=True),
+                                    "n": ui.count_column("labeled runs of the group"),
+                                    "success rate": st.column_config.ProgressColumn(
+                                        format="%.2f", min_value=0, max_value=1,
+                                        help="share of the group's labeled runs that succeeded")})
+    for block, (method, table) in zip(blocks[1:], tables.metrics.items()):
+        with block:
+            st.markdown(f"**{ui.md(method)}: calibration per {group_by}**")
+            st.dataframe(table, hide_index=True, width="stretch",
+                         column_config={group_by: st.column_config.TextColumn(pinned=True),
+                                        **{c: st.column_config.NumberColumn(format="%.3f", help=METRIC_HELP[c])
+                                           for c in views.GROUP_METRICS}})
+
+
 def evaluated_comparison(ws, group_by: str, column, link):
     """Reliability, success rate and metrics per group (they wait for the evaluation); the methods' choice goes
     into ``column``. Returns the page's URL parameters with the methods among them."""
@@ -39,19 +68,7 @@ def evaluated_comparison(ws, group_by: str, column, link):
         st.markdown("**Reliability per group**")
         st.plotly_chart(plots.reliability_facets(views.group_reliability(res, groups, methods)), key="cmp_rel")
         gm = explain.group_metrics(res.labels, views.oof_predictions(res, methods), groups, n_boot=300)
-        st.markdown(f"**Per {group_by}: labeled runs, success rate and the calibration metrics**")
-        summary = views.group_summary(gm, group_by)
-        metric_cols = {c: st.column_config.NumberColumn(format="%.3f")
-                       for c in summary.columns[3:]}
-        st.dataframe(summary, hide_index=True, width="stretch",
-                     column_config={group_by: st.column_config.TextColumn(pinned=True),   # stays when scrolled
-                                    "n": ui.count_column("labeled runs of the group"),
-                                    "success rate": st.column_config.ProgressColumn(format="%.2f", min_value=0,
-                                                                                    max_value=1, width="small"),
-                                    **metric_cols})
-        if len(summary.columns) > 6:           # more than one method: at 900 px the last ones are out of sight
-            st.caption(f"{len(summary.columns) - 3} metric columns: on a narrow window the table scrolls sideways "
-                       f"(shift + mouse wheel, or drag its bottom bar), the {group_by} column stays.")
+        group_tables(views.group_summary(gm, group_by), group_by)
         st.markdown("**Metrics per group** (whiskers: 95% bootstrap intervals, 300 resamples of the group's runs)")
         st.plotly_chart(plots.group_metric_bars(gm), key="cmp_bars")
         with st.expander("Metrics table"):

@@ -245,7 +245,11 @@ def test_counts_have_thousands_separators_and_stay_numbers(app):
     table, config = _table_with(app, "n", "model")
     assert pd.api.types.is_numeric_dtype(table["n"]) and config["n"]["type_config"]["format"] == "%,d"
     assert config["model"]["pinned"] is True
-    assert all(config[c]["type_config"]["format"] == "%.3f" for c in table.columns[3:])
+    assert list(table.columns) == ["model", "n", "success rate"]
+    table, config = _table_with(app, "AUROC ↑", "model")      # one per method: four columns, whole at 900 px
+    assert list(table.columns) == ["model", "ECE ↓", "Brier ↓", "AUROC ↑"]
+    assert config["model"]["pinned"] is True
+    assert all(config[c]["type_config"]["format"] == "%.3f" and config[c]["help"] for c in table.columns[1:])
 
 
 def test_the_charts_keep_their_place_after_the_run_that_waited_for_the_evaluation(app, monkeypatch):

@@ -305,15 +305,23 @@ def test_selective_views_on_the_evaluated_runs(evaluated):
 
 
 def test_group_summary_puts_n_and_success_rate_next_to_the_metrics():
-    """Compare LLMs (issue 27): per group its labeled runs and success rate beside each method's metrics."""
+    """Compare LLMs (issue 27): per group its labeled runs and success rate, and each method's metrics; a table
+    of counts and one of metrics per method, four columns at most each (one row per group with every method's
+    metrics was 9 columns for two methods and scrolled sideways at 900 px)."""
     rng = np.random.default_rng(0)
     y = (rng.random(200) < 0.4).astype(float)
     g = np.where(rng.random(200) < 0.5, "A", "B")
     p = {"M1": rng.random(200), "M2": rng.random(200)}
     gm = explain.group_metrics(y, p, g)
     t = views.group_summary(gm, "model")
-    assert list(t.columns[:3]) == ["model", "n", "success rate"] and len(t) == 2
+    assert list(t.counts.columns) == ["model", "n", "success rate"] and list(t.counts["model"]) == ["A", "B"]
+    assert list(t.metrics) == ["M1", "M2"]
     for grp in ("A", "B"):
-        row = t.set_index("model").loc[grp]
+        row = t.counts.set_index("model").loc[grp]
         assert row["n"] == (g == grp).sum() and row["success rate"] == pytest.approx(y[g == grp].mean())
-        assert row["M2 Brier"] == pytest.approx(np.mean((p["M2"][g == grp] - y[g == grp]) ** 2))
+        m2 = t.metrics["M2"].set_index("model").loc[grp]
+        assert m2["Brier ↓"] == pytest.approx(np.mean((p["M2"][g == grp] - y[g == grp]) ** 2))
+    assert all(list(m.columns) == ["model", "ECE ↓", "Brier ↓", "AUROC ↑"] and list(m["model"]) == ["A", "B"]
+               for m in t.metrics.values())
+    empty = views.group_summary(gm.iloc[:0], "dataset")
+    assert list(empty.counts.columns) == ["dataset", "n", "success rate"] and empty.metrics == {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import REPO
-from test_browser import _assert_clean, _require_browser, _settle, browser, start_dashboard  # noqa: F401
+from test_browser import SHOTS, _assert_clean, _require_browser, _settle, browser, start_dashboard  # noqa: F401
 
 pytestmark = pytest.mark.browser
 NARROW = {"width": 900, "height": 900}
@@ -85,6 +85,30 @@ def test_compare_llms_at_900_px_keeps_its_facet_titles_apart(server, browser):  
     boxes = [titles.nth(k).bounding_box() for k in range(titles.count())]
     assert len(boxes) == 2                     # the two SmolLM2 run sets of the fixture
     assert not _boxes_overlap(boxes[0], boxes[1])
+
+
+#: the data grid's scroller: wider content than its box means the table scrolls sideways
+SIDEWAYS = "grid => { const s = grid.querySelector('.dvn-scroller'); return [s.scrollWidth, s.clientWidth]; }"
+
+
+@pytest.mark.parametrize("width", [900, 1400])
+def test_compare_llms_per_model_tables_fit_whole(server, browser, width):  # noqa: F811
+    """ui-review 35, left open then: the per-model table had 9 columns for two methods and scrolled sideways at
+    900 px. A table of counts and one per method (four columns at most, the metrics' meaning in their header
+    tooltips) fit the page at 900 and at 1400 px: no table scrolls sideways; at 1400 px two share a row."""
+    page = _open(browser, f"{server}/compare", "Compare LLMs")
+    page.set_viewport_size({"width": width, "height": 900})
+    row = page.locator(".st-key-cmp_tables")
+    row.scroll_into_view_if_needed()
+    grids = row.locator('[data-testid="stDataFrame"]')
+    grids.nth(2).locator(".dvn-scroller").wait_for()      # counts, and the two default methods' tables
+    page.wait_for_timeout(800)              # the grids lay out again at the new width
+    row.screenshot(path=str(SHOTS / f"compare_llms_tables_{width}.png"))
+    for k in range(grids.count()):
+        content, box = grids.nth(k).evaluate(SIDEWAYS)
+        assert content <= box + 1, f"at {width} px table {k} scrolls sideways ({content} px of content in {box} px)"
+    tops = [grids.nth(k).bounding_box()["y"] for k in range(grids.count())]
+    assert (tops[0] == tops[1]) == (width == 1400), tops      # side by side only where there is room
 
 
 # --------------------------------------------------------------- the 900 px pass (docs/ui-review.md 25-32)

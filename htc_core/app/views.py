@@ -178,18 +178,32 @@ def score_selection(ws: Workspace, model) -> ScoredSelection:
 
 
 # ------------------------------------------------------------ compare page
-def group_summary(gm: pd.DataFrame, group_by: str) -> pd.DataFrame:
-    """One row per group of :func:`htc_core.explain.group_metrics`: its labeled runs (n), success rate, and each
-    method's ECE, Brier and AUROC next to them (columns ``<method> ECE`` ...), groups in the table's order."""
+#: the metric columns of :func:`group_summary` (arrows: lower / higher is better, as on Calibration)
+GROUP_METRICS = ("ECE ↓", "Brier ↓", "AUROC ↑")
+
+
+@dataclass
+class GroupTables:
+    """Compare LLMs' per-group tables: ``counts`` (the group, its labeled runs ``n`` and success rate) and
+    ``metrics`` (method -> the group and that method's :data:`GROUP_METRICS`), groups in the same order."""
+
+    counts: pd.DataFrame
+    metrics: dict
+
+
+def group_summary(gm: pd.DataFrame, group_by: str) -> GroupTables:
+    """:func:`htc_core.explain.group_metrics` as a table of counts and one small metrics table per method, groups in
+    its order. Four columns at most each: one row per group with every method's three metrics side by side was 9
+    columns for two methods and scrolled sideways in the 440 px a 900 px window leaves beside the sidebar."""
     if gm.empty:
-        return pd.DataFrame(columns=[group_by, "n", "success rate"])
-    base = gm.groupby("group", sort=False).agg(n=("n", "max"), rate=("success_rate", "first")).reset_index()
-    out = base.rename(columns={"group": group_by, "rate": "success rate"})
-    for method, part in gm.groupby("method", sort=False):
-        part = part.set_index("group")
-        for col, name in (("ece", "ECE"), ("brier", "Brier"), ("auroc", "AUROC")):
-            out[f"{method} {name}"] = out[group_by].map(part[col]).to_numpy()
-    return out
+        return GroupTables(pd.DataFrame(columns=[group_by, "n", "success rate"]), {})
+    renamed = gm.rename(columns={"group": group_by, "success_rate": "success rate",
+                                 **dict(zip(("ece", "brier", "auroc"), GROUP_METRICS))})
+    counts = renamed.groupby(group_by, sort=False).agg(
+        {"n": "max", "success rate": "first"}).reset_index()      # every method scores the group's same runs
+    metrics = {str(m): part[[group_by, *GROUP_METRICS]].reset_index(drop=True)
+               for m, part in renamed.groupby("method", sort=False)}
+    return GroupTables(counts, metrics)
 
 
 def evaluated_groups(ws: Workspace, evaluated, column: str) -> np.ndarray:
