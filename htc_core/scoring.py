@@ -220,7 +220,7 @@ def explained_columns(model, ts, *, n_reasons: int = 3):
     >>> table.loc[0, "scorer"]
     'GAC (with alternatives model, zero-shot)'
     >>> table.loc[0, "reason_1"]
-    'First step: skew of its token probabilities is -2.66, close to the typical successful run (lower than 62% of 4 ...'
+    'First step skewness is -2.66, close to the typical successful run (lower than 62% of 4 ...'
     """
     import numpy as np
     import pandas as pd

@@ -100,8 +100,9 @@ with ui.page_errors("inspector"):
             st.caption(f"The model's linear score {expl.linear_score:+.1f} is softly bounded to ±10 (logit = "
                        f"10·tanh(score / 10)), so the intercept and every contribution are shown times "
                        f"{expl.cap_factor:.2f}: they add up to the logit {expl.logit:+.2f}.")
-        st.caption("Correlated features (average |r| above 0.7 on these runs) are one signal here, named for what "
-                   "it measures, with its contributions summed.")
+        st.caption("Correlated features (average |r| above 0.7 on these runs) are one signal here, named by its lead "
+                   "feature as every page names it, with its contributions summed; the raw table below says what "
+                   "each lead measures.")
         with st.expander("Raw contributions: every signal and every feature"):
             st.dataframe(views.signal_frame(expl), hide_index=True, width="stretch")
             st.dataframe(expl.table, hide_index=True, width="stretch")

@@ -89,7 +89,9 @@ def test_reason_wording_on_a_hand_made_model():
     model.contributions = lambda A: ((A - model.mean_) / model.scale_) * model.coef_[0]
     e = explain.explain_trajectory(model, X, 20, labels=y)
     assert e.logit == pytest.approx(0.2 - 2.5)
-    assert e.reasons == ["Last step: probability of the most likely token, mean over its tokens is -5, lower than in "
+    # the feature named as every page names it (F31 on Feature weights), its meaning in the signal's "measures"
+    assert e.signals["measures"].iloc[0] == "last step: probability of the most likely token, mean over its tokens"
+    assert e.reasons == ["Last step top-1 probability, mean is -5, lower than in "
                          "the typical successful run (lower than all 10 successful runs); the model reads higher values "
                          "as a sign of success, and -5 is below the average of the runs it was fitted on (0), so this "
                          "lowers the confidence (logit -2.50)."]

@@ -87,9 +87,11 @@ def signal_frame(explanation) -> pd.DataFrame:
     t["related features"] = ["; ".join(feature_label(f) for f in members.get(s, []) if f != s) for s in t["signal"]]
     t["display_name"] = [feature_label(s) for s in t["signal"]]
     t = t.rename(columns={"display_name": "lead feature", "shown_value": "value (as worded)",
-                          "value": "lead feature's value", "direction": "against the typical reference run"})
-    return t[["name", "value (as worded)", "lead feature", "lead feature's value", "kind", "related features",
-              "against the typical reference run", "success_median", "comparison", "contribution"]]
+                          "measures": "what it measures", "value": "lead feature's value",
+                          "direction": "against the typical reference run"})
+    return t[["name", "value (as worded)", "what it measures", "lead feature", "lead feature's value", "kind",
+              "related features", "against the typical reference run", "success_median", "comparison",
+              "contribution"]]
 
 
 def mistakes_for(ws: Workspace, evaluated, *, htc: str, n: int, explain: bool = True) -> Mistakes:

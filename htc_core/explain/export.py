@@ -106,10 +106,10 @@ def run_reasons(X: np.ndarray, labels, groups, models, which, *, n_reasons: int 
     >>> len(reasons), reasons[1]
     (8, [])
     >>> print(reasons[0][0])
-    Token-to-token change of the chosen token's probability: largest rise (one signal of 23 correlated features)
-    is 0.532, higher than in the typical successful run (higher than all 3 successful runs); the model reads
-    higher values as a sign of success, and 0.532 is above the average of the runs it was fitted on (0.392), but
-    the run's 22 other correlated features pull the other way: together they lower the confidence (logit -0.92).
+    Token gradient, max (one signal of 23 correlated features) is 0.532, higher than in the typical successful run
+    (higher than all 3 successful runs); the model reads higher values as a sign of success, and 0.532 is above
+    the average of the runs it was fitted on (0.392), but the run's 22 other correlated features pull the other
+    way: together they lower the confidence (logit -0.92).
     """
     X = np.asarray(X, dtype=np.float64)
     which = np.asarray(which, dtype=np.int64).reshape(-1)

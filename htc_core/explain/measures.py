@@ -1,4 +1,5 @@
-"""What each of the 48 features measures, in plain words: the names explanations give their signals.
+"""What each of the 48 features measures, in plain words: the description explanations give next to a signal's
+name (:func:`name_of`, the name every page gives the feature).
 
 The paper's names describe how a feature was built (``attention_spread_mean``), and some of those words mislead:
 nothing here is an attention weight. Every "attention" feature is a statistic of the token probabilities r of one
@@ -15,7 +16,7 @@ probability, a change of probabilities or a ratio of them, without a unit, writt
 
 from __future__ import annotations
 
-__all__ = ["measure_of", "MEASURES", "format_measure"]
+__all__ = ["name_of", "measure_of", "MEASURES", "format_measure"]
 
 _STEP_STAT = {
     "entropy": "evenness of the token probabilities within a step (grows with the step's length)",
@@ -74,8 +75,47 @@ def _all() -> dict[str, str]:
 MEASURES: dict[str, str] = _all()
 
 
+def name_of(name: str) -> str:
+    """A feature's name in an explanation: the name every page, table and figure gives it
+    (:func:`htc_core.features.feature_label` without the code), so a reason names a feature as the rest does.
+
+    A feature stored on another scale than its value is written in (:data:`UNITS`: the step count, stored / 10)
+    loses that scale from its name, since a reason writes the value in its unit ("Number of steps is 4 steps", not
+    "Number of steps / 10 is 4 steps").
+
+    Parameters
+    ----------
+    name : str
+        A feature name (one of the 48 of the paper, or any other).
+
+    Returns
+    -------
+    str
+        The registry's short name; for a feature not registered, its name with spaces for underscores.
+
+    Examples
+    --------
+    >>> from htc_core.explain.measures import name_of
+    >>> from htc_core.features import feature_label
+    >>> name_of("last_top1_avg"), feature_label("last_top1_avg")
+    ('Last step top-1 probability, mean', 'F31 Last step top-1 probability, mean')
+    >>> name_of("normalized_step_count"), feature_label("normalized_step_count")
+    ('Number of steps', 'F43 Number of steps / 10')
+    >>> name_of("my_feature")
+    'my feature'
+    """
+    from ..features import REGISTRY
+
+    spec = REGISTRY.get(str(name))
+    if spec is None:
+        return str(name).replace("_", " ")
+    factor = UNITS.get(spec.name, (1.0,))[0]
+    return spec.display_name.removesuffix(f" / {factor:g}") if factor != 1.0 else spec.display_name
+
+
 def measure_of(name: str) -> str:
-    """What feature ``name`` measures, in plain words: the name explanations give a signal.
+    """What feature ``name`` measures, in plain words: the description an explanation gives next to the feature's
+    name (:func:`name_of`).
 
     Parameters
     ----------

@@ -24,7 +24,7 @@ import pandas as pd
 from ..bidi import isolate
 from ..features import FEATURE_NAMES, REGISTRY
 from .inputs import check_matrix, group_names
-from .measures import format_apart, format_measure, measure_of
+from .measures import format_apart, format_measure, measure_of, name_of
 from .signals import DEFAULT_CORRELATION, Signal, signal_groups
 
 __all__ = ["TrajectoryExplanation", "explain_trajectory", "percentile_of", "describe_position", "compare_with",
@@ -181,7 +181,9 @@ class TrajectoryExplanation:
     ``intercept + table.contribution.sum() == logit``.
 
     ``signals``: one row per distinct signal (exact copies and correlated features merged): signal (the lead
-    feature), name (what it measures), display_name (the lead's), kind ('single' / 'duplicate' / 'correlated'),
+    feature), name (the lead's name, as every page names it: :func:`~htc_core.explain.measures.name_of`),
+    measures (what the lead measures, in plain words: :func:`~htc_core.explain.measures.measure_of`), display_name
+    (the lead's), kind ('single' / 'duplicate' / 'correlated'),
     members, n_members, value (the lead's, as stored), shown_value (in the unit the words name: "4 steps"),
     direction ('higher' / 'lower' / 'typical' / 'unknown': the lead's percentile among the reference runs above, below
     or within :data:`TYPICAL_BAND`), success_median, success_percentile (the lead's, among the reference runs),
@@ -323,11 +325,10 @@ class TrajectoryExplanation:
         >>> model = HTCCalibrator(variant="full", alphas=(1.0,)).fit(fm, ts.labels)
         >>> why = explain_trajectory(model, fm, 3, labels=ts.labels, ids=ts.ids, n_reasons=1)
         >>> print(why.summary)
-        Calibrated confidence 0.88 (logit +1.97, HTC-Full). Strongest reasons: Token-to-token change of the
-        chosen token's probability: largest rise (one signal of 23 correlated features) is 0.521, higher
-        than in the typical successful run (higher than 83% of 3 successful runs); the model reads higher
-        values as a sign of success, and 0.521 is above the average of the runs it was fitted on (0.392), so
-        this raises the confidence (logit +1.64).
+        Calibrated confidence 0.88 (logit +1.97, HTC-Full). Strongest reasons: Token gradient, max (one
+        signal of 23 correlated features) is 0.521, higher than in the typical successful run (higher than 83%
+        of 3 successful runs); the model reads higher values as a sign of success, and 0.521 is above the
+        average of the runs it was fitted on (0.392), so this raises the confidence (logit +1.64).
         """
         head = (f"Calibrated confidence {format_confidence(self.confidence)} (logit {self.logit:+.2f}, "
                 f"HTC-{self.variant.capitalize()}).")
@@ -593,7 +594,8 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
             weight=net, offset=float(value[lj] - lin.mean_[lj]), centre=centre, n_members=len(members))
         pct = float(percentile[lj])
         rows.append({
-            "signal": lead, "name": signal_name(lead, len(members)), "display_name": shown[lj],
+            "signal": lead, "name": signal_name(lead, len(members)), "measures": measure_of(lead),
+            "display_name": shown[lj],
             "kind": sig.kind, "members": [shown[j] for j in members if j != lj],
             "n_members": len(members), "value": value[lj], "shown_value": shown_value, "direction": position_of(pct),
             "success_median": median[lj], "success_percentile": pct,
@@ -608,8 +610,9 @@ def _signal_table(table: pd.DataFrame, model, signals: list[Signal], ref_name: s
 
 
 def signal_name(lead: str, n_members: int) -> str:
-    """A signal's name: what its lead feature measures (capitalized), and how many features it merges."""
-    what = measure_of(lead)
+    """A signal's name: its lead feature's name (:func:`~htc_core.explain.measures.name_of`, as every page names
+    the feature; capitalized), and how many features it merges."""
+    what = name_of(lead)
     what = what[:1].upper() + what[1:]
     return what if n_members == 1 else f"{what} (one signal of {n_members} correlated features)"
 
@@ -689,10 +692,9 @@ def explain_trajectory(model, X, index: int, *, labels=None, groups=None, ids=No
     >>> len(why.table), len(why.reasons)
     (48, 2)
     >>> print(why.reasons[1])
-    Skew of the token probabilities within a step, variability across steps (one signal of 8 correlated
-    features) is 1.02, higher than in the typical successful run (higher than 83% of 3 successful runs); the
-    model reads higher values as a sign of success, and 1.02 is above the average of the runs it was fitted on
-    (0.408), so this raises the confidence (logit +0.65).
+    Token skewness, std (one signal of 8 correlated features) is 1.02, higher than in the typical successful run
+    (higher than 83% of 3 successful runs); the model reads higher values as a sign of success, and 1.02 is
+    above the average of the runs it was fitted on (0.408), so this raises the confidence (logit +0.65).
     """
     Xv = check_matrix(X)
     n = Xv.shape[0]

@@ -11,21 +11,21 @@ __all__ = ["FAMILY", "SPECS", "compute"]
 FAMILY = "Position"
 
 _STEP_FEATURES = [
-    # suffix, symbol, step-stat attribute, description
-    ("attention_entropy", "H", "entropy", "entropy of the normalized token confidences"),
-    ("attention_concentration", "κ", "concentration", "max token confidence over the step mean"),
-    ("attention_spread", "ρ", "spread", "std over mean of the token confidences"),
-    ("confidence_volatility", "ρ", "spread", "same as spread, read as instability"),
-    ("confidence_skewness", "skew", "skewness", "skewness of the token confidences (n_t ≥ 2)"),
-    ("top1_avg", "x", "top1", "mean top-1 confidence"),
-    ("topk_avg", "y", "topk", "mean top-k confidence"),
+    # suffix, symbol, step-stat attribute, short name (no "attention": these are statistics of the token
+    # probabilities, the words htc_core.explain.measures uses), description
+    ("attention_entropy", "H", "entropy", "entropy", "entropy of the normalized token confidences"),
+    ("attention_concentration", "κ", "concentration", "concentration", "max token confidence over the step mean"),
+    ("attention_spread", "ρ", "spread", "spread", "std over mean of the token confidences"),
+    ("confidence_volatility", "ρ", "spread", "volatility", "same as spread, read as instability"),
+    ("confidence_skewness", "skew", "skewness", "skewness", "skewness of the token confidences (n_t ≥ 2)"),
+    ("top1_avg", "x", "top1", "top-1 probability, mean", "mean top-1 confidence"),
+    ("topk_avg", "y", "topk", "top-k probability, mean", "mean top-k confidence"),
 ]
 
 SPECS = []
 for _where, _idx, _grp in (("first", "1", "2.1: First Step Specific"), ("last", "S", "2.2: Last Step Specific")):
-    for _suffix, _sym, _attr, _desc in _STEP_FEATURES:
-        SPECS.append((f"{_where}_{_suffix}", _grp,
-                      f"{_where.capitalize()} step {_suffix.replace('_', ' ')}", f"{_sym}_{_idx}",
+    for _suffix, _sym, _attr, _short, _desc in _STEP_FEATURES:
+        SPECS.append((f"{_where}_{_suffix}", _grp, f"{_where.capitalize()} step {_short}", f"{_sym}_{_idx}",
                       f"{_where.capitalize()} step: {_desc}."))
 
 
@@ -63,6 +63,6 @@ def compute(ctx: FeatureContext) -> dict[str, np.ndarray]:
     st = ctx.steps
     out: dict[str, np.ndarray] = {}
     for where, idx in (("first", ctx.first_step), ("last", ctx.last_step)):
-        for suffix, _sym, attr, _desc in _STEP_FEATURES:
+        for suffix, _sym, attr, _short, _desc in _STEP_FEATURES:
             out[f"{where}_{suffix}"] = getattr(st, attr)[idx]
     return out

@@ -12,7 +12,8 @@ __all__ = ["FAMILY", "SPECS", "compute"]
 FAMILY = "Structure"
 
 SPECS = [
-    ("normalized_step_count", "4.1: Structural Metrics", "Step count / 10", "S / 10", "Normalized trajectory length."),
+    ("normalized_step_count", "4.1: Structural Metrics", "Number of steps / 10", "S / 10",
+     "Normalized trajectory length: the number of steps / 10."),
     ("first_token_count", "4.1: Structural Metrics", "First step tokens", "n_1", "Number of tokens in the first step."),
     ("last_token_count", "4.1: Structural Metrics", "Last step tokens", "n_S", "Number of tokens in the last step."),
     ("avg_tokens_per_step", "4.1: Structural Metrics", "Tokens per step, mean", "(Σ_t n_t) / S",

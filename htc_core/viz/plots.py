@@ -538,7 +538,7 @@ def weights_heatmap(weights: pd.DataFrame, *, title: str | None = None, height: 
     ...                        columns=["last_top1_avg", "normalized_step_count"])
     >>> fig = weights_heatmap(weights)
     >>> fig.data[0].type, list(fig.data[0].x), list(fig.data[0].y)
-    ('heatmap', ['F31 Last step top1 avg', 'F43 Step count / 10'], ['facts', 'lists'])
+    ('heatmap', ['F31 Last step top-1 probability, mean', 'F43 Number of steps / 10'], ['facts', 'lists'])
     """
     z = weights.to_numpy(dtype=np.float64)
     lim = float(np.nanmax(np.abs(z))) if z.size else 1.0
