@@ -23,11 +23,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .file_scorer import FileScorer
 from .inputs import align_columns, check_finite, unpack_features_and_names
 from .linear_scoring import LinearScorer, check_feature_profile
 from .model_file import (ALPHA_RANGE, MAX_ABS_MEAN, MAX_ABS_WEIGHT, InvalidModelField, checked_feature_names,
                          checked_number, checked_profile, checked_vector, parse_model_dict)
-from .solvers import sigmoid
 
 __all__ = ["bspline_basis", "ShapeFunction", "GAMScorer", "DEGREE", "SELECT", "GAM_FORMAT", "GAM_FORMAT_VERSION"]
 
@@ -438,7 +438,7 @@ def check_gam_rows(values, n_features: int, estimator: str = "HTCGAM") -> np.nda
     return X
 
 
-class GAMScorer:
+class GAMScorer(FileScorer):
     """A fitted HTC-GAM read from its file (``htc fit --variant gam``, ``HTCGAM.save``), for scoring only.
 
     Scores exactly as :class:`~htc_core.calibration.gam.HTCGAM` (the same shape functions, basis and sum; a file
@@ -470,10 +470,6 @@ class GAMScorer:
     """
 
     variant = "gam"
-
-    def __init__(self, params: dict, state: dict):
-        for name, value in {**params, **state}.items():
-            setattr(self, name, value)
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "GAMScorer":
@@ -564,59 +560,6 @@ class GAMScorer:
             self.checked(X, estimator="HTCCalibrator")
             return self.linear_.decision_function(X)
         return shape_contributions(self.checked(X), self.shapes_, self.feature_names_in_).sum(axis=1) + self.intercept_
-
-    def predict_proba(self, X) -> np.ndarray:
-        """The calibrated probabilities of failure and success.
-
-        Parameters
-        ----------
-        X : FeatureMatrix or array of shape (n_runs, n_features)
-            Features of the model's profile and top-k.
-
-        Returns
-        -------
-        ndarray of shape (n_runs, 2)
-            Probability of failure, probability of success (the calibrated confidence).
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.gam import HTCGAM
-        >>> from htc_core.calibration.gam_scoring import GAMScorer
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> fm = htc.extract(ts)
-        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
-        >>> GAMScorer.from_dict(gam.to_dict()).predict_proba(fm[:3]).shape
-        (3, 2)
-        """
-        p = sigmoid(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X) -> np.ndarray:
-        """The predicted outcome: the success class where the calibrated confidence exceeds 0.5.
-
-        Parameters
-        ----------
-        X : FeatureMatrix or array of shape (n_runs, n_features)
-            Features of the model's profile and top-k.
-
-        Returns
-        -------
-        ndarray of shape (n_runs,)
-            1 where the confidence exceeds 0.5, else 0.
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.gam import HTCGAM
-        >>> from htc_core.calibration.gam_scoring import GAMScorer
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> fm = htc.extract(ts)
-        >>> gam = HTCGAM(alphas=(16.0,), linear_alphas=(1.0,), select="gam").fit(fm, ts.labels)
-        >>> bool((GAMScorer.from_dict(gam.to_dict()).predict(fm) == gam.predict(fm)).all())
-        True
-        """
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
     @property
     def display_name(self) -> str:

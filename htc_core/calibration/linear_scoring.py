@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .file_scorer import FileScorer
 from .inputs import align_columns, check_finite, unpack_features_and_names
 from .model_file import parse_model_dict
 from .solvers import sigmoid, soft_cap
@@ -175,7 +176,7 @@ def check_transfer(t) -> dict | None:
 
 
 
-class LinearScorer:
+class LinearScorer(FileScorer):
     """A fitted HTC model read from its file (``htc fit``, ``HTCCalibrator.save``), for scoring only.
 
     Scores exactly as :class:`~htc_core.calibration.calibrators.HTCCalibrator` (the same :func:`linear_score`,
@@ -201,10 +202,6 @@ class LinearScorer:
     >>> bool((scorer.predict_proba(fm) == model.predict_proba(fm)).all())
     True
     """
-
-    def __init__(self, params: dict, state: dict):
-        for name, value in {**params, **state}.items():
-            setattr(self, name, value)
 
     @classmethod
     def from_dict(cls, obj: Any, *, source: str = "model") -> "LinearScorer":
@@ -315,31 +312,6 @@ class LinearScorer:
         True
         """
         return soft_cap(self.linear_score(X), getattr(self, "logit_bound_", None))
-
-    def predict_proba(self, X) -> np.ndarray:
-        """The calibrated probabilities of failure and success.
-
-        Parameters
-        ----------
-        X : FeatureMatrix or array of shape (n_runs, n_features)
-            Features of the model's profile and top-k.
-
-        Returns
-        -------
-        ndarray of shape (n_runs, 2)
-            Probability of failure, probability of success (the calibrated confidence).
-
-        Examples
-        --------
-        >>> import htc_core as htc
-        >>> from htc_core.calibration.linear_scoring import LinearScorer
-        >>> ts, _ = htc.load("sample_runs/units/units_SmolLM2-135M-greedy.jsonl")
-        >>> model = htc.HTCCalibrator(alphas=(1.0,)).fit_traces(ts)
-        >>> LinearScorer.from_dict(model.to_dict()).predict_proba(htc.extract(ts)).shape
-        (250, 2)
-        """
-        p = sigmoid(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
 
     def __repr__(self) -> str:
         return f"LinearScorer(variant={self.variant!r}, selected={int(np.count_nonzero(self.coef_[0]))})"
