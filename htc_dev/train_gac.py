@@ -3,6 +3,7 @@
     python -m htc_dev.train_gac                  # reads sample_runs/ (two model families)
     python -m htc_dev.train_gac --table-only     # reproduces the card's leave-one-family-out table
     python -m htc_dev.train_gac --out out/models # a quick look elsewhere
+    python -m htc_dev.train_gac --compare-corpus htc_core/calibration/models/gac.json   # old vs grown corpus, fairly
 
 An application of the library (it reads files, so it lives above ``calibration``, like the CLI). Reads the
 labeled runs of ``sample_runs/`` where they are (SmolLM2-135M and Gemma 3 270M on six task families;
@@ -19,6 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SAMPLE_RUNS = REPO / "sample_runs"
@@ -159,6 +162,10 @@ def training_arguments(ap: argparse.ArgumentParser, out_help: str) -> None:
                     help="train on the runs that model file was trained on: the run sets its card lists, the first "
                          "N runs of each as the card counts them (run set files only grow by appending), so that "
                          "--table-only reproduces that card's table after sample_runs/ has grown")
+    ap.add_argument("--compare-corpus", type=Path, default=None, metavar="MODEL_JSON",
+                    help="the fair comparison of this procedure on the corpus MODEL_JSON was trained on and on the "
+                         "grown --sample-runs: nested leave-one-family-out, both scored on the same held-out runs, "
+                         "and the UALA files; prints the ship rule of docs/gac.md applied, writes nothing")
 
 
 def load_training(args, prog: str) -> tuple[object, list[Path]]:
@@ -176,6 +183,9 @@ def load_training(args, prog: str) -> tuple[object, list[Path]]:
         return None, []
     ts, _ = load([str(p) for p in sources])
     ts = ts.labeled()
+    if getattr(args, "corpus_of", None) is not None and getattr(args, "compare_corpus", None) is not None:
+        print(f"{prog}: error: --corpus-of and --compare-corpus exclude each other", file=sys.stderr)
+        return None, []
     if getattr(args, "corpus_of", None) is not None:
         ts = corpus_of(ts, args.corpus_of)
     print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)
@@ -260,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     ts, sources = load_training(args, "train_gac")
     if ts is None:
         return 2
+    if args.compare_corpus is not None:
+        compare_corpus(ts, sources, args.compare_corpus, seed=args.seed)
+        return 0
     sections = _reused_sections(args.out) if args.reuse_leave_one_out else None
     if args.table_only:
         choice = leave_one_family_out(prepare(ts), seed=args.seed, progress=_progress)
@@ -275,6 +288,26 @@ def main(argv: list[str] | None = None) -> int:
         out = gac.save(args.out / f"{name}.json")
         print(f"wrote {out} (transfer: {gac.card['transfer']['chosen']})")
     return 0
+
+
+def compare_corpus(ts, sources: list[Path], model_file: Path, *, seed: int = 42) -> bool:
+    """The fair comparison (:mod:`htc_dev.compare_corpus`) of this procedure on the corpus of ``model_file`` and on
+    the labeled runs ``ts``; prints it and returns whether the rule ships the retrained gac and gac-full."""
+    from htc_core.experiments.corpus_compare import compare_corpora
+    from htc_core.experiments.transfer_eval import prepare
+
+    from . import compare_corpus as cc
+
+    old = cc.rows_in(ts.ids, corpus_of(ts, model_file).ids)
+    print(f"old corpus: {int(old.sum())} of the {len(ts)} runs ({model_file}); nested leave-one-family-out",
+          file=sys.stderr)
+    cmp = compare_corpora(prepare(ts), old, seed=seed, progress=_progress)
+    fits = {k: train_models(ts.filter(m), sources, seed=seed, verbose=False, foreign=False)
+            for k, m in (("old", old), ("new", np.ones(len(ts), dtype=bool)))}
+    print(cc.same_as_file(fits["old"], Path(model_file).parent, DEFAULT_UALA))
+    checks = cc.lofo_checks(cmp.bootstrap("chosen", n_boot=cc.N_BOOT)) + cc.foreign_checks(
+        fits["old"], fits["new"], DEFAULT_UALA)
+    return cc.print_report(cmp, checks, list(NAMES.values()))
 
 
 def _progress(i: int, n: int, g: str) -> None:

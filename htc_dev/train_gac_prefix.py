@@ -2,6 +2,7 @@
 
     python -m htc_dev.train_gac_prefix                 # reads sample_runs/ (two model families)
     python -m htc_dev.train_gac_prefix --out out/models   # a look elsewhere, without touching the package
+    python -m htc_dev.train_gac_prefix --compare-corpus htc_core/calibration/models/gac-prefix.json   # old vs grown
 
 The whole-run GAC (``python -m htc_dev.train_gac``) sees only finished runs; a live
 :class:`~htc_core.monitor.Monitor` scores a run after each of its steps, i.e. prefixes. ``gac-prefix`` is a
@@ -220,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     if ts is None:
         return 2
     progress = lambda m: print(m, file=sys.stderr)    # noqa: E731
+    if args.compare_corpus is not None:
+        compare_corpus(ts, sources, args.compare_corpus, seed=args.seed)
+        return 0
     if args.table_only:
         choice, rows, _ = prefix_leave_one_out(ts, seed=args.seed, progress=progress)
         print(choice.table())
@@ -231,6 +235,44 @@ def main(argv: list[str] | None = None) -> int:
     out = gac.save(args.out / f"{NAME}.json")
     print(f"wrote {out} (transfer: {gac.card['transfer']['chosen']})")
     return 0
+
+
+def compare_corpus(ts, sources: list[Path], model_file: Path, *, seed: int = 42) -> bool:
+    """The fair comparison (:mod:`htc_dev.compare_corpus`) of this procedure over prefixes, on the corpus of
+    ``model_file`` and on the labeled runs ``ts``: both score every prefix of each held-out family's runs (a run's
+    prefixes resampled together), the UALA files at the card's cuts; prints it and returns whether the rule
+    ships the retrained gac-prefix."""
+    from functools import partial
+
+    from htc_core.experiments.corpus_compare import compare_corpora
+    from htc_core.experiments.transfer_eval import prepare
+
+    from . import compare_corpus as cc
+    from .train_gac import DEFAULT_UALA, corpus_of
+
+    ts = ts.labeled()
+    pre = all_prefixes(ts)
+    run_of = np.array([str(i).rsplit("@", 1)[0] for i in pre.ids], dtype=object)
+    old_ids = corpus_of(ts, model_file).ids
+    old, old_runs = cc.rows_in(run_of, old_ids), cc.rows_in(ts.ids, old_ids)
+    print(f"old corpus: {int(old_runs.sum())} of the {len(ts)} runs ({model_file}); nested leave-one-family-out "
+          "over prefixes", file=sys.stderr)
+    cmp = compare_corpora(prepare(pre), old, seed=seed, clusters=run_of, points=partial(cut_points, ts),
+                          progress=lambda i, n, g: print(f"  held out {i}/{n} ({g})", file=sys.stderr))
+    fits = {k: {NAME: train_prefix_model(ts.filter(m), sources, seed=seed, verbose=False, foreign=False)}
+            for k, m in (("old", old_runs), ("new", np.ones(len(ts), dtype=bool)))}
+    print(cc.same_as_file(fits["old"], Path(model_file).parent, DEFAULT_UALA))
+    checks = cc.lofo_checks(cmp.bootstrap("chosen", n_boot=cc.N_BOOT)) + cc.foreign_checks(
+        fits["old"], fits["new"], DEFAULT_UALA, cuts=_cuts())
+    return cc.print_report(cmp, checks, [NAME])
+
+
+def cut_points(ts, choice, method: str, data: dict) -> list[dict]:
+    """The expected-error points (:func:`points_by_cut`) of a leave-one-family-out ``choice`` over the prefixes
+    ``data`` (prepared, ids ``RUN@k``) of runs of ``ts``: what a procedure fitted on those runs prints from."""
+    runs = {str(i).rsplit("@", 1)[0] for i in data["ids"]}
+    sub = ts.filter(np.array([str(i) in runs for i in ts.ids], dtype=bool))
+    return points_by_cut(choice, by_cut(sub, data, choice), method)
 
 
 def train_prefix_model(ts, sources: list[Path], *, seed: int = 42, progress=None, verbose: bool = True,

@@ -799,7 +799,7 @@ EXPERIMENT_ALPHAS = (0.01, 0.1, 1.0, 5.0, 20.0, 50.0)
 
 def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXPERIMENT_ALPHAS,
                          progress: Callable[[int, int, str], None] | None = None,
-                         set_min_runs: int = SET_MIN_RUNS) -> TransferChoice:
+                         set_min_runs: int = SET_MIN_RUNS, families: list | None = None) -> TransferChoice:
     """Every transfer method on every held-out family: the GAC fitted on the other families, scored zero-shot.
 
     No held-out label reaches a fit: the candidates see the held-out features only; labels only score them.
@@ -820,6 +820,8 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
     set_min_runs : int, default 50
         The fewest held-out runs on which a ``SET_LEVEL`` method acts (below it, it keeps the per-run
         confidences).
+    families : list of str or None, default None
+        Hold out only these families (each still fitted on all the others); default every family.
 
     Returns
     -------
@@ -845,7 +847,8 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
     'signal'
     """
     d = {**(ts if isinstance(ts, dict) else prepare(ts)), "set_min_runs": int(set_min_runs)}
-    fams = [g for g in sorted(set(d["groups"])) if len(set(d["y"][d["groups"] == g])) == 2]
+    fams = [g for g in sorted(set(d["groups"])) if len(set(d["y"][d["groups"] == g])) == 2
+            and (families is None or g in families)]
     rows, shifts, aur, chosen, estimates = [], [], {}, {}, []
     preds = {m: np.full(len(d["y"]), np.nan) for m in METHODS}
     for i, g in enumerate(fams):
