@@ -43,9 +43,13 @@ def lofo_checks(boot) -> list[dict]:
     for stat, what, up in (("ece_mean", "mean ECE", False), ("ece_worst", "worst ECE", False),
                            ("auroc_mean", "mean AUROC", True)):
         r = boot.loc[stat]
-        out.append({"check": f"held-out families: {what}", "old": r.old, "new": r.new, "diff": r["diff"],
-                    "low": r.low, "high": r.high, "pass": no_worse(r["diff"], r.low, r.high, higher_is_better=up)})
+        out.append({"check": f"held-out families: {what}", **_values(r),
+                    "pass": no_worse(r["diff"], r.low, r.high, higher_is_better=up)})
     return out
+
+
+def _values(r) -> dict:
+    return {k: float(r[k]) for k in ("old", "new", "diff", "low", "high", "basic_low", "basic_high")}
 
 
 def foreign_checks(old_models: dict, new_models: dict, folder: Path, cuts: list | None = None) -> list[dict]:
@@ -77,8 +81,7 @@ def foreign_checks(old_models: dict, new_models: dict, folder: Path, cuts: list 
             for stat, what, up in (("ece_mean", "ECE", False), ("auroc_mean", "AUROC", True)):
                 r = boot.loc[stat]
                 out.append({"check": f"{f.name} {name}: {what}" + (f" (mean of {len(parts)} cuts)" if cuts else ""),
-                            "old": r.old, "new": r.new, "diff": r["diff"], "low": r.low, "high": r.high,
-                            "pass": no_worse(r["diff"], r.low, r.high, higher_is_better=up),
+                            **_values(r), "pass": no_worse(r["diff"], r.low, r.high, higher_is_better=up),
                             "inside": f"range held it old {inside['old']}/{len(parts)}, new {inside['new']}/{len(parts)}"})
     return out
 
@@ -94,11 +97,12 @@ def print_report(cmp, checks: list[dict], names: list[str], file=sys.stdout) -> 
         print(f"  {stat:11s} {r.old:.3f} -> {r.new:.3f}  diff {r['diff']:+.3f}  95% [{r.low:+.3f}, {r.high:+.3f}]",
               file=file)
     print(f"\nthe ship rule (docs/gac.md): no worse = new - old within {TOLERANCE} in the bad direction, or the "
-          "95% interval reaches 0", file=file)
+          "95% interval reaches 0 (the percentile interval; the basic one, which corrects ECE's resampling bias, "
+          "for information)", file=file)
     for c in checks:
         print(f"  {'PASS' if c['pass'] else 'FAIL'}  {c['check']:52s} {c['old']:.3f} -> {c['new']:.3f}  diff "
-              f"{c['diff']:+.3f}  95% [{c['low']:+.3f}, {c['high']:+.3f}]" + (f"  ({c['inside']})" if "inside" in c
-                                                                               else ""), file=file)
+              f"{c['diff']:+.3f}  95% [{c['low']:+.3f}, {c['high']:+.3f}] (basic [{c['basic_low']:+.3f}, "
+              f"{c['basic_high']:+.3f}])" + (f"  ({c['inside']})" if "inside" in c else ""), file=file)
     ship = all(c["pass"] for c in checks)
     print(f"decision: {'SHIP' if ship else 'KEEP'} the retrained {', '.join(names)}"
           + ("" if ship else f" (failed: {'; '.join(c['check'] for c in checks if not c['pass'])})"), file=file)

@@ -350,8 +350,10 @@ def paired_bootstrap(y: np.ndarray, p_a: np.ndarray, p_b: np.ndarray, cells: np.
     Returns
     -------
     pandas.DataFrame
-        Indexed by statistic (ece_mean, ece_worst, brier_mean, auroc_mean): the two values, diff (b - a) and
-        low, high (the 2.5% and 97.5% quantiles of the resampled diff).
+        Indexed by statistic (ece_mean, ece_worst, brier_mean, auroc_mean): the two values, diff (b - a),
+        low, high (the 2.5% and 97.5% quantiles of the resampled diff: the percentile interval) and basic_low,
+        basic_high (the basic interval, 2 diff - those quantiles: it corrects the shift of a biased statistic's
+        resampled diff; ECE is one, most where it is near 0).
 
     Examples
     --------
@@ -362,7 +364,7 @@ def paired_bootstrap(y: np.ndarray, p_a: np.ndarray, p_b: np.ndarray, cells: np.
     >>> y = (rng.random(400) < p).astype(float)                  # p is calibrated; p + 0.15 is not
     >>> b = paired_bootstrap(y, p, p + 0.15, np.repeat(["a", "b"], 200), n_boot=300)
     >>> b.round(2).loc["ece_mean"].tolist()
-    [0.05, 0.18, 0.13, 0.06, 0.14]
+    [0.05, 0.18, 0.13, 0.06, 0.14, 0.12, 0.2]
     """
     y = np.asarray(y, dtype=np.float64)
     P = np.vstack([np.asarray(p_a, dtype=np.float64), np.asarray(p_b, dtype=np.float64)])
@@ -376,8 +378,9 @@ def paired_bootstrap(y: np.ndarray, p_a: np.ndarray, p_b: np.ndarray, cells: np.
                       for _ in range(n_boot)])
     diff = draws[:, 1] - draws[:, 0]
     lo, hi = np.quantile(diff, [0.025, 0.975], axis=0)
-    return pd.DataFrame({names[0]: point[0], names[1]: point[1], "diff": point[1] - point[0], "low": lo, "high": hi},
-                        index=pd.Index(STATS, name="statistic"))
+    d = point[1] - point[0]
+    return pd.DataFrame({names[0]: point[0], names[1]: point[1], "diff": d, "low": lo, "high": hi,
+                         "basic_low": 2 * d - hi, "basic_high": 2 * d - lo}, index=pd.Index(STATS, name="statistic"))
 
 
 def _units(blocks: np.ndarray, clusters: np.ndarray) -> list:
