@@ -170,9 +170,14 @@ def training_arguments(ap: argparse.ArgumentParser, out_help: str) -> None:
 
 def load_training(args, prog: str) -> tuple[object, list[Path]]:
     """(the labeled runs of ``args.sample_runs`` and ``args.uala`` that exist, those paths); a warning on stderr for
-    each path not found; (None, []) when none is (the command then exits 2)."""
+    each path not found; (None, []) when none is, or when --compare-corpus comes with --corpus-of or --uala (the
+    command then exits 2)."""
     from htc_core.formats import load
 
+    if getattr(args, "compare_corpus", None) is not None and (args.corpus_of is not None or args.uala):
+        print(f"{prog}: error: --compare-corpus takes neither --corpus-of (it makes that corpus itself) nor --uala "
+              "(the UALA files are its foreign set)", file=sys.stderr)
+        return None, []
     wanted = [args.sample_runs] + ([args.uala] if args.uala else [])
     sources = [p for p in wanted if p.exists()]
     for p in wanted:
@@ -183,9 +188,6 @@ def load_training(args, prog: str) -> tuple[object, list[Path]]:
         return None, []
     ts, _ = load([str(p) for p in sources])
     ts = ts.labeled()
-    if getattr(args, "corpus_of", None) is not None and getattr(args, "compare_corpus", None) is not None:
-        print(f"{prog}: error: --corpus-of and --compare-corpus exclude each other", file=sys.stderr)
-        return None, []
     if getattr(args, "corpus_of", None) is not None:
         ts = corpus_of(ts, args.corpus_of)
     print(f"training data: {len(ts)} labeled runs from {', '.join(map(relative_path, sources))}", file=sys.stderr)

@@ -196,8 +196,11 @@ def test_the_ship_rule_takes_the_tolerance_or_the_interval():
     assert no_worse(0.02, 0.01, 0.03, higher_is_better=True)
 
 
-def test_corpus_of_and_compare_corpus_exclude_each_other(capsys):
+def test_compare_corpus_refuses_corpus_of_and_uala(capsys, tmp_path):
     from htc_dev.train_gac import main
+    from htc_dev.train_gac_prefix import main as main_prefix
 
     assert main(["--corpus-of", str(GAC), "--compare-corpus", str(GAC), "--table-only"]) == 2
-    assert "exclude each other" in capsys.readouterr().err
+    assert "neither --corpus-of" in capsys.readouterr().err
+    assert main_prefix(["--uala", str(tmp_path), "--compare-corpus", str(GAC)]) == 2
+    assert "neither --corpus-of" in capsys.readouterr().err
