@@ -137,10 +137,10 @@ def held_out_confidences(d: dict, g: str, seed: int, fit_kw: dict) -> tuple[dict
 
 def set_level_methods(d: dict, tr: np.ndarray, te: np.ndarray, p_te: np.ndarray, zs_tr: np.ndarray, *,
                       min_runs: int = SET_MIN_RUNS) -> tuple[dict, list]:
-    """The :data:`SET_LEVEL` confidences of the held-out rows ``te`` (each from the held-out set's unlabeled
-    scores and maps fitted on the training rows ``tr``), and one row per ranker: its true and its label-free
-    (SUMMA) AUROC estimate. ``p_te``: the ``stack-oof`` confidences of ``te``; ``zs_tr``: its out-of-family logit
-    on ``tr``."""
+    """The :data:`~htc_core.experiments.transfer_choice.SET_LEVEL` confidences of the held-out rows ``te`` (each
+    from the held-out set's unlabeled scores and maps fitted on the training rows ``tr``), and one row per ranker:
+    its true and its label-free (SUMMA) AUROC estimate. ``p_te``: the ``stack-oof`` confidences of ``te``;
+    ``zs_tr``: its out-of-family logit on ``tr``."""
     from ..calibration import rank_ensemble as rk
     from ..calibration.signal_choice import nearest_family_confidences
 

@@ -39,7 +39,7 @@ RATE_SOURCE = {"signal-oof": "signal"}
 class TransferChoice:
     """Per held-out family: the metrics of every transfer method, the signals' AUROC and the shift measurements.
 
-    Made by :func:`leave_one_family_out`.
+    Made by :func:`~htc_core.experiments.transfer_lofo.leave_one_family_out`.
 
     Parameters
     ----------

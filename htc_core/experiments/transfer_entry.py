@@ -25,13 +25,14 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
 
     None for ``gac``; otherwise the signal chosen on all runs and the stack coefficients (``stack-oof`` from
     out-of-family logits, ``stack`` from the fitted ``models``' own logits, ``signal`` without the GAC,
-    ``signal-oof`` without it through :func:`out_of_family_platt`). When no run lacks top-k alternatives, a
-    ``fallback`` scores such runs by the Platt-scaled signal alone (a signal method's own map).
+    ``signal-oof`` without it through :func:`~htc_core.experiments.transfer_maps.out_of_family_platt`). When no
+    run lacks top-k alternatives, a ``fallback`` scores such runs by the Platt-scaled signal alone (a signal
+    method's own map).
 
     Parameters
     ----------
     d : dict
-        What :func:`prepare` made of the training runs.
+        What :func:`~htc_core.experiments.transfer_families.prepare` made of the training runs.
     method : {"gac", "stack", "signal", "signal-oof", "stack-oof"}
         A method of ``SHIPPABLE``.
     variant : str, default "reduced"
@@ -90,10 +91,11 @@ def fit_transfer(d: dict, method: str, *, variant: str = "reduced", seed: int = 
 
 def fit_set_level(d: dict, *, variant: str = "reduced", seed: int = 42, inner_folds: int = 3,
                   models: dict | None = None) -> dict:
-    """The ``rank-mean-platt`` set-level entry, as measured by :func:`set_level_methods`: its ``ranker`` is the
-    ``stack-oof`` transfer entry (the GAC's ranker in the mean rank, whatever the per-run method is), its ``coef``
-    the Platt map of every family's within-family mean rank of that ranker's out-of-family logit and the three
-    training-free signals, applied to a scored set of at least ``min_runs`` runs."""
+    """The ``rank-mean-platt`` set-level entry, as measured by
+    :func:`~htc_core.experiments.transfer_candidates.set_level_methods`: its ``ranker`` is the ``stack-oof`` transfer
+    entry (the GAC's ranker in the mean rank, whatever the per-run method is), its ``coef`` the Platt map of every
+    family's within-family mean rank of that ranker's out-of-family logit and the three training-free signals,
+    applied to a scored set of at least ``min_runs`` runs."""
     from ..calibration.rank_ensemble import fit_rank_mean_platt
     from ..calibration.transfer_methods import apply_transfer
 

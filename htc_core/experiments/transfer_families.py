@@ -71,7 +71,10 @@ def family_groups(meta: pd.DataFrame) -> np.ndarray:
 
 
 def prepare(ts) -> dict:
-    """What :func:`leave_one_family_out` and :func:`fit_transfer` need of the labeled runs, computed once.
+    """What the leave-one-family-out experiment and the transfer entry need of the labeled runs, computed once.
+
+    The input of :func:`~htc_core.experiments.transfer_lofo.leave_one_family_out` and
+    :func:`~htc_core.experiments.transfer_entry.fit_transfer`.
 
     Parameters
     ----------

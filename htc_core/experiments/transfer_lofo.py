@@ -46,7 +46,7 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
     Parameters
     ----------
     ts : TraceSet or dict
-        Labeled runs, or what :func:`prepare` made of them.
+        Labeled runs, or what :func:`~htc_core.experiments.transfer_families.prepare` made of them.
     seed : int, default 42
         The inner folds' random state.
     inner_folds : int, default 3
@@ -111,8 +111,9 @@ def leave_one_family_out(ts, *, seed: int = 42, inner_folds: int = 3, alphas=EXP
 
 
 def _rebase_small_sets(choice: TransferChoice) -> TransferChoice:
-    """Below ``set_min_runs`` a set-level method keeps the shipped per-run confidences: those of :meth:`best`
-    (measured as ``stack-oof``'s, replaced here by the best's rows and predictions where they differ)."""
+    """Below ``set_min_runs`` a set-level method keeps the shipped per-run confidences: those of
+    :meth:`~htc_core.experiments.transfer_choice.TransferChoice.best` (measured as ``stack-oof``'s, replaced here by
+    the best's rows and predictions where they differ)."""
     base = choice.best()
     if base == "stack-oof":
         return choice
