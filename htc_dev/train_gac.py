@@ -8,7 +8,7 @@
 An application of the library (it reads files, so it lives above ``calibration``, like the CLI). Reads the
 labeled runs of ``sample_runs/`` where they are (SmolLM2-135M and Gemma 3 270M on six task families;
 ``--uala DIR`` adds more), runs the leave-one-family-out comparison of the transfer candidates
-(:func:`htc_core.experiments.transfer_eval.leave_one_family_out`), ships the winner among those a file can hold,
+(:func:`htc_core.experiments.transfer_lofo.leave_one_family_out`), ships the winner among those a file can hold,
 fits ``gac`` (Reduced) and ``gac-full`` on all runs and writes ``htc_core/calibration/models/gac.json`` and
 ``gac-full.json`` with cards (every training run set, the table, the expected-error points). Only these JSON
 files are committed. The UALA HotpotQA runs (Llama-2-70B) are not trained on: they are the foreign set of
@@ -63,7 +63,7 @@ def kind_counts(ts) -> list[dict]:
 
 def run_sets(ts) -> list[dict]:
     """Every training run set (one file of sample_runs: a task x decoding configuration of one model)."""
-    from htc_core.experiments.transfer_eval import model_family
+    from htc_core.experiments.transfer_families import model_family
 
     m = ts.meta.assign(success=ts.labels)
     out = []
@@ -85,7 +85,7 @@ def submodel_card(m) -> dict | None:
 def loo_section(choice) -> dict:
     """The card's leave-one-family-out section: every candidate per held-out family, the chosen one, the
     expected-error points (shift measures and the chosen method's ECE per family)."""
-    from htc_core.experiments.transfer_eval import expected_error_points, range_self_check
+    from htc_core.experiments.transfer_range import expected_error_points, range_self_check
 
     out = choice.to_dict()
     out["by"] = "family (task x model family)"
@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the leave-one-family-out table (the card's, reproduced) and write nothing")
     args = ap.parse_args(argv)
 
-    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
+    from htc_core.experiments.transfer_families import prepare
+    from htc_core.experiments.transfer_lofo import leave_one_family_out
 
     ts, sources = load_training(args, "train_gac")
     if ts is None:
@@ -296,7 +297,7 @@ def compare_corpus(ts, sources: list[Path], model_file: Path, *, seed: int = 42)
     """The fair comparison (:mod:`htc_dev.compare_corpus`) of this procedure on the corpus of ``model_file`` and on
     the labeled runs ``ts``; prints it and returns whether the rule ships the retrained gac and gac-full."""
     from htc_core.experiments.corpus_compare import compare_corpora
-    from htc_core.experiments.transfer_eval import prepare
+    from htc_core.experiments.transfer_families import prepare
 
     from . import compare_corpus as cc
 
@@ -323,7 +324,8 @@ def train_models(ts, sources: list[Path], *, seed: int = 42, variants=NAMES, sec
 into the card, :func:`foreign_section`). What the shipped files are made of;
     :mod:`htc_dev.bench.gac_foreign` calls it on one model family to score the other as a new family."""
     from htc_core.calibration.general import fit_general
-    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
+    from htc_core.experiments.transfer_families import prepare
+    from htc_core.experiments.transfer_lofo import leave_one_family_out
 
     d = prepare(ts)
     if sections is None:
@@ -347,7 +349,7 @@ into the card, :func:`foreign_section`). What the shipped files are made of;
 
 
 def _transfer(d, method: str, variant: str, seed: int, gac, set_level: str | None = None) -> dict | None:
-    from htc_core.experiments.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_entry import fit_transfer
 
     return fit_transfer(d, method, variant=variant, seed=seed, models=gac.models, set_level=set_level)
 

@@ -19,7 +19,7 @@ Decisions where the issue is silent:
   of the held-out dataset reaches a fit, so they are honest.
 - Transfer, chosen as for ``gac`` but over prefixes (:func:`prefix_leave_one_out`): for each held-out family
   (task x model family) a prefix GAC is fitted on every prefix of the other families' runs, and every candidate
-  of :mod:`htc_core.experiments.transfer_eval` (the GAC as fitted, test-time standardization, EM base rate,
+  of :mod:`htc_core.experiments.transfer_candidates` (the GAC as fitted, test-time standardization, EM base rate,
   importance weights, the stacks with the best training-free running signal, the signal alone) scores every
   prefix of the held-out runs. The shipped method is the one a Monitor can apply step by step with the lowest
   mean ECE there; the card also holds every candidate per cut (25/50/75/100% of the steps, step 1/2/3; a run
@@ -81,12 +81,13 @@ def cut_rows(ts, ids) -> dict:
 
 
 def prefix_leave_one_out(ts, *, seed: int = 42, progress=print):
-    """The transfer candidates of :mod:`htc_core.experiments.transfer_eval` chosen leave-one-family-out over
+    """The transfer candidates of :mod:`htc_core.experiments.transfer_candidates` chosen leave-one-family-out over
     *prefixes*: for each held-out family (task x model family) a prefix GAC fitted on every prefix of the other
     families' runs, each candidate scored on every prefix of the held-out runs (the Monitor's stream; the
     choice is made there), and per cut (:func:`cut_rows`). Returns (the TransferChoice, the per-cut rows, the
-    prepared prefix data for :func:`htc_core.experiments.transfer_eval.fit_transfer`)."""
-    from htc_core.experiments.transfer_eval import leave_one_family_out, prepare
+    prepared prefix data for :func:`htc_core.experiments.transfer_entry.fit_transfer`)."""
+    from htc_core.experiments.transfer_families import prepare
+    from htc_core.experiments.transfer_lofo import leave_one_family_out
 
     ts = ts.labeled()
     d = prepare(all_prefixes(ts))
@@ -99,7 +100,7 @@ def by_cut(ts, d: dict, choice) -> list[dict]:
     """Per held-out family, cut and method: n, ECE, Brier, AUROC of the held-out confidences on those prefixes;
     and (method ``signal:NAME``) each training-free running signal's AUROC there."""
     from htc_core.experiments.grouping import score_metrics
-    from htc_core.experiments.transfer_eval import family_groups
+    from htc_core.experiments.transfer_families import family_groups
     from htc_core.calibration.transfer_methods import SIGNALS
 
     fam = family_groups(ts.meta)
@@ -133,7 +134,7 @@ def mean_by_cut(rows: list[dict]) -> list[dict]:
 def points_by_cut(choice, rows: list[dict], chosen: str) -> list[dict]:
     """The expected-error points of the chosen method (shift measures and ECE on every held-out prefix),
     with ``ece_low``/``ece_high``: its lowest and highest ECE over the cuts of that family."""
-    from htc_core.experiments.transfer_eval import expected_error_points
+    from htc_core.experiments.transfer_range import expected_error_points
 
     out = []
     for p in expected_error_points(choice, chosen):
@@ -157,7 +158,7 @@ def _decision(chosen: str, means: list[dict]) -> str:
 def loo_section(choice, rows: list[dict]) -> dict:
     """The card's leave-one-family-out section: every candidate on every held-out prefix (summary, rows), the
     chosen one, the same per cut (by_prefix, mean_by_prefix), the expected-error points and their self-check."""
-    from htc_core.experiments.transfer_eval import range_self_check
+    from htc_core.experiments.transfer_range import range_self_check
 
     out = choice.to_dict()
     chosen = out["chosen"]
@@ -245,7 +246,7 @@ def compare_corpus(ts, sources: list[Path], model_file: Path, *, seed: int = 42)
     from functools import partial
 
     from htc_core.experiments.corpus_compare import compare_corpora
-    from htc_core.experiments.transfer_eval import prepare
+    from htc_core.experiments.transfer_families import prepare
 
     from . import compare_corpus as cc
     from .train_gac import DEFAULT_UALA, corpus_of
@@ -280,7 +281,7 @@ def train_prefix_model(ts, sources: list[Path], *, seed: int = 42, progress=None
     """``gac-prefix`` fitted on every prefix of the labeled runs ``ts``, its transfer chosen leave-one-family-out
     over prefixes, with its card. What the shipped file is made of; :mod:`htc_dev.bench.gac_foreign` calls it on
     one model family to score the other as a new family."""
-    from htc_core.experiments.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_entry import fit_transfer
 
     ts = ts.labeled()
     choice, rows, d = prefix_leave_one_out(ts, seed=seed, progress=progress)

@@ -55,7 +55,7 @@ def test_default_monitor_is_the_shipped_prefix_gac():
     prefixes_seen = {r["prefix"] for r in loo["by_prefix"]}
     assert {"step 1", "25% of steps", "100% of steps"} <= prefixes_seen
     # the transfer is the candidate with the lowest mean ECE over the held-out prefixes, and the file holds it
-    from htc_core.experiments.transfer_eval import SHIPPABLE
+    from htc_core.experiments.transfer_choice import SHIPPABLE
 
     shippable = {m: s["ece_mean"] for m, s in loo["summary"].items() if m in SHIPPABLE}
     assert loo["chosen"] == min(shippable, key=shippable.get) == card["transfer"]["chosen"]

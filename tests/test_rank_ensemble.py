@@ -163,7 +163,7 @@ def test_a_gac_with_a_set_level_entry_scores_a_set_and_a_single_run(tmp_path):
 
 
 def test_best_set_level_needs_no_higher_ece_and_a_higher_auroc():
-    from htc_core.experiments.transfer_eval import SET_LEVEL, TransferChoice
+    from htc_core.experiments.transfer_choice import SET_LEVEL, TransferChoice
 
     fams = [("big", 500), ("small", 16)]
     rows = []

@@ -11,7 +11,7 @@ import pytest
 from htc_core.calibration import signal_choice as sc
 from htc_core.calibration.metrics import auroc
 from htc_core.calibration.transfer_methods import sigmoid
-from htc_core.experiments.transfer_eval import fit_nearest_family
+from htc_core.experiments.transfer_maps import fit_nearest_family
 
 
 def two_families(n=400, seed=3):
@@ -111,7 +111,7 @@ def gac_with_nearest_family():
     """The shipped gac with a nearest-family step fitted on the sample runs' signals (the shipped files hold none)."""
     import htc_core as htc
     from htc_core.calibration.transfer_methods import signal_matrix, training_free_signal_arrays
-    from htc_core.experiments.transfer_eval import family_groups
+    from htc_core.experiments.transfer_families import family_groups
 
     from conftest import REPO
 
@@ -157,7 +157,8 @@ def test_the_step_round_trips_through_the_json_model_file(nf_gac, tmp_path):
 
 def test_fit_transfer_adds_the_step_on_request():
     from htc_core.calibration.general import check_transfer
-    from htc_core.experiments.transfer_eval import fit_transfer, prepare
+    from htc_core.experiments.transfer_entry import fit_transfer
+    from htc_core.experiments.transfer_families import prepare
     from htc_core.formats import load
 
     from conftest import REPO
@@ -255,7 +256,8 @@ def test_score_as_set_with_a_nearest_family_file_imports_numpy_only(nf_gac, tmp_
 def test_the_leave_one_family_out_choice_measures_it_on_sets_of_any_size():
     """nearest-family is a set-level candidate of the choice rule; with set_min_runs=0 every held-out family (16
     runs here) is scored as a set, and its families (all under 50 runs) still lend their signal."""
-    from htc_core.experiments.transfer_eval import SET_LEVEL, leave_one_family_out
+    from htc_core.experiments.transfer_choice import SET_LEVEL
+    from htc_core.experiments.transfer_lofo import leave_one_family_out
     from htc_core.formats import load
 
     from conftest import REPO

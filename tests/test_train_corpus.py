@@ -84,7 +84,7 @@ def small():
     """The prepared data of 3 small families, and the "old" corpus: the first 4 runs of each run set."""
     import numpy as np
 
-    from htc_core.experiments.transfer_eval import prepare
+    from htc_core.experiments.transfer_families import prepare
 
     ts, _ = load(SMALL)
     ts = ts.labeled()

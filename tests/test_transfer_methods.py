@@ -165,7 +165,7 @@ def test_importance_weighted_platt_is_the_platt_a_labeled_target_would_give():
 def test_fit_transfer_signal_recovers_a_known_platt_and_never_stacks_an_entropy():
     """A signal that is itself calibrated (labels drawn as Bernoulli(signal)) gets slope 1 and intercept 0; minus
     an entropy that ranks perfectly is still not stacked (its logit would be a constant)."""
-    from htc_core.experiments.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_entry import fit_transfer
     from htc_core.calibration.transfer_methods import STACKABLE
 
     rng = np.random.default_rng(6)
@@ -207,7 +207,7 @@ def test_out_of_family_stack_drops_a_model_that_only_fits_in_sample():
     those features (the in-sample stack trusts its logit), but on a family it has not seen its logit is noise:
     the out-of-family stack (stack-oof, the shipped method) learns that and leans on the signal."""
     from htc_core.calibration.calibrators import HTCCalibrator
-    from htc_core.experiments.transfer_eval import fit_transfer
+    from htc_core.experiments.transfer_entry import fit_transfer
 
     rng = np.random.default_rng(8)
     n_fam, per, width = 4, 300, 48
@@ -233,7 +233,7 @@ def test_out_of_family_platt_keeps_a_shared_map_and_flattens_one_that_does_not_c
     """Known answers: four families that share sigmoid(2x - 0.5) give that map back (the second step is the
     identity); where x tells the outcome in one family only and is noise in the other three, the map that carries
     to a new family is nearly flat (the pooled Platt map is not); one family: the plain Platt map."""
-    from htc_core.experiments.transfer_eval import out_of_family_platt
+    from htc_core.experiments.transfer_maps import out_of_family_platt
 
     rng = np.random.default_rng(9)
     x, groups = rng.normal(size=40_000), np.repeat(["a", "b", "c", "d"], 10_000)
@@ -252,7 +252,8 @@ def test_signal_oof_entry_holds_the_map_its_base_rate_measures_read():
     exactly; a GAC whose transfer holds a rate_map measures the base-rate gap on those, and a bad rate_map is
     refused with a message."""
     from htc_core.calibration.general import check_transfer
-    from htc_core.experiments.transfer_eval import fit_transfer, out_of_family_platt
+    from htc_core.experiments.transfer_entry import fit_transfer
+    from htc_core.experiments.transfer_maps import out_of_family_platt
 
     rng = np.random.default_rng(10)
     groups = np.repeat([f"t{i} | M" for i in range(4)], 500)

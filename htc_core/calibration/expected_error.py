@@ -1,7 +1,7 @@
 """The expected calibration error of a zero-shot score, from the leave-one-family-out errors at a similar shift.
 
 A GAC's card holds, for every family it was evaluated on leave-one-family-out
-(:mod:`htc_core.experiments.transfer_eval`), the shift of that family from the rest and the ECE the shipped
+(:mod:`htc_core.experiments.transfer_lofo`), the shift of that family from the rest and the ECE the shipped
 method reached there (``card["expected_error"]["points"]``). For a new run set the same shift is measured
 without labels (:func:`shift_measures`):
 

@@ -10,7 +10,7 @@ Top1Conf fall back to r), and a calibrator fitted on one kind transfers badly to
   every run has the same definitions), fitted on all runs; it scores runs without alternatives (and every
   run when the first model is absent).
 
-Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.experiments.transfer_eval`), the
+Optionally (``transfer``, chosen leave-one-family-out by :mod:`htc_core.experiments.transfer_lofo`), the
 routed model's logit is combined with a training-free signal of the run
 (:mod:`htc_core.calibration.transfer_methods`): ``sigmoid(a z + b logit(signal) + c)``. The signal is read off
 the runs' tokens, so a GAC with a ``transfer`` scores TraceSets (:meth:`GeneralCalibrator.predict_proba_traces`).

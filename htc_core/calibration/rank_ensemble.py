@@ -21,7 +21,7 @@ combining multiple predictors without labeled data", PNAS 2014, for the spectral
 
 Real rankers built from the same tokens are *not* conditionally independent: their shared dependence inflates
 their covariance and with it their estimated AUROC. :func:`estimate_auroc` reports the fit's residual, and
-:mod:`htc_core.experiments.transfer_eval` measures how well the estimates match the true AUROCs leave-one-family-out
+:mod:`htc_core.experiments.transfer_lofo` measures how well the estimates match the true AUROCs leave-one-family-out
 before any of this is trusted.
 """
 

@@ -15,7 +15,7 @@ unlabeled runs cannot measure which. ``nearest-family`` borrows the answer from 
 - optionally (``max_distance``) no family is near enough, and the default signal (the minimum token probability, the
   per-run GAC's) is kept;
 - the chosen signal's score goes through that signal's out-of-family Platt map (fitted on the training runs as
-  ``signal-oof`` fits its map: :func:`htc_core.experiments.transfer_eval.fit_nearest_family`).
+  ``signal-oof`` fits its map: :func:`htc_core.experiments.transfer_maps.fit_nearest_family`).
 
 The step lives in a GAC file's ``transfer.set_level`` entry (JSON; :func:`check_entry` validates it) and acts only
 when a set of at least ``min_runs`` runs is scored as a set (``htc score gac RUNS --as-set``); one run is always

@@ -1,6 +1,6 @@
 """Ways to carry a calibrator to a run set without its labels (the GAC's transfer candidates).
 
-Each is a small, separately testable step on arrays; :mod:`htc_core.experiments.transfer_eval` compares
+Each is a small, separately testable step on arrays; :mod:`htc_core.experiments.transfer_lofo` compares
 them leave-one-family-out and the shipped GAC holds the one that won there (its card says which).
 
 - :func:`target_standardized_logit` (test-time standardization): the model's weights applied to features

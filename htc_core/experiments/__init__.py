@@ -7,7 +7,11 @@ Modules:
 - ``grouping`` (with ``group_keys``): runs split into groups by a metadata column, DirectTrain, the guarded
   fit on some groups only; what the cross-group experiments share.
 - ``transfer``: the transfer matrix across groups; ``gac``: the General Agent Calibrator leave-one-group-out;
-  ``transfer_eval``: the GAC's transfer method chosen leave-one-family-out (used by ``htc_dev.train_gac``).
+  ``transfer_lofo``: the GAC's transfer method chosen leave-one-family-out (used by ``htc_dev.train_gac``), with
+  ``transfer_families`` (the families, the runs prepared once), ``transfer_candidates`` (the candidate methods
+  on one held-out family), ``transfer_maps`` (out-of-family Platt maps), ``transfer_choice`` (the result and
+  its choice rule), ``transfer_entry`` (the GAC file's transfer entry) and ``transfer_range`` (the
+  expected-error points).
 - ``ablation``: feature-family ablation and selection frequency.
 - ``learning_curve`` with ``curve_methods`` (the registry of curve entries), the learning baselines
   ``learning`` (MLP, XGBoost, GP) and ``sequence_models`` (LSTM, Transformer; extra ``[learning]``) and

@@ -6,8 +6,8 @@ themselves grew (16 runs of a family before, 250 after): they score different ru
 F, the whole procedure is run twice, once on each corpus minus F:
 
 1. the by-kind GAC is fitted and every transfer candidate is measured leave-one-family-out on the remaining
-   families (:func:`~htc_core.experiments.transfer_eval.leave_one_family_out`); the procedure's rule picks the
-   method (:meth:`~htc_core.experiments.transfer_eval.TransferChoice.best`) and its expected-error points;
+   families (:func:`~htc_core.experiments.transfer_lofo.leave_one_family_out`); the procedure's rule picks the
+   method (:meth:`~htc_core.experiments.transfer_choice.TransferChoice.best`) and its expected-error points;
 2. the GAC fitted on the corpus minus F scores F with that method zero-shot, on **all of F's runs in the larger
    corpus** for both corpora, so both procedures are scored on identical runs;
 3. the range the procedure would print for F (:func:`~htc_core.calibration.expected_error.expected_ece`, from its
@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from .grouping import score_metrics
-from .transfer_eval import expected_error_points, leave_one_family_out
+from .transfer_lofo import leave_one_family_out
+from .transfer_range import expected_error_points
 
 __all__ = ["CorpusComparison", "compare_corpora", "paired_bootstrap"]
 
@@ -35,7 +36,7 @@ STATS = ("ece_mean", "ece_worst", "brier_mean", "auroc_mean")
 
 
 def take_rows(d: dict, rows: np.ndarray) -> dict:
-    """The rows ``rows`` (positions) of a prepared data dict (:func:`~htc_core.experiments.transfer_eval.prepare`):
+    """The rows ``rows`` (positions) of a prepared data dict (:func:`~htc_core.experiments.transfer_families.prepare`):
     every array, DataFrame and dict of arrays indexed by run is cut, anything else is kept."""
     n = len(d["y"])
 
@@ -223,7 +224,7 @@ def compare_corpora(d: dict, old: np.ndarray, *, seed: int = 42, reference: str 
     Parameters
     ----------
     d : dict
-        What :func:`~htc_core.experiments.transfer_eval.prepare` made of the grown corpus (old is a subset).
+        What :func:`~htc_core.experiments.transfer_families.prepare` made of the grown corpus (old is a subset).
     old : numpy.ndarray of bool
         The rows of ``d`` in the old corpus.
     seed : int, default 42
@@ -237,11 +238,11 @@ def compare_corpora(d: dict, old: np.ndarray, *, seed: int = 42, reference: str 
         their run).
     points : callable or None, default None
         ``points(choice, method, data)`` -> the expected-error points of a procedure's leave-one-family-out
-        ``choice`` on ``data`` (default :func:`~htc_core.experiments.transfer_eval.expected_error_points`).
+        ``choice`` on ``data`` (default :func:`~htc_core.experiments.transfer_range.expected_error_points`).
     progress : callable or None, default None
         ``progress(done, total, family)`` after each held-out family.
     **lofo_kw
-        Passed to :func:`~htc_core.experiments.transfer_eval.leave_one_family_out` (inner_folds, alphas).
+        Passed to :func:`~htc_core.experiments.transfer_lofo.leave_one_family_out` (inner_folds, alphas).
 
     Returns
     -------
@@ -255,7 +256,7 @@ def compare_corpora(d: dict, old: np.ndarray, *, seed: int = 42, reference: str 
 
     >>> import numpy as np
     >>> from htc_core.formats import load
-    >>> from htc_core.experiments.transfer_eval import prepare
+    >>> from htc_core.experiments.transfer_families import prepare
     >>> from htc_core.experiments.corpus_compare import compare_corpora
     >>> ts, _ = load([f"sample_runs/_examples/{t}_Gemma3-270M-{m}.jsonl" for t in ("facts", "lists", "units")
     ...               for m in ("greedy", "sampled-t0.7")])

@@ -7,7 +7,7 @@ The shipped GAC (transfer ``signal-oof``) ranks every run set exactly as the min
 another training-free signal ranks a set better (the mean entropy on the Gemma ``units`` runs), it loses. Each
 candidate below ranks the runs with the three training-free signals only, label-free, and calibrates its score
 with an out-of-family Platt map fitted on training runs
-(:func:`htc_core.experiments.transfer_eval.out_of_family_platt`, as ``signal-oof`` does):
+(:func:`htc_core.experiments.transfer_maps.out_of_family_platt`, as ``signal-oof`` does):
 
 - ``min_prob`` (the shipped one), ``seq_prob``, ``neg_entropy``: one signal;
 - ``z-mean``: per run, the mean of the three signals' scores (logit of a probability, minus the entropy as it is),
@@ -82,7 +82,7 @@ class Maps:
     per-run combination's out-of-family Platt map, the standardization of the combinations, the fill of NaNs."""
 
     def __init__(self, S: np.ndarray, y: np.ndarray, groups: np.ndarray, nested: bool = True):
-        from htc_core.experiments.transfer_eval import out_of_family_platt
+        from htc_core.experiments.transfer_maps import out_of_family_platt
 
         self.mu, self.sd = np.nanmean(S, axis=0), np.nanstd(S, axis=0)
         self.fill = np.nanmedian(S, axis=0)
@@ -101,7 +101,7 @@ class Maps:
         from htc_core.calibration.signal_choice import NAMES, build_entry
 
         # nearest-family as the library scores it (the set-level entry a GAC file holds), from these maps
-        from htc_core.experiments.transfer_eval import SET_MIN_RUNS
+        from htc_core.experiments.transfer_choice import SET_MIN_RUNS
 
         # (min_runs: the families too small to lend their best signal; the bench scores every set as a set anyway)
         self.entry = build_entry(S, y, groups, dict(zip(NAMES, self.signal)), min_runs=SET_MIN_RUNS)
@@ -161,7 +161,7 @@ class Maps:
             a, b = self.rank_mean
             return sigmoid(a * logit(rk.rank_mean(S)) + b)
         if method == "nearest-50":            # as a GAC file scores it: a set under SET_MIN_RUNS runs run by run
-            from htc_core.experiments.transfer_eval import SET_MIN_RUNS
+            from htc_core.experiments.transfer_choice import SET_MIN_RUNS
 
             return self.column(S, DEFAULT if len(S) < SET_MIN_RUNS else self.pick("nearest-family", S))
         if method in ("consensus", "spread", "nearest-family", "nearest-cut"):
@@ -229,7 +229,7 @@ def best_column(S: np.ndarray, y: np.ndarray) -> int:
 
 
 def families(ts) -> np.ndarray:
-    from htc_core.experiments.transfer_eval import family_groups
+    from htc_core.experiments.transfer_families import family_groups
 
     return np.asarray(family_groups(ts.meta), dtype=object)
 
