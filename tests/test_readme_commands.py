@@ -186,8 +186,10 @@ def _params():
             marks.append(pytest.mark.model_server)
         if reason:
             marks.append(pytest.mark.skip(reason=reason))
-        elif "htc_dev.bench" in body:
-            marks.append(pytest.mark.slow)  # benchmarks take minutes; --help of each runs below
+        elif "htc_dev.bench" in body or "--compare-corpus" in body:
+            # benchmarks and the fair corpus comparison (2-3 min of CPU each) take minutes; --help of each
+            # benchmark runs below, the comparison's pieces in tests/test_train_corpus.py
+            marks.append(pytest.mark.slow)
         yield pytest.param(kind, body, id=test_id, marks=marks)
 
 
